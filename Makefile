@@ -1,0 +1,49 @@
+# The two commands that matter: `make demo` and `make test`. Each sets up .venv itself.
+SHELL := /bin/bash
+export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+TEMPLATE := cdk.out/GpuPilot.template.json
+STACK_SOURCES := app.py cdk.json $(wildcard stacks/*.py) $(wildcard statemachines/*.json) \
+	$(wildcard functions/*/*.py) $(wildcard functions/shared/*.py) $(wildcard functions/shared/data/*.json)
+
+.PHONY: setup synth demo serve test test-fast lint bench clean
+
+$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) -m pip install --quiet --no-deps -e .
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+$(TEMPLATE): $(STAMP) $(STACK_SOURCES)
+	$(PY) app.py
+
+synth: $(TEMPLATE)
+
+demo: synth
+	$(VENV)/bin/gpupilot demo
+
+serve: synth
+	$(VENV)/bin/gpupilot serve
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy functions gpupilot stacks app.py
+
+test: synth lint
+	$(PY) -m pytest -n 2 --dist loadgroup -q -p no:cacheprovider tests
+
+test-fast: setup
+	$(PY) -m pytest -q -p no:cacheprovider tests/unit
+
+bench: synth
+	$(PY) -m bench.run
+
+clean:
+	rm -rf cdk.out .build .gpupilot

@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""Synthesize the GpuPilot stack: `python app.py` works offline with node and no CDK CLI.
+
+Context comes from cdk.json (and cdk.context.json when present) read here, so the stack has an
+explicit account, region and zones and never looks anything up. cdk-nag's AwsSolutions pack runs as
+a CDK validation plugin: an unacknowledged error fails synthesis with a non-zero exit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import App, Validations
+from cdk_nag import AwsSolutionsChecks
+
+from functions.shared.constants import ASL_FILE, STACK_NAME
+from stacks.functions import stage_lambda_code
+from stacks.gpu_pilot_stack import GpuPilotStack
+from stacks.settings import DeploySettings
+
+ROOT = Path(__file__).resolve().parent
+OUTDIR = ROOT / "cdk.out"
+LAMBDA_BUILD_DIR = ROOT / ".build" / "lambda"
+
+
+def load_context(root: Path = ROOT) -> dict[str, Any]:
+    """cdk.json's context, overlaid by cdk.context.json, as the CDK CLI would merge them."""
+    context: dict[str, Any] = dict(json.loads((root / "cdk.json").read_text(encoding="utf-8"))["context"])
+    cached = root / "cdk.context.json"
+    if cached.exists():
+        context.update(json.loads(cached.read_text(encoding="utf-8")))
+    return context
+
+
+def build_app(
+    context: dict[str, Any],
+    *,
+    outdir: Path = OUTDIR,
+    lambda_build_dir: Path = LAMBDA_BUILD_DIR,
+) -> tuple[App, GpuPilotStack]:
+    """The app with the GpuPilot stack and the AwsSolutions checks; nothing is synthesized yet."""
+    # Under the CDK CLI the output directory is the CLI's to choose.
+    app = App(context=context, outdir=None if os.environ.get("CDK_OUTDIR") else str(outdir))
+    stack = GpuPilotStack(
+        app,
+        STACK_NAME,
+        settings=DeploySettings.from_context(context),
+        lambda_code_dir=stage_lambda_code(ROOT / "functions", lambda_build_dir),
+        asl_file=ROOT / ASL_FILE,
+    )
+    # Acknowledgements are also written into the template's resource Metadata, for auditing.
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app, write_suppressions_to_cloud_formation=True))
+    return app, stack
+
+
+def main() -> int:
+    app, _ = build_app(load_context())
+    try:
+        app.synth()
+    except Exception as error:  # jsii surfaces the validation failure as a generic error
+        print(f"synth failed: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,168 @@
+"""HTTP API: thin routes over functions.shared.service; domain errors map to 4xx JSON bodies."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
+from aws_lambda_powertools.utilities.idempotency.exceptions import (
+    IdempotencyAlreadyInProgressError,
+    IdempotencyValidationError,
+)
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel, ValidationError
+
+from functions.shared import service
+from functions.shared.models import ErrorBody, JobRequest, JobStatus
+from functions.shared.observability import logger, metrics
+from functions.shared.store import InvalidPageToken, JobNotFound
+
+app = APIGatewayRestResolver()
+MAX_PAGE = 100
+
+
+class BadRequest(Exception):
+    def __init__(self, field: str | None, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+def _json(status: int, body: BaseModel | dict[str, Any]) -> Response:
+    payload = body.model_dump_json() if isinstance(body, BaseModel) else json.dumps(body)
+    return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=payload)
+
+
+def _error(status: int, error: str, message: str, field: str | None = None) -> Response:
+    return _json(status, ErrorBody(error=error, field=field, message=message))
+
+
+def _request_body() -> JobRequest:
+    raw = app.current_event.body
+    if not raw:
+        raise BadRequest("body", "a JSON object body is required")
+    try:
+        body = json.loads(raw)
+    except ValueError as error:
+        raise BadRequest("body", f"body is not valid JSON: {error}") from error
+    if not isinstance(body, dict):
+        raise BadRequest("body", "body must be a JSON object")
+    return JobRequest.model_validate(body)
+
+
+@app.exception_handler(ValidationError)
+def _invalid(error: ValidationError) -> Response:
+    first = error.errors()[0]
+    field = ".".join(str(part) for part in first["loc"]) or "body"
+    return _error(400, "ValidationError", f"{field}: {first['msg']}", field)
+
+
+@app.exception_handler(BadRequest)
+def _bad_request(error: BadRequest) -> Response:
+    return _error(400, "BadRequest", error.message, error.field)
+
+
+@app.exception_handler(JobNotFound)
+def _not_found(error: JobNotFound) -> Response:
+    return _error(404, "JobNotFound", f"no job {error}", "job_id")
+
+
+@app.exception_handler(InvalidPageToken)
+def _bad_token(error: InvalidPageToken) -> Response:
+    return _error(400, "BadRequest", "next_token is not one this API issued", "next_token")
+
+
+@app.exception_handler(service.JobAlreadyFinished)
+def _finished(error: service.JobAlreadyFinished) -> Response:
+    return _error(409, "JobAlreadyFinished", f"job {error} has already finished", "job_id")
+
+
+@app.exception_handler(IdempotencyValidationError)
+def _key_reused(error: IdempotencyValidationError) -> Response:
+    return _error(409, "IdempotencyKeyReused", "this Idempotency-Key was used with a different body", "Idempotency-Key")
+
+
+@app.exception_handler(IdempotencyAlreadyInProgressError)
+def _key_in_flight(error: IdempotencyAlreadyInProgressError) -> Response:
+    return _error(
+        409, "IdempotencyKeyInProgress", "a request with this Idempotency-Key is in progress", "Idempotency-Key"
+    )
+
+
+@app.post("/jobs")
+def submit_job() -> Response:
+    key = app.current_event.headers.get("Idempotency-Key") or app.current_event.headers.get("idempotency-key")
+    request = _request_body()
+    if key is not None and not (1 <= len(key) <= 256):
+        raise BadRequest("Idempotency-Key", "Idempotency-Key must be 1-256 characters")
+    submitted = service.submit_idempotently(request, key) if key else service.start_job(request)
+    return _json(202, submitted)
+
+
+@app.get("/jobs/<job_id>")
+def get_job(job_id: str) -> Response:
+    return _json(200, service.get_job(job_id))
+
+
+@app.delete("/jobs/<job_id>")
+def cancel_job(job_id: str) -> Response:
+    return _json(202, service.cancel_job(job_id))
+
+
+@app.get("/jobs")
+def list_jobs() -> Response:
+    status = app.current_event.get_query_string_value("status")
+    if status is not None and status not in JobStatus.__members__:
+        raise BadRequest("status", f"status must be one of {', '.join(JobStatus.__members__)}")
+    raw_limit = app.current_event.get_query_string_value("limit") or "20"
+    if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= MAX_PAGE:
+        raise BadRequest("limit", f"limit must be a whole number from 1 to {MAX_PAGE}")
+    token = app.current_event.get_query_string_value("next_token")
+    return _json(200, service.list_jobs(status, int(raw_limit), token))
+
+
+@app.post("/plan")
+def plan() -> Response:
+    ranked, _ = service.plan_request(_request_body())
+    return _json(200, ranked)
+
+
+@app.get("/costs")
+def costs() -> Response:
+    today = datetime.now(UTC).date()
+    date_from = _date_param("from", (today - timedelta(days=30)).isoformat())
+    date_to = _date_param("to", today.isoformat())
+    if date_from > date_to:
+        raise BadRequest("from", "from must not be after to")
+    report = service.cost_report(date_from, date_to)
+    return Response(
+        status_code=200,
+        content_type=content_types.APPLICATION_JSON,
+        body=report.model_dump_json(by_alias=True),
+    )
+
+
+def _date_param(name: str, default: str) -> str:
+    value = app.current_event.get_query_string_value(name) or default
+    try:
+        return date.fromisoformat(value).isoformat()
+    except ValueError as error:
+        raise BadRequest(name, f"{name} must be a date, YYYY-MM-DD") from error
+
+
+@app.get("/health")
+def health() -> Response:
+    return _json(200, service.latest_health())
+
+
+@app.post("/sweep")
+def sweep_now() -> Response:
+    return _json(200, service.run_sweep())
+
+
+@metrics.log_metrics
+@logger.inject_lambda_context(clear_state=True)
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return app.resolve(event, context)

@@ -1,0 +1,18 @@
+"""DiagnoseStuckJob: why is the job still RUNNABLE, and what to do about it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from functions.shared import service
+from functions.shared.observability import logger, metrics
+from functions.shared.workflow import DiagnoseInput
+
+
+@metrics.log_metrics
+@logger.inject_lambda_context(clear_state=True)
+def handler(event: dict[str, Any], context: LambdaContext) -> Any:
+    result = service.diagnose_stuck_job(DiagnoseInput.model_validate(event))
+    return result.model_dump(mode="json")

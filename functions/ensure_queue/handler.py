@@ -1,0 +1,17 @@
+"""EnsureJobQueue: create or reuse the pooled GPU compute environment and queue."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from functions.shared import service
+from functions.shared.observability import logger
+from functions.shared.workflow import EnsureQueueInput
+
+
+@logger.inject_lambda_context(clear_state=True)
+def handler(event: dict[str, Any], context: LambdaContext) -> Any:
+    result = service.ensure_job_queue(EnsureQueueInput.model_validate(event))
+    return result.model_dump(mode="json")

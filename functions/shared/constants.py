@@ -1,0 +1,116 @@
+"""Names shared by the stack, the handlers and the local cloud: one place, so they cannot drift."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SERVICE_NAME = "gpupilot"
+METRICS_NAMESPACE = "GpuPilot"
+STACK_NAME = "GpuPilot"
+STATE_MACHINE_NAME = "GpuJob"
+ASL_FILE = "statemachines/gpu_job.asl.json"
+
+# Environment variables read by functions/shared/config.py.
+ENV_TABLE = "GPUPILOT_TABLE"
+ENV_STATE_MACHINE_ARN = "GPUPILOT_STATE_MACHINE_ARN"
+ENV_SUBNETS = "GPUPILOT_SUBNETS"
+ENV_SECURITY_GROUPS = "GPUPILOT_SECURITY_GROUPS"
+ENV_INSTANCE_PROFILE_ARN = "GPUPILOT_INSTANCE_PROFILE_ARN"
+ENV_LAUNCH_TEMPLATE_NAME = "GPUPILOT_LAUNCH_TEMPLATE_NAME"
+ENV_MAX_VCPUS = "GPUPILOT_MAX_VCPUS"
+ENV_RESOURCE_PREFIX = "GPUPILOT_RESOURCE_PREFIX"
+# Optional: without it Batch uses its service-linked role (the deployed default).
+ENV_BATCH_SERVICE_ROLE_ARN = "GPUPILOT_BATCH_SERVICE_ROLE_ARN"
+
+# DynamoDB single-table layout.
+TABLE_PK = "pk"
+TABLE_SK = "sk"
+GSI1_NAME = "gsi1"
+GSI1_PK = "gsi1pk"
+GSI1_SK = "gsi1sk"
+TTL_ATTRIBUTE = "expires_at"
+
+# Batch events the workflow listens to.
+BATCH_EVENT_SOURCE = "aws.batch"
+BATCH_JOB_STATE_CHANGE = "Batch Job State Change"
+BATCH_JOB_QUEUE_BLOCKED = "Batch Job Queue Blocked"
+SWEEP_RATE_MINUTES = 5
+
+
+@dataclass(frozen=True)
+class LambdaSpec:
+    """One Lambda of the control plane: where its handler is and how the ASL names it."""
+
+    key: str
+    handler: str
+    description: str
+    substitution: str | None = None  # ${Name} in the ASL, when the workflow calls it
+    timeout_seconds: int = 30
+    memory_mb: int = 512
+
+
+LAMBDAS: tuple[LambdaSpec, ...] = (
+    LambdaSpec("api", "functions.api.handler.handler", "HTTP API: submit, inspect, cancel, plan GPU jobs"),
+    LambdaSpec(
+        "select_gpu",
+        "functions.select_gpu.handler.handler",
+        "Rank GPU instance types by real availability and price",
+        "SelectGpuTypeFunctionArn",
+    ),
+    LambdaSpec(
+        "ensure_queue",
+        "functions.ensure_queue.handler.handler",
+        "Create or reuse the pooled GPU compute environment and job queue",
+        "EnsureJobQueueFunctionArn",
+        timeout_seconds=60,
+    ),
+    LambdaSpec(
+        "submit_job",
+        "functions.submit_job.handler.handler",
+        "Register the GPU job definition and submit the Batch job",
+        "SubmitBatchJobFunctionArn",
+    ),
+    LambdaSpec(
+        "wait_for_job",
+        "functions.wait_for_job.handler.handler",
+        "Park the workflow's task token until the Batch job starts or ends",
+        "WaitForJobFunctionArn",
+    ),
+    LambdaSpec(
+        "job_events",
+        "functions.job_events.handler.handler",
+        "Record Batch job state changes and resume the waiting workflow",
+    ),
+    LambdaSpec(
+        "diagnose",
+        "functions.diagnose.handler.handler",
+        "Explain why a Batch job is stuck in RUNNABLE, with evidence",
+        "DiagnoseStuckJobFunctionArn",
+        timeout_seconds=60,
+    ),
+    LambdaSpec(
+        "record_cost",
+        "functions.record_cost.handler.handler",
+        "Price the finished attempt and record the job's outcome",
+        "RecordCostFunctionArn",
+    ),
+    LambdaSpec(
+        "record_failure",
+        "functions.record_failure.handler.handler",
+        "Record why the workflow failed, on the job record",
+        "RecordFailureFunctionArn",
+    ),
+    LambdaSpec(
+        "health_sweep",
+        "functions.health_sweep.handler.handler",
+        "Sweep Batch and ECS for stuck jobs and unhealthy GPU fleets",
+        timeout_seconds=120,
+    ),
+)
+
+LAMBDAS_BY_KEY = {spec.key: spec for spec in LAMBDAS}
+
+
+def function_name(prefix: str, key: str) -> str:
+    """Physical name of a Lambda in the local cloud (the deployed stack lets CloudFormation name them)."""
+    return f"{prefix}-{key.replace('_', '-')}"

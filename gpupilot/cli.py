@@ -1,0 +1,280 @@
+"""`gpupilot`: submit and watch GPU jobs, and run the local cloud.
+
+Without --endpoint (or GPUPILOT_ENDPOINT) the CLI talks to the local cloud started by `gpupilot serve`.
+Bad input exits 2 with one line; a job that ends FAILED exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn
+
+from gpupilot import render
+from gpupilot.client import DEFAULT_LOCAL_ENDPOINT, ApiClient, ApiResponse, ApiUnreachable
+
+FINISHED = {"SUCCEEDED", "FAILED", "CANCELLED"}
+DEMO_JOB = {
+    "name": "cuda-smoke",
+    "image": "nvidia/cuda:12.4.1-base-ubuntu22.04",
+    "command": ["nvidia-smi", "-L"],
+    "gpus": 1,
+}
+
+
+class UsageError(Exception):
+    """Bad input: exit 2 with one line."""
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        print(f"gpupilot: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def _job_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--file", help="JSON body of the request (flags override its fields)")
+    parser.add_argument("--name")
+    parser.add_argument("--image")
+    parser.add_argument("--gpus", type=int)
+    parser.add_argument("--min-gpu-memory-gib", type=float)
+    parser.add_argument("--vcpus", type=int)
+    parser.add_argument("--memory-gib", type=float)
+    parser.add_argument("--gpu-model", action="append", dest="gpu_models", help="repeat, in preference order")
+    parser.add_argument("--instance-type", action="append", dest="instance_types", help="repeat: allow-list")
+    parser.add_argument("--capacity", choices=["on-demand", "spot", "spot-first"])
+    parser.add_argument("--max-hourly-usd", type=float)
+    parser.add_argument("--timeout-minutes", type=int)
+    parser.add_argument("--stuck-after-minutes", type=float)
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--arch", choices=["x86_64", "arm64"])
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command and its arguments")
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog="gpupilot", description="Run CUDA jobs on GPUs that exist, and know why they wait.")
+    parser.add_argument("--endpoint", help=f"API URL (default: GPUPILOT_ENDPOINT or {DEFAULT_LOCAL_ENDPOINT})")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    commands = parser.add_subparsers(dest="action", required=True, parser_class=Parser)
+
+    demo = commands.add_parser("demo", help="start the local cloud, run a CUDA job, show its cost")
+    demo.add_argument("--world", help="world file (JSON) shaping the simulated AWS")
+    demo.add_argument("--speedup", type=float, default=1.0, help="simulated job time runs this much faster")
+
+    serve = commands.add_parser("serve", help="run the local cloud (embedded AWS + the API on loopback)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8765)
+    serve.add_argument("--world", help="world file (JSON) shaping the simulated AWS")
+    serve.add_argument("--speedup", type=float, default=1.0, help="simulated job time runs this much faster")
+    serve.add_argument("--sweep-seconds", type=float, default=300.0, help="health sweep period (0: off)")
+    serve.add_argument("--log-file", default=".gpupilot/local-cloud.log", help="where handler logs go")
+
+    submit = commands.add_parser("submit", help="submit a GPU job")
+    _job_arguments(submit)
+    submit.add_argument("--idempotency-key")
+    submit.add_argument("--wait", action="store_true", help="follow the job until it ends")
+
+    plan = commands.add_parser("plan", help="rank GPU types for a request; launches nothing")
+    _job_arguments(plan)
+
+    status = commands.add_parser("status", help="show one job")
+    status.add_argument("job_id")
+    status.add_argument("--wait", action="store_true", help="follow the job until it ends")
+
+    listing = commands.add_parser("list", help="list jobs, newest first")
+    listing.add_argument("--status")
+    listing.add_argument("--limit", type=int, default=20)
+    listing.add_argument("--next-token")
+
+    cancel = commands.add_parser("cancel", help="cancel a job")
+    cancel.add_argument("job_id")
+
+    commands.add_parser("health", help="latest health sweep")
+    commands.add_parser("sweep", help="run a health sweep now")
+    costs = commands.add_parser("costs", help="daily cost by GPU type and by job name")
+    costs.add_argument("--from", dest="date_from")
+    costs.add_argument("--to", dest="date_to")
+    return parser
+
+
+def job_body(args: argparse.Namespace) -> dict[str, Any]:
+    """The request body from --file and the flags; flags win."""
+    body: dict[str, Any] = {}
+    if args.file:
+        try:
+            body = json.loads(Path(args.file).read_text())
+        except OSError as error:
+            raise UsageError(f"cannot read --file {args.file}: {error.strerror}") from error
+        except ValueError as error:
+            raise UsageError(f"--file {args.file} is not valid JSON: {error}") from error
+        if not isinstance(body, dict):
+            raise UsageError(f"--file {args.file} must hold a JSON object")
+    for field in (
+        "name", "image", "gpus", "min_gpu_memory_gib", "vcpus", "memory_gib", "gpu_models", "instance_types",
+        "capacity", "max_hourly_usd", "timeout_minutes", "stuck_after_minutes", "arch",
+    ):  # fmt: skip
+        value = getattr(args, field)
+        if value is not None:
+            body[field] = value
+    command = [part for part in args.command if part != "--"] if args.command else []
+    if command:
+        body["command"] = command
+    for pair in args.env:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise UsageError(f"--env {pair!r} must be NAME=VALUE")
+        body.setdefault("environment", {})[name] = value
+    return body
+
+
+def _checked(response: ApiResponse) -> Any:
+    if response.ok:
+        return response.body
+    if 400 <= response.status < 500:
+        raise UsageError(response.error_line())
+    raise RuntimeError(response.error_line())
+
+
+def follow(
+    client: ApiClient, job_id: str, out: Callable[[str], None], poll_seconds: float = 0.5, limit_seconds: float = 0
+) -> dict[str, Any]:
+    """Poll the job and print each new status until it ends; returns the final job."""
+    seen = 0
+    started = time.monotonic()
+    while True:
+        job = _checked(client.request("GET", f"/jobs/{job_id}"))
+        for entry in job["timeline"][seen:]:
+            out(render.progress_line(entry, job))
+        seen = len(job["timeline"])
+        if job["status"] in FINISHED:
+            return dict(job)
+        if limit_seconds and time.monotonic() - started > limit_seconds:
+            raise RuntimeError(f"job {job_id} still {job['status']} after {limit_seconds:.0f} s")
+        time.sleep(poll_seconds)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.action == "serve":
+        return serve(args)
+    if args.action == "demo":
+        return demo(args)
+    client = ApiClient(args.endpoint)
+    emit = print
+    if args.action in ("submit", "plan"):
+        body = job_body(args)
+        if args.action == "plan":
+            result = _checked(client.request("POST", "/plan", body))
+            emit(json.dumps(result, indent=2) if args.json else render.plan_table(result))
+            return 0
+        headers = {"Idempotency-Key": args.idempotency_key} if args.idempotency_key else None
+        submitted = _checked(client.request("POST", "/jobs", body, headers=headers))
+        if not args.wait:
+            emit(json.dumps(submitted, indent=2) if args.json else f"submitted {submitted['job_id']}")
+            return 0
+        job = follow(client, submitted["job_id"], (lambda _: None) if args.json else emit)
+        emit(json.dumps(job, indent=2) if args.json else render.job_summary(job))
+        return 0 if job["status"] == "SUCCEEDED" else 1
+    if args.action == "status":
+        if args.wait:
+            job = follow(client, args.job_id, (lambda _: None) if args.json else emit)
+        else:
+            job = _checked(client.request("GET", f"/jobs/{args.job_id}"))
+        emit(json.dumps(job, indent=2) if args.json else render.job_summary(job))
+        return 0
+    if args.action == "list":
+        query = {"status": args.status, "limit": args.limit, "next_token": args.next_token}
+        result = _checked(client.request("GET", "/jobs", query=query))
+        emit(json.dumps(result, indent=2) if args.json else render.job_list(result))
+        return 0
+    if args.action == "cancel":
+        job = _checked(client.request("DELETE", f"/jobs/{args.job_id}"))
+        emit(json.dumps(job, indent=2) if args.json else f"cancelled {job['job_id']} ({job['status']})")
+        return 0
+    if args.action in ("health", "sweep"):
+        method, path = ("GET", "/health") if args.action == "health" else ("POST", "/sweep")
+        report = _checked(client.request(method, path))
+        emit(json.dumps(report, indent=2) if args.json else render.health(report))
+        return 0
+    if args.action == "costs":
+        report = _checked(client.request("GET", "/costs", query={"from": args.date_from, "to": args.date_to}))
+        emit(json.dumps(report, indent=2) if args.json else render.costs(report))
+        return 0
+    raise UsageError(f"unknown command {args.action}")
+
+
+def _start_cloud(
+    world_file: str | None, host: str, port: int, speedup: float, sweep_seconds: float, log_file: Path
+) -> Any:
+    from gpupilot.localcloud.world import WorldError, load_world
+
+    try:
+        world = load_world(world_file)
+    except WorldError as error:
+        raise UsageError(str(error)) from error
+    if speedup <= 0:
+        raise UsageError("--speedup must be greater than 0")
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    from gpupilot.localcloud.server import LocalCloud
+
+    return LocalCloud(
+        world, host=host, port=port, speedup=speedup, sweep_seconds=sweep_seconds, log_file=log_file
+    ).start()
+
+
+def serve(args: argparse.Namespace) -> int:
+    cloud = _start_cloud(args.world, args.host, args.port, args.speedup, args.sweep_seconds, Path(args.log_file))
+    print(f"listening on {cloud.api_url}", flush=True)
+    print(f"aws endpoint {cloud.aws_url}", flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with contextlib.suppress(KeyboardInterrupt):
+        stop.wait()
+    cloud.stop()
+    return 0
+
+
+def demo(args: argparse.Namespace) -> int:
+    log_file = Path(".gpupilot/demo.log")
+    print("GPU Pilot demo: starting the local cloud (embedded AWS, the stack's resources, the GpuJob workflow)")
+    cloud = _start_cloud(args.world, "127.0.0.1", 0, args.speedup, 0, log_file)
+    try:
+        print(f"listening on {cloud.api_url}")
+        print(f"aws endpoint {cloud.aws_url}")
+        client = ApiClient(cloud.api_url)
+        plan = _checked(client.request("POST", "/plan", DEMO_JOB))
+        print(render.plan_table(plan, top=3))
+        submitted = _checked(client.request("POST", "/jobs", DEMO_JOB))
+        print(f"submitted {submitted['job_id']}: {' '.join(DEMO_JOB['command'])} on {DEMO_JOB['gpus']} GPU")
+        job = follow(client, submitted["job_id"], print, limit_seconds=600)
+        print(render.job_summary(job))
+        print(f"(handler logs: {log_file})")
+        return 0 if job["status"] == "SUCCEEDED" else 1
+    finally:
+        cloud.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return run(args)
+    except UsageError as error:
+        print(f"gpupilot: {error}", file=sys.stderr)
+        return 2
+    except ApiUnreachable as error:
+        hint = "" if args.endpoint else " (start the local cloud with `gpupilot serve`, or pass --endpoint)"
+        print(f"gpupilot: {error}{hint}", file=sys.stderr)
+        return 1
+    except RuntimeError as error:
+        print(f"gpupilot: {error}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

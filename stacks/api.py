@@ -1,0 +1,119 @@
+"""The REST API: every route IAM-authenticated (SigV4) and proxied to the api Lambda."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import RemovalPolicy
+from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from stacks.nag import acknowledge
+from stacks.settings import API_STAGE_NAME, API_THROTTLE_BURST, API_THROTTLE_RATE, LOG_RETENTION
+
+
+@dataclass(frozen=True)
+class Route:
+    path: str
+    method: str
+    json_body: bool = False
+
+
+ROUTES: tuple[Route, ...] = (
+    Route("/jobs", "GET"),
+    Route("/jobs", "POST", json_body=True),
+    Route("/jobs/{job_id}", "GET"),
+    Route("/jobs/{job_id}", "DELETE"),
+    Route("/plan", "POST", json_body=True),
+    Route("/health", "GET"),
+    Route("/sweep", "POST"),
+    Route("/costs", "GET"),
+)
+
+# Only the shape is checked at the edge; the api Lambda validates fields itself, so its 4xx bodies
+# name the offending field, and the local cloud (no API Gateway) answers exactly like the deployed one.
+JOB_BODY_SCHEMA = apigw.JsonSchema(
+    schema=apigw.JsonSchemaVersion.DRAFT4,
+    title="JobRequest",
+    type=apigw.JsonSchemaType.OBJECT,
+)
+
+
+class Api(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, handler: lambda_.IFunction) -> None:
+        super().__init__(scope, construct_id)
+        access_logs = logs.LogGroup(self, "AccessLogs", retention=LOG_RETENTION, removal_policy=RemovalPolicy.DESTROY)
+        self.rest_api = apigw.RestApi(
+            self,
+            "RestApi",
+            description="GPU Pilot: submit, inspect, cancel and plan GPU jobs",
+            endpoint_types=[apigw.EndpointType.REGIONAL],
+            # Execution logging needs the account-level CloudWatch role; the recommended feature flag
+            # turns CDK's default off, so ask for it explicitly.
+            cloud_watch_role=True,
+            cloud_watch_role_removal_policy=RemovalPolicy.DESTROY,
+            default_method_options=apigw.MethodOptions(authorization_type=apigw.AuthorizationType.IAM),
+            deploy_options=apigw.StageOptions(
+                stage_name=API_STAGE_NAME,
+                access_log_destination=apigw.LogGroupLogDestination(access_logs),
+                access_log_format=apigw.AccessLogFormat.json_with_standard_fields(
+                    caller=True,
+                    http_method=True,
+                    ip=True,
+                    protocol=True,
+                    request_time=True,
+                    resource_path=True,
+                    response_length=True,
+                    status=True,
+                    user=True,
+                ),
+                tracing_enabled=True,
+                logging_level=apigw.MethodLoggingLevel.INFO,
+                # Request bodies carry job environments, which may hold secrets: never log them.
+                data_trace_enabled=False,
+                metrics_enabled=True,
+                throttling_rate_limit=API_THROTTLE_RATE,
+                throttling_burst_limit=API_THROTTLE_BURST,
+            ),
+        )
+        validator = self.rest_api.add_request_validator(
+            "BodyValidator", validate_request_body=True, validate_request_parameters=True
+        )
+        job_model = self.rest_api.add_model("JobRequest", content_type="application/json", schema=JOB_BODY_SCHEMA)
+        # One integration for all routes; the api Lambda routes by resource and method itself.
+        integration = apigw.LambdaIntegration(handler, proxy=True, allow_test_invoke=False)
+        for route in ROUTES:
+            resource = self.rest_api.root.resource_for_path(route.path)
+            resource.add_method(
+                route.method,
+                integration,
+                authorization_type=apigw.AuthorizationType.IAM,
+                request_validator=validator,
+                request_models={"application/json": job_model} if route.json_body else None,
+            )
+
+        acknowledge(
+            self.rest_api,
+            "AwsSolutions-COG4",
+            "Callers are AWS principals (the gpupilot CLI and automation signing with SigV4): every method "
+            "uses AWS_IAM authorization, so there is no Cognito user pool to authorize against.",
+        )
+        acknowledge(
+            self.rest_api,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+            "AmazonAPIGatewayPushToCloudWatchLogs]",
+            "API Gateway's account-level logging role: this AWS-maintained policy is the documented way to "
+            "let API Gateway write execution logs, and it is attached to that service role only.",
+        )
+        acknowledge(
+            self.rest_api.deployment_stage,
+            "AwsSolutions-APIG3",
+            "Every method requires SigV4 (AWS_IAM), so unsigned requests are refused before they reach "
+            "the Lambda, and stage throttling caps signed callers; no WAF rule would apply to "
+            "authenticated AWS principals that these two do not already cover.",
+        )
+        # The stack exports the URL as ApiUrl; RestApi's own duplicate output would only add noise.
+        self.rest_api.node.try_remove_child("Endpoint")
+        self.url = self.rest_api.url

@@ -1,0 +1,115 @@
+"""What GPU compute environments need before the ensure_queue Lambda can create them at run time.
+
+Compute environments and job queues are not declared here: they are pooled by (instance types,
+capacity, arch) and created or retired by the control plane, because Batch allows only 50 of each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import Fn
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from functions.shared.userdata import gpu_user_data
+from stacks.nag import acknowledge
+from stacks.settings import (
+    IMDS_HOP_LIMIT,
+    LAUNCH_TEMPLATE_NAME,
+    LOG_RETENTION,
+    ROOT_DEVICE_NAME,
+    ROOT_VOLUME_GIB,
+)
+
+
+class BatchFleet(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, zones: Sequence[str]) -> None:
+        super().__init__(scope, construct_id)
+
+        flow_logs = logs.LogGroup(self, "FlowLogs", retention=LOG_RETENTION)
+        # GPU instances live in private subnets but must reach the ECS and Batch endpoints: without a
+        # route the ECS agent never registers and jobs sit in RUNNABLE forever. One NAT gateway gives
+        # that route at the lowest cost; interface endpoints for ECS would cost more per zone than the
+        # NAT for a fleet that is idle most of the time.
+        self.vpc = ec2.Vpc(
+            self,
+            "Vpc",
+            availability_zones=list(zones),
+            nat_gateways=1,
+            subnet_configuration=[
+                ec2.SubnetConfiguration(name="public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24),
+                ec2.SubnetConfiguration(name="gpu", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, cidr_mask=20),
+            ],
+            # The registration failures the sweep diagnoses are often network ones: keep the evidence.
+            flow_logs={
+                "All": ec2.FlowLogOptions(
+                    destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_logs),
+                    traffic_type=ec2.FlowLogTrafficType.ALL,
+                )
+            },
+        )
+        self.private_subnet_ids: list[str] = self.vpc.select_subnets(
+            subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS
+        ).subnet_ids
+
+        self.security_group = ec2.SecurityGroup(
+            self,
+            "GpuInstances",
+            vpc=self.vpc,
+            description="GPU Pilot Batch instances: no inbound, outbound to ECS, Batch, ECR and images",
+            allow_all_outbound=True,
+        )
+
+        self.instance_role = iam.Role(
+            self,
+            "InstanceRole",
+            assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
+            description="GPU Pilot Batch container instances",
+            managed_policies=[
+                iam.ManagedPolicy.from_aws_managed_policy_name("service-role/AmazonEC2ContainerServiceforEC2Role"),
+                iam.ManagedPolicy.from_aws_managed_policy_name("AmazonSSMManagedInstanceCore"),
+            ],
+        )
+        acknowledge(
+            self.instance_role,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+            "AmazonEC2ContainerServiceforEC2Role]",
+            "The ECS agent on Batch-managed instances needs exactly this AWS-maintained policy to "
+            "register, pull images and send logs; AWS updates it as the agent gains features.",
+        )
+        acknowledge(
+            self.instance_role,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonSSMManagedInstanceCore]",
+            "Session Manager is how an operator inspects an instance whose ECS agent never registered "
+            "(no SSH, no inbound rules); this AWS-maintained policy is the documented minimum for it.",
+        )
+        self.instance_profile = iam.CfnInstanceProfile(self, "InstanceProfile", roles=[self.instance_role.role_name])
+
+        self.launch_template = ec2.CfnLaunchTemplate(
+            self,
+            "GpuLaunchTemplate",
+            launch_template_name=LAUNCH_TEMPLATE_NAME,
+            launch_template_data=ec2.CfnLaunchTemplate.LaunchTemplateDataProperty(
+                # Batch merges this MIME part with its own user data, which sets ECS_CLUSTER.
+                user_data=Fn.base64(gpu_user_data()),
+                metadata_options=ec2.CfnLaunchTemplate.MetadataOptionsProperty(
+                    http_endpoint="enabled",
+                    http_tokens="required",
+                    http_put_response_hop_limit=IMDS_HOP_LIMIT,
+                ),
+                block_device_mappings=[
+                    ec2.CfnLaunchTemplate.BlockDeviceMappingProperty(
+                        device_name=ROOT_DEVICE_NAME,
+                        ebs=ec2.CfnLaunchTemplate.EbsProperty(
+                            encrypted=True,
+                            volume_size=ROOT_VOLUME_GIB,
+                            volume_type="gp3",
+                            delete_on_termination=True,
+                        ),
+                    )
+                ],
+            ),
+        )

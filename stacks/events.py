@@ -1,0 +1,79 @@
+"""EventBridge: Batch job events drive the workflow; a schedule runs the health sweep."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from functions.shared.constants import (
+    BATCH_EVENT_SOURCE,
+    BATCH_JOB_QUEUE_BLOCKED,
+    BATCH_JOB_STATE_CHANGE,
+    SWEEP_RATE_MINUTES,
+)
+from stacks.nag import acknowledge
+
+
+class JobEvents(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        job_events: lambda_.IFunction,
+        health_sweep: lambda_.IFunction,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        # An event that cannot be delivered is kept for replay rather than lost; the sweep reconciles
+        # the job meanwhile, so nothing waits on this queue.
+        self.dead_letters = sqs.Queue(
+            self,
+            "BatchEventsDeadLetters",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=Duration.days(14),
+        )
+        acknowledge(
+            self.dead_letters,
+            "AwsSolutions-SQS3",
+            "This queue is itself the dead-letter queue of the Batch events rule target; a DLQ for a DLQ "
+            "would only move the same undeliverable events again.",
+        )
+
+        self.batch_rule = events.Rule(
+            self,
+            "BatchJobEvents",
+            description="Batch job state changes and blocked queues -> job_events",
+            event_pattern=events.EventPattern(
+                source=[BATCH_EVENT_SOURCE],
+                detail_type=[BATCH_JOB_STATE_CHANGE, BATCH_JOB_QUEUE_BLOCKED],
+            ),
+        )
+        self.batch_rule.add_target(
+            targets.LambdaFunction(
+                job_events,
+                dead_letter_queue=self.dead_letters,
+                retry_attempts=8,
+                # A task token waits far longer than this, and the sweep catches what falls out.
+                max_event_age=Duration.hours(6),
+            )
+        )
+
+        self.sweep_schedule = events.Rule(
+            self,
+            "HealthSweepSchedule",
+            description="Periodic health sweep: stuck jobs, unregistered instances, invalid pools",
+            schedule=events.Schedule.rate(Duration.minutes(SWEEP_RATE_MINUTES)),
+        )
+        self.sweep_schedule.add_target(
+            targets.LambdaFunction(
+                health_sweep,
+                # A sweep that missed its slot is replaced by the next tick, not retried into it.
+                retry_attempts=1,
+                max_event_age=Duration.minutes(SWEEP_RATE_MINUTES - 1),
+            )
+        )

@@ -1,0 +1,139 @@
+"""One factory for every Lambda of the control plane, driven by constants.LAMBDAS."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from aws_cdk import Duration
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from functions.shared.constants import ENV_TABLE, LAMBDAS, METRICS_NAMESPACE, SERVICE_NAME, LambdaSpec
+from stacks.nag import WildcardLedger, acknowledge
+from stacks.permissions import Grant
+from stacks.settings import LOG_RETENTION, POWERTOOLS_LAYER_ARN
+from stacks.storage import TABLE_DATA_ACTIONS
+
+WHY_XRAY = (
+    "Active tracing: xray:PutTraceSegments and xray:PutTelemetryRecords have no resource types in IAM, "
+    "so Lambda's tracing grant is on Resource '*'."
+)
+WHY_PYTHON_311 = (
+    "Pinned to Python 3.11: the project targets 3.11 (pyproject requires-python, CI venv) and the "
+    "Powertools public layer used here is the python311 build; moving runtimes means moving both."
+)
+
+
+def stage_lambda_code(source: Path, build_root: Path) -> Path:
+    """Copy the `functions` package under build_root, so handler paths `functions.<name>.handler.handler`
+    resolve, without fingerprinting the repository (and its virtualenv) as the asset."""
+    if build_root.exists():
+        shutil.rmtree(build_root)
+    shutil.copytree(source, build_root / source.name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return build_root
+
+
+def construct_name(key: str) -> str:
+    """`select_gpu` -> `SelectGpu`: readable construct ids and logical ids."""
+    return "".join(part.capitalize() for part in key.split("_"))
+
+
+class ControlPlaneFunctions(Construct):
+    """Every Lambda in constants.LAMBDAS, each with its own role, log group and permissions."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        code_dir: Path,
+        region: str,
+        table_name: str,
+        table_resources: Sequence[str],
+        grants: Mapping[str, Sequence[Grant]],
+        environment: Mapping[str, Mapping[str, str]],
+    ) -> None:
+        super().__init__(scope, construct_id)
+        unknown = (set(grants) | set(environment)) - {spec.key for spec in LAMBDAS}
+        if unknown:
+            raise ValueError(f"grants or environment for Lambdas not in constants.LAMBDAS: {sorted(unknown)}")
+
+        self._code = lambda_.Code.from_asset(str(code_dir))
+        self._powertools = lambda_.LayerVersion.from_layer_version_arn(
+            self, "PowertoolsLayer", POWERTOOLS_LAYER_ARN.format(region=region)
+        )
+        self._base_environment = {
+            ENV_TABLE: table_name,
+            "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
+            "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
+            "POWERTOOLS_LOG_LEVEL": "INFO",
+        }
+        self.functions: dict[str, lambda_.Function] = {}
+        for spec in LAMBDAS:
+            self.functions[spec.key] = self._create(
+                spec,
+                table_resources=table_resources,
+                grants=grants.get(spec.key, ()),
+                environment=environment.get(spec.key, {}),
+            )
+
+    def _create(
+        self,
+        spec: LambdaSpec,
+        *,
+        table_resources: Sequence[str],
+        grants: Sequence[Grant],
+        environment: Mapping[str, str],
+    ) -> lambda_.Function:
+        name = construct_name(spec.key)
+        log_group = logs.LogGroup(self, f"{name}Logs", retention=LOG_RETENTION)
+        # An own role instead of the default one: the default attaches the AWSLambdaBasicExecutionRole
+        # managed policy (logs on every group), this one writes to its own log group only.
+        role = iam.Role(
+            self,
+            f"{name}Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"GPU Pilot {spec.key} Lambda",
+        )
+        log_group.grant_write(role)
+        role.add_to_policy(iam.PolicyStatement(actions=list(TABLE_DATA_ACTIONS), resources=list(table_resources)))
+
+        ledger = WildcardLedger()
+        ledger.add((), ("*",), WHY_XRAY)
+        for grant in grants:
+            if grant.has_wildcard() and not grant.reason:
+                raise ValueError(f"{spec.key}: a wildcard grant {grant.actions} needs a reason")
+            role.add_to_policy(
+                iam.PolicyStatement(
+                    actions=list(grant.actions),
+                    resources=list(grant.resources),
+                    conditions=dict(grant.conditions) if grant.conditions else None,
+                )
+            )
+            ledger.add(grant.actions, grant.resources, grant.reason)
+        ledger.acknowledge_on(role)
+
+        function = lambda_.Function(
+            self,
+            name,
+            description=spec.description,
+            runtime=lambda_.Runtime.PYTHON_3_11,
+            architecture=lambda_.Architecture.X86_64,
+            handler=spec.handler,
+            code=self._code,
+            timeout=Duration.seconds(spec.timeout_seconds),
+            memory_size=spec.memory_mb,
+            # Lambda's own tracing, not the Powertools Tracer: the X-Ray SDK import costs ~0.8 s of
+            # cold start (measured, DESIGN.md) and the segments Lambda emits are enough here.
+            tracing=lambda_.Tracing.ACTIVE,
+            layers=[self._powertools],
+            log_group=log_group,
+            role=role,
+            environment={**self._base_environment, **environment},
+        )
+        acknowledge(function, "AwsSolutions-L1", WHY_PYTHON_311)
+        return function

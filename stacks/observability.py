@@ -1,0 +1,183 @@
+"""Alarms on the control plane's own metrics and a dashboard of jobs, cost and fleet health."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from functions.shared.constants import METRICS_NAMESPACE, SERVICE_NAME, SWEEP_RATE_MINUTES
+from stacks.functions import construct_name
+from stacks.settings import ALARM_PERIOD
+
+Op = cloudwatch.ComparisonOperator
+
+
+@dataclass(frozen=True)
+class MetricAlarm:
+    metric: str
+    statistic: str
+    operator: cloudwatch.ComparisonOperator
+    threshold: float
+    description: str
+
+
+# The metric names the handlers emit through Powertools EMF (dimension service=<SERVICE_NAME>).
+CUSTOM_ALARMS: tuple[MetricAlarm, ...] = (
+    MetricAlarm("JobsFailed", "Sum", Op.GREATER_THAN_THRESHOLD, 0, "A GPU job failed in the last 5 minutes"),
+    MetricAlarm(
+        "StuckJobs",
+        "Maximum",
+        Op.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        1,
+        "The health sweep found jobs stuck in RUNNABLE past their stuck_after time",
+    ),
+    MetricAlarm(
+        "UnregisteredInstances",
+        "Maximum",
+        Op.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        1,
+        "GPU instances are running but never registered with ECS (agent, user data, route or role)",
+    ),
+)
+
+
+def service_metric(name: str, statistic: str, period: Duration = ALARM_PERIOD) -> cloudwatch.Metric:
+    """A custom metric as Powertools emits it: our namespace, the `service` dimension."""
+    return cloudwatch.Metric(
+        namespace=METRICS_NAMESPACE,
+        metric_name=name,
+        dimensions_map={"service": SERVICE_NAME},
+        statistic=statistic,
+        period=period,
+    )
+
+
+class Observability(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        functions: Mapping[str, lambda_.IFunction],
+        state_machine: sfn.IStateMachine,
+        alarm_email: str | None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        key = kms.Key(self, "AlarmTopicKey", description="GPU Pilot alarm topic", enable_key_rotation=True)
+        # CloudWatch alarms publish to the encrypted topic only if the key lets them encrypt for it.
+        key.grant(iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*")
+        self.topic = sns.Topic(self, "AlarmTopic", display_name="GPU Pilot alarms", master_key=key, enforce_ssl=True)
+        if alarm_email:
+            self.topic.add_subscription(subscriptions.EmailSubscription(alarm_email))
+        action = cw_actions.SnsAction(self.topic)
+
+        self.alarms: list[cloudwatch.Alarm] = []
+        for spec in CUSTOM_ALARMS:
+            self._alarm(
+                spec.metric,
+                service_metric(spec.metric, spec.statistic),
+                spec.operator,
+                spec.threshold,
+                spec.description,
+                action,
+            )
+        for fn_key, function in functions.items():
+            self._alarm(
+                f"{construct_name(fn_key)}Errors",
+                function.metric_errors(period=ALARM_PERIOD, statistic="Sum"),
+                Op.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                1,
+                f"The {fn_key} Lambda raised errors",
+                action,
+            )
+        # A sweep that stops running reports nothing, which the alarms above read as healthy.
+        sweep = functions.get("health_sweep")
+        if sweep is not None:
+            self._alarm(
+                "SweepNotRunning",
+                sweep.metric_invocations(period=Duration.minutes(SWEEP_RATE_MINUTES * 3), statistic="Sum"),
+                Op.LESS_THAN_THRESHOLD,
+                1,
+                "The scheduled health sweep has not run for three of its periods",
+                action,
+                missing=cloudwatch.TreatMissingData.BREACHING,
+            )
+        self._alarm(
+            "ExecutionsFailed",
+            state_machine.metric_failed(period=ALARM_PERIOD, statistic="Sum"),
+            Op.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            1,
+            "GpuJob executions failed",
+            action,
+        )
+
+        self.dashboard = cloudwatch.Dashboard(self, "Dashboard", default_interval=Duration.days(1))
+        hourly = Duration.hours(1)
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="GPU spend (USD per hour)",
+                left=[service_metric("JobCostUsd", "Sum", hourly)],
+                width=12,
+            ),
+            cloudwatch.GraphWidget(
+                title="Jobs finished",
+                left=[service_metric("JobsSucceeded", "Sum"), service_metric("JobsFailed", "Sum")],
+                width=12,
+            ),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Fleet health (from the sweep)",
+                left=[service_metric("StuckJobs", "Maximum"), service_metric("UnregisteredInstances", "Maximum")],
+                width=12,
+            ),
+            cloudwatch.GraphWidget(
+                title="GpuJob executions",
+                left=[
+                    state_machine.metric_started(period=ALARM_PERIOD),
+                    state_machine.metric_succeeded(period=ALARM_PERIOD),
+                    state_machine.metric_failed(period=ALARM_PERIOD),
+                    state_machine.metric_timed_out(period=ALARM_PERIOD),
+                ],
+                width=12,
+            ),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.AlarmStatusWidget(title="Alarms", alarms=list(self.alarms), width=24),
+        )
+
+    def _alarm(
+        self,
+        name: str,
+        metric: cloudwatch.IMetric,
+        operator: cloudwatch.ComparisonOperator,
+        threshold: float,
+        description: str,
+        action: cloudwatch.IAlarmAction,
+        missing: cloudwatch.TreatMissingData = cloudwatch.TreatMissingData.NOT_BREACHING,
+    ) -> None:
+        alarm = cloudwatch.Alarm(
+            self,
+            name,
+            metric=metric,
+            comparison_operator=operator,
+            threshold=threshold,
+            evaluation_periods=1,
+            alarm_description=description,
+            # Mostly, no datapoint means nothing happened: no failures, no sweep findings.
+            treat_missing_data=missing,
+        )
+        alarm.add_alarm_action(action)
+        alarm.add_ok_action(action)
+        self.alarms.append(alarm)

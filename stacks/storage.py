@@ -1,0 +1,55 @@
+"""The single DynamoDB table: jobs, attempts, timelines, findings and the unavailable-offerings memory."""
+
+from __future__ import annotations
+
+from aws_cdk import RemovalPolicy
+from aws_cdk import aws_dynamodb as dynamodb
+from constructs import Construct
+
+from functions.shared.constants import GSI1_NAME, GSI1_PK, GSI1_SK, TABLE_PK, TABLE_SK, TTL_ATTRIBUTE
+
+# Item-level actions only: no streams, no table management.
+TABLE_DATA_ACTIONS = (
+    "dynamodb:BatchGetItem",
+    "dynamodb:BatchWriteItem",
+    "dynamodb:ConditionCheckItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:DescribeTable",
+    "dynamodb:GetItem",
+    "dynamodb:PutItem",
+    "dynamodb:Query",
+    "dynamodb:Scan",
+    "dynamodb:UpdateItem",
+)
+
+
+class Storage(Construct):
+    def __init__(self, scope: Construct, construct_id: str) -> None:
+        super().__init__(scope, construct_id)
+        string = dynamodb.AttributeType.STRING
+        self.table = dynamodb.Table(
+            self,
+            "Table",
+            partition_key=dynamodb.Attribute(name=TABLE_PK, type=string),
+            sort_key=dynamodb.Attribute(name=TABLE_SK, type=string),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            # Unavailable offerings and idempotency records expire on their own.
+            time_to_live_attribute=TTL_ATTRIBUTE,
+            # Job history and cost records outlive any one deployment of the stack.
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        self.table.add_global_secondary_index(
+            index_name=GSI1_NAME,
+            partition_key=dynamodb.Attribute(name=GSI1_PK, type=string),
+            sort_key=dynamodb.Attribute(name=GSI1_SK, type=string),
+            projection_type=dynamodb.ProjectionType.ALL,
+        )
+
+    @property
+    def data_resources(self) -> list[str]:
+        """The table and its one index: exactly what the handlers read and write."""
+        return [self.table.table_arn, f"{self.table.table_arn}/index/{GSI1_NAME}"]

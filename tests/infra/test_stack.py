@@ -1,0 +1,526 @@
+"""Properties of the synthesized GpuPilot template: what each resource guarantees, not how many exist."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Match
+
+from functions.shared.constants import (
+    ASL_FILE,
+    BATCH_EVENT_SOURCE,
+    BATCH_JOB_QUEUE_BLOCKED,
+    BATCH_JOB_STATE_CHANGE,
+    ENV_INSTANCE_PROFILE_ARN,
+    ENV_LAUNCH_TEMPLATE_NAME,
+    ENV_MAX_VCPUS,
+    ENV_RESOURCE_PREFIX,
+    ENV_SECURITY_GROUPS,
+    ENV_STATE_MACHINE_ARN,
+    ENV_SUBNETS,
+    ENV_TABLE,
+    GSI1_NAME,
+    GSI1_PK,
+    GSI1_SK,
+    LAMBDAS,
+    LAMBDAS_BY_KEY,
+    METRICS_NAMESPACE,
+    SERVICE_NAME,
+    SWEEP_RATE_MINUTES,
+    TABLE_PK,
+    TABLE_SK,
+    TTL_ATTRIBUTE,
+)
+from functions.shared.userdata import deadlock_risks
+from stacks.api import ROUTES
+from stacks.settings import LAUNCH_TEMPLATE_NAME, POWERTOOLS_LAYER_ARN
+from stacks.workflow import asl_placeholders, definition_substitutions
+from tests.infra.conftest import Synthesized
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _only(resources: dict[str, dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+    assert len(resources) == 1, f"expected exactly one, got {sorted(resources)}"
+    return next(iter(resources.items()))
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def _arn_of(logical_id: str) -> dict[str, Any]:
+    return {"Fn::GetAtt": [logical_id, "Arn"]}
+
+
+def _statements_with(statements: list[dict[str, Any]], action: str) -> list[dict[str, Any]]:
+    return [s for s in statements if action in _as_list(s["Action"]) and s["Effect"] == "Allow"]
+
+
+# --- storage -----------------------------------------------------------------------------------
+
+
+def test_table_is_keyed_by_pk_and_sk_with_gsi1_projecting_everything(synthesized: Synthesized) -> None:
+    # Given the synthesized stack, When its table is read
+    _, table = _only(synthesized.of_type("AWS::DynamoDB::Table"))
+    props = table["Properties"]
+    # Then the single-table layout of constants.py is what the table declares
+    assert props["KeySchema"] == [
+        {"AttributeName": TABLE_PK, "KeyType": "HASH"},
+        {"AttributeName": TABLE_SK, "KeyType": "RANGE"},
+    ]
+    types = {a["AttributeName"]: a["AttributeType"] for a in props["AttributeDefinitions"]}
+    assert types == {TABLE_PK: "S", TABLE_SK: "S", GSI1_PK: "S", GSI1_SK: "S"}
+    [gsi] = props["GlobalSecondaryIndexes"]
+    assert gsi["IndexName"] == GSI1_NAME
+    assert gsi["KeySchema"] == [
+        {"AttributeName": GSI1_PK, "KeyType": "HASH"},
+        {"AttributeName": GSI1_SK, "KeyType": "RANGE"},
+    ]
+    assert gsi["Projection"] == {"ProjectionType": "ALL"}
+
+
+def test_table_is_on_demand_recoverable_encrypted_expiring_and_retained(synthesized: Synthesized) -> None:
+    _, table = _only(synthesized.of_type("AWS::DynamoDB::Table"))
+    props = table["Properties"]
+    assert props["BillingMode"] == "PAY_PER_REQUEST"
+    assert props["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
+    assert props["SSESpecification"]["SSEEnabled"] is True
+    assert props["TimeToLiveSpecification"] == {"AttributeName": TTL_ATTRIBUTE, "Enabled": True}
+    assert table["DeletionPolicy"] == "Retain"
+    assert table["UpdateReplacePolicy"] == "Retain"
+
+
+# --- lambdas -----------------------------------------------------------------------------------
+
+
+def test_every_lambda_spec_becomes_a_traced_python_function_with_the_powertools_layer(
+    synthesized: Synthesized,
+) -> None:
+    # Given every LambdaSpec, When its function is found by the handler path the spec names
+    ids = synthesized.function_ids()
+    assert set(ids) == set(LAMBDAS_BY_KEY), "a LambdaSpec has no function with its handler"
+    layer = POWERTOOLS_LAYER_ARN.format(region=synthesized.stack.region)
+    for spec in LAMBDAS:
+        props = synthesized.resources[ids[spec.key]]["Properties"]
+        # Then it runs that handler as specified, traced by Lambda, with Powertools from its layer
+        assert props["Handler"] == f"functions.{spec.key}.handler.handler" == spec.handler
+        assert props["Runtime"] == "python3.11"
+        assert props["Architectures"] == ["x86_64"]
+        assert props["TracingConfig"] == {"Mode": "Active"}, spec.key
+        assert props["Layers"] == [layer], spec.key
+        assert props["Timeout"] == spec.timeout_seconds
+        assert props["MemorySize"] == spec.memory_mb
+        assert "Ref" in props["LoggingConfig"]["LogGroup"], f"{spec.key} has no log group of its own"
+
+
+def test_every_lambda_knows_its_table_and_powertools_identity(synthesized: Synthesized) -> None:
+    table_id, _ = _only(synthesized.of_type("AWS::DynamoDB::Table"))
+    for key, lid in synthesized.function_ids().items():
+        env = synthesized.resources[lid]["Properties"]["Environment"]["Variables"]
+        assert env[ENV_TABLE] == {"Ref": table_id}, key
+        assert env["POWERTOOLS_SERVICE_NAME"] == SERVICE_NAME
+        assert env["POWERTOOLS_METRICS_NAMESPACE"] == METRICS_NAMESPACE
+        assert env["POWERTOOLS_LOG_LEVEL"] == "INFO"
+
+
+def test_lambdas_that_judge_availability_know_the_gpu_subnets(synthesized: Synthesized) -> None:
+    ids = synthesized.function_ids()
+    private_subnets = [
+        {"Ref": lid}
+        for lid, subnet in synthesized.of_type("AWS::EC2::Subnet").items()
+        if subnet["Properties"]["MapPublicIpOnLaunch"] is False
+    ]
+    for key in ("api", "select_gpu", "ensure_queue", "health_sweep"):
+        subnets = synthesized.resources[ids[key]]["Properties"]["Environment"]["Variables"][ENV_SUBNETS]
+        parts = [p for p in subnets["Fn::Join"][1] if p != ","]
+        assert subnets["Fn::Join"][0] == ""
+        assert sorted(map(json.dumps, parts)) == sorted(map(json.dumps, private_subnets)), key
+
+
+def test_ensure_queue_gets_everything_a_gpu_compute_environment_needs(synthesized: Synthesized) -> None:
+    env = synthesized.resources[synthesized.function_ids()["ensure_queue"]]["Properties"]["Environment"]["Variables"]
+    sg_id = next(iter(synthesized.of_type("AWS::EC2::SecurityGroup")))
+    profile_id = next(iter(synthesized.of_type("AWS::IAM::InstanceProfile")))
+    assert env[ENV_SECURITY_GROUPS] == {"Fn::GetAtt": [sg_id, "GroupId"]}
+    assert env[ENV_INSTANCE_PROFILE_ARN] == _arn_of(profile_id)
+    assert env[ENV_LAUNCH_TEMPLATE_NAME] == LAUNCH_TEMPLATE_NAME
+    assert int(env[ENV_MAX_VCPUS]) > 0
+    assert env[ENV_RESOURCE_PREFIX] == SERVICE_NAME
+
+
+def test_api_lambda_starts_executions_of_the_gpu_job_state_machine(synthesized: Synthesized) -> None:
+    sm_id, _ = _only(synthesized.of_type("AWS::StepFunctions::StateMachine"))
+    env = synthesized.resources[synthesized.function_ids()["api"]]["Properties"]["Environment"]["Variables"]
+    assert env[ENV_STATE_MACHINE_ARN] == {"Ref": sm_id}
+    statements = synthesized.function_statements("api")
+    assert _statements_with(statements, "states:StartExecution")
+    assert _statements_with(statements, "states:StopExecution")
+    assert _statements_with(statements, "states:DescribeExecution")
+
+
+# --- iam ---------------------------------------------------------------------------------------
+
+
+def test_no_lambda_is_granted_a_wildcard_action(synthesized: Synthesized) -> None:
+    for key in synthesized.function_ids():
+        for statement in synthesized.function_statements(key):
+            wild = [a for a in _as_list(statement["Action"]) if "*" in a]
+            assert not wild, f"{key} is granted {wild}"
+
+
+def test_every_lambda_reads_and_writes_only_its_table_and_gsi(synthesized: Synthesized) -> None:
+    table_id = next(iter(synthesized.of_type("AWS::DynamoDB::Table")))
+    expected = [
+        _arn_of(table_id),
+        {"Fn::Join": ["", [_arn_of(table_id), f"/index/{GSI1_NAME}"]]},
+    ]
+    for key in synthesized.function_ids():
+        [statement] = _statements_with(synthesized.function_statements(key), "dynamodb:PutItem")
+        assert statement["Resource"] == expected, key
+
+
+def test_ensure_queue_may_pass_only_the_gpu_instance_role(synthesized: Synthesized) -> None:
+    instance_role = next(
+        lid
+        for lid, role in synthesized.of_type("AWS::IAM::Role").items()
+        if role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"]
+        == {"Service": "ec2.amazonaws.com"}
+    )
+    for key in synthesized.function_ids():
+        passes = _statements_with(synthesized.function_statements(key), "iam:PassRole")
+        if key == "ensure_queue":
+            assert [s["Resource"] for s in passes] == [_arn_of(instance_role)]
+        else:
+            assert not passes, f"{key} may pass roles"
+
+
+def test_only_the_batch_service_linked_role_can_be_created(synthesized: Synthesized) -> None:
+    [statement] = _statements_with(synthesized.function_statements("ensure_queue"), "iam:CreateServiceLinkedRole")
+    assert statement["Condition"] == {"StringEquals": {"iam:AWSServiceName": "batch.amazonaws.com"}}
+    assert statement["Resource"].endswith("aws-service-role/batch.amazonaws.com/AWSServiceRoleForBatch")
+
+
+def test_waiting_lambdas_can_answer_the_workflow_task_tokens(synthesized: Synthesized) -> None:
+    for key in ("wait_for_job", "job_events"):
+        statements = synthesized.function_statements(key)
+        for action in ("states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"):
+            [statement] = _statements_with(statements, action)
+            assert statement["Resource"].endswith(":stateMachine:GpuJob"), key
+
+
+# --- workflow ----------------------------------------------------------------------------------
+
+
+def test_state_machine_substitutes_every_asl_placeholder_with_a_lambda_arn(synthesized: Synthesized) -> None:
+    # Given the ASL file and the synthesized state machine
+    asl = (REPO / ASL_FILE).read_text(encoding="utf-8")
+    _, machine = _only(synthesized.of_type("AWS::StepFunctions::StateMachine"))
+    props = machine["Properties"]
+    substitutions = props["DefinitionSubstitutions"]
+    ids = synthesized.function_ids()
+    # Then the definition is the ASL itself, and its placeholders are exactly the substitutions
+    assert json.loads(props["DefinitionString"]) == json.loads(asl)
+    assert set(re.findall(r"\$\{(\w+)\}", props["DefinitionString"])) == set(substitutions)
+    expected = {spec.substitution: _arn_of(ids[spec.key]) for spec in LAMBDAS if spec.substitution}
+    assert substitutions == expected
+
+
+def test_state_machine_is_standard_logs_everything_and_is_traced(synthesized: Synthesized) -> None:
+    _, machine = _only(synthesized.of_type("AWS::StepFunctions::StateMachine"))
+    props = machine["Properties"]
+    assert props["StateMachineType"] == "STANDARD"
+    assert props["LoggingConfiguration"]["Level"] == "ALL"
+    assert props["LoggingConfiguration"]["IncludeExecutionData"] is True
+    assert props["TracingConfiguration"] == {"Enabled": True}
+
+
+def test_state_machine_may_invoke_exactly_the_workflow_lambdas(synthesized: Synthesized) -> None:
+    _, machine = _only(synthesized.of_type("AWS::StepFunctions::StateMachine"))
+    role_id = machine["Properties"]["RoleArn"]["Fn::GetAtt"][0]
+    invokes = _statements_with(synthesized.role_statements(role_id), "lambda:InvokeFunction")
+    resources = [r for s in invokes for r in _as_list(s["Resource"])]
+    ids = synthesized.function_ids()
+    expected = [_arn_of(ids[spec.key]) for spec in LAMBDAS if spec.substitution]
+    assert sorted(map(json.dumps, resources)) == sorted(map(json.dumps, expected))
+
+
+def test_asl_and_lambda_specs_that_disagree_fail_synthesis_with_both_lists() -> None:
+    # Given an ASL with a placeholder no LambdaSpec provides (and missing all the real ones)
+    asl = '{"StartAt": "X", "States": {"X": {"Type": "Task", "Resource": "${NoSuchFunctionArn}", "End": true}}}'
+    assert asl_placeholders(asl) == {"NoSuchFunctionArn"}
+    # When substitutions are built, Then synthesis stops and names both sides of the mismatch
+    with pytest.raises(ValueError, match=r"NoSuchFunctionArn.*SelectGpuTypeFunctionArn"):
+        definition_substitutions(asl, {})
+
+
+# --- batch fleet -------------------------------------------------------------------------------
+
+
+def _user_data_text(value: Any) -> str:
+    """The launch template's user data as the instance sees it."""
+    assert isinstance(value, dict) and set(value) == {"Fn::Base64"}, value
+    text = value["Fn::Base64"]
+    assert isinstance(text, str), "user data must be a literal, not built from tokens"
+    try:  # already encoded by someone else: decode once
+        decoded = base64.b64decode(text, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return text
+    return decoded if decoded.startswith("Content-Type:") else text
+
+
+def test_launch_template_user_data_enables_gpus_without_setting_the_cluster_or_deadlocking(
+    synthesized: Synthesized,
+) -> None:
+    # Given the GPU launch template, When its user data is decoded
+    _, template = _only(synthesized.of_type("AWS::EC2::LaunchTemplate"))
+    user_data = _user_data_text(template["Properties"]["LaunchTemplateData"]["UserData"])
+    # Then it is MIME multipart (Batch merges it), turns GPU support on, leaves ECS_CLUSTER to Batch
+    assert user_data.startswith("Content-Type: multipart/mixed; boundary=")
+    assert "MIME-Version: 1.0" in user_data
+    assert "ECS_ENABLE_GPU_SUPPORT=true" in user_data
+    assert "ECS_CLUSTER" not in user_data
+    # And it never starts ecs or docker synchronously (the cloud-init deadlock)
+    assert deadlock_risks(user_data) == []
+
+
+def test_launch_template_requires_imdsv2_reachable_from_containers_and_an_encrypted_root(
+    synthesized: Synthesized,
+) -> None:
+    _, template = _only(synthesized.of_type("AWS::EC2::LaunchTemplate"))
+    assert template["Properties"]["LaunchTemplateName"] == LAUNCH_TEMPLATE_NAME
+    data = template["Properties"]["LaunchTemplateData"]
+    assert data["MetadataOptions"]["HttpTokens"] == "required"
+    assert data["MetadataOptions"]["HttpPutResponseHopLimit"] == 2
+    [root] = data["BlockDeviceMappings"]
+    assert root["DeviceName"] == "/dev/xvda"
+    assert root["Ebs"] == {"DeleteOnTermination": True, "Encrypted": True, "VolumeSize": 100, "VolumeType": "gp3"}
+
+
+def test_gpu_instances_get_the_ecs_and_ssm_policies_through_an_instance_profile(synthesized: Synthesized) -> None:
+    _, profile = _only(synthesized.of_type("AWS::IAM::InstanceProfile"))
+    [role_ref] = profile["Properties"]["Roles"]
+    role = synthesized.resources[role_ref["Ref"]]
+    policies = json.dumps(role["Properties"]["ManagedPolicyArns"])
+    assert "service-role/AmazonEC2ContainerServiceforEC2Role" in policies
+    assert "AmazonSSMManagedInstanceCore" in policies
+
+
+def test_vpc_spans_the_context_zones_with_one_nat_and_flow_logs(synthesized: Synthesized) -> None:
+    zones = {s["Properties"]["AvailabilityZone"] for s in synthesized.of_type("AWS::EC2::Subnet").values()}
+    assert zones == set(synthesized.app.node.try_get_context("zones"))
+    assert len(synthesized.of_type("AWS::EC2::NatGateway")) == 1
+    _, flow_log = _only(synthesized.of_type("AWS::EC2::FlowLog"))
+    assert flow_log["Properties"]["LogDestinationType"] == "cloud-watch-logs"
+    assert flow_log["Properties"]["TrafficType"] == "ALL"
+
+
+def test_gpu_security_group_accepts_no_inbound_traffic(synthesized: Synthesized) -> None:
+    _, group = _only(synthesized.of_type("AWS::EC2::SecurityGroup"))
+    assert not group["Properties"].get("SecurityGroupIngress")
+    assert not synthesized.of_type("AWS::EC2::SecurityGroupIngress")
+
+
+def test_no_batch_compute_environment_or_queue_is_declared(synthesized: Synthesized) -> None:
+    # The ensure_queue Lambda pools them at run time; declaring any here would eat the 50-per-region quota.
+    assert not synthesized.of_type("AWS::Batch::ComputeEnvironment")
+    assert not synthesized.of_type("AWS::Batch::JobQueue")
+
+
+# --- api ---------------------------------------------------------------------------------------
+
+
+def test_every_api_method_requires_iam_authorization(synthesized: Synthesized) -> None:
+    methods = {
+        lid: m
+        for lid, m in synthesized.of_type("AWS::ApiGateway::Method").items()
+        if m["Properties"]["HttpMethod"] != "OPTIONS"
+    }
+    assert methods
+    for lid, method in methods.items():
+        assert method["Properties"]["AuthorizationType"] == "AWS_IAM", lid
+
+
+def _resource_paths(synthesized: Synthesized) -> dict[str, str]:
+    resources = synthesized.of_type("AWS::ApiGateway::Resource")
+
+    def path(lid: str) -> str:
+        props = resources[lid]["Properties"]
+        parent = props["ParentId"]
+        prefix = path(parent["Ref"]) if "Ref" in parent else ""
+        return f"{prefix}/{props['PathPart']}"
+
+    return {lid: path(lid) for lid in resources}
+
+
+def test_every_documented_route_is_proxied_to_the_api_lambda(synthesized: Synthesized) -> None:
+    # Given the resource tree of the REST API
+    paths = _resource_paths(synthesized)
+    api_arn = _arn_of(synthesized.function_ids()["api"])
+    routes = {}
+    for method in synthesized.of_type("AWS::ApiGateway::Method").values():
+        props = method["Properties"]
+        routes[(paths[props["ResourceId"]["Ref"]], props["HttpMethod"])] = props["Integration"]
+    # Then the routes are exactly the documented ones, each a Lambda proxy to the api function
+    assert set(routes) == {(r.path, r.method) for r in ROUTES}
+    for route, integration in routes.items():
+        assert integration["Type"] == "AWS_PROXY", route
+        assert api_arn in integration["Uri"]["Fn::Join"][1], route
+
+
+def test_api_stage_logs_access_traces_and_throttles(synthesized: Synthesized) -> None:
+    _, stage = _only(synthesized.of_type("AWS::ApiGateway::Stage"))
+    props = stage["Properties"]
+    assert props["TracingEnabled"] is True
+    assert "DestinationArn" in props["AccessLogSetting"]
+    [settings] = props["MethodSettings"]
+    assert settings["LoggingLevel"] == "INFO"
+    assert settings["MetricsEnabled"] is True
+    assert settings["DataTraceEnabled"] is False
+    assert settings["ThrottlingRateLimit"] > 0 and settings["ThrottlingBurstLimit"] > 0
+
+
+def test_request_bodies_are_validated(synthesized: Synthesized) -> None:
+    validator_id, validator = _only(synthesized.of_type("AWS::ApiGateway::RequestValidator"))
+    assert validator["Properties"]["ValidateRequestBody"] is True
+    for method in synthesized.of_type("AWS::ApiGateway::Method").values():
+        props = method["Properties"]
+        if props["HttpMethod"] == "POST" and "RequestModels" in props:
+            assert props["RequestValidatorId"] == {"Ref": validator_id}
+
+
+# --- events ------------------------------------------------------------------------------------
+
+
+def test_batch_job_events_reach_job_events_with_retries_and_a_secure_dead_letter_queue(
+    synthesized: Synthesized,
+) -> None:
+    # Given the rule matching Batch's own events
+    rules = [r for r in synthesized.of_type("AWS::Events::Rule").values() if "EventPattern" in r["Properties"]]
+    [rule] = rules
+    pattern = rule["Properties"]["EventPattern"]
+    assert pattern["source"] == [BATCH_EVENT_SOURCE]
+    assert sorted(pattern["detail-type"]) == sorted([BATCH_JOB_STATE_CHANGE, BATCH_JOB_QUEUE_BLOCKED])
+    # Then its only target is job_events, retried, with a dead-letter queue
+    [target] = rule["Properties"]["Targets"]
+    assert target["Arn"] == _arn_of(synthesized.function_ids()["job_events"])
+    assert target["RetryPolicy"]["MaximumRetryAttempts"] > 0
+    dlq_id = target["DeadLetterConfig"]["Arn"]["Fn::GetAtt"][0]
+    queue = synthesized.resources[dlq_id]["Properties"]
+    assert queue.get("SqsManagedSseEnabled") is True or "KmsMasterKeyId" in queue
+    # And the queue refuses anything but TLS
+    policies = [
+        p["Properties"]["PolicyDocument"]["Statement"]
+        for p in synthesized.of_type("AWS::SQS::QueuePolicy").values()
+        if {"Ref": dlq_id} in p["Properties"]["Queues"]
+    ]
+    assert any(
+        s["Effect"] == "Deny" and s.get("Condition") == {"Bool": {"aws:SecureTransport": "false"}}
+        for statements in policies
+        for s in statements
+    )
+
+
+def test_health_sweep_runs_every_five_minutes(synthesized: Synthesized) -> None:
+    [rule] = [r for r in synthesized.of_type("AWS::Events::Rule").values() if "ScheduleExpression" in r["Properties"]]
+    assert rule["Properties"]["ScheduleExpression"] == f"rate({SWEEP_RATE_MINUTES} minutes)" == "rate(5 minutes)"
+    [target] = rule["Properties"]["Targets"]
+    assert target["Arn"] == _arn_of(synthesized.function_ids()["health_sweep"])
+
+
+# --- observability -----------------------------------------------------------------------------
+
+
+def _alarm_topic(synthesized: Synthesized) -> str:
+    topic_id, _ = _only(synthesized.of_type("AWS::SNS::Topic"))
+    return topic_id
+
+
+def test_every_alarm_notifies_the_alarm_topic(synthesized: Synthesized) -> None:
+    topic = {"Ref": _alarm_topic(synthesized)}
+    alarms = synthesized.of_type("AWS::CloudWatch::Alarm")
+    assert alarms
+    for lid, alarm in alarms.items():
+        assert alarm["Properties"]["AlarmActions"] == [topic], lid
+
+
+@pytest.mark.parametrize(
+    ("metric", "statistic", "operator", "threshold"),
+    [
+        ("JobsFailed", "Sum", "GreaterThanThreshold", 0),
+        ("StuckJobs", "Maximum", "GreaterThanOrEqualToThreshold", 1),
+        ("UnregisteredInstances", "Maximum", "GreaterThanOrEqualToThreshold", 1),
+    ],
+)
+def test_custom_metric_alarms_watch_the_powertools_service_dimension(
+    synthesized: Synthesized, metric: str, statistic: str, operator: str, threshold: int
+) -> None:
+    synthesized.template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "Namespace": METRICS_NAMESPACE,
+            "MetricName": metric,
+            "Dimensions": [{"Name": "service", "Value": SERVICE_NAME}],
+            "Statistic": statistic,
+            "Period": 300,
+            "ComparisonOperator": operator,
+            "Threshold": threshold,
+            "AlarmActions": [{"Ref": _alarm_topic(synthesized)}],
+        },
+    )
+
+
+def test_every_lambda_and_the_state_machine_have_a_failure_alarm(synthesized: Synthesized) -> None:
+    alarms = synthesized.of_type("AWS::CloudWatch::Alarm").values()
+    watched_functions = {
+        json.dumps(d["Value"])
+        for a in alarms
+        if a["Properties"].get("MetricName") == "Errors"
+        for d in a["Properties"]["Dimensions"]
+        if d["Name"] == "FunctionName"
+    }
+    for key, lid in synthesized.function_ids().items():
+        assert json.dumps({"Ref": lid}) in watched_functions, key
+    sm_id, _ = _only(synthesized.of_type("AWS::StepFunctions::StateMachine"))
+    synthesized.template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "Namespace": "AWS/States",
+            "MetricName": "ExecutionsFailed",
+            "Dimensions": [{"Name": "StateMachineArn", "Value": {"Ref": sm_id}}],
+        },
+    )
+
+
+def test_alarm_topic_is_kms_encrypted_and_refuses_plain_http(synthesized: Synthesized) -> None:
+    topic_id, topic = _only(synthesized.of_type("AWS::SNS::Topic"))
+    assert "Fn::GetAtt" in topic["Properties"]["KmsMasterKeyId"]
+    synthesized.template.has_resource_properties(
+        "AWS::SNS::TopicPolicy",
+        {
+            "Topics": [{"Ref": topic_id}],
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [Match.object_like({"Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}}})]
+                )
+            },
+        },
+    )
+
+
+def test_dashboard_shows_cost_outcomes_fleet_health_and_executions(synthesized: Synthesized) -> None:
+    _, dashboard = _only(synthesized.of_type("AWS::CloudWatch::Dashboard"))
+    body = json.dumps(dashboard["Properties"]["DashboardBody"])
+    for metric in ("JobCostUsd", "JobsSucceeded", "JobsFailed", "StuckJobs", "UnregisteredInstances"):
+        assert metric in body, metric
+    assert "ExecutionsStarted" in body
+
+
+def test_stack_exports_the_api_url_state_machine_table_and_alarm_topic(synthesized: Synthesized) -> None:
+    assert set(synthesized.outputs) == {"ApiUrl", "StateMachineArn", "TableName", "AlarmTopicArn"}
