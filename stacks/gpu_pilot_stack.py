@@ -88,7 +88,7 @@ class GpuPilotStack(Stack):
             grants=function_grants(arns, instance_role_arn=fleet.instance_role.role_arn),
             environment=environment,
         )
-        workflow = Workflow(self, "Workflow", asl_file=asl_file, functions=functions.functions)
+        workflow = Workflow(self, "Workflow", asl_file=asl_file, functions=functions.functions, arns=arns)
         functions.functions["api"].add_environment(ENV_STATE_MACHINE_ARN, workflow.state_machine.state_machine_arn)
         api = Api(self, "Api", handler=functions.functions["api"])
         JobEvents(

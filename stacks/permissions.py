@@ -78,6 +78,12 @@ class Arns:
             f"arn:{self.partition}:iam::{self.account}:role/aws-service-role/batch.amazonaws.com/AWSServiceRoleForBatch"
         )
 
+    def state_machine(self, name: str) -> str:
+        return f"arn:{self.partition}:states:{self.region}:{self.account}:stateMachine:{name}"
+
+    def executions(self, state_machine_name: str) -> str:
+        return f"arn:{self.partition}:states:{self.region}:{self.account}:execution:{state_machine_name}:*"
+
     @property
     def ec2_quotas(self) -> str:
         return f"arn:{self.partition}:servicequotas:{self.region}:{self.account}:ec2/*"
@@ -148,6 +154,8 @@ def function_grants(arns: Arns, *, instance_role_arn: str) -> dict[str, list[Gra
                 "ec2:DescribeSpotPriceHistory",
                 "ec2:GetSpotPlacementScores",
                 "ec2:DescribeSubnets",
+                # Only read when no subnets are configured (the local cloud); harmless when deployed.
+                "ec2:DescribeAvailabilityZones",
             ),
             Grant(actions=("servicequotas:GetServiceQuota",), resources=(arns.ec2_quotas,), reason=WHY_QUOTAS),
             pricing,

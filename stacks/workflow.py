@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from aws_cdk import ArnFormat, RemovalPolicy, Stack
+from aws_cdk import RemovalPolicy
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -15,7 +15,12 @@ from constructs import Construct
 
 from functions.shared.constants import LAMBDAS, STACK_NAME, STATE_MACHINE_NAME
 from stacks.nag import acknowledge, wildcard_findings
+from stacks.permissions import Arns
 from stacks.settings import LOG_RETENTION
+
+# Who resumes parked task tokens: the Lambda that parks them, the Batch event handler, and the sweep
+# (in health_sweep, and in the api for POST /sweep), which replays Batch events the rule missed.
+TASK_RESPONDERS = ("wait_for_job", "job_events", "health_sweep", "api")
 
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9_]+)\}")
 
@@ -57,6 +62,7 @@ class Workflow(Construct):
         *,
         asl_file: Path,
         functions: Mapping[str, lambda_.Function],
+        arns: Arns,
     ) -> None:
         super().__init__(scope, construct_id)
         asl = asl_file.read_text(encoding="utf-8")
@@ -94,21 +100,10 @@ class Workflow(Construct):
         # The grants name the state machine by its ARN string, not by reference: wait_for_job is both
         # invoked by the state machine and allowed to answer it, and a reference would make its
         # policy, the function and the state machine depend on each other in a cycle.
-        stack = Stack.of(self)
-        state_machine_arn = stack.format_arn(
-            service="states",
-            resource="stateMachine",
-            resource_name=STATE_MACHINE_NAME,
-            arn_format=ArnFormat.COLON_RESOURCE_NAME,
-        )
-        executions_arn = stack.format_arn(
-            service="states",
-            resource="execution",
-            resource_name=f"{STATE_MACHINE_NAME}:*",
-            arn_format=ArnFormat.COLON_RESOURCE_NAME,
-        )
+        state_machine_arn = arns.state_machine(STATE_MACHINE_NAME)
+        executions_arn = arns.executions(STATE_MACHINE_NAME)
         task_response = ["states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"]
-        for key in ("wait_for_job", "job_events"):
+        for key in TASK_RESPONDERS:
             functions[key].add_to_role_policy(iam.PolicyStatement(actions=task_response, resources=[state_machine_arn]))
 
         api = functions["api"]

@@ -165,4 +165,5 @@ def sweep_now() -> Response:
 @metrics.log_metrics
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    service.idempotency_config().register_lambda_context(context)
     return app.resolve(event, context)

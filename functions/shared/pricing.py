@@ -48,7 +48,7 @@ def attempt_cost(quote: PriceQuote, runtime_seconds: float, job_gpus: int, insta
     runtime = max(0.0, runtime_seconds)
     share = gpu_share(job_gpus, instance_gpus)
     return Cost(
-        usd=round(quote.hourly_usd * runtime / 3600 * share, 6),
+        usd=round(quote.hourly_usd * runtime / 3600 * share, 10),
         hourly_usd=quote.hourly_usd,
         runtime_seconds=runtime,
         gpu_share=share,

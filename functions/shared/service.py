@@ -345,6 +345,15 @@ IDEMPOTENCY_TTL_SECONDS = 24 * 3600
 
 
 @cache
+def idempotency_config() -> IdempotencyConfig:
+    return IdempotencyConfig(
+        event_key_jmespath="idempotency_key",
+        payload_validation_jmespath="request",
+        expires_after_seconds=IDEMPOTENCY_TTL_SECONDS,
+    )
+
+
+@cache
 def _idempotent_start() -> Any:
     """`start_job` made idempotent by Powertools on (Idempotency-Key), validated against the body."""
     persistence = DynamoDBPersistenceLayer(
@@ -355,16 +364,11 @@ def _idempotent_start() -> Any:
         expiry_attr=constants.TTL_ATTRIBUTE,
         boto3_client=client("dynamodb"),
     )
-    config = IdempotencyConfig(
-        event_key_jmespath="idempotency_key",
-        payload_validation_jmespath="request",
-        expires_after_seconds=IDEMPOTENCY_TTL_SECONDS,
-    )
 
     @idempotent_function(
         data_keyword_argument="submission",
         persistence_store=persistence,
-        config=config,
+        config=idempotency_config(),
         output_serializer=PydanticSerializer(SubmitResponse),
         key_prefix="submit_job",
     )

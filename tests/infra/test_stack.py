@@ -207,8 +207,9 @@ def test_only_the_batch_service_linked_role_can_be_created(synthesized: Synthesi
     assert statement["Resource"].endswith("aws-service-role/batch.amazonaws.com/AWSServiceRoleForBatch")
 
 
-def test_waiting_lambdas_can_answer_the_workflow_task_tokens(synthesized: Synthesized) -> None:
-    for key in ("wait_for_job", "job_events"):
+def test_lambdas_that_resume_waits_can_answer_the_workflow_task_tokens(synthesized: Synthesized) -> None:
+    # The waiter, the Batch event handler and the sweep (which replays missed events) resume the workflow.
+    for key in ("wait_for_job", "job_events", "health_sweep", "api"):
         statements = synthesized.function_statements(key)
         for action in ("states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"):
             [statement] = _statements_with(statements, action)

@@ -1,0 +1,53 @@
+"""GPU Pilot benchmarks: `python -m bench.run` (or `make bench`) writes bench/results/*.json.
+
+Each result is `{"benchmark", "measured_at", "method", "environment", "metrics", "details"}`; every
+metric is `{"value", "unit", "baseline", "ratio"}` with its baseline measured in the same run and
+`ratio = value / baseline`. Nothing here asserts a timing: the numbers are reported, not judged.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+def metric(value: float, unit: str, baseline: float, digits: int = 3) -> dict[str, Any]:
+    """One metric; value and baseline are rounded first, so the stored ratio is theirs exactly."""
+    value = round(float(value), digits)
+    baseline = round(float(baseline), digits)
+    ratio = round(value / baseline, 3) if baseline else float("nan")
+    return {"value": value, "unit": unit, "baseline": baseline, "ratio": ratio}
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def environment() -> dict[str, Any]:
+    """Where the numbers were taken: interpreter, CPUs, and the versions that shape them."""
+    versions = {}
+    for package in ("boto3", "botocore", "aws-lambda-powertools", "aws-xray-sdk", "pydantic", "moto"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = None
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        usable = os.cpu_count() or 0
+    return {
+        "python": sys.version.split()[0],
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "cpus_usable": usable,
+        "packages": versions,
+    }

@@ -1,0 +1,197 @@
+"""Cold start: the import-and-init time of each Lambda handler in a fresh interpreter, against a boto3 floor.
+
+Every sample is a new `python -c` process; the child times, with `time.perf_counter`, only the work a
+Lambda cold start adds on top of the interpreter: importing the handler module and creating the
+boto3 clients it uses. Candidates are measured side by side (one sample of each per round, the order
+rotated every round) so that drift in the machine's load touches all of them alike.
+
+    python -m bench.cold_start [--runs N]    # prints the result JSON
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from bench import REPO_ROOT, environment, metric, utc_now
+from functions.shared.constants import LAMBDAS
+
+NAME = "cold_start"
+DEFAULT_RUNS = 9
+# The clients the handlers create (functions/shared/service.py reaches all four through
+# functions.shared.clients.client); the floor and the Powertools stacks create the same four.
+SERVICES = ("dynamodb", "stepfunctions", "batch", "ec2")
+FLOOR = "boto3_floor"
+POWERTOOLS_FULL = "powertools_full_stack"
+POWERTOOLS_NO_TRACER = "powertools_logger_metrics"
+
+_CHILD = """\
+import sys, time
+_start = time.perf_counter()
+{body}
+sys.stdout.write("\\nCOLD_START_MS=%.3f\\n" % ((time.perf_counter() - _start) * 1000))
+"""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    name: str
+    body: str  # the Python statements the child times
+
+    @property
+    def code(self) -> str:
+        return _CHILD.format(body=self.body)
+
+
+def _clients_via_product() -> str:
+    return f"from functions.shared.clients import client\nfor _s in {SERVICES!r}:\n    client(_s)"
+
+
+def _clients_via_boto3() -> str:
+    return f"import boto3\nfor _s in {SERVICES!r}:\n    boto3.client(_s)"
+
+
+def candidates() -> list[Candidate]:
+    """The floor, one candidate per handler in LAMBDAS, and the two Powertools stacks."""
+    found = [Candidate(FLOOR, _clients_via_boto3())]
+    for spec in LAMBDAS:
+        module = spec.handler.rpartition(".")[0]
+        found.append(
+            Candidate(spec.key, f"import importlib\nimportlib.import_module({module!r})\n{_clients_via_product()}")
+        )
+    found.append(
+        Candidate(
+            POWERTOOLS_FULL,
+            "import boto3\nfrom aws_lambda_powertools import Logger, Tracer, Metrics\n"
+            f'Logger(); Tracer(); Metrics(namespace="x")\n{_clients_via_boto3()}',
+        )
+    )
+    found.append(
+        Candidate(
+            POWERTOOLS_NO_TRACER,
+            "import boto3\nfrom aws_lambda_powertools import Logger, Metrics\n"
+            f'Logger(); Metrics(namespace="x")\n{_clients_via_boto3()}',
+        )
+    )
+    return found
+
+
+def child_environment(home: str) -> dict[str, str]:
+    """A Lambda-like environment: region and dummy credentials in env, no AWS config files to read."""
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "LANG": "C.UTF-8",
+        "HOME": home,
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "bench",
+        "AWS_SECRET_ACCESS_KEY": "bench",
+        "AWS_CONFIG_FILE": os.path.join(home, "aws-config-absent"),
+        "AWS_SHARED_CREDENTIALS_FILE": os.path.join(home, "aws-credentials-absent"),
+        "GPUPILOT_TABLE": "bench",
+        "POWERTOOLS_SERVICE_NAME": "gpupilot",
+    }
+
+
+def sample(candidate: Candidate, env: dict[str, str]) -> float:
+    """One cold start of `candidate` in a fresh interpreter, in milliseconds (as the child timed it)."""
+    done = subprocess.run(
+        [sys.executable, "-c", candidate.code],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"cold start of {candidate.name} failed: {done.stderr.strip()[-2000:]}")
+    for line in reversed(done.stdout.splitlines()):
+        if line.startswith("COLD_START_MS="):
+            return float(line.split("=", 1)[1])
+    raise RuntimeError(f"cold start of {candidate.name} printed no timing: {done.stdout[-500:]!r}")
+
+
+def measure(runs: int = DEFAULT_RUNS) -> dict[str, list[float]]:
+    """`runs` samples of every candidate, interleaved; one discarded warm-up round first."""
+    chosen = candidates()
+    samples: dict[str, list[float]] = {c.name: [] for c in chosen}
+    with tempfile.TemporaryDirectory(prefix="gpupilot-bench-") as home:
+        env = child_environment(home)
+        for candidate in chosen:  # warm-up: bytecode compiled, files in the page cache
+            sample(candidate, env)
+        for round_ in range(runs):
+            shift = round_ % len(chosen)
+            for candidate in chosen[shift:] + chosen[:shift]:
+                samples[candidate.name].append(sample(candidate, env))
+    return samples
+
+
+def summary(values: list[float]) -> dict[str, Any]:
+    return {
+        "median_ms": round(statistics.median(values), 3),
+        "min_ms": round(min(values), 3),
+        "max_ms": round(max(values), 3),
+        "samples_ms": [round(v, 3) for v in values],
+    }
+
+
+def run(runs: int = DEFAULT_RUNS) -> dict[str, Any]:
+    started = time.perf_counter()
+    samples = measure(runs)
+    medians = {name: statistics.median(values) for name, values in samples.items()}
+    floor = medians[FLOOR]
+    metrics: dict[str, Any] = {}
+    for spec in LAMBDAS:
+        metrics[f"{spec.key}_ratio_vs_boto3_floor"] = metric(medians[spec.key], "ms", floor)
+    worst = max((spec.key for spec in LAMBDAS), key=lambda key: medians[key])
+    metrics["worst_handler_ratio_vs_boto3_floor"] = metric(medians[worst], "ms", floor)
+    metrics["powertools_full_stack_ratio_vs_boto3_floor"] = metric(medians[POWERTOOLS_FULL], "ms", floor)
+    metrics["powertools_without_tracer_ratio_vs_boto3_floor"] = metric(medians[POWERTOOLS_NO_TRACER], "ms", floor)
+    code = {c.name: c.body for c in candidates()}
+    return {
+        "benchmark": NAME,
+        "measured_at": utc_now(),
+        "method": (
+            f"Each sample is a fresh `python -c` interpreter (no -X importtime) that times with time.perf_counter "
+            f"only the cold-start work on top of interpreter startup; median of {runs} samples per candidate, "
+            "measured side by side (each round takes one sample of every candidate, order rotated per round), "
+            "after one discarded warm-up round (bytecode compiled, files in the page cache). Handler = "
+            "importlib.import_module of the handler module + creating the dynamodb, stepfunctions, batch and ec2 "
+            "clients via functions.shared.clients.client (every handler imports functions.shared.service, which "
+            "reaches all four). Floor = `import boto3` + boto3.client() for the same four services. "
+            "Powertools full stack = Logger() + Tracer() + Metrics() + the same four clients; "
+            "'without tracer' omits Tracer(). Outside Lambda the Tracer is disabled, so it pays the X-Ray SDK "
+            "import but not patch_all(): its number is a lower bound of what it costs in Lambda. Child env: "
+            "AWS_DEFAULT_REGION=us-east-1, dummy credentials, GPUPILOT_TABLE=bench, "
+            "POWERTOOLS_SERVICE_NAME=gpupilot, an empty HOME and no AWS config files."
+        ),
+        "environment": environment(),
+        "metrics": metrics,
+        "details": {
+            "runs_per_candidate": runs,
+            "worst_handler": worst,
+            "services": list(SERVICES),
+            "candidates": {name: summary(values) for name, values in samples.items()},
+            "code": code,
+            "wall_seconds": round(time.perf_counter() - started, 1),
+        },
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=DEFAULT_RUNS, help="samples per candidate (default 9)")
+    args = parser.parse_args(argv)
+    print(json.dumps(run(args.runs), indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""Run the benchmarks (cold start first, then control plane), write bench/results/<name>.json, print a table.
+
+python -m bench.run [--only cold_start|control_plane] [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from bench import RESULTS_DIR, cold_start, control_plane
+
+BENCHMARKS: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
+    cold_start.NAME: lambda args: cold_start.run(args.runs),
+    control_plane.NAME: lambda args: control_plane.run(),
+}
+
+
+def _number(value: float) -> str:
+    return f"{value:g}" if float(value).is_integer() else f"{value:.3f}".rstrip("0").rstrip(".")
+
+
+def table(result: dict[str, Any]) -> str:
+    """The result's metrics as a markdown table (metric | value | unit | baseline | ratio)."""
+    lines = [
+        f"### {result['benchmark']} ({result['measured_at']})",
+        "",
+        "| metric | value | unit | baseline | ratio |",
+        "|---|---:|---|---:|---:|",
+    ]
+    for name, m in result["metrics"].items():
+        lines.append(f"| {name} | {_number(m['value'])} | {m['unit']} | {_number(m['baseline'])} | {m['ratio']:.2f} |")
+    return "\n".join(lines)
+
+
+def write(result: dict[str, Any]) -> str:
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = RESULTS_DIR / f"{result['benchmark']}.json"
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    return str(path.relative_to(RESULTS_DIR.parent.parent))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", choices=list(BENCHMARKS), action="append", help="run only this benchmark")
+    parser.add_argument("--runs", type=int, default=cold_start.DEFAULT_RUNS, help="cold-start samples per candidate")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    tables = []
+    for name, benchmark in BENCHMARKS.items():
+        if args.only and name not in args.only:
+            continue
+        began = time.perf_counter()
+        result = benchmark(args)
+        path = write(result)
+        print(f"{name}: {time.perf_counter() - began:.1f}s -> {path}", flush=True)
+        tables.append(table(result))
+    print()
+    print("\n\n".join(tables))
+    print(f"\ntotal bench time: {time.perf_counter() - started:.1f}s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+"""World files shape the simulated AWS: failing jobs, GPU types without capacity, long jobs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from tests.e2e.conftest import RunningCloud
+
+pytestmark = pytest.mark.e2e
+JOB = {"name": "world", "image": "nvidia/cuda:12.4.1-base-ubuntu22.04", "command": ["nvidia-smi", "-L"]}
+
+
+def test_a_job_whose_container_fails_ends_failed_with_the_reason_and_its_cost(
+    cloud_factory: Callable[..., RunningCloud],
+) -> None:
+    cloud = cloud_factory({"jobs": {"runtime_seconds": 1, "exit_code": 3}})
+    job = cloud.wait_for(cloud.api.request("POST", "/jobs", JOB).body["job_id"], {"SUCCEEDED", "FAILED"})
+    assert job["status"] == "FAILED"
+    assert job["attempts"][0]["status"] == "FAILED"
+    assert "exited" in job["error"]
+    assert job["cost"]["runtime_seconds"] == pytest.approx(1.0, abs=0.01)
+
+
+def test_a_gpu_type_without_capacity_is_diagnosed_and_the_job_falls_back(
+    cloud_factory: Callable[..., RunningCloud],
+) -> None:
+    # Given the cheapest fitting GPU type has no capacity anywhere
+    cloud = cloud_factory({"instance_types": {"g4dn.xlarge": {"capacity": "none"}}, "jobs": {"runtime_seconds": 1}})
+    # When a job that may wait only 3 seconds is submitted
+    body = JOB | {"stuck_after_minutes": 0.05}
+    job = cloud.wait_for(cloud.api.request("POST", "/jobs", body).body["job_id"], {"SUCCEEDED", "FAILED"}, 90)
+    first, second = job["attempts"][0], job["attempts"][1]
+    # Then the first attempt is explained with Batch's own words and the job runs on the next type
+    assert job["status"] == "SUCCEEDED", job
+    assert first["instance_type"] == "g4dn.xlarge"
+    assert first["diagnosis"]["category"] == "INSUFFICIENT_CAPACITY"
+    assert "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY" in first["diagnosis"]["reason"]
+    assert first["status"] == "FAILED"
+    assert second["instance_type"] != "g4dn.xlarge" and job["instance_type"] == second["instance_type"]
+
+
+def test_a_ten_hour_job_costs_ten_hours_without_waiting_ten_hours(cloud_factory: Callable[..., RunningCloud]) -> None:
+    cloud = cloud_factory({"jobs": {"runtime_seconds": 36000}}, speedup=36000)
+    job = cloud.wait_for(cloud.api.request("POST", "/jobs", JOB).body["job_id"], {"SUCCEEDED", "FAILED"})
+    assert job["status"] == "SUCCEEDED"
+    assert job["cost"]["runtime_seconds"] == pytest.approx(36000)
+    assert job["cost"]["usd"] == pytest.approx(job["cost"]["hourly_usd"] * 10, rel=1e-4)
+
+
+def test_a_bad_world_file_is_refused_with_one_line(tmp_path_factory: pytest.TempPathFactory) -> None:
+    import subprocess
+
+    from tests.e2e.conftest import GPUPILOT
+
+    world = tmp_path_factory.mktemp("world") / "world.json"
+    world.write_text('{"jobs": {"runtime_seconds": -1}}')
+    result = subprocess.run([GPUPILOT, "serve", "--world", str(world)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert "jobs.runtime_seconds" in result.stderr and result.stderr.count("\n") == 1

@@ -1,0 +1,74 @@
+"""The world file of the local cloud: defaults, and errors that name the field or the file."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gpupilot.localcloud.world import WorldError, load_world
+
+
+def write_world(tmp_path, content: object) -> str:
+    path = tmp_path / "world.json"
+    path.write_text(content if isinstance(content, str) else json.dumps(content))
+    return str(path)
+
+
+def test_no_world_file_gives_the_default_world():
+    # Given / When
+    world = load_world(None)
+
+    # Then
+    assert (world.region, world.zones) == ("us-east-1", ["us-east-1a", "us-east-1b"])
+    assert (world.jobs.runtime_seconds, world.jobs.exit_code) == (2, 0)
+    default_type = world.instance("g5.xlarge")
+    assert (default_type.offered, default_type.capacity, default_type.ecs_agent) == (True, "available", "registers")
+
+
+def test_world_file_values_are_loaded(tmp_path):
+    # Given a world where g5.xlarge has no capacity
+    path = write_world(tmp_path, {"instance_types": {"g5.xlarge": {"capacity": "none"}}, "jobs": {"exit_code": 3}})
+
+    # When
+    world = load_world(path)
+
+    # Then
+    assert world.instance("g5.xlarge").capacity == "none"
+    assert world.jobs.exit_code == 3
+
+
+def test_unknown_key_raises_world_error_naming_its_path_in_the_file(tmp_path):
+    # Given a typo in a nested key
+    path = write_world(tmp_path, {"instance_types": {"g5.xlarge": {"capacityy": "none"}}})
+
+    # When / Then: the message names the file and the dotted field
+    with pytest.raises(WorldError) as raised:
+        load_world(path)
+    assert str(raised.value).startswith(f"world file {path}: instance_types.g5.xlarge.capacityy: ")
+
+
+def test_value_out_of_range_raises_world_error_naming_the_field(tmp_path):
+    # Given an exit code above 255
+    path = write_world(tmp_path, {"jobs": {"exit_code": 300}})
+
+    # When / Then
+    with pytest.raises(WorldError, match=r"jobs\.exit_code"):
+        load_world(path)
+
+
+def test_bad_json_raises_world_error_naming_the_file(tmp_path):
+    # Given a file that is not JSON
+    path = write_world(tmp_path, "{region: us-east-1")
+
+    # When / Then
+    with pytest.raises(WorldError) as raised:
+        load_world(path)
+    assert str(raised.value).startswith(f"world file {path} is not valid JSON")
+
+
+def test_missing_world_file_raises_world_error_naming_the_file(tmp_path):
+    # Given / When / Then
+    missing = tmp_path / "absent.json"
+    with pytest.raises(WorldError, match=f"cannot read world file {missing}"):
+        load_world(missing)

@@ -1,0 +1,98 @@
+"""Cost of an attempt and the bundled on-demand price snapshot."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import pytest
+
+from functions.shared.pricing import PriceQuote, attempt_cost, gpu_share, on_demand_price
+
+QUOTE = PriceQuote(hourly_usd=1.2, pricing="unit-test prices")
+
+
+def _bundled_snapshot() -> dict:
+    return json.loads(resources.files("functions.shared.data").joinpath("prices_on_demand.json").read_text())
+
+
+def test_attempt_cost_is_hourly_price_times_runtime_hours_times_gpu_share():
+    # Given $1.20/h, 30 minutes, and 1 of the instance's 4 GPUs
+    # When costing the attempt
+    cost = attempt_cost(QUOTE, runtime_seconds=1800, job_gpus=1, instance_gpus=4)
+
+    # Then it costs 1.2 x 0.5 h x 0.25 = $0.15
+    assert cost.usd == pytest.approx(0.15)
+    assert (cost.hourly_usd, cost.runtime_seconds, cost.gpu_share) == (1.2, 1800, 0.25)
+
+
+def test_attempt_cost_says_where_its_price_came_from():
+    # Given / When: any attempt
+    cost = attempt_cost(QUOTE, runtime_seconds=60, job_gpus=1, instance_gpus=1)
+
+    # Then the cost carries the quote's pricing label
+    assert cost.pricing == "unit-test prices"
+
+
+def test_a_one_second_attempt_still_costs_its_fraction_of_a_cent():
+    # Given one second on a $1.006/h instance
+    # When costing
+    cost = attempt_cost(PriceQuote(hourly_usd=1.006, pricing="x"), runtime_seconds=1, job_gpus=1, instance_gpus=1)
+
+    # Then the cost is 1.006 / 3600 dollars, not rounded away
+    assert cost.usd == pytest.approx(1.006 / 3600, rel=1e-3)
+
+
+def test_gpu_share_is_capped_at_the_whole_instance():
+    # Given a job holding more GPUs than the instance reports
+    # When costing one hour at $1.20/h
+    cost = attempt_cost(QUOTE, runtime_seconds=3600, job_gpus=8, instance_gpus=4)
+
+    # Then the share is 1 and the job pays the full hourly price, no more
+    assert cost.gpu_share == 1.0
+    assert cost.usd == pytest.approx(1.2)
+
+
+def test_gpu_share_of_an_instance_without_gpu_count_is_the_whole_instance():
+    # Given / When / Then: an unknown (0) GPU count charges the whole instance
+    assert gpu_share(1, 0) == 1.0
+
+
+def test_negative_runtime_costs_nothing():
+    # Given a stop time before the start time (clock skew)
+    # When costing
+    cost = attempt_cost(QUOTE, runtime_seconds=-30, job_gpus=1, instance_gpus=1)
+
+    # Then runtime and cost are zero
+    assert (cost.runtime_seconds, cost.usd) == (0.0, 0.0)
+
+
+def test_on_demand_price_of_a_known_type_comes_from_the_bundled_snapshot():
+    # Given the bundled snapshot
+    snapshot = _bundled_snapshot()
+
+    # When asking for g5.xlarge
+    quote = on_demand_price("g5.xlarge")
+
+    # Then the quote is the snapshot's hourly price
+    assert quote is not None
+    assert quote.hourly_usd == float(snapshot["prices"]["g5.xlarge"])
+    assert quote.hourly_usd > 0
+
+
+def test_on_demand_price_label_names_the_region_and_snapshot_date():
+    # Given the bundled snapshot's region and date
+    snapshot = _bundled_snapshot()
+
+    # When asking for a known type
+    quote = on_demand_price("g5.xlarge")
+
+    # Then the label says which snapshot the price is from
+    assert quote is not None
+    assert quote.pricing == f"on-demand {snapshot['region']} price snapshot of {snapshot['as_of']}"
+    assert snapshot["as_of"] in quote.pricing
+
+
+def test_on_demand_price_of_an_unknown_type_is_none():
+    # Given / When / Then
+    assert on_demand_price("x99.huge") is None
