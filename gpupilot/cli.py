@@ -21,7 +21,7 @@ from gpupilot import render
 from gpupilot.client import DEFAULT_LOCAL_ENDPOINT, ApiClient, ApiResponse, ApiUnreachable
 
 FINISHED = {"SUCCEEDED", "FAILED", "CANCELLED"}
-DEMO_JOB = {
+DEMO_JOB: dict[str, Any] = {
     "name": "cuda-smoke",
     "image": "nvidia/cuda:12.4.1-base-ubuntu22.04",
     "command": ["nvidia-smi", "-L"],
@@ -123,7 +123,10 @@ def job_body(args: argparse.Namespace) -> dict[str, Any]:
         value = getattr(args, field)
         if value is not None:
             body[field] = value
-    command = [part for part in args.command if part != "--"] if args.command else []
+    # argparse keeps the separator; any later "--" belongs to the user's command.
+    command = list(args.command or [])
+    if command[:1] == ["--"]:
+        command = command[1:]
     if command:
         body["command"] = command
     for pair in args.env:

@@ -51,7 +51,12 @@ class LambdaSpec:
 
 LAMBDAS: tuple[LambdaSpec, ...] = (
     # 28 s: API Gateway gives up on an integration at 29 s.
-    LambdaSpec("api", "functions.api.handler.handler", "HTTP API: submit, inspect, cancel, plan GPU jobs", timeout_seconds=28),
+    LambdaSpec(
+        "api",
+        "functions.api.handler.handler",
+        "HTTP API: submit, inspect, cancel, plan GPU jobs",
+        timeout_seconds=28,
+    ),
     LambdaSpec(
         "select_gpu",
         "functions.select_gpu.handler.handler",

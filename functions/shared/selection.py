@@ -126,9 +126,11 @@ def plan(
             ranked.append((key, candidate))
     ranked.sort(key=lambda item: item[0])
     candidates = [candidate for _, candidate in ranked]
-    cheapest = min((c.hourly_usd for c in candidates), default=0.0)
+    # 1.0 for the best; never higher than the candidate before it; lower for dearer offerings.
+    top_price = candidates[0].hourly_usd if candidates else 0.0
+    previous = 1.0
     for position, candidate in enumerate(candidates):
-        # 1.0 for the best; falls with rank and with price relative to the cheapest fit.
-        price_factor = cheapest / candidate.hourly_usd if candidate.hourly_usd else 1.0
-        candidate.score = round(price_factor / (1 + position * 0.1), 4)
+        price_factor = min(1.0, top_price / candidate.hourly_usd) if candidate.hourly_usd else 1.0
+        previous = min(previous, round(price_factor / (1 + position * 0.1), 4))
+        candidate.score = previous
     return Plan(candidates=candidates, rejected=rejected)

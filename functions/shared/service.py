@@ -213,7 +213,7 @@ def diagnose_stuck_job(payload: DiagnoseInput) -> DiagnoseOutput:
     """DiagnoseStuckJob: say why the attempt is still waiting; on a capacity cause, cancel and fall back."""
     batch = client("batch")
     described = batch.describe_jobs(jobs=[payload.batch_job.batch_job_id])["jobs"]
-    job = described[0] if described else {"status": "UNKNOWN"}
+    job: dict[str, Any] = described[0] if described else {"status": "UNKNOWN"}
     environments = batch.describe_compute_environments(computeEnvironments=[payload.queue.compute_environment])
     environment = (environments.get("computeEnvironments") or [{}])[0]
     created = job.get("createdAt")

@@ -34,7 +34,9 @@ def test_a_minimal_job_runs_to_success_with_its_gpu_timeline_and_cost(cloud: Run
     assert times == sorted(times)
     assert quote is not None and cost["hourly_usd"] == quote.hourly_usd
     assert cost["runtime_seconds"] == pytest.approx(2.0, abs=0.01)
-    assert cost["usd"] == pytest.approx(cost["hourly_usd"] * cost["runtime_seconds"] / 3600 * cost["gpu_share"], rel=1e-4)
+    assert cost["usd"] == pytest.approx(
+        cost["hourly_usd"] * cost["runtime_seconds"] / 3600 * cost["gpu_share"], rel=1e-4
+    )
 
 
 def test_the_embedded_aws_shows_the_stack_and_the_job_in_batch(cloud: RunningCloud) -> None:
@@ -48,9 +50,12 @@ def test_the_embedded_aws_shows_the_stack_and_the_job_in_batch(cloud: RunningClo
     batch_job = batch.describe_jobs(jobs=[job["attempts"][0]["batch_job_id"]])["jobs"][0]
     history = sfn.get_execution_history(executionArn=job["execution_arn"], maxResults=1000)["events"]
     entered = [e["stateEnteredEventDetails"]["name"] for e in history if "stateEnteredEventDetails" in e]
+    cloudwatch = session.client("cloudwatch", endpoint_url=cloud.aws_url)
+    metrics = {m["MetricName"] for m in cloudwatch.list_metrics(Namespace="GpuPilot")["Metrics"]}
     assert machines == ["GpuJob"]
     assert execution["status"] == "SUCCEEDED"
     assert batch_job["status"] == "SUCCEEDED"
+    assert {"JobCostUsd", "JobsSucceeded", "JobRuntimeSeconds"} <= metrics
     assert entered == [
         "SelectGpuType", "EnsureJobQueue", "IsJobQueueReady", "SubmitBatchJob",
         "WaitForJobToStart", "WaitForJobToFinish", "RecordCost", "DidJobSucceed", "JobSucceeded",

@@ -15,7 +15,9 @@ from gpupilot.localcloud.http_api import proxy_event
 BODY = {"name": "train", "image": "nvidia/cuda:12.4.1-base-ubuntu22.04", "command": ["nvidia-smi"]}
 
 
-def call(context: Any, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None) -> tuple[int, Any]:
+def call(
+    context: Any, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
+) -> tuple[int, Any]:
     raw = body if isinstance(body, str) or body is None else json.dumps(body)
     response = handler(proxy_event(method, path, headers or {}, raw), context)
     return response["statusCode"], json.loads(response["body"])
@@ -81,9 +83,12 @@ def test_an_unknown_job_is_a_404(deployment: Deployment, context: Any) -> None:
 
 
 @pytest.mark.parametrize(
-    ("query", "field"), [("limit=0", "limit"), ("limit=abc", "limit"), ("status=DONE", "status"), ("next_token=x", "next_token")]
+    ("query", "field"),
+    [("limit=0", "limit"), ("limit=abc", "limit"), ("status=DONE", "status"), ("next_token=x", "next_token")],
 )
-def test_bad_list_parameters_get_a_400_naming_them(deployment: Deployment, context: Any, query: str, field: str) -> None:
+def test_bad_list_parameters_get_a_400_naming_them(
+    deployment: Deployment, context: Any, query: str, field: str
+) -> None:
     status, error = call(context, "GET", f"/jobs?{query}")
     assert status == 400
     assert error["field"] == field

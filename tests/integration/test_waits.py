@@ -23,7 +23,7 @@ class RecordingStepFunctions:
     def __init__(self) -> None:
         self.sent: list[tuple[str, dict[str, Any]]] = []
 
-    def send_task_success(self, taskToken: str, output: str) -> None:  # noqa: N803 - boto3 casing
+    def send_task_success(self, taskToken: str, output: str) -> None:
         if any(token == taskToken for token, _ in self.sent):
             raise ClientError({"Error": {"Code": "TaskTimedOut", "Message": "spent"}}, "SendTaskSuccess")
         self.sent.append((taskToken, json.loads(output)))

@@ -105,7 +105,9 @@ def test_submit_registers_gpu_requirements_and_a_retry_submits_nothing_new(job: 
     assert definition["timeout"]["attemptDurationSeconds"] == 3600
 
 
-def test_batch_events_build_the_timeline_and_ignore_foreign_jobs(deployment: Deployment, job: str, context: Any) -> None:
+def test_batch_events_build_the_timeline_and_ignore_foreign_jobs(
+    deployment: Deployment, job: str, context: Any
+) -> None:
     state = _provisioned(job, context)
     submitted = submit_job_handler(state, context)
     # When Batch reports RUNNING for our job and something for a job that is not ours
@@ -147,7 +149,9 @@ def test_record_cost_prices_the_attempt_and_emits_the_cost_metric(
     assert emf[0]["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "GpuPilot"
 
 
-def test_a_capacity_stuck_job_is_diagnosed_cancelled_and_falls_back(deployment: Deployment, job: str, context: Any) -> None:
+def test_a_capacity_stuck_job_is_diagnosed_cancelled_and_falls_back(
+    deployment: Deployment, job: str, context: Any
+) -> None:
     # Given an attempt Batch keeps RUNNABLE for lack of capacity
     state = _provisioned(job, context)
     submitted = submit_job_handler(state, context)

@@ -42,7 +42,10 @@ def diagnosis_of(category: Category) -> Diagnosis:
             "MISCONFIGURATION:EC2_INSTANCE_CONFIGURATION_UNSUPPORTED - g6.xlarge not supported in subnets",
             Category.NOT_OFFERED,
         ),
-        ("MISCONFIGURATION:SERVICE_ROLE_PERMISSIONS - Batch cannot call ec2:RunInstances", Category.SERVICE_ROLE_PERMISSIONS),
+        (
+            "MISCONFIGURATION:SERVICE_ROLE_PERMISSIONS - Batch cannot call ec2:RunInstances",
+            Category.SERVICE_ROLE_PERMISSIONS,
+        ),
         ("ACTION_REQUIRED - CE(s) associated with the job queue are invalid", Category.COMPUTE_ENVIRONMENT_INVALID),
     ],
 )
@@ -140,7 +143,12 @@ def test_pool_with_no_instances_launched_is_noted_in_the_evidence():
 # -- remedy ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "category",
-    [Category.INSUFFICIENT_CAPACITY, Category.NOT_OFFERED, Category.ECS_AGENT_NOT_REGISTERED, Category.GPU_NOT_REGISTERED],
+    [
+        Category.INSUFFICIENT_CAPACITY,
+        Category.NOT_OFFERED,
+        Category.ECS_AGENT_NOT_REGISTERED,
+        Category.GPU_NOT_REGISTERED,
+    ],
 )
 def test_capacity_like_causes_fall_back_to_the_next_candidate(category):
     # Given the first of three candidates is stuck for a cause another type can cure

@@ -55,7 +55,7 @@ def test_finished_statuses_rank_final_whatever_the_attempt(status):
 
 def test_final_rank_outranks_any_in_flight_status_of_the_highest_attempt():
     # Given / When / Then: attempt numbers have at most 3 digits in Batch job names
-    assert FINAL_RANK > status_rank(JobStatus.RUNNING, attempt=999)
+    assert status_rank(JobStatus.RUNNING, attempt=999) < FINAL_RANK
 
 
 def test_batch_statuses_rank_in_their_lifecycle_order():
@@ -103,7 +103,14 @@ def test_start_wait_is_satisfied_once_the_job_has_started_or_ended(batch_status,
 
 @pytest.mark.parametrize(
     ("batch_status", "satisfied"),
-    [(None, False), ("RUNNABLE", False), ("STARTING", False), ("RUNNING", False), ("SUCCEEDED", True), ("FAILED", True)],
+    [
+        (None, False),
+        ("RUNNABLE", False),
+        ("STARTING", False),
+        ("RUNNING", False),
+        ("SUCCEEDED", True),
+        ("FAILED", True),
+    ],
 )
 def test_finish_wait_is_satisfied_only_by_a_terminal_status(batch_status, satisfied):
     # Given / When / Then

@@ -37,9 +37,14 @@ def already_exists(operation: str) -> ClientError:
 
 # -- names -------------------------------------------------------------------------------------
 def test_pool_name_is_deterministic_for_the_same_candidate():
-    # Given / When / Then: the same candidate maps to the same pool, which is what makes pools reusable
-    assert pool_for(candidate("g5.xlarge"), "x86_64", "gpupilot") == pool_for(candidate("g5.xlarge"), "x86_64", "gpupilot")
-    assert POOL.name == "gpupilot-od-x8664-g5-xlarge"
+    # Given two workflows choosing the same candidate
+    # When each derives its pool
+    first = pool_for(candidate("g5.xlarge"), "x86_64", "gpupilot")
+    second = pool_for(candidate("g5.xlarge"), "x86_64", "gpupilot")
+
+    # Then both get the same pool, which is what makes pools reusable
+    assert first == second
+    assert first.name == "gpupilot-od-x8664-g5-xlarge"
 
 
 @pytest.mark.parametrize("instance_type", ["g5.xlarge", "p6-b200.48xlarge", "g4dn.metal"])
@@ -151,7 +156,7 @@ class FakeBatch:
     def add_queue(self, name: str, status: str = "VALID") -> None:
         self.queues[name] = {"jobQueueName": name, "status": status}
 
-    def describe_compute_environments(self, computeEnvironments: list[str]) -> dict[str, Any]:  # noqa: N803
+    def describe_compute_environments(self, computeEnvironments: list[str]) -> dict[str, Any]:
         self.calls.append("describe_compute_environments")
         return {"computeEnvironments": [self.environments[n] for n in computeEnvironments if n in self.environments]}
 
@@ -164,7 +169,7 @@ class FakeBatch:
         self.add_environment(spec["computeEnvironmentName"], status=self.created_status)
         return {}
 
-    def describe_job_queues(self, jobQueues: list[str]) -> dict[str, Any]:  # noqa: N803
+    def describe_job_queues(self, jobQueues: list[str]) -> dict[str, Any]:
         self.calls.append("describe_job_queues")
         return {"jobQueues": [self.queues[n] for n in jobQueues if n in self.queues]}
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import pytest
+import itertools
 
 from functions.shared.catalog import load_snapshot
 from functions.shared.models import Plan
@@ -345,7 +345,7 @@ def test_best_candidate_scores_one_and_scores_never_increase_down_the_list():
     # Then the best scores 1.0 and each next one scores lower
     scores = [c.score for c in result.candidates]
     assert scores[0] == 1.0
-    assert all(later < earlier for earlier, later in zip(scores, scores[1:], strict=False))
+    assert all(later < earlier for earlier, later in itertools.pairwise(scores))
 
 
 def test_scores_fall_with_price_relative_to_the_cheapest_fit():
@@ -357,12 +357,6 @@ def test_scores_fall_with_price_relative_to_the_cheapest_fit():
     assert [c.score for c in result.candidates] == [1.0, round(0.5 / 1.1, 4)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="product bug: selection.plan scores by price relative to the cheapest fit, so when the "
-    "gpu_models preference (or spot-first) puts a dearer offering first, the best scores < 1.0 and a later "
-    "one scores higher; the docstring says '1.0 for the best; falls with rank'",
-)
 def test_best_candidate_scores_one_even_when_model_preference_beats_price():
     # Given A10G ($1.006) preferred over the cheaper L4 ($0.805)
     # When planning

@@ -26,7 +26,7 @@ class FakeStepFunctions:
         self.refuse = refuse or {}
         self.sent: list[dict[str, Any]] = []
 
-    def send_task_success(self, taskToken: str, output: str) -> dict[str, Any]:  # noqa: N803
+    def send_task_success(self, taskToken: str, output: str) -> dict[str, Any]:
         if taskToken in self.refuse:
             raise ClientError({"Error": {"Code": self.refuse[taskToken], "Message": "refused"}}, "SendTaskSuccess")
         self.sent.append({"taskToken": taskToken, "output": json.loads(output)})

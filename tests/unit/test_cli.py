@@ -1,0 +1,150 @@
+"""The CLI's request building and its one-line refusals (no API is reached in any of these)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gpupilot.cli import UsageError, build_parser, job_body, main
+
+
+def body_of(*argv: str) -> dict:
+    return job_body(build_parser().parse_args(["submit", *argv]))
+
+
+def write_request(tmp_path, content: object) -> str:
+    path = tmp_path / "job.json"
+    path.write_text(content if isinstance(content, str) else json.dumps(content))
+    return str(path)
+
+
+# -- job_body -------------------------------------------------------------------------------------
+def test_flags_override_the_fields_of_the_request_file(tmp_path):
+    # Given a request file and flags that set two of its fields
+    path = write_request(tmp_path, {"name": "from-file", "image": "img:1", "gpus": 1, "command": ["a"]})
+
+    # When building the body
+    body = body_of("--file", path, "--name", "from-flag", "--gpus", "2")
+
+    # Then the flags win and the file's other fields stay
+    assert body == {"name": "from-flag", "image": "img:1", "gpus": 2, "command": ["a"]}
+
+
+def test_flags_alone_build_the_body_with_typed_values_and_repeated_lists():
+    # Given / When
+    body = body_of(
+        "--name", "n", "--image", "i", "--min-gpu-memory-gib", "20", "--gpu-model", "L4", "--gpu-model", "A10G",
+        "--capacity", "spot-first", "--arch", "arm64",
+    )  # fmt: skip
+
+    # Then
+    assert body == {
+        "name": "n",
+        "image": "i",
+        "min_gpu_memory_gib": 20.0,
+        "gpu_models": ["L4", "A10G"],
+        "capacity": "spot-first",
+        "arch": "arm64",
+    }
+
+
+def test_command_after_the_double_dash_becomes_the_command_list():
+    # Given / When
+    body = body_of("--name", "n", "--", "python", "train.py", "--epochs", "3")
+
+    # Then the separator is dropped and flag-like arguments belong to the command
+    assert body["command"] == ["python", "train.py", "--epochs", "3"]
+
+
+def test_a_double_dash_inside_the_command_is_kept():
+    # Given a command that itself passes '--' to sh
+    # When building the body
+    body = body_of("--name", "n", "--", "sh", "-c", 'exec "$@"', "--", "python", "x.py")
+
+    # Then only the first '--' (the CLI's separator) is removed
+    assert body["command"] == ["sh", "-c", 'exec "$@"', "--", "python", "x.py"]
+
+
+def test_command_flags_override_the_files_command(tmp_path):
+    # Given a file with a command
+    path = write_request(tmp_path, {"command": ["old"]})
+
+    # When / Then
+    assert body_of("--file", path, "--", "new", "arg")["command"] == ["new", "arg"]
+
+
+def test_env_pairs_are_parsed_into_the_environment_splitting_at_the_first_equals():
+    # Given / When
+    body = body_of("--env", "EPOCHS=3", "--env", "URL=http://x/?a=b", "--env", "EMPTY=")
+
+    # Then
+    assert body["environment"] == {"EPOCHS": "3", "URL": "http://x/?a=b", "EMPTY": ""}
+
+
+def test_env_pairs_are_added_to_the_files_environment(tmp_path):
+    # Given a file with its own environment
+    path = write_request(tmp_path, {"environment": {"FROM_FILE": "1", "SHARED": "file"}})
+
+    # When / Then: flags add to it and win on the same name
+    body = body_of("--file", path, "--env", "SHARED=flag", "--env", "EXTRA=2")
+    assert body["environment"] == {"FROM_FILE": "1", "SHARED": "flag", "EXTRA": "2"}
+
+
+@pytest.mark.parametrize("pair", ["NOEQUALS", "=value"])
+def test_env_pair_without_a_name_or_equals_is_a_usage_error(pair):
+    # Given / When / Then
+    with pytest.raises(UsageError, match=f"--env '{pair}' must be NAME=VALUE"):
+        body_of("--env", pair)
+
+
+def test_request_file_that_is_not_json_is_a_usage_error(tmp_path):
+    # Given / When / Then
+    path = write_request(tmp_path, "{not json")
+    with pytest.raises(UsageError, match="is not valid JSON"):
+        body_of("--file", path)
+
+
+def test_request_file_that_is_not_an_object_is_a_usage_error(tmp_path):
+    # Given / When / Then
+    path = write_request(tmp_path, ["a", "list"])
+    with pytest.raises(UsageError, match="must hold a JSON object"):
+        body_of("--file", path)
+
+
+def test_missing_request_file_is_a_usage_error(tmp_path):
+    # Given / When / Then
+    with pytest.raises(UsageError, match="cannot read --file"):
+        body_of("--file", str(tmp_path / "absent.json"))
+
+
+# -- main ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["submit", "--gpus", "two"],
+        ["submit", "--capacity", "cheapest"],
+        ["submit", "--no-such-flag"],
+    ],
+)
+def test_bad_flag_exits_2_with_one_line_on_stderr(capsys, argv):
+    # Given / When
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+
+    # Then the exit status is 2 and stderr is exactly one 'gpupilot:' line
+    captured = capsys.readouterr()
+    assert exited.value.code == 2
+    assert captured.err.count("\n") == 1
+    assert captured.err.startswith("gpupilot: ")
+    assert captured.out == ""
+
+
+def test_bad_env_pair_returns_2_with_one_line_on_stderr(capsys):
+    # Given / When: refused while building the body, before any request
+    code = main(["submit", "--name", "n", "--env", "oops", "--", "true"])
+
+    # Then
+    captured = capsys.readouterr()
+    assert code == 2
+    assert captured.err == "gpupilot: --env 'oops' must be NAME=VALUE\n"
