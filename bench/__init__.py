@@ -23,7 +23,9 @@ def metric(value: float, unit: str, baseline: float, digits: int = 3) -> dict[st
     """One metric; value and baseline are rounded first, so the stored ratio is theirs exactly."""
     value = round(float(value), digits)
     baseline = round(float(baseline), digits)
-    ratio = round(value / baseline, 3) if baseline else float("nan")
+    if not baseline:
+        raise ValueError(f"a baseline of {baseline} gives no ratio")
+    ratio = round(value / baseline, 3)
     return {"value": value, "unit": unit, "baseline": baseline, "ratio": ratio}
 
 
@@ -33,7 +35,7 @@ def utc_now() -> str:
 
 def environment() -> dict[str, Any]:
     """Where the numbers were taken: interpreter, CPUs, and the versions that shape them."""
-    versions = {}
+    versions: dict[str, str | None] = {}
     for package in ("boto3", "botocore", "aws-lambda-powertools", "aws-xray-sdk", "pydantic", "moto"):
         try:
             versions[package] = metadata.version(package)

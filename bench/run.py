@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bench import RESULTS_DIR, cold_start, control_plane
+from bench import REPO_ROOT, RESULTS_DIR, cold_start, control_plane
 
 BENCHMARKS: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
     cold_start.NAME: lambda args: cold_start.run(args.runs),
@@ -40,7 +40,7 @@ def write(result: dict[str, Any]) -> str:
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     path = RESULTS_DIR / f"{result['benchmark']}.json"
     path.write_text(json.dumps(result, indent=2) + "\n")
-    return str(path.relative_to(RESULTS_DIR.parent.parent))
+    return str(path.relative_to(REPO_ROOT))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -280,14 +280,7 @@ class JobStore:
             "ExpressionAttributeValues": {":jobs": {"S": LIST_PARTITION}} | values,
             "ScanIndexForward": False,
         }
-        found: list[dict[str, Any]] = []
-        while len(found) < max_items:
-            response = self._ddb.query(**kwargs)
-            found.extend(deserialize_item(item) for item in response.get("Items", []))
-            if "LastEvaluatedKey" not in response:
-                break
-            kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
-        return found[:max_items]
+        return self._query(kwargs, max_items)
 
     def jobs_created_between(self, start: str, end: str, max_items: int = 5000) -> list[dict[str, Any]]:
         """Jobs created in [start, end] (ISO strings compared as the sort key is), oldest first."""
@@ -302,20 +295,12 @@ class JobStore:
                 ":end": {"S": end + "\uffff"},
             },
         }
-        found: list[dict[str, Any]] = []
-        while len(found) < max_items:
-            response = self._ddb.query(**kwargs)
-            found.extend(deserialize_item(item) for item in response.get("Items", []))
-            if "LastEvaluatedKey" not in response:
-                break
-            kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
-        return found[:max_items]
+        return self._query(kwargs, max_items)
 
     # -- health -------------------------------------------------------------------------------
     def save_health(self, report: dict[str, Any]) -> None:
         """Keep the latest sweep's report (one item, overwritten: history lives in CloudWatch)."""
-        item = {k: serialize(v) for k, v in {"report": report}.items()}
-        item |= {c.TABLE_PK: {"S": "HEALTH"}, c.TABLE_SK: {"S": "LATEST"}}
+        item = {"report": serialize(report), c.TABLE_PK: {"S": "HEALTH"}, c.TABLE_SK: {"S": "LATEST"}}
         self._ddb.put_item(TableName=self._table, Item=item)
 
     def latest_health(self) -> dict[str, Any] | None:
@@ -341,7 +326,6 @@ class JobStore:
     def unavailable_offerings(self) -> set[str]:
         """Offerings remembered as unavailable and not yet expired (TTL deletion lags, so filter)."""
         now = int(time.time())
-        keys: set[str] = set()
         kwargs: dict[str, Any] = {
             "TableName": self._table,
             "KeyConditionExpression": "#pk = :p",
@@ -349,12 +333,13 @@ class JobStore:
             "ExpressionAttributeNames": {"#pk": c.TABLE_PK, "#ttl": c.TTL_ATTRIBUTE},
             "ExpressionAttributeValues": {":p": {"S": OFFERINGS_PARTITION}, ":now": {"N": str(now)}},
         }
-        while True:
-            response = self._ddb.query(**kwargs)
-            keys.update(item[c.TABLE_SK]["S"] for item in response.get("Items", []))
-            if "LastEvaluatedKey" not in response:
-                return keys
-            kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        return {item[c.TABLE_SK] for item in self._query(kwargs)}
+
+    def _query(self, kwargs: dict[str, Any], max_items: int | None = None) -> list[dict[str, Any]]:
+        """Every item a query matches (boto3's paginator follows LastEvaluatedKey), at most `max_items`."""
+        config = {"MaxItems": max_items} if max_items else {}
+        pages = self._ddb.get_paginator("query").paginate(**kwargs, PaginationConfig=config)
+        return [deserialize_item(item) for page in pages for item in page.get("Items", [])]
 
 
 def _encode_token(key: dict[str, Any]) -> str:
