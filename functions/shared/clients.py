@@ -22,20 +22,30 @@ RETRY_CONFIG = Config(
 
 _lock = threading.Lock()
 _clients: dict[str, Any] = {}
+_session: boto3.session.Session | None = None
 
 
 def client(service: str) -> Any:
-    """A cached boto3 client for `service` (clients are thread-safe; sessions are not)."""
+    """A cached boto3 client for `service`.
+
+    Clients are thread-safe, sessions are not: one session makes every client, under the lock. One
+    session also loads botocore's data files once, which halves a cold start that makes four clients.
+    """
+    global _session
     with _lock:
         existing = _clients.get(service)
         if existing is None:
-            existing = boto3.session.Session().client(service, region_name=settings().region, config=RETRY_CONFIG)
+            if _session is None:
+                _session = boto3.session.Session()
+            existing = _session.client(service, region_name=settings().region, config=RETRY_CONFIG)
             _clients[service] = existing
         return existing
 
 
 def reset_clients() -> None:
-    """Forget cached clients and settings (tests and the local cloud change the environment)."""
+    """Forget cached clients, the session and settings (tests and the local cloud change the environment)."""
+    global _session
     with _lock:
         _clients.clear()
+        _session = None
     settings.cache_clear()

@@ -384,6 +384,19 @@ def submit_idempotently(request: JobRequest, idempotency_key: str) -> SubmitResp
     return _idempotent_start()(submission=submission)  # type: ignore[no-any-return]
 
 
+def ordered_timeline(entries: list[dict[str, Any]]) -> list[TimelineEntry]:
+    """The timeline in status order (as stored: a status is appended only when it moves the job on).
+
+    Batch event times are whole seconds, so a status can read earlier than the one before it; no status
+    happens before its predecessor, so each time is shown as at least the previous one.
+    """
+    timeline: list[TimelineEntry] = []
+    for entry in entries:
+        at = max(entry["at"], timeline[-1].at) if timeline else entry["at"]
+        timeline.append(TimelineEntry(status=entry["status"], at=at))
+    return timeline
+
+
 def job_view(record: dict[str, Any]) -> JobView:
     """The public shape of a job record."""
     attempts = [
@@ -398,8 +411,7 @@ def job_view(record: dict[str, Any]) -> JobView:
         )
         for _, a in sorted((record.get("attempts") or {}).items(), key=lambda kv: int(kv[0]))
     ]
-    # Stored in status order: a status is appended only when it moves the job forward.
-    timeline = [TimelineEntry(**entry) for entry in record.get("timeline") or []]
+    timeline = ordered_timeline(record.get("timeline") or [])
     return JobView(
         job_id=record["job_id"],
         name=record["name"],
