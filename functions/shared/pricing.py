@@ -14,6 +14,10 @@ from functions.shared.models import Cost
 SNAPSHOT_FILE = "prices_on_demand.json"
 
 
+class PriceUnknown(Exception):
+    """No hourly price is known for an instance type, so its cost cannot be computed."""
+
+
 class PriceQuote(BaseModel):
     hourly_usd: float
     pricing: str

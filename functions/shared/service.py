@@ -43,7 +43,7 @@ from functions.shared.models import (
     TimelineEntry,
 )
 from functions.shared.observability import metrics
-from functions.shared.pricing import attempt_cost, on_demand_price
+from functions.shared.pricing import PriceUnknown, attempt_cost, on_demand_price
 from functions.shared.provisioning import BatchPools, QueueStatus, pool_for
 from functions.shared.selection import WORKFLOW_CANDIDATES, offering_key, plan
 from functions.shared.store import JobStore
@@ -268,7 +268,7 @@ def record_cost(payload: RecordCostInput) -> Cost:
     )
     quote = on_demand_price(payload.batch_job.instance_type)
     if quote is None:
-        raise NoGpuTypeAvailable(f"no price known for {payload.batch_job.instance_type}")
+        raise PriceUnknown(f"no hourly price known for {payload.batch_job.instance_type}")
     cost = attempt_cost(quote, runtime, request.gpus, int(attempt.get("instance_gpus") or request.gpus))
     status = JobStatus.SUCCEEDED if finished.status == "SUCCEEDED" else JobStatus.FAILED
     at = iso_from_millis(finished.stopped_at) if finished.stopped_at else now_iso()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import pytest
@@ -59,3 +60,36 @@ def test_a_bad_world_file_is_refused_with_one_line(tmp_path_factory: pytest.Temp
     result = subprocess.run([GPUPILOT, "serve", "--world", str(world)], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert "jobs.runtime_seconds" in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_cancelling_a_running_job_stops_its_workflow_and_its_batch_job(
+    cloud_factory: Callable[..., RunningCloud],
+) -> None:
+    import boto3
+
+    # Given a long job that is RUNNING
+    cloud = cloud_factory({"jobs": {"runtime_seconds": 600}})
+    job_id = cloud.api.request("POST", "/jobs", JOB).body["job_id"]
+    running = cloud.wait_for(job_id, {"RUNNING", "FAILED"})
+    # When it is cancelled
+    response = cloud.api.request("DELETE", f"/jobs/{job_id}")
+    again = cloud.api.request("DELETE", f"/jobs/{job_id}")
+    # Then the job is CANCELLED, its execution aborted and its Batch job terminated
+    session = boto3.session.Session(region_name="us-east-1")
+    execution = session.client("stepfunctions", endpoint_url=cloud.aws_url).describe_execution(
+        executionArn=running["execution_arn"]
+    )
+    batch = session.client("batch", endpoint_url=cloud.aws_url)
+    batch_job_id = running["attempts"][0]["batch_job_id"]
+    deadline = time.monotonic() + 10
+    batch_job = batch.describe_jobs(jobs=[batch_job_id])["jobs"][0]
+    while batch_job["status"] != "FAILED" and time.monotonic() < deadline:
+        time.sleep(0.2)
+        batch_job = batch.describe_jobs(jobs=[batch_job_id])["jobs"][0]
+    assert running["status"] == "RUNNING"
+    assert response.status == 202 and response.body["status"] == "CANCELLED"
+    assert again.status == 409
+    assert execution["status"] == "ABORTED"
+    assert batch_job["status"] == "FAILED"
+    assert batch_job["statusReason"] == "cancelled by request"
+    assert cloud.api.request("GET", f"/jobs/{job_id}").body["status"] == "CANCELLED"

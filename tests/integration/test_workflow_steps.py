@@ -15,6 +15,7 @@ from functions.record_cost.handler import handler as record_cost_handler
 from functions.select_gpu.handler import handler as select_gpu_handler
 from functions.shared import service
 from functions.shared.store import JobStore
+from functions.shared.workflow import WaitInput
 from functions.submit_job.handler import handler as submit_job_handler
 from gpupilot.localcloud.deploy import Deployment
 
@@ -170,3 +171,38 @@ def test_a_capacity_stuck_job_is_diagnosed_cancelled_and_falls_back(
     assert result["action"] == "fall_back" and result["next_index"] == 1
     assert "on-demand:g4dn.xlarge:us-east-1a" in store.unavailable_offerings()
     assert store.get_job(job)["attempts"]["1"]["diagnosis"]["category"] == "INSUFFICIENT_CAPACITY"
+
+
+def test_a_missed_batch_event_is_replayed_by_the_sweep_and_resumes_the_workflow(
+    deployment: Deployment, job: str, context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a workflow parked waiting for its job to start
+    state = _provisioned(job, context)
+    submitted = submit_job_handler(state, context)
+    sent: list[str] = []
+
+    class StepFunctions:
+        def send_task_success(self, taskToken: str, output: str) -> None:
+            sent.append(taskToken)
+
+    real_client = service.client
+    monkeypatch.setattr(
+        service, "client", lambda name: StepFunctions() if name == "stepfunctions" else real_client(name)
+    )
+    service.park_wait(
+        WaitInput(
+            job_id=job, phase="start", attempt=1, batch_job_id=submitted["batch_job_id"], task_token="token-start"
+        )
+    )
+    # And Batch started the job but its event never arrived
+    from moto.batch.models import batch_backends
+
+    moto_job = batch_backends["123456789012"]["us-east-1"]._jobs[submitted["batch_job_id"]]
+    moto_job.status = "RUNNING"
+    # When the health sweep runs
+    report = service.run_sweep()
+    # Then it replays the change: the job is RUNNING and the workflow resumed
+    record = JobStore(boto3.client("dynamodb"), deployment.table_name).get_job(job)
+    assert report.summary["reconciled_events"] == 1
+    assert record["status"] == "RUNNING"
+    assert sent == ["token-start"]
