@@ -93,7 +93,7 @@ def _key_in_flight(error: IdempotencyAlreadyInProgressError) -> Response:
 
 @app.post("/jobs")
 def submit_job() -> Response:
-    key = app.current_event.headers.get("Idempotency-Key") or app.current_event.headers.get("idempotency-key")
+    key = app.current_event.headers.get("Idempotency-Key")  # Powertools headers are case-insensitive
     request = _request_body()
     if key is not None and not (1 <= len(key) <= 256):
         raise BadRequest("Idempotency-Key", "Idempotency-Key must be 1-256 characters")

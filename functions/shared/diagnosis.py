@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from functions.shared.models import Diagnosis, DiagnosisCategory
 
@@ -59,7 +59,7 @@ _BATCH_REASONS: list[tuple[str, Category, str]] = [
 
 
 class StuckJobSnapshot(BaseModel):
-    """What diagnosis looks at, as plain data read from Batch (and later ECS and EC2)."""
+    """What diagnosis looks at, as plain data read from Batch."""
 
     batch_job_id: str
     status: str
@@ -68,8 +68,6 @@ class StuckJobSnapshot(BaseModel):
     compute_environment: str
     compute_environment_status: str | None = None
     compute_environment_reason: str | None = None
-    instances_launched: int | None = Field(default=None, description="Instances running in the pool, if known")
-    container_instances: int | None = Field(default=None, description="Instances registered with ECS, if known")
 
 
 def diagnose(snapshot: StuckJobSnapshot) -> Diagnosis:
@@ -96,8 +94,6 @@ def diagnose(snapshot: StuckJobSnapshot) -> Diagnosis:
             return Diagnosis(
                 category=category, reason=f"AWS Batch says: {reason}", evidence=evidence, recommendation=recommendation
             )
-    if snapshot.instances_launched == 0 and snapshot.runnable_seconds > 0:
-        evidence["instances_launched"] = 0
     return Diagnosis(
         category=Category.WAITING_FOR_SCALE_UP if snapshot.runnable_seconds < 1800 else Category.UNDETERMINED,
         reason=f"RUNNABLE for {round(snapshot.runnable_seconds)} s and Batch gives no reason",

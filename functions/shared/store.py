@@ -17,7 +17,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
 from functions.shared import constants as c
-from functions.shared.lifecycle import FINAL_RANK, batch_rank, now_iso, status_rank
+from functions.shared.lifecycle import batch_rank, now_iso, status_rank
 from functions.shared.models import JobStatus
 
 _serializer = TypeSerializer()
@@ -356,4 +356,4 @@ def _decode_token(token: str) -> dict[str, Any]:
     return decoded
 
 
-__all__ = ["FINAL_RANK", "InvalidPageToken", "JobAlreadyExists", "JobNotFound", "JobStore"]
+__all__ = ["InvalidPageToken", "JobAlreadyExists", "JobNotFound", "JobStore"]

@@ -99,3 +99,10 @@ def test_plan_through_the_cli_launches_nothing(cloud: RunningCloud) -> None:
     plan = json.loads(result.stdout)
     assert {c["gpu_model"] for c in plan["candidates"]} == {"L4"}
     assert len(after) == len(before)
+
+
+def test_the_cli_retrying_with_the_same_idempotency_key_gets_the_same_job(cloud: RunningCloud) -> None:
+    args = ("--json", "submit", "--name", "retried", "--image", "img", "--idempotency-key", "nightly-42", "--", "true")
+    first = json.loads(cloud.cli(*args).stdout)
+    second = json.loads(cloud.cli(*args).stdout)
+    assert second["job_id"] == first["job_id"]

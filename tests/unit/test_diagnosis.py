@@ -131,15 +131,6 @@ def test_unknown_status_reason_is_treated_like_no_reason():
     assert result.category == Category.WAITING_FOR_SCALE_UP
 
 
-def test_pool_with_no_instances_launched_is_noted_in_the_evidence():
-    # Given a pool known to have launched no instance
-    # When diagnosing
-    result = diagnose(snapshot(instances_launched=0, runnable_seconds=120))
-
-    # Then the evidence records it
-    assert result.evidence["instances_launched"] == 0
-
-
 # -- remedy ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "category",
