@@ -16,9 +16,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
+from urllib.parse import quote
 
 from gpupilot import render
-from gpupilot.client import DEFAULT_LOCAL_ENDPOINT, ApiClient, ApiResponse, ApiUnreachable
+from gpupilot.client import DEFAULT_LOCAL_ENDPOINT, ApiClient, ApiResponse, ApiUnreachable, InvalidEndpoint
 
 FINISHED = {"SUCCEEDED", "FAILED", "CANCELLED"}
 DEMO_JOB: dict[str, Any] = {
@@ -58,17 +59,28 @@ def _job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command and its arguments")
 
 
+ENDPOINT_HELP = f"API URL (default: GPUPILOT_ENDPOINT or {DEFAULT_LOCAL_ENDPOINT})"
+
+
 def build_parser() -> Parser:
     parser = Parser(prog="gpupilot", description="Run CUDA jobs on GPUs that exist, and know why they wait.")
-    parser.add_argument("--endpoint", help=f"API URL (default: GPUPILOT_ENDPOINT or {DEFAULT_LOCAL_ENDPOINT})")
+    parser.add_argument("--endpoint", help=ENDPOINT_HELP)
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+    # The same flags after the command too (`gpupilot list --json`); SUPPRESS keeps the top-level value
+    # when they are not repeated there.
+    common = Parser(add_help=False)
+    common.add_argument("--endpoint", default=argparse.SUPPRESS, help=ENDPOINT_HELP)
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output")
     commands = parser.add_subparsers(dest="action", required=True, parser_class=Parser)
 
-    demo = commands.add_parser("demo", help="start the local cloud, run a CUDA job, show its cost")
+    def command(name: str, help: str) -> argparse.ArgumentParser:
+        return commands.add_parser(name, parents=[common], help=help)
+
+    demo = command("demo", help="start the local cloud, run a CUDA job, show its cost")
     demo.add_argument("--world", help="world file (JSON) shaping the simulated AWS")
     demo.add_argument("--speedup", type=float, default=1.0, help="simulated job time runs this much faster")
 
-    serve = commands.add_parser("serve", help="run the local cloud (embedded AWS + the API on loopback)")
+    serve = command("serve", help="run the local cloud (embedded AWS + the API on loopback)")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8765)
     serve.add_argument("--world", help="world file (JSON) shaping the simulated AWS")
@@ -76,29 +88,29 @@ def build_parser() -> Parser:
     serve.add_argument("--sweep-seconds", type=float, default=300.0, help="health sweep period (0: off)")
     serve.add_argument("--log-file", default=".gpupilot/local-cloud.log", help="where handler logs go")
 
-    submit = commands.add_parser("submit", help="submit a GPU job")
+    submit = command("submit", help="submit a GPU job")
     _job_arguments(submit)
     submit.add_argument("--idempotency-key")
     submit.add_argument("--wait", action="store_true", help="follow the job until it ends")
 
-    plan = commands.add_parser("plan", help="rank GPU types for a request; launches nothing")
+    plan = command("plan", help="rank GPU types for a request; launches nothing")
     _job_arguments(plan)
 
-    status = commands.add_parser("status", help="show one job")
+    status = command("status", help="show one job")
     status.add_argument("job_id")
     status.add_argument("--wait", action="store_true", help="follow the job until it ends")
 
-    listing = commands.add_parser("list", help="list jobs, newest first")
+    listing = command("list", help="list jobs, newest first")
     listing.add_argument("--status")
     listing.add_argument("--limit", type=int, default=20)
     listing.add_argument("--next-token")
 
-    cancel = commands.add_parser("cancel", help="cancel a job")
+    cancel = command("cancel", help="cancel a job")
     cancel.add_argument("job_id")
 
-    commands.add_parser("health", help="latest health sweep")
-    commands.add_parser("sweep", help="run a health sweep now")
-    costs = commands.add_parser("costs", help="daily cost by GPU type and by job name")
+    command("health", help="latest health sweep")
+    command("sweep", help="run a health sweep now")
+    costs = command("costs", help="daily cost by GPU type and by job name")
     costs.add_argument("--from", dest="date_from")
     costs.add_argument("--to", dest="date_to")
     return parser
@@ -181,14 +193,15 @@ def run(args: argparse.Namespace) -> int:
         if not args.wait:
             emit(json.dumps(submitted, indent=2) if args.json else f"submitted {submitted['job_id']}")
             return 0
-        job = follow(client, submitted["job_id"], (lambda _: None) if args.json else emit)
+        job = follow(client, quote(submitted["job_id"], safe=""), (lambda _: None) if args.json else emit)
         emit(json.dumps(job, indent=2) if args.json else render.job_summary(job))
         return 0 if job["status"] == "SUCCEEDED" else 1
+    job_path = f"/jobs/{quote(args.job_id, safe='')}" if hasattr(args, "job_id") else ""
     if args.action == "status":
         if args.wait:
-            job = follow(client, args.job_id, (lambda _: None) if args.json else emit)
+            job = follow(client, quote(args.job_id, safe=""), (lambda _: None) if args.json else emit)
         else:
-            job = _checked(client.request("GET", f"/jobs/{args.job_id}"))
+            job = _checked(client.request("GET", job_path))
         emit(json.dumps(job, indent=2) if args.json else render.job_summary(job))
         return 0
     if args.action == "list":
@@ -197,7 +210,7 @@ def run(args: argparse.Namespace) -> int:
         emit(json.dumps(result, indent=2) if args.json else render.job_list(result))
         return 0
     if args.action == "cancel":
-        job = _checked(client.request("DELETE", f"/jobs/{args.job_id}"))
+        job = _checked(client.request("DELETE", job_path))
         emit(json.dumps(job, indent=2) if args.json else f"cancelled {job['job_id']} ({job['status']})")
         return 0
     if args.action in ("health", "sweep"):
@@ -226,9 +239,12 @@ def _start_cloud(
     log_file.parent.mkdir(parents=True, exist_ok=True)
     from gpupilot.localcloud.server import LocalCloud
 
-    return LocalCloud(
-        world, host=host, port=port, speedup=speedup, sweep_seconds=sweep_seconds, log_file=log_file
-    ).start()
+    cloud = LocalCloud(world, host=host, port=port, speedup=speedup, sweep_seconds=sweep_seconds, log_file=log_file)
+    try:
+        return cloud.start()
+    except OSError as error:
+        cloud.stop()
+        raise UsageError(f"cannot listen on {host}:{port}: {error.strerror or error}") from error
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -267,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return run(args)
-    except UsageError as error:
+    except (UsageError, InvalidEndpoint) as error:
         print(f"gpupilot: {error}", file=sys.stderr)
         return 2
     except ApiUnreachable as error:

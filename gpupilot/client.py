@@ -19,6 +19,10 @@ class ApiUnreachable(Exception):
     """The endpoint did not answer at all."""
 
 
+class InvalidEndpoint(ValueError):
+    """The endpoint is not an http(s) URL with a host."""
+
+
 @dataclass
 class ApiResponse:
     status: int
@@ -46,7 +50,10 @@ def endpoint_region(endpoint: str) -> str:
 class ApiClient:
     def __init__(self, endpoint: str | None = None, timeout: float = 30) -> None:
         self.endpoint = (endpoint or os.environ.get("GPUPILOT_ENDPOINT") or DEFAULT_LOCAL_ENDPOINT).rstrip("/")
-        self.sign = urlsplit(self.endpoint).hostname not in LOOPBACK_HOSTS
+        parts = urlsplit(self.endpoint)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise InvalidEndpoint(f"endpoint {self.endpoint!r} must be an http:// or https:// URL with a host")
+        self.sign = parts.hostname not in LOOPBACK_HOSTS
         self.timeout = timeout
 
     def request(

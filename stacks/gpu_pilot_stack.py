@@ -10,6 +10,7 @@ from aws_cdk.region_info import RegionInfo
 from constructs import Construct
 
 from functions.shared.constants import (
+    ENV_ARM64_GPU_AMI_ID,
     ENV_INSTANCE_PROFILE_ARN,
     ENV_LAUNCH_TEMPLATE_NAME,
     ENV_MAX_VCPUS,
@@ -62,6 +63,10 @@ class GpuPilotStack(Stack):
         }
         for key in NEEDS_SUBNETS:
             environment[key][ENV_SUBNETS] = subnets
+        if settings.arm64_gpu_ami_id:
+            # Selection offers Graviton GPUs only when provisioning can give them an NVIDIA AMI.
+            for key in ("api", "select_gpu", "ensure_queue"):
+                environment[key][ENV_ARM64_GPU_AMI_ID] = settings.arm64_gpu_ami_id
         environment["ensure_queue"].update(
             {
                 ENV_SECURITY_GROUPS: fleet.security_group.security_group_id,

@@ -46,6 +46,7 @@ class DeploySettings:
     zones: tuple[str, ...]
     max_vcpus_per_pool: int = DEFAULT_MAX_VCPUS_PER_POOL
     alarm_email: str | None = None
+    arm64_gpu_ami_id: str = ""
 
     @classmethod
     def from_context(cls, context: Mapping[str, Any]) -> DeploySettings:
@@ -66,10 +67,14 @@ class DeploySettings:
         if max_vcpus <= 0:
             raise ValueError("context 'max_vcpus_per_pool' must be positive")
         alarm_email = context.get("alarm_email") or None
+        arm64_ami = str(context.get("arm64_gpu_ami_id") or "")
+        if arm64_ami and not re.match(r"^ami-[0-9a-f]{8,17}$", arm64_ami):
+            raise ValueError(f"context 'arm64_gpu_ami_id' must be an AMI id, got {arm64_ami!r}")
         return cls(
             account=account,
             region=region,
             zones=zones,
             max_vcpus_per_pool=max_vcpus,
             alarm_email=str(alarm_email) if alarm_email else None,
+            arm64_gpu_ami_id=arm64_ami,
         )

@@ -117,7 +117,7 @@ def list_jobs() -> Response:
     if status is not None and status not in JobStatus.__members__:
         raise BadRequest("status", f"status must be one of {', '.join(JobStatus.__members__)}")
     raw_limit = app.current_event.get_query_string_value("limit") or "20"
-    if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= MAX_PAGE:
+    if not (raw_limit.isascii() and raw_limit.isdecimal()) or not 1 <= int(raw_limit) <= MAX_PAGE:
         raise BadRequest("limit", f"limit must be a whole number from 1 to {MAX_PAGE}")
     token = app.current_event.get_query_string_value("next_token")
     return _json(200, service.list_jobs(status, int(raw_limit), token))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 from typing import Any
 
@@ -18,8 +19,9 @@ PREFLIGHT = (
     'nvidia-smi -L >/dev/null 2>&1 || { echo "gpupilot: no working NVIDIA GPU on this host" >&2; '
     f'exit {PREFLIGHT_EXIT_CODE}; }}; exec "$@"'
 )
+RETRY_ATTEMPTS = 3
 RETRY_STRATEGY = {
-    "attempts": 3,
+    "attempts": RETRY_ATTEMPTS,
     "evaluateOnExit": [
         # Spot reclaim or host failure: the job did nothing wrong.
         {"onStatusReason": "Host EC2*", "action": "RETRY"},
@@ -38,6 +40,15 @@ class SubmittedJob(BaseModel):
     capacity: str
 
 
+def job_definition_name(job_name: str) -> str:
+    """`gpupilot-<name>`, shortened with a hash when Batch's 128-character limit would be exceeded."""
+    name = f"gpupilot-{job_name}"
+    if len(name) <= 128:
+        return name
+    digest = hashlib.sha256(job_name.encode()).hexdigest()[:10]
+    return f"{name[:117]}-{digest}"
+
+
 def job_resources(request: JobRequest, candidate: Candidate) -> dict[str, int]:
     """vCPUs, memory (MiB) and GPUs for the job: what it asked for, else its GPU share of the host."""
     share = request.gpus / candidate.gpus
@@ -54,7 +65,7 @@ def job_definition_spec(
     command = ["sh", "-c", PREFLIGHT, "gpupilot-preflight", *request.command] if preflight else request.command
     environment = NVIDIA_ENVIRONMENT | request.environment
     return {
-        "jobDefinitionName": f"gpupilot-{request.name}",
+        "jobDefinitionName": job_definition_name(request.name),
         "type": "container",
         "containerProperties": {
             "image": request.image,
@@ -74,6 +85,23 @@ class BatchSubmitter:
 
     def __init__(self, batch: Any) -> None:
         self._batch = batch
+
+    def find(self, job_id: str, attempt: int, job_queue: str, candidate: Candidate) -> SubmittedJob | None:
+        """The Batch job already submitted for this attempt, if any (looked up by its unique name)."""
+        summaries = self._batch.list_jobs(
+            jobQueue=job_queue, filters=[{"name": "JOB_NAME", "values": [batch_job_name(job_id, attempt)]}]
+        )["jobSummaryList"]
+        if not summaries:
+            return None
+        found = summaries[0]
+        return SubmittedJob(
+            batch_job_id=found["jobId"],
+            job_queue=job_queue,
+            job_definition=found.get("jobDefinition", ""),
+            attempt=attempt,
+            instance_type=candidate.instance_type,
+            capacity=candidate.capacity,
+        )
 
     def submit(
         self, job_id: str, attempt: int, request: JobRequest, candidate: Candidate, job_queue: str

@@ -27,6 +27,7 @@ class Settings(BaseModel):
     max_vcpus: int = Field(default=256, gt=0, description="maxvCpus of each pooled compute environment")
     resource_prefix: str = Field(default="gpupilot", description="Prefix of the Batch resources we create")
     batch_service_role_arn: str = Field(default="", description="Empty: Batch's service-linked role")
+    arm64_gpu_ami_id: str = Field(default="", description="Custom NVIDIA AMI for Graviton GPU pools (g5g)")
 
 
 @cache
@@ -44,4 +45,5 @@ def settings() -> Settings:
         max_vcpus=int(env.get(c.ENV_MAX_VCPUS, "256")),
         resource_prefix=env.get(c.ENV_RESOURCE_PREFIX, "gpupilot"),
         batch_service_role_arn=env.get(c.ENV_BATCH_SERVICE_ROLE_ARN, ""),
+        arm64_gpu_ami_id=env.get(c.ENV_ARM64_GPU_AMI_ID, ""),
     )

@@ -21,6 +21,8 @@ ENV_MAX_VCPUS = "GPUPILOT_MAX_VCPUS"
 ENV_RESOURCE_PREFIX = "GPUPILOT_RESOURCE_PREFIX"
 # Optional: without it Batch uses its service-linked role (the deployed default).
 ENV_BATCH_SERVICE_ROLE_ARN = "GPUPILOT_BATCH_SERVICE_ROLE_ARN"
+# Optional: Batch has no NVIDIA AMI for Graviton (g5g); with a custom one, arm64 GPU jobs can run.
+ENV_ARM64_GPU_AMI_ID = "GPUPILOT_ARM64_GPU_AMI_ID"
 
 # DynamoDB single-table layout.
 TABLE_PK = "pk"

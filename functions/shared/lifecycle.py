@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
+from typing import Any
 
 from functions.shared.models import JobStatus
 
@@ -55,6 +56,20 @@ def wait_satisfied(phase: str, batch_status: str | None) -> bool:
     if phase == "start":
         return batch_status in BATCH_STARTED
     return batch_status in BATCH_TERMINAL
+
+
+def billed_seconds(detail: dict[str, Any]) -> float | None:
+    """Seconds the job held its instance: every Batch attempt (retries count), or None before it ran."""
+    spans = [
+        (a["stoppedAt"] - a["startedAt"]) / 1000
+        for a in detail.get("attempts") or []
+        if a.get("startedAt") is not None and a.get("stoppedAt") is not None
+    ]
+    if spans:
+        return max(0.0, sum(spans))
+    if detail.get("startedAt") is not None and detail.get("stoppedAt") is not None:
+        return max(0.0, (detail["stoppedAt"] - detail["startedAt"]) / 1000)
+    return None
 
 
 def batch_job_name(job_id: str, attempt: int) -> str:

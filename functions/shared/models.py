@@ -48,31 +48,53 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+MAX_COMMAND_CHARS = 32_768
+MAX_ENVIRONMENT_CHARS = 32_768
+
+
+def _encodable(value: str) -> str:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise ValueError("must be valid UTF-8 text (no lone surrogates)") from error
+    return value
+
+
 class JobRequest(StrictModel):
     """Body of `POST /jobs` and `POST /plan`."""
 
+    # JSON allows neither infinities nor NaN, and DynamoDB could not store them.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
     name: str = Field(pattern=JOB_NAME_PATTERN, description="1-128 of letters, digits, '_' and '-'")
-    image: str = Field(min_length=1, max_length=1024, description="Container image with the CUDA payload")
+    image: str = Field(min_length=1, max_length=255, description="Container image with the CUDA payload")
     command: list[str] = Field(min_length=1, description="Command and arguments, as a list of strings")
     gpus: int = Field(default=1, ge=1, le=8, description="Physical GPUs for the job")
-    min_gpu_memory_gib: float | None = Field(default=None, gt=0, description="Per GPU")
+    min_gpu_memory_gib: float | None = Field(default=None, ge=0.001, le=1024, description="Per GPU")
     vcpus: int | None = Field(default=None, gt=0, le=192)
-    memory_gib: float | None = Field(default=None, gt=0, le=2048)
+    memory_gib: float | None = Field(default=None, ge=0.001, le=2048)
     gpu_models: list[str] | None = Field(default=None, description="Preference order, e.g. ['L4', 'A10G']")
     instance_types: list[str] | None = Field(default=None, description="Allow-list of instance types")
     capacity: CapacityPreference = Field(default="on-demand")
-    max_hourly_usd: float | None = Field(default=None, gt=0)
+    max_hourly_usd: float | None = Field(default=None, ge=0.0001, le=10_000)
     timeout_minutes: int = Field(default=60, ge=1, le=20160)
-    stuck_after_minutes: float = Field(default=15, gt=0, le=1440)
+    stuck_after_minutes: float = Field(default=15, ge=0.001, le=1440, description="> 0; at least 0.001 (60 ms)")
     environment: dict[str, str] = Field(default_factory=dict)
     arch: Arch = Field(default="x86_64")
+
+    @field_validator("name", "image")
+    @classmethod
+    def _text(cls, value: str) -> str:
+        return _encodable(value)
 
     @field_validator("command")
     @classmethod
     def _command_strings_not_empty(cls, value: list[str]) -> list[str]:
         if any(part == "" for part in value):
             raise ValueError("command parts must be non-empty strings")
-        return value
+        if sum(len(part) for part in value) > MAX_COMMAND_CHARS:
+            raise ValueError(f"command must be at most {MAX_COMMAND_CHARS} characters in all")
+        return [_encodable(part) for part in value]
 
     @field_validator("gpu_models", "instance_types")
     @classmethod
@@ -87,6 +109,11 @@ class JobRequest(StrictModel):
         for key in value:
             if not key or key.startswith("AWS_BATCH"):
                 raise ValueError(f"environment name {key!r} is empty or reserved by AWS Batch")
+        if sum(len(k) + len(v) for k, v in value.items()) > MAX_ENVIRONMENT_CHARS:
+            raise ValueError(f"environment must be at most {MAX_ENVIRONMENT_CHARS} characters in all")
+        for key, item in value.items():
+            _encodable(key)
+            _encodable(item)
         return value
 
 

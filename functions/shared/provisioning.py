@@ -16,6 +16,8 @@ from functions.shared.config import Settings
 from functions.shared.models import Candidate
 
 IMAGE_TYPE = "ECS_AL2023_NVIDIA"
+# The AL2023 NVIDIA AMI does not support these older families; the AL2 one does.
+AL2_NVIDIA_FAMILIES = ("p3.", "p3dn.", "g3.", "g3s.")
 ALLOCATION = {"on-demand": "BEST_FIT_PROGRESSIVE", "spot": "SPOT_PRICE_CAPACITY_OPTIMIZED"}
 RESOURCE_TYPE = {"on-demand": "EC2", "spot": "SPOT"}
 MAX_READY_CHECKS = 30
@@ -59,6 +61,15 @@ def pool_for(candidate: Candidate, arch: str, prefix: str) -> Pool:
     )
 
 
+def ec2_configuration(pool: Pool, settings: Settings) -> list[dict[str, str]]:
+    """The GPU AMI for a pool: Batch's NVIDIA image for its family, or the configured Graviton one."""
+    if pool.arch == "arm64":
+        return [{"imageType": "ECS_AL2", "imageIdOverride": settings.arm64_gpu_ami_id}]
+    if all(t.startswith(AL2_NVIDIA_FAMILIES) for t in pool.instance_types):
+        return [{"imageType": "ECS_AL2_NVIDIA"}]
+    return [{"imageType": IMAGE_TYPE}]
+
+
 def compute_environment_spec(pool: Pool, settings: Settings) -> dict[str, Any]:
     """`CreateComputeEnvironment` arguments for a GPU pool: managed, scales to zero, NVIDIA AMI."""
     resources: dict[str, Any] = {
@@ -71,7 +82,7 @@ def compute_environment_spec(pool: Pool, settings: Settings) -> dict[str, Any]:
         "subnets": settings.subnets,
         "securityGroupIds": settings.security_groups,
         "instanceRole": settings.instance_profile_arn,
-        "ec2Configuration": [{"imageType": IMAGE_TYPE}],
+        "ec2Configuration": ec2_configuration(pool, settings),
         "tags": {"gpupilot:pool": pool.name},
     }
     if settings.launch_template_name:

@@ -36,13 +36,26 @@ def capacities_for(preference: str) -> list[Capacity]:
     return ["on-demand"]
 
 
-def _fit_problem(request: JobRequest, gpu: GpuType) -> str | None:
+def _filter_problem(request: JobRequest, gpu: GpuType) -> str | None:
+    """Why the request's own type filters (arch, instance_types, gpu_models) leave `gpu` out."""
     if gpu.arch != request.arch:
         return f"{gpu.arch} instance, request is {request.arch}"
     if request.instance_types and gpu.instance_type not in request.instance_types:
         return "not in the request's instance_types"
     if request.gpu_models and gpu.gpu_model.lower() not in {m.lower() for m in request.gpu_models}:
         return f"GPU model {gpu.gpu_model} not in the request's gpu_models"
+    return None
+
+
+def within_filters(request: JobRequest, gpu: GpuType) -> bool:
+    """Whether the request's own type filters admit `gpu` (its rejection, if any, is then telling)."""
+    return _filter_problem(request, gpu) is None
+
+
+def _fit_problem(request: JobRequest, gpu: GpuType) -> str | None:
+    problem = _filter_problem(request, gpu)
+    if problem:
+        return problem
     if gpu.gpus < request.gpus:
         return f"{gpu.gpus} GPU(s), request needs {request.gpus}"
     if request.min_gpu_memory_gib and gpu.gpu_memory_gib < request.min_gpu_memory_gib:
@@ -67,16 +80,20 @@ def plan(
     catalog: Mapping[str, GpuType],
     availability: AvailabilitySnapshot,
     price_of: Callable[[str], PriceQuote | None],
+    arm64_ami: bool = True,
 ) -> Plan:
     """Every GPU offering that can run `request`, best first, and every type left out with its reason.
 
     Order: the request's capacity preference, then its GPU model preference, then hourly price.
+    `arm64_ami` says whether a custom NVIDIA AMI for Graviton is configured (Batch ships none).
     """
     rejected: list[Rejected] = []
     ranked: list[tuple[tuple[int, int, float, str], Candidate]] = []
     capacities = capacities_for(request.capacity)
     for instance_type, gpu in sorted(catalog.items()):
         problem = _fit_problem(request, gpu)
+        if not problem and gpu.arch == "arm64" and not arm64_ami:
+            problem = "Graviton GPU: AWS Batch has no NVIDIA AMI for arm64 and no custom one is configured"
         if problem:
             rejected.append(Rejected(instance_type=instance_type, reason=problem))
             continue

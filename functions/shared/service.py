@@ -16,12 +16,13 @@ from aws_lambda_powertools.utilities.idempotency import (
 from aws_lambda_powertools.utilities.idempotency.serialization.pydantic import PydanticSerializer
 
 from functions.shared import availability, constants, sweep
-from functions.shared.batch_jobs import BatchSubmitter, SubmittedJob
+from functions.shared.batch_jobs import RETRY_ATTEMPTS, BatchSubmitter, SubmittedJob
 from functions.shared.catalog import Catalog
 from functions.shared.clients import client
 from functions.shared.config import settings
 from functions.shared.diagnosis import StuckJobSnapshot, diagnose, remedy
 from functions.shared.lifecycle import (
+    billed_seconds,
     iso_from_millis,
     job_status_for_batch,
     normalize_iso,
@@ -33,6 +34,7 @@ from functions.shared.models import (
     Cost,
     CostReport,
     DailyCost,
+    DiagnosisCategory,
     HealthReport,
     JobList,
     JobRequest,
@@ -45,7 +47,7 @@ from functions.shared.models import (
 from functions.shared.observability import metrics
 from functions.shared.pricing import PriceUnknown, attempt_cost, on_demand_price
 from functions.shared.provisioning import BatchPools, QueueStatus, pool_for
-from functions.shared.selection import WORKFLOW_CANDIDATES, offering_key, plan
+from functions.shared.selection import WORKFLOW_CANDIDATES, offering_key, plan, within_filters
 from functions.shared.store import JobStore
 from functions.shared.waits import resume
 from functions.shared.workflow import (
@@ -62,7 +64,7 @@ from functions.shared.workflow import (
 )
 
 UNAVAILABLE_TTL_SECONDS = 1800
-FINISH_GRACE_SECONDS = 300
+FINISH_GRACE_SECONDS = 600
 
 
 class JobAlreadyFinished(Exception):
@@ -89,7 +91,8 @@ def plan_request(request: JobRequest) -> tuple[Plan, str]:
     snapshot = availability.snapshot(
         client("ec2"), settings().subnets, sorted(gpu_types), store().unavailable_offerings()
     )
-    return plan(request, gpu_types, snapshot, on_demand_price), catalog().source
+    ranked = plan(request, gpu_types, snapshot, on_demand_price, arm64_ami=bool(settings().arm64_gpu_ami_id))
+    return ranked, catalog().source
 
 
 def select_gpu_type(payload: SelectInput) -> Selection:
@@ -97,7 +100,15 @@ def select_gpu_type(payload: SelectInput) -> Selection:
     store().advance(payload.job_id, JobStatus.SELECTING, attempt=0)
     ranked, source = plan_request(payload.request)
     if not ranked.candidates:
-        reasons = "; ".join(f"{r.instance_type}: {r.reason}" for r in ranked.rejected[:5])
+        # Types the request's own filters left out say least about why nothing fits: show the others first.
+        gpu_types = catalog().gpu_types()
+        telling = sorted(
+            ranked.rejected,
+            key=lambda r: (
+                r.instance_type not in gpu_types or not within_filters(payload.request, gpu_types[r.instance_type])
+            ),
+        )
+        reasons = "; ".join(f"{r.instance_type}: {r.reason}" for r in telling[:5])
         raise NoGpuTypeAvailable(f"no GPU instance type fits the request ({reasons})")
     return Selection(candidates=ranked.candidates[:WORKFLOW_CANDIDATES], index=0, catalog=source)
 
@@ -150,7 +161,9 @@ def submit_batch_job(payload: SubmitInput) -> SubmittedJob:
             instance_type=reserved["instance_type"],
             capacity=reserved["capacity"],
         )
-    submitted = BatchSubmitter(client("batch")).submit(
+    submitter = BatchSubmitter(client("batch"))
+    # A retry after a submit whose record write failed finds the Batch job by its name: never two.
+    submitted = submitter.find(payload.job_id, attempt, payload.queue.job_queue, candidate) or submitter.submit(
         payload.job_id, attempt, payload.request, candidate, payload.queue.job_queue
     )
     jobs.update_attempt(
@@ -158,6 +171,10 @@ def submit_batch_job(payload: SubmitInput) -> SubmittedJob:
         attempt,
         {"batch_job_id": submitted.batch_job_id, "job_definition": submitted.job_definition},
     )
+    if JobStatus(jobs.get_job(payload.job_id)["status"]).finished:
+        # Cancelled while we were submitting: the cancel may not have seen this Batch job.
+        client("batch").terminate_job(jobId=submitted.batch_job_id, reason="cancelled by request")
+        raise JobAlreadyFinished(payload.job_id)
     jobs.advance(payload.job_id, JobStatus.RUNNABLE, attempt=attempt)
     return submitted
 
@@ -165,8 +182,8 @@ def submit_batch_job(payload: SubmitInput) -> SubmittedJob:
 # -- waiting ----------------------------------------------------------------------------------
 def park_wait(payload: WaitInput) -> list[str]:
     """WaitForJobToStart/ToFinish: store the token, then resume at once if the event came first."""
-    record = store().store_wait(payload.job_id, payload.phase, payload.attempt, payload.task_token)
-    return resume(client("stepfunctions"), record)
+    jobs = store()
+    return _resume(jobs, jobs.store_wait(payload.job_id, payload.phase, payload.attempt, payload.task_token))
 
 
 def handle_batch_event(event: dict[str, Any]) -> dict[str, Any]:
@@ -183,6 +200,7 @@ def handle_batch_event(event: dict[str, Any]) -> dict[str, Any]:
     started_at = detail.get("startedAt")
     stopped_at = detail.get("stoppedAt")
     exit_code = (detail.get("container") or {}).get("exitCode")
+    runtime = billed_seconds(detail)
     jobs = store()
     record = jobs.update_attempt(
         job_id,
@@ -195,17 +213,34 @@ def handle_batch_event(event: dict[str, Any]) -> dict[str, Any]:
             "started_at": started_at,
             "stopped_at": stopped_at,
             "exit_code": exit_code,
+            "runtime_seconds": runtime,
         },
     )
     if record is None:
-        return {"ignored": "stale or duplicate event", "job_id": job_id}
+        # Stale or duplicate (EventBridge is at-least-once, and the sweep replays): nothing to record,
+        # but a redelivery after a failed SendTaskSuccess must still resume the workflow.
+        return {"ignored": "stale or duplicate event", "job_id": job_id, "resumed": resume_waits(job_id)}
     job_status = job_status_for_batch(batch_status)
     if not job_status.finished:
         # The workflow records the final status itself (RecordCost/RecordFailure), with the cost.
         moment = iso_from_millis(started_at) if job_status == JobStatus.RUNNING and started_at else at
         jobs.advance(job_id, job_status, attempt=attempt, at=moment)
-    resumed = resume(client("stepfunctions"), record)
+    resumed = _resume(jobs, record)
     return {"job_id": job_id, "attempt": attempt, "status": batch_status, "resumed": resumed}
+
+
+def _resume(jobs: JobStore, record: dict[str, Any]) -> list[str]:
+    """Send every satisfied wait's token, then forget the tokens that were spent."""
+    resumed = resume(client("stepfunctions"), record)
+    for phase in resumed:
+        jobs.clear_wait(record["job_id"], phase, record["waits"][phase]["token"])
+    return resumed
+
+
+def resume_waits(job_id: str) -> list[str]:
+    """Resume whatever the job's record says is ready (the safety net for a lost SendTaskSuccess)."""
+    jobs = store()
+    return _resume(jobs, jobs.get_job(job_id))
 
 
 # -- diagnosis --------------------------------------------------------------------------------
@@ -227,8 +262,19 @@ def diagnose_stuck_job(payload: DiagnoseInput) -> DiagnoseOutput:
         compute_environment_status=environment.get("status"),
         compute_environment_reason=environment.get("statusReason"),
     )
-    diagnosis = diagnose(snapshot)
     previous = payload.previous or {}
+    if snapshot.status != "RUNNABLE":
+        # Its start event lost the race with the timeout: go back to waiting, spending no check.
+        return DiagnoseOutput(
+            category=DiagnosisCategory.WAITING_FOR_SCALE_UP,
+            reason=f"the job is {snapshot.status}: it started as the wait timed out",
+            evidence={"batch_job_id": snapshot.batch_job_id, "status": snapshot.status},
+            recommendation="None: the workflow waits for it again.",
+            action="keep_waiting",
+            next_index=payload.selection.index,
+            checks=int(previous.get("checks", 0)),
+        )
+    diagnosis = diagnose(snapshot)
     checks = int(previous.get("checks", 0)) + 1
     action, next_index = remedy(
         diagnosis, payload.selection.index, len(payload.selection.candidates), int(previous.get("checks", 0))
@@ -261,15 +307,12 @@ def record_cost(payload: RecordCostInput) -> Cost:
     attempt = (record.get("attempts") or {}).get(str(payload.batch_job.attempt)) or {}
     request = JobRequest.model_validate(record["request"])
     finished = payload.finished
-    runtime = (
-        (finished.stopped_at - finished.started_at) / 1000
-        if finished.started_at is not None and finished.stopped_at is not None
-        else 0.0
-    )
     quote = on_demand_price(payload.batch_job.instance_type)
     if quote is None:
         raise PriceUnknown(f"no hourly price known for {payload.batch_job.instance_type}")
-    cost = attempt_cost(quote, runtime, request.gpus, int(attempt.get("instance_gpus") or request.gpus))
+    cost = attempt_cost(
+        quote, finished.billed_seconds(), request.gpus, int(attempt.get("instance_gpus") or request.gpus)
+    )
     status = JobStatus.SUCCEEDED if finished.status == "SUCCEEDED" else JobStatus.FAILED
     at = iso_from_millis(finished.stopped_at) if finished.stopped_at else now_iso()
     fields: dict[str, Any] = {"cost": cost.model_dump()}
@@ -293,14 +336,23 @@ def record_failure(payload: RecordFailureInput) -> dict[str, Any]:
         message = f"{diagnosis['category']}: {diagnosis.get('reason', '')}"
     else:
         message = "the workflow failed"
-    batch_job = state.get("batch_job") or {}
-    if batch_job.get("batch_job_id"):
-        # Never leave a GPU attempt running (or waiting for a GPU) behind a failed workflow.
-        client("batch").terminate_job(jobId=batch_job["batch_job_id"], reason="GPU Pilot workflow failed")
     recorded = store().finish(payload.job_id, JobStatus.FAILED, fields={"error": message[:1000]})
     if recorded:
         metrics.add_metric(name="JobsFailed", unit="Count", value=1)
+    # Never leave a GPU attempt running (or waiting for a GPU) behind a failed workflow; the record
+    # knows every attempt, including one whose SubmitBatchJob failed after Batch accepted it.
+    terminate_live_attempts(store().get_job(payload.job_id), "GPU Pilot workflow failed")
     return {"job_id": payload.job_id, "error": message[:1000], "recorded": recorded}
+
+
+def terminate_live_attempts(record: dict[str, Any], reason: str) -> list[str]:
+    """Terminate every attempt of the record whose Batch job has not ended; returns their ids."""
+    terminated = []
+    for attempt in (record.get("attempts") or {}).values():
+        if attempt.get("batch_job_id") and attempt.get("batch_status") not in ("SUCCEEDED", "FAILED"):
+            client("batch").terminate_job(jobId=attempt["batch_job_id"], reason=reason)
+            terminated.append(attempt["batch_job_id"])
+    return terminated
 
 
 def _cause_message(cause: Any) -> str:
@@ -325,7 +377,8 @@ def start_job(request: JobRequest) -> SubmitResponse:
         "request": request.model_dump(mode="json"),
         "timeouts": {
             "stuck_after_seconds": max(1, round(request.stuck_after_minutes * 60)),
-            "finish_after_seconds": request.timeout_minutes * 60 + FINISH_GRACE_SECONDS,
+            # Batch may run the job RETRY_ATTEMPTS times, each up to its timeout after an image pull.
+            "finish_after_seconds": RETRY_ATTEMPTS * (request.timeout_minutes * 60 + FINISH_GRACE_SECONDS),
         },
         "queue": {"checks": 0},
         "diagnosis": {"checks": 0},
@@ -450,10 +503,11 @@ def cancel_job(job_id: str) -> JobView:
         client("stepfunctions").stop_execution(
             executionArn=record["execution_arn"], error="Cancelled", cause="cancelled by request"
         )
-    for attempt in (record.get("attempts") or {}).values():
-        if attempt.get("batch_job_id") and attempt.get("batch_status") not in ("SUCCEEDED", "FAILED"):
-            client("batch").terminate_job(jobId=attempt["batch_job_id"], reason="cancelled by request")
-    return job_view(jobs.get_job(job_id))
+    # Read again after the cancel is recorded: an attempt submitted meanwhile is in this read, or its
+    # SubmitBatchJob sees the cancel and terminates it itself.
+    cancelled = jobs.get_job(job_id)
+    terminate_live_attempts(cancelled, "cancelled by request")
+    return job_view(cancelled)
 
 
 # -- health -----------------------------------------------------------------------------------
@@ -484,6 +538,8 @@ def run_sweep() -> HealthReport:
         if attempt and sweep.missed_event(attempt[1], batch_job):
             handle_batch_event({"detail-type": "Batch Job State Change", "time": now_iso(), "detail": batch_job})
             reconciled += 1
+        elif _resume(jobs, record):
+            reconciled += 1  # the event was recorded but its SendTaskSuccess was lost
         pool = attempt[1].get("job_queue", "") if attempt else ""
         finding = sweep.stuck_finding(
             job_id, JobRequest.model_validate(record["request"]), batch_job, environments.get(pool, {}), now_ms

@@ -23,6 +23,7 @@ from functions.shared.models import JobStatus
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
 LIST_PARTITION = "JOBS"
+MAX_LIST_READS = 20
 OFFERINGS_PARTITION = "UNAVAILABLE_OFFERINGS"
 
 
@@ -143,9 +144,16 @@ class JobStore:
             kwargs["ExpressionAttributeValues"][":status"] = {"S": status}
         if next_token:
             kwargs["ExclusiveStartKey"] = _decode_token(next_token)
-        response = self._ddb.query(**kwargs)
-        jobs = [deserialize_item(item) for item in response.get("Items", [])]
-        last = response.get("LastEvaluatedKey")
+        jobs: list[dict[str, Any]] = []
+        # Limit bounds the items read before the status filter: read on until the page is full.
+        for _ in range(MAX_LIST_READS):
+            kwargs["Limit"] = limit - len(jobs)
+            response = self._ddb.query(**kwargs)
+            jobs.extend(deserialize_item(item) for item in response.get("Items", []))
+            last = response.get("LastEvaluatedKey")
+            if not last or len(jobs) >= limit:
+                break
+            kwargs["ExclusiveStartKey"] = last
         return jobs, (_encode_token(last) if last else None)
 
     def set_execution_arn(self, job_id: str, execution_arn: str) -> None:
@@ -268,6 +276,21 @@ class JobStore:
         )
         return deserialize_item(response["Attributes"])
 
+    def clear_wait(self, job_id: str, phase: str, token: str) -> None:
+        """Forget a spent token, unless a newer wait has replaced it meanwhile."""
+        try:
+            self._ddb.update_item(
+                TableName=self._table,
+                Key=job_key(job_id),
+                UpdateExpression="REMOVE waits.#phase",
+                ConditionExpression="waits.#phase.#token = :token",
+                ExpressionAttributeNames={"#phase": phase, "#token": "token"},
+                ExpressionAttributeValues={":token": {"S": token}},
+            )
+        except ClientError as error:
+            if not _is_conditional_failure(error):
+                raise
+
     def active_jobs(self, statuses: tuple[str, ...], max_items: int = 500) -> list[dict[str, Any]]:
         """Jobs in one of `statuses`, newest first, at most `max_items` (the sweep's working set)."""
         values = {f":s{i}": {"S": status} for i, status in enumerate(statuses)}
@@ -351,7 +374,13 @@ def _decode_token(token: str) -> dict[str, Any]:
         decoded = json.loads(base64.urlsafe_b64decode(token.encode()))
     except (ValueError, binascii.Error) as error:
         raise InvalidPageToken(token) from error
-    if not isinstance(decoded, dict) or c.GSI1_PK not in decoded:
+    keys = {c.TABLE_PK, c.TABLE_SK, c.GSI1_PK, c.GSI1_SK}
+    if (
+        not isinstance(decoded, dict)
+        or set(decoded) != keys
+        or not all(isinstance(v, dict) and list(v) == ["S"] and isinstance(v["S"], str) for v in decoded.values())
+        or decoded[c.GSI1_PK]["S"] != LIST_PARTITION
+    ):
         raise InvalidPageToken(token)
     return decoded
 

@@ -28,6 +28,7 @@ def wait_result(attempt: dict[str, Any]) -> WaitResult:
         started_at=attempt.get("started_at"),
         stopped_at=attempt.get("stopped_at"),
         status_reason=attempt.get("status_reason"),
+        runtime_seconds=attempt.get("runtime_seconds"),
     )
 
 

@@ -67,6 +67,15 @@ class WaitResult(BaseModel):
     started_at: int | None = Field(default=None, description="Batch startedAt, epoch ms")
     stopped_at: int | None = Field(default=None, description="Batch stoppedAt, epoch ms")
     status_reason: str | None = None
+    runtime_seconds: float | None = Field(default=None, description="Summed over Batch's own attempts")
+
+    def billed_seconds(self) -> float:
+        """Seconds to bill: every Batch attempt when known, else startedAt to stoppedAt, else 0."""
+        if self.runtime_seconds is not None:
+            return self.runtime_seconds
+        if self.started_at is not None and self.stopped_at is not None:
+            return max(0.0, (self.stopped_at - self.started_at) / 1000)
+        return 0.0
 
 
 class RecordCostInput(BaseModel):

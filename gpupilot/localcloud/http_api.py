@@ -49,7 +49,11 @@ def _handler_class(invoke: ApiInvoker) -> type[BaseHTTPRequestHandler]:
             return  # the product's console shows the product, not an access log
 
         def _serve(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
+            raw_length = self.headers.get("Content-Length") or "0"
+            if not (raw_length.isascii() and raw_length.isdecimal()):
+                self._reply(400, {"error": "BadRequest", "field": "Content-Length", "message": "not a length"})
+                return
+            length = int(raw_length)
             if length > MAX_BODY_BYTES:
                 self._reply(413, {"error": "PayloadTooLarge", "field": "body", "message": "body over 1 MiB"})
                 return

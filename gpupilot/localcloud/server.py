@@ -104,6 +104,7 @@ class LocalCloud:
         return self
 
     def stop(self) -> None:
+        """Stop whatever was started (also after a failed start)."""
         self._stopping.set()
         if self.simulator:
             self.simulator.stop()

@@ -35,6 +35,14 @@ def call(
         ({k: v for k, v in BODY.items() if k != "image"}, "image"),
         ("{not json", "body"),
         ("[1, 2]", "body"),
+        (json.dumps(BODY)[:-1] + ', "max_hourly_usd": Infinity}', "max_hourly_usd"),
+        (BODY | {"max_hourly_usd": 1e200}, "max_hourly_usd"),
+        (BODY | {"stuck_after_minutes": 1e-300}, "stuck_after_minutes"),
+        (BODY | {"min_gpu_memory_gib": 1e-200}, "min_gpu_memory_gib"),
+        (BODY | {"environment": {"A": "x" * 500_000}}, "environment"),
+        (BODY | {"environment": {"A": "\ud800"}}, "environment"),
+        (BODY | {"command": ["python", "\ud800"]}, "command"),
+        (BODY | {"image": "x" * 256}, "image"),
     ],
 )
 def test_bad_job_bodies_get_a_400_that_names_the_field(
@@ -54,7 +62,7 @@ def test_a_valid_job_is_accepted_recorded_and_its_workflow_started(deployment: D
     assert status == 202
     assert submitted["status"] == "SUBMITTED"
     assert execution["name"] == submitted["job_id"]
-    assert workflow_input["timeouts"] == {"stuck_after_seconds": 900, "finish_after_seconds": 3900}
+    assert workflow_input["timeouts"] == {"stuck_after_seconds": 900, "finish_after_seconds": 3 * (3600 + 600)}
     assert job["request"]["gpus"] == 1
     assert job["timeline"][0]["status"] == "SUBMITTED"
 
@@ -128,3 +136,20 @@ def test_health_before_any_sweep_is_empty_and_a_sweep_answers_a_report(deploymen
     assert before["swept_at"] is None
     assert status == 200 and swept["swept_at"]
     assert after["swept_at"] == swept["swept_at"]
+
+
+def test_a_status_filtered_page_is_filled_across_dynamodb_pages(deployment: Deployment, context: Any) -> None:
+    # Given one FAILED job under newer ones
+    from functions.shared.models import JobStatus
+    from functions.shared.store import JobStore
+
+    store = JobStore(boto3.client("dynamodb"), deployment.table_name)
+    store.create_job("failed000001", "old", BODY)
+    store.finish("failed000001", JobStatus.FAILED)
+    for index in range(3):
+        store.create_job(f"newer00000{index}", "new", BODY)
+    # When listing FAILED jobs one at a time
+    status, page = call(context, "GET", "/jobs?status=FAILED&limit=1")
+    # Then the page holds the FAILED job, not an empty page with a token
+    assert status == 200
+    assert [job["job_id"] for job in page["jobs"]] == ["failed000001"]

@@ -18,12 +18,16 @@ REQUEST = {"name": "train", "image": "img", "command": ["nvidia-smi"]}
 
 
 class RecordingStepFunctions:
-    """Step Functions as the race sees it: a token can be spent once."""
+    """Step Functions as the race sees it: a token can be spent once; `throttle` calls fail first."""
 
     def __init__(self) -> None:
         self.sent: list[tuple[str, dict[str, Any]]] = []
+        self.throttle = 0
 
     def send_task_success(self, taskToken: str, output: str) -> None:
+        if self.throttle:
+            self.throttle -= 1
+            raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, "SendTaskSuccess")
         if any(token == taskToken for token, _ in self.sent):
             raise ClientError({"Error": {"Code": "TaskTimedOut", "Message": "spent"}}, "SendTaskSuccess")
         self.sent.append((taskToken, json.loads(output)))
@@ -74,6 +78,7 @@ def test_an_event_after_the_token_is_stored_resumes_the_workflow(sfn: RecordingS
     assert output == {
         "status": "SUCCEEDED", "at": "2026-11-22T10:00:00.000Z", "exit_code": 0,
         "started_at": 1_800_000_000_000, "stopped_at": 1_800_000_060_000, "status_reason": None,
+        "runtime_seconds": 60.0,
     }  # fmt: skip
 
 
@@ -85,3 +90,21 @@ def test_a_token_already_spent_by_the_other_side_is_not_an_error(sfn: RecordingS
     # Then nothing is sent twice and nothing fails
     assert [token for token, _ in sfn.sent] == ["token-start"]
     assert again["resumed"] == []
+
+
+def test_a_redelivered_event_resumes_a_workflow_whose_first_resume_failed(
+    deployment: Deployment, sfn: RecordingStepFunctions
+) -> None:
+    # Given a parked finish wait, and SendTaskSuccess throttled when the event first arrives
+    service.park_wait(_wait("finish", "token-finish"))
+    sfn.throttle = 1
+    with pytest.raises(ClientError):
+        service.handle_batch_event(_event("SUCCEEDED", startedAt=1_000, stoppedAt=61_000))
+    # When EventBridge delivers the same event again
+    again = service.handle_batch_event(_event("SUCCEEDED", startedAt=1_000, stoppedAt=61_000))
+    # Then the duplicate is not recorded twice but the workflow is resumed, and the spent token forgotten
+    record = JobStore(boto3.client("dynamodb"), deployment.table_name).get_job("job00000001")
+    assert again["ignored"] == "stale or duplicate event"
+    assert again["resumed"] == ["finish"]
+    assert [token for token, _ in sfn.sent] == ["token-finish"]
+    assert "finish" not in record["waits"]

@@ -71,6 +71,18 @@ def test_selection_with_no_fitting_gpu_type_fails_with_the_reasons(job: str, con
         _select(job, context, REQUEST | {"instance_types": ["m5.large"]})
 
 
+def test_when_nothing_fits_the_reason_of_the_allowed_type_comes_first(
+    deployment: Deployment, job: str, context: Any
+) -> None:
+    # Given the only allowed type is remembered as unavailable in every zone
+    store = JobStore(boto3.client("dynamodb"), deployment.table_name)
+    for zone in ("us-east-1a", "us-east-1b"):
+        store.remember_unavailable(f"on-demand:g4dn.xlarge:{zone}", "INSUFFICIENT_CAPACITY", 600)
+    # When selecting, then the error starts with that type's own reason
+    with pytest.raises(service.NoGpuTypeAvailable, match=r"\(g4dn\.xlarge: on-demand capacity recently unavailable"):
+        _select(job, context, REQUEST | {"instance_types": ["g4dn.xlarge"]})
+
+
 def test_ensure_queue_creates_a_gpu_pool_and_then_reuses_it(job: str, context: Any) -> None:
     # Given a first job provisioned its pool
     state = _provisioned(job, context)
@@ -206,3 +218,62 @@ def test_a_missed_batch_event_is_replayed_by_the_sweep_and_resumes_the_workflow(
     assert report.summary["reconciled_events"] == 1
     assert record["status"] == "RUNNING"
     assert sent == ["token-start"]
+
+
+def test_a_retried_submit_finds_the_batch_job_its_first_try_submitted(
+    deployment: Deployment, job: str, context: Any
+) -> None:
+    # Given Batch accepted attempt 1 but the record never learned its id (the Lambda died after submit)
+    state = _provisioned(job, context)
+    store = JobStore(boto3.client("dynamodb"), deployment.table_name)
+    candidate = state["selection"]["candidates"][0]
+    store.put_attempt(job, 1, {"instance_type": candidate["instance_type"], "job_queue": state["queue"]["job_queue"]})
+    batch = boto3.client("batch")
+    definition = batch.register_job_definition(
+        jobDefinitionName="gpupilot-train",
+        type="container",
+        containerProperties={"image": "img", "command": ["true"], "vcpus": 1, "memory": 512},
+    )
+    first = batch.submit_job(
+        jobName=f"gpupilot-{job}-a1", jobQueue=state["queue"]["job_queue"], jobDefinition=definition["jobDefinitionArn"]
+    )
+    # When SubmitBatchJob is retried
+    submitted = submit_job_handler(state, context)
+    # Then it adopts that Batch job instead of submitting a second one
+    assert submitted["batch_job_id"] == first["jobId"]
+    assert store.get_job(job)["attempts"]["1"]["batch_job_id"] == first["jobId"]
+
+
+def test_record_failure_terminates_attempts_the_workflow_state_does_not_know(
+    deployment: Deployment, job: str, context: Any
+) -> None:
+    from functions.record_failure.handler import handler as record_failure_handler
+
+    # Given a submitted attempt, and a failure caught before $.batch_job was set
+    state = _provisioned(job, context)
+    submitted = submit_job_handler(state, context)
+    from moto.batch.models import batch_backends
+
+    moto_job = batch_backends["123456789012"]["us-east-1"]._jobs[submitted["batch_job_id"]]
+    moto_job.status = "RUNNING"
+    moto_job.job_stopped = False
+    error = {"Error": "States.TaskFailed", "Cause": "boom"}
+    # When the failure is recorded
+    result = record_failure_handler({"job_id": job, "state": {"job_id": job, "error": error}}, context)
+    # Then the job is FAILED with the cause and its Batch job was terminated
+    record = JobStore(boto3.client("dynamodb"), deployment.table_name).get_job(job)
+    assert result["recorded"] is True
+    assert record["status"] == "FAILED" and record["error"] == "States.TaskFailed: boom"
+    assert moto_job.stop is True and moto_job.job_stopped_reason == "GPU Pilot workflow failed"
+
+
+def test_a_job_that_started_as_its_wait_timed_out_goes_back_to_waiting(job: str, context: Any) -> None:
+    state = _provisioned(job, context)
+    submitted = submit_job_handler(state, context)
+    from moto.batch.models import batch_backends
+
+    moto_job = batch_backends["123456789012"]["us-east-1"]._jobs[submitted["batch_job_id"]]
+    moto_job.status = "RUNNING"
+    result = diagnose_handler(state | {"batch_job": submitted, "previous": {"checks": 2}}, context)
+    assert result["action"] == "keep_waiting"
+    assert result["checks"] == 2

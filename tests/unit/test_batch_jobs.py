@@ -11,6 +11,7 @@ from functions.shared.batch_jobs import (
     PREFLIGHT,
     PREFLIGHT_EXIT_CODE,
     BatchSubmitter,
+    job_definition_name,
     job_definition_spec,
     job_resources,
 )
@@ -189,3 +190,10 @@ def test_submitter_submits_the_attempt_under_its_traceable_name():
     assert submit_args["jobQueue"] == "queue-a"
     assert submit_args["jobDefinition"].endswith("gpupilot-train:7")
     assert (submitted.batch_job_id, submitted.attempt, submitted.instance_type) == ("batch-job-1", 2, "g5.xlarge")
+
+
+def test_a_long_job_name_gets_a_batch_legal_job_definition_name_that_stays_unique():
+    long_a, long_b = "a" * 127 + "x", "a" * 127 + "y"
+    assert job_definition_name("train") == "gpupilot-train"
+    assert len(job_definition_name(long_a)) == 128
+    assert job_definition_name(long_a) != job_definition_name(long_b)

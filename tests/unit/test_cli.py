@@ -7,6 +7,7 @@ import json
 import pytest
 
 from gpupilot.cli import UsageError, build_parser, job_body, main
+from gpupilot.client import ApiClient, ApiResponse
 
 
 def body_of(*argv: str) -> dict:
@@ -148,3 +149,29 @@ def test_bad_env_pair_returns_2_with_one_line_on_stderr(capsys):
     captured = capsys.readouterr()
     assert code == 2
     assert captured.err == "gpupilot: --env 'oops' must be NAME=VALUE\n"
+
+
+def test_global_flags_work_after_the_command_too():
+    args = build_parser().parse_args(["list", "--json", "--endpoint", "http://127.0.0.1:1"])
+    before = build_parser().parse_args(["--json", "list"])
+    assert (args.json, args.endpoint) == (True, "http://127.0.0.1:1")
+    assert (before.json, before.endpoint) == (True, None)
+
+
+def test_an_endpoint_that_is_not_a_url_exits_2_with_one_line(capsys):
+    code = main(["--endpoint", "foo", "list"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.count("\n") == 1 and "foo" in err
+
+
+def test_a_job_id_is_sent_as_one_path_segment(monkeypatch):
+    seen = []
+
+    def fake_request(self, method, path, body=None, query=None, headers=None):
+        seen.append(path)
+        return ApiResponse(404, {"error": "JobNotFound", "field": "job_id", "message": "no job"})
+
+    monkeypatch.setattr(ApiClient, "request", fake_request)
+    assert main(["status", "a b?limit=1"]) == 2
+    assert seen == ["/jobs/a%20b%3Flimit%3D1"]

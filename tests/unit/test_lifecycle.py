@@ -10,6 +10,7 @@ from functions.shared.lifecycle import (
     FINAL_RANK,
     batch_job_name,
     batch_rank,
+    billed_seconds,
     iso_from_millis,
     job_status_for_batch,
     normalize_iso,
@@ -181,3 +182,19 @@ def test_unparseable_time_is_replaced_by_now():
 def test_epoch_milliseconds_become_iso_utc_with_milliseconds():
     # Given / When / Then: Batch reports startedAt/stoppedAt as epoch milliseconds
     assert iso_from_millis(1714566896123) == "2024-05-01T12:34:56.123Z"
+
+
+def test_billed_seconds_add_up_every_batch_attempt():
+    # Given a job Batch ran twice (a host was reclaimed after 10 minutes, then 50 minutes ran)
+    detail = {
+        "startedAt": 700_000,
+        "stoppedAt": 3_700_000,
+        "attempts": [{"startedAt": 0, "stoppedAt": 600_000}, {"startedAt": 700_000, "stoppedAt": 3_700_000}],
+    }
+    # Then both attempts are billed
+    assert billed_seconds(detail) == 3600.0
+
+
+def test_billed_seconds_fall_back_to_the_jobs_own_times_and_are_none_before_it_ran():
+    assert billed_seconds({"startedAt": 1_000, "stoppedAt": 61_000}) == 60.0
+    assert billed_seconds({"status": "RUNNABLE"}) is None

@@ -16,6 +16,7 @@ from functions.shared.provisioning import (
     Pool,
     QueueNotReady,
     compute_environment_spec,
+    ec2_configuration,
     pool_for,
 )
 from tests.unit.builders import candidate
@@ -284,3 +285,15 @@ def test_create_failing_for_another_reason_is_raised():
 def test_pool_model_round_trips_through_the_workflow_payload():
     # Given / When / Then: the pool is plain data the state machine carries
     assert Pool.model_validate(POOL.model_dump()) == POOL
+
+
+def test_older_gpu_families_get_the_al2_nvidia_ami_which_supports_them():
+    pool = pool_for(candidate("p3dn.24xlarge"), "x86_64", "gpupilot")
+    assert ec2_configuration(pool, SETTINGS) == [{"imageType": "ECS_AL2_NVIDIA"}]
+    assert ec2_configuration(POOL, SETTINGS) == [{"imageType": "ECS_AL2023_NVIDIA"}]
+
+
+def test_graviton_pools_use_the_configured_nvidia_ami():
+    settings = SETTINGS.model_copy(update={"arm64_gpu_ami_id": "ami-0123456789abcdef0"})
+    pool = pool_for(candidate("g5g.xlarge"), "arm64", "gpupilot")
+    assert ec2_configuration(pool, settings) == [{"imageType": "ECS_AL2", "imageIdOverride": "ami-0123456789abcdef0"}]

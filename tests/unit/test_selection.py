@@ -392,3 +392,12 @@ def test_every_catalog_type_ends_up_either_a_candidate_or_rejected():
     assert chosen.isdisjoint(rejected)
     assert chosen | rejected == set(gpu_catalog)
     assert chosen, "the bundled snapshot should have at least one fit for a 1-GPU x86 job"
+
+
+def test_graviton_gpus_are_rejected_when_no_nvidia_ami_for_arm64_is_configured():
+    # Given an arm64 request and a deployment without a custom Graviton NVIDIA AMI
+    cat = catalog(A10G, T4G)
+    result = plan(job_request(arch="arm64"), cat, offered_everywhere(cat), prices(PRICES), arm64_ami=False)
+    # Then g5g is not offered, and the reason says why
+    assert candidate_types(result) == []
+    assert rejection(result, "g5g.xlarge").startswith("Graviton GPU: AWS Batch has no NVIDIA AMI for arm64")

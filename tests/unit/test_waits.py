@@ -79,7 +79,16 @@ def test_ready_wait_output_is_the_attempts_batch_status_and_times():
     # Given a finished attempt with times and exit code
     rec = record(
         {"finish": {"attempt": 1, "token": "tok"}},
-        {"1": attempt("FAILED", exit_code=3, started_at=1000, stopped_at=61000, status_reason="Essential container")},
+        {
+            "1": attempt(
+                "FAILED",
+                exit_code=3,
+                started_at=1000,
+                stopped_at=61000,
+                status_reason="Essential container",
+                runtime_seconds=60.0,
+            )
+        },
     )
 
     # When
@@ -93,6 +102,7 @@ def test_ready_wait_output_is_the_attempts_batch_status_and_times():
         "started_at": 1000,
         "stopped_at": 61000,
         "status_reason": "Essential container",
+        "runtime_seconds": 60.0,
     }
 
 
@@ -117,6 +127,7 @@ def test_resume_sends_the_token_with_the_wait_result_as_output():
                 "started_at": 1000,
                 "stopped_at": None,
                 "status_reason": None,
+                "runtime_seconds": None,
             },
         }
     ]
