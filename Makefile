@@ -9,7 +9,7 @@ TEMPLATE := cdk.out/GpuPilot.template.json
 STACK_SOURCES := app.py cdk.json $(wildcard stacks/*.py) $(wildcard statemachines/*.json) \
 	$(wildcard functions/*/*.py) $(wildcard functions/shared/*.py) $(wildcard functions/shared/data/*.json)
 
-.PHONY: setup synth demo serve test test-fast lint bench clean
+.PHONY: setup synth demo serve test test-fast lint bench openapi clean
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,9 @@ test: synth lint
 
 test-fast: setup
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit
+
+openapi: setup
+	$(PY) -m gpupilot.openapi
 
 bench: synth
 	$(PY) -m bench.run

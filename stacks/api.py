@@ -2,35 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from functions.shared.api_contract import ROUTES
 from stacks.nag import acknowledge
 from stacks.settings import API_STAGE_NAME, API_THROTTLE_BURST, API_THROTTLE_RATE, LOG_RETENTION
-
-
-@dataclass(frozen=True)
-class Route:
-    path: str
-    method: str
-    json_body: bool = False
-
-
-ROUTES: tuple[Route, ...] = (
-    Route("/jobs", "GET"),
-    Route("/jobs", "POST", json_body=True),
-    Route("/jobs/{job_id}", "GET"),
-    Route("/jobs/{job_id}", "DELETE"),
-    Route("/plan", "POST", json_body=True),
-    Route("/health", "GET"),
-    Route("/sweep", "POST"),
-    Route("/costs", "GET"),
-)
 
 # Only the shape is checked at the edge; the api Lambda validates fields itself, so its 4xx bodies
 # name the offending field, and the local cloud (no API Gateway) answers exactly like the deployed one.

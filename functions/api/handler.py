@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -15,6 +16,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ValidationError
 
 from functions.shared import service
+from functions.shared.api_contract import ROUTES, Route
 from functions.shared.models import ErrorBody, JobRequest, JobStatus
 from functions.shared.observability import logger, metrics
 from functions.shared.store import InvalidPageToken, JobNotFound
@@ -31,7 +33,7 @@ class BadRequest(Exception):
 
 
 def _json(status: int, body: BaseModel | dict[str, Any]) -> Response:
-    payload = body.model_dump_json() if isinstance(body, BaseModel) else json.dumps(body)
+    payload = body.model_dump_json(by_alias=True) if isinstance(body, BaseModel) else json.dumps(body)
     return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=payload)
 
 
@@ -91,28 +93,24 @@ def _key_in_flight(error: IdempotencyAlreadyInProgressError) -> Response:
     )
 
 
-@app.post("/jobs")
-def submit_job() -> Response:
+# -- operations: one per route of functions/shared/api_contract.py, each answering its response model ---
+def submit_job() -> BaseModel:
     key = app.current_event.headers.get("Idempotency-Key")  # Powertools headers are case-insensitive
     request = _request_body()
     if key is not None and not (1 <= len(key) <= 256):
         raise BadRequest("Idempotency-Key", "Idempotency-Key must be 1-256 characters")
-    submitted = service.submit_idempotently(request, key) if key else service.start_job(request)
-    return _json(202, submitted)
+    return service.submit_idempotently(request, key) if key else service.start_job(request)
 
 
-@app.get("/jobs/<job_id>")
-def get_job(job_id: str) -> Response:
-    return _json(200, service.get_job(job_id))
+def get_job(job_id: str) -> BaseModel:
+    return service.get_job(job_id)
 
 
-@app.delete("/jobs/<job_id>")
-def cancel_job(job_id: str) -> Response:
-    return _json(202, service.cancel_job(job_id))
+def cancel_job(job_id: str) -> BaseModel:
+    return service.cancel_job(job_id)
 
 
-@app.get("/jobs")
-def list_jobs() -> Response:
+def list_jobs() -> BaseModel:
     status = app.current_event.get_query_string_value("status")
     if status is not None and status not in JobStatus.__members__:
         raise BadRequest("status", f"status must be one of {', '.join(JobStatus.__members__)}")
@@ -120,28 +118,21 @@ def list_jobs() -> Response:
     if not (raw_limit.isascii() and raw_limit.isdecimal()) or not 1 <= int(raw_limit) <= MAX_PAGE:
         raise BadRequest("limit", f"limit must be a whole number from 1 to {MAX_PAGE}")
     token = app.current_event.get_query_string_value("next_token")
-    return _json(200, service.list_jobs(status, int(raw_limit), token))
+    return service.list_jobs(status, int(raw_limit), token)
 
 
-@app.post("/plan")
-def plan() -> Response:
+def plan() -> BaseModel:
     ranked, _ = service.plan_request(_request_body())
-    return _json(200, ranked)
+    return ranked
 
 
-@app.get("/costs")
-def costs() -> Response:
+def costs() -> BaseModel:
     today = datetime.now(UTC).date()
     date_from = _date_param("from", (today - timedelta(days=30)).isoformat())
     date_to = _date_param("to", today.isoformat())
     if date_from > date_to:
         raise BadRequest("from", "from must not be after to")
-    report = service.cost_report(date_from, date_to)
-    return Response(
-        status_code=200,
-        content_type=content_types.APPLICATION_JSON,
-        body=report.model_dump_json(by_alias=True),
-    )
+    return service.cost_report(date_from, date_to)
 
 
 def _date_param(name: str, default: str) -> str:
@@ -152,14 +143,37 @@ def _date_param(name: str, default: str) -> str:
         raise BadRequest(name, f"{name} must be a date, YYYY-MM-DD") from error
 
 
-@app.get("/health")
-def health() -> Response:
-    return _json(200, service.latest_health())
+def health() -> BaseModel:
+    return service.latest_health()
 
 
-@app.post("/sweep")
-def sweep_now() -> Response:
-    return _json(200, service.run_sweep())
+def sweep() -> BaseModel:
+    return service.run_sweep()
+
+
+OPERATIONS: dict[str, Callable[..., BaseModel]] = {
+    "submit_job": submit_job,
+    "list_jobs": list_jobs,
+    "get_job": get_job,
+    "cancel_job": cancel_job,
+    "plan": plan,
+    "health": health,
+    "sweep": sweep,
+    "costs": costs,
+}
+
+
+def _register(route: Route) -> None:
+    operation = OPERATIONS[route.operation_id]
+
+    def endpoint(**path_params: str) -> Response:
+        return _json(route.status, operation(**path_params))
+
+    app.route(route.resolver_path, method=route.method)(endpoint)
+
+
+for _route in ROUTES:
+    _register(_route)
 
 
 @metrics.log_metrics

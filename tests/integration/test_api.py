@@ -153,3 +153,14 @@ def test_a_status_filtered_page_is_filled_across_dynamodb_pages(deployment: Depl
     # Then the page holds the FAILED job, not an empty page with a token
     assert status == 200
     assert [job["job_id"] for job in page["jobs"]] == ["failed000001"]
+
+
+def test_every_route_of_the_contract_is_served_by_the_handler(deployment: Deployment, context: Any) -> None:
+    from functions.shared.api_contract import ROUTES
+
+    for route in ROUTES:
+        path = route.path.replace("{job_id}", "nosuchjob")
+        status, body = call(context, route.method, path, BODY if route.json_body else None)
+        # Powertools' own "route not found" has no `error`; ours always names what went wrong.
+        assert status in (route.status, *route.errors), (route.method, path, status, body)
+        assert status < 400 or "error" in body, (route.method, path, body)

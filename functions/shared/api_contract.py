@@ -1,0 +1,175 @@
+"""The HTTP API's routes, in one table: the api handler registers them, the stack declares them in API
+Gateway, and the OpenAPI document (docs/openapi.json) is written from them, so the three cannot drift."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
+
+from functions.shared.models import (
+    CostReport,
+    ErrorBody,
+    HealthReport,
+    JobList,
+    JobRequest,
+    JobStatus,
+    JobView,
+    Plan,
+    SubmitResponse,
+)
+
+API_TITLE = "GPU Pilot"
+API_VERSION = "1"
+# API Gateway's IAM authorization as OpenAPI spells it: requests signed with SigV4.
+SIGV4 = {"type": "apiKey", "name": "Authorization", "in": "header", "x-amazon-apigateway-authtype": "awsSigv4"}
+
+
+@dataclass(frozen=True)
+class QueryParam:
+    name: str
+    description: str
+    schema: dict[str, Any] = field(default_factory=lambda: {"type": "string"})
+
+
+@dataclass(frozen=True)
+class Route:
+    """One operation of the API (paths use API Gateway's `{param}` syntax)."""
+
+    operation_id: str
+    method: str
+    path: str
+    summary: str
+    response: type[BaseModel]
+    status: int = 200
+    body: type[BaseModel] | None = None
+    query: tuple[QueryParam, ...] = ()
+    errors: tuple[int, ...] = (400,)
+    headers: tuple[QueryParam, ...] = ()
+
+    @property
+    def json_body(self) -> bool:
+        return self.body is not None
+
+    @property
+    def resolver_path(self) -> str:
+        """The path in Powertools' syntax (`<param>`)."""
+        return self.path.replace("{", "<").replace("}", ">")
+
+
+ROUTES: tuple[Route, ...] = (
+    Route(
+        "submit_job",
+        "POST",
+        "/jobs",
+        "Submit a GPU job; it is picked a GPU type, provisioned, watched and priced",
+        SubmitResponse,
+        status=202,
+        body=JobRequest,
+        errors=(400, 409),
+        headers=(QueryParam("Idempotency-Key", "The same key and body return the same job (24 h)"),),
+    ),
+    Route(
+        "list_jobs",
+        "GET",
+        "/jobs",
+        "List jobs, newest first",
+        JobList,
+        query=(
+            QueryParam("status", "Only jobs in this status", {"enum": [s.value for s in JobStatus]}),
+            QueryParam("limit", "Page size, 1-100 (default 20)", {"type": "integer", "minimum": 1, "maximum": 100}),
+            QueryParam("next_token", "The next_token of the previous page"),
+        ),
+    ),
+    Route("get_job", "GET", "/jobs/{job_id}", "A job: status, attempts, timeline, cost", JobView, errors=(404,)),
+    Route(
+        "cancel_job",
+        "DELETE",
+        "/jobs/{job_id}",
+        "Cancel a job: stops its workflow and terminates its Batch job",
+        JobView,
+        status=202,
+        errors=(404, 409),
+    ),
+    Route("plan", "POST", "/plan", "Rank GPU offerings for a request; launches nothing", Plan, body=JobRequest),
+    Route("health", "GET", "/health", "The latest health sweep", HealthReport, errors=()),
+    Route("sweep", "POST", "/sweep", "Run a health sweep now and answer its report", HealthReport, errors=()),
+    Route(
+        "costs",
+        "GET",
+        "/costs",
+        "Daily cost by GPU type and by job name",
+        CostReport,
+        query=(
+            QueryParam("from", "First day, YYYY-MM-DD (default: 30 days ago)", {"type": "string", "format": "date"}),
+            QueryParam("to", "Last day, YYYY-MM-DD (default: today)", {"type": "string", "format": "date"}),
+        ),
+    ),
+)
+
+
+def openapi_document() -> dict[str, Any]:
+    """OpenAPI 3.1 for the API, its schemas from the same pydantic models the handler validates with."""
+    models = {route.response for route in ROUTES} | {r.body for r in ROUTES if r.body} | {ErrorBody}
+    _, schemas = models_json_schema(
+        [(model, "serialization") for model in sorted(models, key=lambda m: m.__name__)],
+        ref_template="#/components/schemas/{model}",
+    )
+    paths: dict[str, dict[str, Any]] = {}
+    for route in ROUTES:
+        parameters = [
+            {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+            for name in _path_params(route.path)
+        ]
+        parameters += [
+            {"name": p.name, "in": "query", "required": False, "description": p.description, "schema": p.schema}
+            for p in route.query
+        ]
+        parameters += [
+            {"name": h.name, "in": "header", "required": False, "description": h.description, "schema": h.schema}
+            for h in route.headers
+        ]
+        responses: dict[str, Any] = {str(route.status): _json_response(route.response, "Success")}
+        for status in route.errors:
+            responses[str(status)] = _json_response(ErrorBody, "The request was refused; `field` names why")
+        operation: dict[str, Any] = {
+            "operationId": route.operation_id,
+            "summary": route.summary,
+            "security": [{"sigv4": []}],
+            "responses": responses,
+        }
+        if parameters:
+            operation["parameters"] = parameters
+        if route.body:
+            operation["requestBody"] = {"required": True, "content": _json_content(route.body)}
+        paths.setdefault(route.path, {})[route.method.lower()] = operation
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": API_TITLE, "version": API_VERSION},
+        "paths": paths,
+        "components": {
+            "schemas": schemas["$defs"],
+            "securitySchemes": {
+                "sigv4": {
+                    "type": "apiKey",
+                    "name": "Authorization",
+                    "in": "header",
+                    "x-amazon-apigateway-authtype": "awsSigv4",
+                }
+            },
+        },
+    }
+
+
+def _path_params(path: str) -> list[str]:
+    return [part[1:-1] for part in path.split("/") if part.startswith("{")]
+
+
+def _json_content(model: type[BaseModel]) -> dict[str, Any]:
+    return {"application/json": {"schema": {"$ref": f"#/components/schemas/{model.__name__}"}}}
+
+
+def _json_response(model: type[BaseModel], description: str) -> dict[str, Any]:
+    return {"description": description, "content": _json_content(model)}
