@@ -318,10 +318,12 @@ def record_cost(payload: RecordCostInput) -> Cost:
     fields: dict[str, Any] = {"cost": cost.model_dump()}
     if status == JobStatus.FAILED:
         fields["error"] = finished.status_reason or f"container exited with {finished.exit_code}"
-    jobs.finish(payload.job_id, status, at=at, fields=fields)
+    # The GPU time was spent either way; the outcome counts only if the job was not cancelled meanwhile.
     metrics.add_metric(name="JobCostUsd", unit="None", value=cost.usd)
     metrics.add_metric(name="JobRuntimeSeconds", unit="Seconds", value=cost.runtime_seconds)
-    metrics.add_metric(name="JobsSucceeded" if status == JobStatus.SUCCEEDED else "JobsFailed", unit="Count", value=1)
+    if jobs.finish(payload.job_id, status, at=at, fields=fields):
+        outcome = "JobsSucceeded" if status == JobStatus.SUCCEEDED else "JobsFailed"
+        metrics.add_metric(name=outcome, unit="Count", value=1)
     return cost
 
 

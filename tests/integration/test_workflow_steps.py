@@ -38,6 +38,16 @@ def _provisioned(job: str, context: Any) -> dict[str, Any]:
     return {"job_id": job, "request": REQUEST, "selection": selection, "queue": queue}
 
 
+def _moto_job(batch_job_id: str, status: str) -> Any:
+    """Set a job's status behind Batch's back (as if Batch moved it and no event was seen yet)."""
+    from moto.batch.models import batch_backends
+
+    moto_job = batch_backends["123456789012"]["us-east-1"]._jobs[batch_job_id]
+    moto_job.status = status
+    moto_job.job_stopped = False
+    return moto_job
+
+
 def _batch_event(batch_job_id: str, **detail: Any) -> dict[str, Any]:
     described = boto3.client("batch").describe_jobs(jobs=[batch_job_id])["jobs"][0]
     return {
@@ -168,11 +178,7 @@ def test_a_capacity_stuck_job_is_diagnosed_cancelled_and_falls_back(
     # Given an attempt Batch keeps RUNNABLE for lack of capacity
     state = _provisioned(job, context)
     submitted = submit_job_handler(state, context)
-    from moto.batch.models import batch_backends
-
-    moto_job = batch_backends["123456789012"]["us-east-1"]._jobs[submitted["batch_job_id"]]
-    moto_job.status = "RUNNABLE"
-    moto_job.job_stopped = False
+    moto_job = _moto_job(submitted["batch_job_id"], "RUNNABLE")
     moto_job.job_stopped_reason = "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY - no g4dn.xlarge"
     # When the stuck job is diagnosed
     result = diagnose_handler(state | {"batch_job": submitted, "previous": {"checks": 0}}, context)
@@ -207,10 +213,7 @@ def test_a_missed_batch_event_is_replayed_by_the_sweep_and_resumes_the_workflow(
         )
     )
     # And Batch started the job but its event never arrived
-    from moto.batch.models import batch_backends
-
-    moto_job = batch_backends["123456789012"]["us-east-1"]._jobs[submitted["batch_job_id"]]
-    moto_job.status = "RUNNING"
+    _moto_job(submitted["batch_job_id"], "RUNNING")
     # When the health sweep runs
     report = service.run_sweep()
     # Then it replays the change: the job is RUNNING and the workflow resumed
@@ -252,11 +255,7 @@ def test_record_failure_terminates_attempts_the_workflow_state_does_not_know(
     # Given a submitted attempt, and a failure caught before $.batch_job was set
     state = _provisioned(job, context)
     submitted = submit_job_handler(state, context)
-    from moto.batch.models import batch_backends
-
-    moto_job = batch_backends["123456789012"]["us-east-1"]._jobs[submitted["batch_job_id"]]
-    moto_job.status = "RUNNING"
-    moto_job.job_stopped = False
+    moto_job = _moto_job(submitted["batch_job_id"], "RUNNING")
     error = {"Error": "States.TaskFailed", "Cause": "boom"}
     # When the failure is recorded
     result = record_failure_handler({"job_id": job, "state": {"job_id": job, "error": error}}, context)
@@ -270,10 +269,7 @@ def test_record_failure_terminates_attempts_the_workflow_state_does_not_know(
 def test_a_job_that_started_as_its_wait_timed_out_goes_back_to_waiting(job: str, context: Any) -> None:
     state = _provisioned(job, context)
     submitted = submit_job_handler(state, context)
-    from moto.batch.models import batch_backends
-
-    moto_job = batch_backends["123456789012"]["us-east-1"]._jobs[submitted["batch_job_id"]]
-    moto_job.status = "RUNNING"
+    _moto_job(submitted["batch_job_id"], "RUNNING")
     result = diagnose_handler(state | {"batch_job": submitted, "previous": {"checks": 2}}, context)
     assert result["action"] == "keep_waiting"
     assert result["checks"] == 2
