@@ -22,6 +22,7 @@ from functions.shared.clients import client
 from functions.shared.config import settings
 from functions.shared.diagnosis import StuckJobSnapshot, diagnose, remedy
 from functions.shared.lifecycle import (
+    BATCH_STARTED,
     billed_seconds,
     iso_from_millis,
     job_status_for_batch,
@@ -263,8 +264,8 @@ def diagnose_stuck_job(payload: DiagnoseInput) -> DiagnoseOutput:
         compute_environment_reason=environment.get("statusReason"),
     )
     previous = payload.previous or {}
-    if snapshot.status != "RUNNABLE":
-        # Its start event lost the race with the timeout: go back to waiting, spending no check.
+    if snapshot.status in BATCH_STARTED:
+        # Its start event lost the race with the timeout: the wait resumes at once, spending no check.
         return DiagnoseOutput(
             category=DiagnosisCategory.WAITING_FOR_SCALE_UP,
             reason=f"the job is {snapshot.status}: it started as the wait timed out",
