@@ -1,7 +1,7 @@
 """Logger and Metrics, created once per process.
 
 Tracing is done by Lambda's active X-Ray tracing and Step Functions' tracing, declared in the stack,
-not by the Powertools Tracer: its X-Ray SDK import alone adds about half the boto3 floor to every cold
+not by the Powertools Tracer: its X-Ray SDK import alone adds 0.3-0.55x the boto3 floor to every cold
 start (bench/results/cold_start.json: the Powertools stack with and without Tracer).
 """
 
