@@ -50,9 +50,14 @@ def endpoint_region(endpoint: str) -> str:
 class ApiClient:
     def __init__(self, endpoint: str | None = None, timeout: float = 30) -> None:
         self.endpoint = (endpoint or os.environ.get("GPUPILOT_ENDPOINT") or DEFAULT_LOCAL_ENDPOINT).rstrip("/")
-        parts = urlsplit(self.endpoint)
+        problem = f"endpoint {self.endpoint!r} must be an http:// or https:// URL with a host"
+        try:
+            parts = urlsplit(self.endpoint)
+            _ = parts.port  # raises on a port that is not a number
+        except ValueError as error:
+            raise InvalidEndpoint(problem) from error
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise InvalidEndpoint(f"endpoint {self.endpoint!r} must be an http:// or https:// URL with a host")
+            raise InvalidEndpoint(problem)
         self.sign = parts.hostname not in LOOPBACK_HOSTS
         self.timeout = timeout
 

@@ -48,8 +48,10 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-MAX_COMMAND_CHARS = 32_768
-MAX_ENVIRONMENT_CHARS = 32_768
+# Batch refuses container properties over 24 KiB: the command and environment share that.
+MAX_COMMAND_CHARS = 12_288
+MAX_ENVIRONMENT_CHARS = 8_192
+MAX_LIST_ITEMS = 64
 
 
 def _encodable(value: str) -> str:
@@ -101,7 +103,9 @@ class JobRequest(StrictModel):
     def _non_empty_lists(cls, value: list[str] | None) -> list[str] | None:
         if value is not None and (not value or any(not item for item in value)):
             raise ValueError("must be a non-empty list of non-empty strings")
-        return value
+        if value is not None and (len(value) > MAX_LIST_ITEMS or any(len(item) > 64 for item in value)):
+            raise ValueError(f"must have at most {MAX_LIST_ITEMS} entries of at most 64 characters")
+        return [_encodable(item) for item in value] if value is not None else None
 
     @field_validator("environment")
     @classmethod

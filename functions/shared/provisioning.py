@@ -16,8 +16,6 @@ from functions.shared.config import Settings
 from functions.shared.models import Candidate
 
 IMAGE_TYPE = "ECS_AL2023_NVIDIA"
-# The AL2023 NVIDIA AMI does not support these older families; the AL2 one does.
-AL2_NVIDIA_FAMILIES = ("p3.", "p3dn.", "g3.", "g3s.")
 ALLOCATION = {"on-demand": "BEST_FIT_PROGRESSIVE", "spot": "SPOT_PRICE_CAPACITY_OPTIMIZED"}
 RESOURCE_TYPE = {"on-demand": "EC2", "spot": "SPOT"}
 MAX_READY_CHECKS = 30
@@ -62,11 +60,12 @@ def pool_for(candidate: Candidate, arch: str, prefix: str) -> Pool:
 
 
 def ec2_configuration(pool: Pool, settings: Settings) -> list[dict[str, str]]:
-    """The GPU AMI for a pool: Batch's NVIDIA image for its family, or the configured Graviton one."""
+    """The GPU AMI for a pool: Batch's AL2023 NVIDIA image, or the configured Graviton one.
+
+    (Selection leaves out p3/g3, which the AL2023 NVIDIA image does not support.)
+    """
     if pool.arch == "arm64":
-        return [{"imageType": "ECS_AL2", "imageIdOverride": settings.arm64_gpu_ami_id}]
-    if all(t.startswith(AL2_NVIDIA_FAMILIES) for t in pool.instance_types):
-        return [{"imageType": "ECS_AL2_NVIDIA"}]
+        return [{"imageType": "ECS_AL2023", "imageIdOverride": settings.arm64_gpu_ami_id}]
     return [{"imageType": IMAGE_TYPE}]
 
 

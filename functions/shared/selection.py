@@ -11,6 +11,8 @@ from functions.shared.pricing import PriceQuote
 
 # ECS and the OS keep some host memory; a job asking for all of it would never be placed.
 HOST_MEMORY_RESERVE = 0.1
+# Batch's ECS_AL2023_NVIDIA AMI does not support these families, and its AL2 AMIs are retired.
+NO_BATCH_NVIDIA_AMI = ("p3.", "p3dn.", "g3.", "g3s.")
 WORKFLOW_CANDIDATES = 8
 
 
@@ -92,6 +94,8 @@ def plan(
     capacities = capacities_for(request.capacity)
     for instance_type, gpu in sorted(catalog.items()):
         problem = _fit_problem(request, gpu)
+        if not problem and gpu.instance_type.startswith(NO_BATCH_NVIDIA_AMI):
+            problem = "no AWS Batch NVIDIA AMI supports this family (ECS_AL2023_NVIDIA excludes p3/g3)"
         if not problem and gpu.arch == "arm64" and not arm64_ami:
             problem = "Graviton GPU: AWS Batch has no NVIDIA AMI for arm64 and no custom one is configured"
         if problem:

@@ -45,12 +45,12 @@ from functions.shared.models import (
     SubmitResponse,
     TimelineEntry,
 )
-from functions.shared.observability import metrics
+from functions.shared.observability import logger, metrics
 from functions.shared.pricing import PriceUnknown, attempt_cost, on_demand_price
 from functions.shared.provisioning import BatchPools, QueueStatus, pool_for
 from functions.shared.selection import WORKFLOW_CANDIDATES, offering_key, plan, within_filters
-from functions.shared.store import JobStore
-from functions.shared.waits import resume
+from functions.shared.store import JobNotFound, JobStore
+from functions.shared.waits import send_ready
 from functions.shared.workflow import (
     DiagnoseInput,
     DiagnoseOutput,
@@ -216,32 +216,43 @@ def handle_batch_event(event: dict[str, Any]) -> dict[str, Any]:
             "exit_code": exit_code,
             "runtime_seconds": runtime,
         },
+        # A submit whose record write failed still gets its Batch job id, so it can be terminated.
+        if_missing={"batch_job_id": detail.get("jobId")},
     )
     if record is None:
-        # Stale or duplicate (EventBridge is at-least-once, and the sweep replays): nothing to record,
-        # but a redelivery after a failed SendTaskSuccess must still resume the workflow.
-        return {"ignored": "stale or duplicate event", "job_id": job_id, "resumed": resume_waits(job_id)}
-    job_status = job_status_for_batch(batch_status)
-    if not job_status.finished:
-        # The workflow records the final status itself (RecordCost/RecordFailure), with the cost.
-        moment = iso_from_millis(started_at) if job_status == JobStatus.RUNNING and started_at else at
-        jobs.advance(job_id, job_status, attempt=attempt, at=moment)
+        # Stale or duplicate (EventBridge is at-least-once, and the sweep replays): nothing new to record,
+        # but a redelivery after a failed write or SendTaskSuccess must still finish that work.
+        try:
+            record = jobs.get_job(job_id)
+        except JobNotFound:
+            return {"ignored": "not a job of this deployment", "job_id": job_id}
+        recorded = (record.get("attempts") or {}).get(str(attempt)) or {}
+        _advance_for_batch(jobs, job_id, attempt, recorded.get("batch_status"), recorded.get("batch_status_at") or at)
+        return {"ignored": "stale or duplicate event", "job_id": job_id, "resumed": _resume(jobs, record)}
+    moment = iso_from_millis(started_at) if batch_status == "RUNNING" and started_at else at
+    _advance_for_batch(jobs, job_id, attempt, batch_status, moment)
     resumed = _resume(jobs, record)
     return {"job_id": job_id, "attempt": attempt, "status": batch_status, "resumed": resumed}
 
 
+def _advance_for_batch(jobs: JobStore, job_id: str, attempt: int, batch_status: str | None, at: str) -> None:
+    """Move the job to what its attempt's Batch status stands for (a no-op if it is there already).
+
+    Final statuses are the workflow's to record (RecordCost/RecordFailure), with the cost.
+    """
+    if batch_status is None:
+        return
+    job_status = job_status_for_batch(batch_status)
+    if not job_status.finished:
+        jobs.advance(job_id, job_status, attempt=attempt, at=at)
+
+
 def _resume(jobs: JobStore, record: dict[str, Any]) -> list[str]:
-    """Send every satisfied wait's token, then forget the tokens that were spent."""
-    resumed = resume(client("stepfunctions"), record)
-    for phase in resumed:
+    """Send every satisfied wait's token, then forget the tokens that are spent (ours or already)."""
+    resumed, spent = send_ready(client("stepfunctions"), record)
+    for phase in resumed + spent:
         jobs.clear_wait(record["job_id"], phase, record["waits"][phase]["token"])
     return resumed
-
-
-def resume_waits(job_id: str) -> list[str]:
-    """Resume whatever the job's record says is ready (the safety net for a lost SendTaskSuccess)."""
-    jobs = store()
-    return _resume(jobs, jobs.get_job(job_id))
 
 
 # -- diagnosis --------------------------------------------------------------------------------
@@ -264,8 +275,15 @@ def diagnose_stuck_job(payload: DiagnoseInput) -> DiagnoseOutput:
         compute_environment_reason=environment.get("statusReason"),
     )
     previous = payload.previous or {}
+    jobs = store()
+    attempt_record = (jobs.get_job(payload.job_id).get("attempts") or {}).get(str(payload.batch_job.attempt)) or {}
+    if attempt_record.get("fell_back"):
+        # A retry of a diagnosis that already cancelled this attempt: answer what it answered.
+        return DiagnoseOutput.model_validate(attempt_record["fell_back"])
     if snapshot.status in BATCH_STARTED:
-        # Its start event lost the race with the timeout: the wait resumes at once, spending no check.
+        # Its start event lost the race with the timeout (or never came): record what Batch says, so the
+        # wait resumes at once, and spend no check.
+        handle_batch_event({"detail-type": "Batch Job State Change", "time": now_iso(), "detail": job})
         return DiagnoseOutput(
             category=DiagnosisCategory.WAITING_FOR_SCALE_UP,
             reason=f"the job is {snapshot.status}: it started as the wait timed out",
@@ -280,8 +298,14 @@ def diagnose_stuck_job(payload: DiagnoseInput) -> DiagnoseOutput:
     action, next_index = remedy(
         diagnosis, payload.selection.index, len(payload.selection.candidates), int(previous.get("checks", 0))
     )
-    jobs = store()
-    jobs.update_attempt(payload.job_id, payload.batch_job.attempt, {"diagnosis": diagnosis.model_dump(mode="json")})
+    result = DiagnoseOutput(
+        **diagnosis.model_dump(), action=action, next_index=next_index, checks=0 if action == "fall_back" else checks
+    )
+    fields: dict[str, Any] = {"diagnosis": diagnosis.model_dump(mode="json")}
+    if action == "fall_back":
+        # Written before the Batch job is cancelled, so a retried diagnosis repeats this answer.
+        fields["fell_back"] = result.model_dump(mode="json")
+    jobs.update_attempt(payload.job_id, payload.batch_job.attempt, fields)
     if action == "fall_back":
         candidate = payload.selection.current()
         for zone in candidate.zones:
@@ -295,9 +319,7 @@ def diagnose_stuck_job(payload: DiagnoseInput) -> DiagnoseOutput:
             reason=f"GPU Pilot fell back: {diagnosis.category.value}"[:255],
         )
     metrics.add_metric(name="StuckJobDiagnoses", unit="Count", value=1)
-    return DiagnoseOutput(
-        **diagnosis.model_dump(), action=action, next_index=next_index, checks=0 if action == "fall_back" else checks
-    )
+    return result
 
 
 # -- outcome ----------------------------------------------------------------------------------
@@ -319,10 +341,10 @@ def record_cost(payload: RecordCostInput) -> Cost:
     fields: dict[str, Any] = {"cost": cost.model_dump()}
     if status == JobStatus.FAILED:
         fields["error"] = finished.status_reason or f"container exited with {finished.exit_code}"
-    # The GPU time was spent either way; the outcome counts only if the job was not cancelled meanwhile.
-    metrics.add_metric(name="JobCostUsd", unit="None", value=cost.usd)
-    metrics.add_metric(name="JobRuntimeSeconds", unit="Seconds", value=cost.runtime_seconds)
+    # Emitted only by the call that records the outcome, so a retried RecordCost never counts twice.
     if jobs.finish(payload.job_id, status, at=at, fields=fields):
+        metrics.add_metric(name="JobCostUsd", unit="None", value=cost.usd)
+        metrics.add_metric(name="JobRuntimeSeconds", unit="Seconds", value=cost.runtime_seconds)
         outcome = "JobsSucceeded" if status == JobStatus.SUCCEEDED else "JobsFailed"
         metrics.add_metric(name=outcome, unit="Count", value=1)
     return cost
@@ -502,14 +524,14 @@ def cancel_job(job_id: str) -> JobView:
         raise JobAlreadyFinished(job_id)
     if not jobs.finish(job_id, JobStatus.CANCELLED, fields={"error": "cancelled by request"}):
         raise JobAlreadyFinished(job_id)
+    # Read again after the cancel is recorded: an attempt submitted meanwhile is in this read, or its
+    # SubmitBatchJob sees the cancel and terminates it itself. GPUs first, then the workflow.
+    cancelled = jobs.get_job(job_id)
+    terminate_live_attempts(cancelled, "cancelled by request")
     if record.get("execution_arn"):
         client("stepfunctions").stop_execution(
             executionArn=record["execution_arn"], error="Cancelled", cause="cancelled by request"
         )
-    # Read again after the cancel is recorded: an attempt submitted meanwhile is in this read, or its
-    # SubmitBatchJob sees the cancel and terminates it itself.
-    cancelled = jobs.get_job(job_id)
-    terminate_live_attempts(cancelled, "cancelled by request")
     return job_view(cancelled)
 
 
@@ -538,11 +560,14 @@ def run_sweep() -> HealthReport:
     for batch_job in described:
         job_id = by_batch_id[batch_job["jobId"]]
         record, attempt = latest[job_id]
-        if attempt and sweep.missed_event(attempt[1], batch_job):
-            handle_batch_event({"detail-type": "Batch Job State Change", "time": now_iso(), "detail": batch_job})
-            reconciled += 1
-        elif _resume(jobs, record):
-            reconciled += 1  # the event was recorded but its SendTaskSuccess was lost
+        try:
+            if attempt and sweep.missed_event(attempt[1], batch_job):
+                handle_batch_event({"detail-type": "Batch Job State Change", "time": now_iso(), "detail": batch_job})
+                reconciled += 1
+            elif _resume(jobs, record):
+                reconciled += 1  # the event was recorded but its SendTaskSuccess was lost
+        except Exception:
+            logger.exception("could not reconcile job", extra={"job_id": job_id})
         pool = attempt[1].get("job_queue", "") if attempt else ""
         finding = sweep.stuck_finding(
             job_id, JobRequest.model_validate(record["request"]), batch_job, environments.get(pool, {}), now_ms

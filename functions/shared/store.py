@@ -227,14 +227,23 @@ class JobStore:
             raise
         return dict(deserialize_item(response["Attributes"])["attempts"][str(attempt)])
 
-    def update_attempt(self, job_id: str, attempt: int, fields: dict[str, Any]) -> dict[str, Any] | None:
+    def update_attempt(
+        self, job_id: str, attempt: int, fields: dict[str, Any], if_missing: dict[str, Any] | None = None
+    ) -> dict[str, Any] | None:
         """Set fields on an attempt; with a `batch_status`, only if it moves the attempt forward.
+        `if_missing` fields are set only where the attempt has none yet.
 
         Returns the whole record after the write, or None when the write was stale or duplicate.
         """
         names = {"#n": str(attempt), "#pk": c.TABLE_PK}
         values: dict[str, Any] = {":now": serialize(now_iso())}
         sets = ["updated_at = :now"]
+        for index, (name, value) in enumerate((if_missing or {}).items()):
+            if value is None:
+                continue
+            names[f"#m{index}"] = name
+            values[f":m{index}"] = serialize(value)
+            sets.append(f"attempts.#n.#m{index} = if_not_exists(attempts.#n.#m{index}, :m{index})")
         condition = "attribute_exists(#pk) AND attribute_exists(attempts.#n)"
         if "batch_status" in fields:
             fields = fields | {"batch_rank": batch_rank(fields["batch_status"])}

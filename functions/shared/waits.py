@@ -47,7 +47,13 @@ def ready_waits(record: dict[str, Any]) -> list[tuple[str, str, WaitResult]]:
 
 def resume(sfn: Any, record: dict[str, Any]) -> list[str]:
     """Send every satisfied wait's token; returns the phases resumed."""
-    resumed = []
+    return send_ready(sfn, record)[0]
+
+
+def send_ready(sfn: Any, record: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """Send every satisfied wait's token: (phases resumed, phases whose token was already spent)."""
+    resumed: list[str] = []
+    spent: list[str] = []
     for phase, token, output in ready_waits(record):
         try:
             sfn.send_task_success(taskToken=token, output=output.model_dump_json())
@@ -55,6 +61,7 @@ def resume(sfn: Any, record: dict[str, Any]) -> list[str]:
             if error.response.get("Error", {}).get("Code") not in SPENT_TOKEN_ERRORS:
                 raise
             logger.info("wait already resumed", extra={"job_id": record.get("job_id"), "phase": phase})
+            spent.append(phase)
             continue
         resumed.append(phase)
-    return resumed
+    return resumed, spent

@@ -271,5 +271,63 @@ def test_a_job_that_started_as_its_wait_timed_out_goes_back_to_waiting(job: str,
     submitted = submit_job_handler(state, context)
     _moto_job(submitted["batch_job_id"], "RUNNING")
     result = diagnose_handler(state | {"batch_job": submitted, "previous": {"checks": 2}}, context)
+    record = JobStore(boto3.client("dynamodb"), service.settings().table_name).get_job(job)
+    # Then it waits again without spending a check, and the record knows it runs, so the wait resumes at once
     assert result["action"] == "keep_waiting"
     assert result["checks"] == 2
+    assert record["attempts"]["1"]["batch_status"] == "RUNNING"
+    assert record["status"] == "RUNNING"
+
+
+def test_a_retried_fallback_diagnosis_repeats_its_answer(deployment: Deployment, job: str, context: Any) -> None:
+    # Given a diagnosis that fell back and cancelled the Batch job
+    state = _provisioned(job, context)
+    submitted = submit_job_handler(state, context)
+    moto_job = _moto_job(submitted["batch_job_id"], "RUNNABLE")
+    moto_job.job_stopped_reason = "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY - no g4dn.xlarge"
+    event = state | {"batch_job": submitted, "previous": {"checks": 0}}
+    first = diagnose_handler(event, context)
+    moto_job.status = "FAILED"
+    # When Step Functions retries it (the job is now FAILED by our own cancel)
+    again = diagnose_handler(event, context)
+    # Then it falls back again to the same next GPU type, instead of waiting on a dead job
+    assert first["action"] == again["action"] == "fall_back"
+    assert again["next_index"] == first["next_index"] == 1
+
+
+def test_events_of_jobs_another_deployment_owns_are_ignored(job: str, context: Any) -> None:
+    event = {
+        "detail-type": "Batch Job State Change",
+        "time": "2026-11-22T10:00:00Z",
+        "detail": {"jobName": "gpupilot-0123456789abcdef0123-a1", "jobId": "x", "status": "RUNNING"},
+    }
+    assert job_events_handler(event, context)["ignored"] == "not a job of this deployment"
+
+
+def test_an_event_gives_an_attempt_its_batch_job_id_when_the_submit_could_not(
+    deployment: Deployment, job: str, context: Any
+) -> None:
+    # Given an attempt whose submit reached Batch but never wrote the id down
+    store = JobStore(boto3.client("dynamodb"), deployment.table_name)
+    store.put_attempt(job, 1, {"instance_type": "g4dn.xlarge", "job_queue": "q"})
+    event = {
+        "detail-type": "Batch Job State Change",
+        "time": "2026-11-22T10:00:00Z",
+        "detail": {"jobName": f"gpupilot-{job}-a1", "jobId": "batch-123", "status": "RUNNABLE"},
+    }
+    # When its first event arrives, then the attempt knows its Batch job (and can be terminated)
+    job_events_handler(event, context)
+    assert store.get_job(job)["attempts"]["1"]["batch_job_id"] == "batch-123"
+
+
+def test_a_retried_record_cost_does_not_count_the_cost_twice(
+    job: str, context: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    state = _provisioned(job, context)
+    submitted = submit_job_handler(state, context)
+    finished = {"status": "SUCCEEDED", "exit_code": 0, "started_at": 0, "stopped_at": 60_000}
+    capsys.readouterr()
+    record_cost_handler({"job_id": job, "batch_job": submitted, "finished": finished}, context)
+    record_cost_handler({"job_id": job, "batch_job": submitted, "finished": finished}, context)
+    costs = [line for line in capsys.readouterr().out.splitlines() if '"JobCostUsd"' in line]
+    assert len(costs) == 1

@@ -287,13 +287,13 @@ def test_pool_model_round_trips_through_the_workflow_payload():
     assert Pool.model_validate(POOL.model_dump()) == POOL
 
 
-def test_older_gpu_families_get_the_al2_nvidia_ami_which_supports_them():
-    pool = pool_for(candidate("p3dn.24xlarge"), "x86_64", "gpupilot")
-    assert ec2_configuration(pool, SETTINGS) == [{"imageType": "ECS_AL2_NVIDIA"}]
+def test_gpu_pools_use_batchs_al2023_nvidia_ami():
     assert ec2_configuration(POOL, SETTINGS) == [{"imageType": "ECS_AL2023_NVIDIA"}]
 
 
 def test_graviton_pools_use_the_configured_nvidia_ami():
     settings = SETTINGS.model_copy(update={"arm64_gpu_ami_id": "ami-0123456789abcdef0"})
     pool = pool_for(candidate("g5g.xlarge"), "arm64", "gpupilot")
-    assert ec2_configuration(pool, settings) == [{"imageType": "ECS_AL2", "imageIdOverride": "ami-0123456789abcdef0"}]
+    assert ec2_configuration(pool, settings) == [
+        {"imageType": "ECS_AL2023", "imageIdOverride": "ami-0123456789abcdef0"}
+    ]

@@ -401,3 +401,11 @@ def test_graviton_gpus_are_rejected_when_no_nvidia_ami_for_arm64_is_configured()
     # Then g5g is not offered, and the reason says why
     assert candidate_types(result) == []
     assert rejection(result, "g5g.xlarge").startswith("Graviton GPU: AWS Batch has no NVIDIA AMI for arm64")
+
+
+def test_gpu_families_no_batch_nvidia_ami_supports_are_rejected_with_the_reason():
+    # Given p3dn (V100), which Batch's AL2023 NVIDIA AMI does not support
+    cat = {t: g for t, g in load_snapshot().items() if t in ("p3dn.24xlarge", "g5.xlarge")}
+    result = plan(job_request(), cat, offered_everywhere(cat), on_demand_price)
+    assert candidate_types(result) == ["g5.xlarge"]
+    assert rejection(result, "p3dn.24xlarge").startswith("no AWS Batch NVIDIA AMI supports this family")
