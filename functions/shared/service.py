@@ -606,10 +606,10 @@ def cost_report(date_from: str, date_to: str) -> CostReport:
         day = days.setdefault(date, DailyCost(date=date, usd=0.0, by_gpu_type={}, by_job_name={}))
         usd = float(cost["usd"])
         gpu_type = record.get("instance_type") or "unknown"
-        day.usd = round(day.usd + usd, 6)
-        day.by_gpu_type[gpu_type] = round(day.by_gpu_type.get(gpu_type, 0.0) + usd, 6)
-        day.by_job_name[record["name"]] = round(day.by_job_name.get(record["name"], 0.0) + usd, 6)
+        day.usd = round(day.usd + usd, 10)
+        day.by_gpu_type[gpu_type] = round(day.by_gpu_type.get(gpu_type, 0.0) + usd, 10)
+        day.by_job_name[record["name"]] = round(day.by_job_name.get(record["name"], 0.0) + usd, 10)
     ordered = [days[d] for d in sorted(days)]
     return CostReport(
-        date_from=date_from, date_to=date_to, total_usd=round(sum(d.usd for d in ordered), 6), days=ordered
+        date_from=date_from, date_to=date_to, total_usd=round(sum(d.usd for d in ordered), 10), days=ordered
     )

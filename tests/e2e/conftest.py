@@ -46,8 +46,10 @@ class RunningCloud:
             time.sleep(0.3)
 
 
-def start_cloud(tmp_path: Path, world: dict[str, Any] | None, speedup: float = 1.0) -> RunningCloud:
-    args = [GPUPILOT, "serve", "--port", "0", "--speedup", str(speedup), "--sweep-seconds", "0"]
+def start_cloud(
+    tmp_path: Path, world: dict[str, Any] | None, speedup: float = 1.0, sweep_seconds: float = 0
+) -> RunningCloud:
+    args = [GPUPILOT, "serve", "--port", "0", "--speedup", str(speedup), "--sweep-seconds", str(sweep_seconds)]
     if world is not None:
         world_file = tmp_path / "world.json"
         world_file.write_text(json.dumps(world))
@@ -75,8 +77,8 @@ def start_cloud(tmp_path: Path, world: dict[str, Any] | None, speedup: float = 1
 def cloud_factory(tmp_path: Path) -> Iterator[Callable[..., RunningCloud]]:
     started: list[RunningCloud] = []
 
-    def factory(world: dict[str, Any] | None = None, speedup: float = 1.0) -> RunningCloud:
-        cloud = start_cloud(tmp_path, world, speedup)
+    def factory(world: dict[str, Any] | None = None, speedup: float = 1.0, sweep_seconds: float = 0) -> RunningCloud:
+        cloud = start_cloud(tmp_path, world, speedup, sweep_seconds)
         started.append(cloud)
         return cloud
 
