@@ -56,21 +56,30 @@ def start_cloud(
         args += ["--world", str(world_file)]
     log_file = tmp_path / "cloud.log"
     args += ["--log-file", str(log_file)]
-    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    lines: list[str] = []
+    # Its output goes to a file, not a pipe: a pipe nobody reads fills up and blocks the server.
+    output = tmp_path / "serve.out"
+    with output.open("w") as sink:
+        process = subprocess.Popen(args, stdout=sink, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + READY_TIMEOUT_SECONDS
-    assert process.stdout is not None
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if not line:
-            break
-        lines.append(line)
-        if line.startswith("aws endpoint"):
-            api = re.search(r"listening on (\S+)", "".join(lines))
-            assert api, "".join(lines)
-            return RunningCloud(api.group(1), line.split()[-1], process, log_file)
+    while time.monotonic() < deadline and process.poll() is None:
+        printed = output.read_text()
+        api = re.search(r"listening on (\S+)", printed)
+        aws = re.search(r"aws endpoint (\S+)", printed)
+        if api and aws:
+            return RunningCloud(api.group(1), aws.group(1), process, log_file)
+        time.sleep(0.1)
     process.kill()
-    raise AssertionError("gpupilot serve did not become ready:\n" + "".join(lines))
+    raise AssertionError("gpupilot serve did not become ready:\n" + output.read_text())
+
+
+def stop_cloud(cloud: RunningCloud) -> None:
+    """SIGTERM, as a user's Ctrl-C would; a server slow to exit on a loaded CI machine is then killed."""
+    cloud.process.terminate()
+    try:
+        cloud.process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        cloud.process.kill()
+        cloud.process.wait(timeout=10)
 
 
 @pytest.fixture
@@ -84,11 +93,7 @@ def cloud_factory(tmp_path: Path) -> Iterator[Callable[..., RunningCloud]]:
 
     yield factory
     for cloud in started:
-        cloud.process.terminate()
-        try:
-            cloud.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            cloud.process.kill()
+        stop_cloud(cloud)
 
 
 @pytest.fixture(scope="module")
@@ -96,5 +101,4 @@ def cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCloud]:
     """One default-world cloud shared by a module's tests."""
     running = start_cloud(tmp_path_factory.mktemp("cloud"), None)
     yield running
-    running.process.terminate()
-    running.process.wait(timeout=10)
+    stop_cloud(running)
