@@ -22,6 +22,7 @@ from gpupilot import render
 from gpupilot.client import DEFAULT_LOCAL_ENDPOINT, ApiClient, ApiResponse, ApiUnreachable, InvalidEndpoint
 
 FINISHED = {"SUCCEEDED", "FAILED", "CANCELLED"}
+STOP_TIMEOUT_SECONDS = 5
 DEMO_JOB: dict[str, Any] = {
     "name": "cuda-smoke",
     "image": "nvidia/cuda:12.4.1-base-ubuntu22.04",
@@ -255,7 +256,10 @@ def serve(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     with contextlib.suppress(KeyboardInterrupt):
         stop.wait()
-    cloud.stop()
+    # Stopping waits on server threads; never let one of them keep a Ctrl-C'd server alive.
+    stopper = threading.Thread(target=cloud.stop, daemon=True)
+    stopper.start()
+    stopper.join(timeout=STOP_TIMEOUT_SECONDS)
     return 0
 
 
