@@ -32,9 +32,10 @@ class BadRequest(Exception):
         self.message = message
 
 
-def _json(status: int, body: BaseModel | dict[str, Any]) -> Response:
-    payload = body.model_dump_json(by_alias=True) if isinstance(body, BaseModel) else json.dumps(body)
-    return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=payload)
+def _json(status: int, body: BaseModel) -> Response:
+    return Response(
+        status_code=status, content_type=content_types.APPLICATION_JSON, body=body.model_dump_json(by_alias=True)
+    )
 
 
 def _error(status: int, error: str, message: str, field: str | None = None) -> Response:

@@ -69,6 +69,22 @@ class StuckJobSnapshot(BaseModel):
     compute_environment_status: str | None = None
     compute_environment_reason: str | None = None
 
+    @classmethod
+    def from_batch(
+        cls, job: dict[str, Any], environment: dict[str, Any], compute_environment: str, now_ms: float
+    ) -> StuckJobSnapshot:
+        """The snapshot of a `DescribeJobs` entry and its pool's `DescribeComputeEnvironments` entry."""
+        created = job.get("createdAt")
+        return cls(
+            batch_job_id=job.get("jobId", "unknown"),
+            status=job.get("status", "UNKNOWN"),
+            status_reason=job.get("statusReason"),
+            runnable_seconds=(now_ms - created) / 1000 if created else 0,
+            compute_environment=compute_environment,
+            compute_environment_status=environment.get("status"),
+            compute_environment_reason=environment.get("statusReason"),
+        )
+
 
 def diagnose(snapshot: StuckJobSnapshot) -> Diagnosis:
     """One diagnosis with its evidence and recommendation."""

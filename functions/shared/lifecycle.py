@@ -90,6 +90,11 @@ def now_iso() -> str:
     return iso_from_datetime(datetime.now(UTC))
 
 
+def now_millis() -> float:
+    """Current time in epoch milliseconds, as Batch reports its times."""
+    return datetime.now(UTC).timestamp() * 1000
+
+
 def iso_from_datetime(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 
@@ -28,6 +27,7 @@ from functions.shared.lifecycle import (
     job_status_for_batch,
     normalize_iso,
     now_iso,
+    now_millis,
     parse_batch_job_name,
 )
 from functions.shared.models import (
@@ -263,18 +263,10 @@ def diagnose_stuck_job(payload: DiagnoseInput) -> DiagnoseOutput:
     job: dict[str, Any] = described[0] if described else {"status": "UNKNOWN"}
     environments = batch.describe_compute_environments(computeEnvironments=[payload.queue.compute_environment])
     environment = (environments.get("computeEnvironments") or [{}])[0]
-    created = job.get("createdAt")
-    runnable_seconds = (datetime.now(UTC).timestamp() * 1000 - created) / 1000 if created else 0
-    snapshot = StuckJobSnapshot(
-        batch_job_id=payload.batch_job.batch_job_id,
-        status=job.get("status", "UNKNOWN"),
-        status_reason=job.get("statusReason"),
-        runnable_seconds=runnable_seconds,
-        compute_environment=payload.queue.compute_environment,
-        compute_environment_status=environment.get("status"),
-        compute_environment_reason=environment.get("statusReason"),
+    snapshot = StuckJobSnapshot.from_batch(
+        {"jobId": payload.batch_job.batch_job_id} | job, environment, payload.queue.compute_environment, now_millis()
     )
-    previous = payload.previous or {}
+    checks_spent = int((payload.previous or {}).get("checks", 0))
     jobs = store()
     attempt_record = (jobs.get_job(payload.job_id).get("attempts") or {}).get(str(payload.batch_job.attempt)) or {}
     if attempt_record.get("fell_back"):
@@ -291,15 +283,15 @@ def diagnose_stuck_job(payload: DiagnoseInput) -> DiagnoseOutput:
             recommendation="None: the workflow waits for it again.",
             action="keep_waiting",
             next_index=payload.selection.index,
-            checks=int(previous.get("checks", 0)),
+            checks=checks_spent,
         )
     diagnosis = diagnose(snapshot)
-    checks = int(previous.get("checks", 0)) + 1
-    action, next_index = remedy(
-        diagnosis, payload.selection.index, len(payload.selection.candidates), int(previous.get("checks", 0))
-    )
+    action, next_index = remedy(diagnosis, payload.selection.index, len(payload.selection.candidates), checks_spent)
     result = DiagnoseOutput(
-        **diagnosis.model_dump(), action=action, next_index=next_index, checks=0 if action == "fall_back" else checks
+        **diagnosis.model_dump(),
+        action=action,
+        next_index=next_index,
+        checks=0 if action == "fall_back" else checks_spent + 1,
     )
     fields: dict[str, Any] = {"diagnosis": diagnosis.model_dump(mode="json")}
     if action == "fall_back":
@@ -361,12 +353,13 @@ def record_failure(payload: RecordFailureInput) -> dict[str, Any]:
         message = f"{diagnosis['category']}: {diagnosis.get('reason', '')}"
     else:
         message = "the workflow failed"
-    recorded = store().finish(payload.job_id, JobStatus.FAILED, fields={"error": message[:1000]})
+    jobs = store()
+    recorded = jobs.finish(payload.job_id, JobStatus.FAILED, fields={"error": message[:1000]})
     if recorded:
         metrics.add_metric(name="JobsFailed", unit="Count", value=1)
     # Never leave a GPU attempt running (or waiting for a GPU) behind a failed workflow; the record
     # knows every attempt, including one whose SubmitBatchJob failed after Batch accepted it.
-    terminate_live_attempts(store().get_job(payload.job_id), "GPU Pilot workflow failed")
+    terminate_live_attempts(jobs.get_job(payload.job_id), "GPU Pilot workflow failed")
     return {"job_id": payload.job_id, "error": message[:1000], "recorded": recorded}
 
 
@@ -556,7 +549,7 @@ def run_sweep() -> HealthReport:
         described.extend(batch.describe_jobs(jobs=ids[start : start + 100])["jobs"])
     findings = [f for f in (sweep.invalid_environment_finding(e) for e in environments.values()) if f]
     reconciled = 0
-    now_ms = sweep.now_millis()
+    now_ms = now_millis()
     for batch_job in described:
         job_id = by_batch_id[batch_job["jobId"]]
         record, attempt = latest[job_id]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from functions.shared.diagnosis import StuckJobSnapshot, diagnose
@@ -36,20 +35,12 @@ def stuck_finding(
     """A finding for a job RUNNABLE past its own stuck_after_minutes, or None."""
     if batch_job.get("status") != "RUNNABLE":
         return None
-    runnable_seconds = (now_ms - batch_job.get("createdAt", now_ms)) / 1000
-    if runnable_seconds < request.stuck_after_minutes * 60:
-        return None
-    diagnosis = diagnose(
-        StuckJobSnapshot(
-            batch_job_id=batch_job["jobId"],
-            status="RUNNABLE",
-            status_reason=batch_job.get("statusReason"),
-            runnable_seconds=runnable_seconds,
-            compute_environment=environment.get("computeEnvironmentName", "unknown"),
-            compute_environment_status=environment.get("status"),
-            compute_environment_reason=environment.get("statusReason"),
-        )
+    snapshot = StuckJobSnapshot.from_batch(
+        batch_job, environment, environment.get("computeEnvironmentName", "unknown"), now_ms
     )
+    if snapshot.runnable_seconds < request.stuck_after_minutes * 60:
+        return None
+    diagnosis = diagnose(snapshot)
     return Finding(
         kind=diagnosis.category,
         severity=SEVERITY.get(diagnosis.category, "critical"),  # type: ignore[arg-type]
@@ -81,7 +72,3 @@ def summarize(findings: list[Finding], reconciled: int) -> dict[str, int]:
 
 def report(findings: list[Finding], reconciled: int) -> HealthReport:
     return HealthReport(swept_at=now_iso(), findings=findings, summary=summarize(findings, reconciled))
-
-
-def now_millis() -> float:
-    return datetime.now(UTC).timestamp() * 1000

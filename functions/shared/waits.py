@@ -45,11 +45,6 @@ def ready_waits(record: dict[str, Any]) -> list[tuple[str, str, WaitResult]]:
     return ready
 
 
-def resume(sfn: Any, record: dict[str, Any]) -> list[str]:
-    """Send every satisfied wait's token; returns the phases resumed."""
-    return send_ready(sfn, record)[0]
-
-
 def send_ready(sfn: Any, record: dict[str, Any]) -> tuple[list[str], list[str]]:
     """Send every satisfied wait's token: (phases resumed, phases whose token was already spent)."""
     resumed: list[str] = []

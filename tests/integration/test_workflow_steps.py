@@ -38,6 +38,12 @@ def _provisioned(job: str, context: Any) -> dict[str, Any]:
     return {"job_id": job, "request": REQUEST, "selection": selection, "queue": queue}
 
 
+def _submitted(job: str, context: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(workflow state, SubmitBatchJob's output) of a job provisioned and submitted on its first candidate."""
+    state = _provisioned(job, context)
+    return state, submit_job_handler(state, context)
+
+
 def _moto_job(batch_job_id: str, status: str) -> Any:
     """Set a job's status behind Batch's back (as if Batch moved it and no event was seen yet)."""
     from moto.batch.models import batch_backends
@@ -131,8 +137,7 @@ def test_submit_registers_gpu_requirements_and_a_retry_submits_nothing_new(job: 
 def test_batch_events_build_the_timeline_and_ignore_foreign_jobs(
     deployment: Deployment, job: str, context: Any
 ) -> None:
-    state = _provisioned(job, context)
-    submitted = submit_job_handler(state, context)
+    _state, submitted = _submitted(job, context)
     # When Batch reports RUNNING for our job and something for a job that is not ours
     job_events_handler(_batch_event(submitted["batch_job_id"], status="RUNNING", startedAt=1_800_000_000_000), context)
     foreign = job_events_handler(
@@ -156,8 +161,7 @@ def test_record_cost_prices_the_attempt_and_emits_the_cost_metric(
     deployment: Deployment, job: str, context: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Given a job that ran 30 minutes on a g4dn.xlarge
-    state = _provisioned(job, context)
-    submitted = submit_job_handler(state, context)
+    _state, submitted = _submitted(job, context)
     finished = {"status": "SUCCEEDED", "exit_code": 0, "started_at": 1_800_000_000_000, "stopped_at": 1_800_001_800_000}
     capsys.readouterr()
     # When its cost is recorded
@@ -176,8 +180,7 @@ def test_a_capacity_stuck_job_is_diagnosed_cancelled_and_falls_back(
     deployment: Deployment, job: str, context: Any
 ) -> None:
     # Given an attempt Batch keeps RUNNABLE for lack of capacity
-    state = _provisioned(job, context)
-    submitted = submit_job_handler(state, context)
+    state, submitted = _submitted(job, context)
     moto_job = _moto_job(submitted["batch_job_id"], "RUNNABLE")
     moto_job.job_stopped_reason = "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY - no g4dn.xlarge"
     # When the stuck job is diagnosed
@@ -195,8 +198,7 @@ def test_a_missed_batch_event_is_replayed_by_the_sweep_and_resumes_the_workflow(
     deployment: Deployment, job: str, context: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a workflow parked waiting for its job to start
-    state = _provisioned(job, context)
-    submitted = submit_job_handler(state, context)
+    _state, submitted = _submitted(job, context)
     sent: list[str] = []
 
     class StepFunctions:
@@ -253,8 +255,7 @@ def test_record_failure_terminates_attempts_the_workflow_state_does_not_know(
     from functions.record_failure.handler import handler as record_failure_handler
 
     # Given a submitted attempt, and a failure caught before $.batch_job was set
-    state = _provisioned(job, context)
-    submitted = submit_job_handler(state, context)
+    _state, submitted = _submitted(job, context)
     moto_job = _moto_job(submitted["batch_job_id"], "RUNNING")
     error = {"Error": "States.TaskFailed", "Cause": "boom"}
     # When the failure is recorded
@@ -267,8 +268,7 @@ def test_record_failure_terminates_attempts_the_workflow_state_does_not_know(
 
 
 def test_a_job_that_started_as_its_wait_timed_out_goes_back_to_waiting(job: str, context: Any) -> None:
-    state = _provisioned(job, context)
-    submitted = submit_job_handler(state, context)
+    state, submitted = _submitted(job, context)
     _moto_job(submitted["batch_job_id"], "RUNNING")
     result = diagnose_handler(state | {"batch_job": submitted, "previous": {"checks": 2}}, context)
     record = JobStore(boto3.client("dynamodb"), service.settings().table_name).get_job(job)
@@ -281,8 +281,7 @@ def test_a_job_that_started_as_its_wait_timed_out_goes_back_to_waiting(job: str,
 
 def test_a_retried_fallback_diagnosis_repeats_its_answer(deployment: Deployment, job: str, context: Any) -> None:
     # Given a diagnosis that fell back and cancelled the Batch job
-    state = _provisioned(job, context)
-    submitted = submit_job_handler(state, context)
+    state, submitted = _submitted(job, context)
     moto_job = _moto_job(submitted["batch_job_id"], "RUNNABLE")
     moto_job.job_stopped_reason = "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY - no g4dn.xlarge"
     event = state | {"batch_job": submitted, "previous": {"checks": 0}}
@@ -323,8 +322,7 @@ def test_an_event_gives_an_attempt_its_batch_job_id_when_the_submit_could_not(
 def test_a_retried_record_cost_does_not_count_the_cost_twice(
     job: str, context: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    state = _provisioned(job, context)
-    submitted = submit_job_handler(state, context)
+    _state, submitted = _submitted(job, context)
     finished = {"status": "SUCCEEDED", "exit_code": 0, "started_at": 0, "stopped_at": 60_000}
     capsys.readouterr()
     record_cost_handler({"job_id": job, "batch_job": submitted, "finished": finished}, context)

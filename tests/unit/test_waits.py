@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from functions.shared.waits import ready_waits, resume
+from functions.shared.waits import ready_waits, send_ready
 
 
 def record(waits: dict[str, Any], attempts: dict[str, Any]) -> dict[str, Any]:
@@ -113,7 +113,7 @@ def test_resume_sends_the_token_with_the_wait_result_as_output():
     rec = record({"start": {"attempt": 1, "token": "tok-start"}}, {"1": attempt("RUNNING", started_at=1000)})
 
     # When resuming
-    resumed = resume(sfn, rec)
+    resumed = send_ready(sfn, rec)[0]
 
     # Then SendTaskSuccess carries the WaitResult JSON, and the phase is reported
     assert resumed == ["start"]
@@ -138,7 +138,7 @@ def test_resume_sends_nothing_when_no_wait_is_satisfied():
     sfn = FakeStepFunctions()
 
     # When
-    resumed = resume(sfn, record({"start": {"attempt": 1, "token": "tok"}}, {"1": attempt("RUNNABLE")}))
+    resumed = send_ready(sfn, record({"start": {"attempt": 1, "token": "tok"}}, {"1": attempt("RUNNABLE")}))[0]
 
     # Then
     assert (resumed, sfn.sent) == ([], [])
@@ -151,7 +151,7 @@ def test_resume_ignores_a_token_already_spent_by_the_other_side(code):
     rec = record({"start": {"attempt": 1, "token": "tok-start"}}, {"1": attempt("RUNNING")})
 
     # When resuming
-    resumed = resume(sfn, rec)
+    resumed = send_ready(sfn, rec)[0]
 
     # Then no error escapes and the phase is not reported as resumed
     assert resumed == []
@@ -166,7 +166,7 @@ def test_resume_goes_on_to_the_next_wait_after_a_spent_token():
     )
 
     # When / Then
-    assert resume(sfn, rec) == ["finish"]
+    assert send_ready(sfn, rec)[0] == ["finish"]
     assert [s["taskToken"] for s in sfn.sent] == ["tok-finish"]
 
 
@@ -177,5 +177,5 @@ def test_resume_raises_other_step_functions_errors():
 
     # When / Then: the caller's retry handles it
     with pytest.raises(ClientError) as raised:
-        resume(sfn, rec)
+        send_ready(sfn, rec)
     assert raised.value.response["Error"]["Code"] == "ThrottlingException"
