@@ -7,7 +7,8 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TEMPLATE := cdk.out/GpuPilot.template.json
 STACK_SOURCES := app.py cdk.json $(wildcard stacks/*.py) $(wildcard statemachines/*.json) \
-	$(wildcard functions/*/*.py) $(wildcard functions/shared/*.py) $(wildcard functions/shared/data/*.json)
+	$(wildcard functions/*/*.py) $(wildcard functions/shared/*.py) $(wildcard functions/shared/*/*.py) \
+	$(wildcard functions/shared/data/*.json)
 
 .PHONY: setup synth demo serve test test-fast lint bench openapi clean
 
@@ -36,8 +37,9 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy functions gpupilot stacks app.py
 
+# --iam-drift=strict: every AWS call is granted by the template, and every grant is used or documented.
 test: synth lint
-	$(PY) -m pytest -n 2 --dist loadgroup -q -p no:cacheprovider tests
+	$(PY) -m pytest -n 2 --dist loadgroup -q -p no:cacheprovider --iam-drift=strict tests
 
 test-fast: setup
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit

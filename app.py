@@ -2,7 +2,8 @@
 """Synthesize the GpuPilot stack: `python app.py` works offline with node and no CDK CLI.
 
 Context comes from cdk.json (and cdk.context.json when present) read here, so the stack has an
-explicit account, region and zones and never looks anything up. cdk-nag's AwsSolutions pack runs as
+explicit region and zones and never looks anything up; the account is the caller's (CDK_DEFAULT_ACCOUNT
+under the CDK CLI), or the AWS::AccountId pseudo parameter when synthesized offline. cdk-nag's AwsSolutions pack runs as
 a CDK validation plugin: an unacknowledged error fails synthesis with a non-zero exit.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -41,14 +43,19 @@ def build_app(
     *,
     outdir: Path = OUTDIR,
     lambda_build_dir: Path = LAMBDA_BUILD_DIR,
+    environ: Mapping[str, str] | None = None,
 ) -> tuple[App, GpuPilotStack]:
-    """The app with the GpuPilot stack and the AwsSolutions checks; nothing is synthesized yet."""
+    """The app with the GpuPilot stack and the AwsSolutions checks; nothing is synthesized yet.
+
+    The account and region of the caller's credentials come from `environ` (the CDK CLI sets
+    CDK_DEFAULT_ACCOUNT and CDK_DEFAULT_REGION); without them the template names no account at all."""
+    environ = os.environ if environ is None else environ
     # Under the CDK CLI the output directory is the CLI's to choose.
     app = App(context=context, outdir=None if os.environ.get("CDK_OUTDIR") else str(outdir))
     stack = GpuPilotStack(
         app,
         STACK_NAME,
-        settings=DeploySettings.from_context(context),
+        settings=DeploySettings.from_context(context, environ),
         lambda_code_dir=stage_lambda_code(ROOT / "functions", lambda_build_dir),
         asl_file=ROOT / ASL_FILE,
     )

@@ -27,7 +27,7 @@ from functions.shared.constants import LAMBDAS
 NAME = "cold_start"
 DEFAULT_RUNS = 9
 # The clients the handlers create (functions/shared/service.py reaches all four through
-# functions.shared.clients.client); the floor and the Powertools stacks create the same four.
+# functions.shared.adapters.clients.client); the floor and the Powertools stacks create the same four.
 SERVICES = ("dynamodb", "stepfunctions", "batch", "ec2")
 FLOOR = "boto3_floor"
 POWERTOOLS_FULL = "powertools_full_stack"
@@ -52,7 +52,7 @@ class Candidate:
 
 
 def _clients_via_product() -> str:
-    return f"from functions.shared.clients import client\nfor _s in {SERVICES!r}:\n    client(_s)"
+    return f"from functions.shared.adapters.clients import client\nfor _s in {SERVICES!r}:\n    client(_s)"
 
 
 def _clients_via_boto3() -> str:
@@ -165,8 +165,8 @@ def run(runs: int = DEFAULT_RUNS) -> dict[str, Any]:
             "measured side by side (each round takes one sample of every candidate, order rotated per round), "
             "after one discarded warm-up round (bytecode compiled, files in the page cache). Handler = "
             "importlib.import_module of the handler module + creating the dynamodb, stepfunctions, batch and ec2 "
-            "clients via functions.shared.clients.client (every handler imports functions.shared.service, which "
-            "reaches all four). Floor = `import boto3` + boto3.client() for the same four services. "
+            "clients via functions.shared.adapters.clients.client (every handler reaches them through its adapters, "
+            "which make all four). Floor = `import boto3` + boto3.client() for the same four services. "
             "Powertools full stack = Logger() + Tracer() + Metrics() + the same four clients; "
             "'without tracer' omits Tracer(). Outside Lambda the Tracer is disabled, so it pays the X-Ray SDK "
             "import but not patch_all(): its number is a lower bound of what it costs in Lambda. Child env: "

@@ -100,6 +100,7 @@ def build_parser() -> Parser:
     status = command("status", help="show one job")
     status.add_argument("job_id")
     status.add_argument("--wait", action="store_true", help="follow the job until it ends")
+    status.add_argument("--explain", action="store_true", help="diagnose why the job waits, now")
 
     listing = command("list", help="list jobs, newest first")
     listing.add_argument("--status")
@@ -109,8 +110,10 @@ def build_parser() -> Parser:
     cancel = command("cancel", help="cancel a job")
     cancel.add_argument("job_id")
 
-    command("health", help="latest health sweep")
-    command("sweep", help="run a health sweep now")
+    health = command("health", help="latest health sweep (or one by --sweep-id)")
+    health.add_argument("--sweep-id")
+    sweep = command("sweep", help="run a health sweep now, wait for it, print its report")
+    sweep.add_argument("--timeout", type=float, default=300, help="seconds to wait for the report")
     costs = command("costs", help="daily cost by GPU type and by job name")
     costs.add_argument("--from", dest="date_from")
     costs.add_argument("--to", dest="date_to")
@@ -161,18 +164,34 @@ def _checked(response: ApiResponse) -> Any:
 def follow(
     client: ApiClient, job_id: str, out: Callable[[str], None], poll_seconds: float = 0.5, limit_seconds: float = 0
 ) -> dict[str, Any]:
-    """Poll the job and print each new status until it ends; returns the final job."""
+    """Poll the job and print each new status, and each new reason while it waits, until it ends."""
     seen = 0
+    reason = None
     started = time.monotonic()
     while True:
         job = _checked(client.request("GET", f"/jobs/{job_id}"))
         for entry in job["timeline"][seen:]:
             out(render.progress_line(entry, job))
         seen = len(job["timeline"])
+        if job.get("reason") and job["reason"] != reason:
+            out(render.reason_line(job["reason"], time.monotonic() - started))
+        reason = job.get("reason")
         if job["status"] in FINISHED:
             return dict(job)
         if limit_seconds and time.monotonic() - started > limit_seconds:
             raise RuntimeError(f"job {job_id} still {job['status']} after {limit_seconds:.0f} s")
+        time.sleep(poll_seconds)
+
+
+def wait_for_sweep(client: ApiClient, sweep_id: str, limit_seconds: float, poll_seconds: float = 0.5) -> dict[str, Any]:
+    """The sweep's report once the sweep function has finished it."""
+    started = time.monotonic()
+    while True:
+        report = _checked(client.request("GET", "/health", query={"sweep_id": sweep_id}))
+        if report.get("status") != "RUNNING":
+            return dict(report)
+        if time.monotonic() - started > limit_seconds:
+            raise RuntimeError(f"sweep {sweep_id} still RUNNING after {limit_seconds:.0f} s")
         time.sleep(poll_seconds)
 
 
@@ -202,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
         if args.wait:
             job = follow(client, quote(args.job_id, safe=""), (lambda _: None) if args.json else emit)
         else:
-            job = _checked(client.request("GET", job_path))
+            job = _checked(client.request("GET", job_path, query={"explain": "true"} if args.explain else None))
         emit(json.dumps(job, indent=2) if args.json else render.job_summary(job))
         return 0
     if args.action == "list":
@@ -214,9 +233,15 @@ def run(args: argparse.Namespace) -> int:
         job = _checked(client.request("DELETE", job_path))
         emit(json.dumps(job, indent=2) if args.json else f"cancelled {job['job_id']} ({job['status']})")
         return 0
-    if args.action in ("health", "sweep"):
-        method, path = ("GET", "/health") if args.action == "health" else ("POST", "/sweep")
-        report = _checked(client.request(method, path))
+    if args.action == "health":
+        report = _checked(client.request("GET", "/health", query={"sweep_id": args.sweep_id}))
+        emit(json.dumps(report, indent=2) if args.json else render.health(report))
+        return 0
+    if args.action == "sweep":
+        started = _checked(client.request("POST", "/sweep"))
+        if not args.json:
+            emit(f"sweep {started['sweep_id']} started; waiting for its report")
+        report = wait_for_sweep(client, started["sweep_id"], args.timeout)
         emit(json.dumps(report, indent=2) if args.json else render.health(report))
         return 0
     if args.action == "costs":

@@ -25,6 +25,11 @@ def progress_line(entry: dict[str, Any], job: dict[str, Any]) -> str:
     return f"  {_clock(entry['at'])}  {entry['status']:<12}{detail}"
 
 
+def reason_line(reason: str, elapsed_seconds: float) -> str:
+    """Why the job waits, said while it waits."""
+    return f"  {'':12}  waiting {elapsed_seconds:.0f} s: {reason}"
+
+
 def plan_table(plan: dict[str, Any], top: int = 10) -> str:
     rows = [
         (
@@ -74,6 +79,12 @@ def job_summary(job: dict[str, Any]) -> str:
         )
     if job.get("error"):
         rows.append(("error", job["error"]))
+    if job.get("reason"):
+        rows.append(("waiting", job["reason"]))
+    explanation = job.get("explanation")
+    if explanation:
+        rows.append(("diagnosis", f"{explanation['category']}: {explanation['reason']}"))
+        rows.append(("recommended", explanation["recommendation"]))
     for attempt_row in job.get("attempts") or []:
         if attempt_row.get("diagnosis"):
             diagnosis = attempt_row["diagnosis"]
@@ -104,7 +115,7 @@ def health(report: dict[str, Any]) -> str:
         (f["severity"], f["kind"], f["resource"], ",".join(f.get("jobs") or []), f["recommendation"])
         for f in report["findings"]
     ]
-    head = f"swept at {report['swept_at']}: {report['summary']}"
+    head = f"sweep {report.get('sweep_id') or '-'} at {report['swept_at']}: {report['summary']}"
     return head + ("\n" + table(("severity", "kind", "resource", "jobs", "recommendation"), rows) if rows else "")
 
 

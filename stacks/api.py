@@ -22,7 +22,9 @@ JOB_BODY_SCHEMA = apigw.JsonSchema(
 
 
 class Api(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, handler: lambda_.IFunction) -> None:
+    def __init__(
+        self, scope: Construct, construct_id: str, *, handler: lambda_.IFunction, retain_cloudwatch_role: bool
+    ) -> None:
         super().__init__(scope, construct_id)
         access_logs = logs.LogGroup(self, "AccessLogs", retention=LOG_RETENTION, removal_policy=RemovalPolicy.DESTROY)
         self.rest_api = apigw.RestApi(
@@ -30,10 +32,11 @@ class Api(Construct):
             "RestApi",
             description="GPU Pilot: submit, inspect, cancel and plan GPU jobs",
             endpoint_types=[apigw.EndpointType.REGIONAL],
-            # Execution logging needs the account-level CloudWatch role; the recommended feature flag
-            # turns CDK's default off, so ask for it explicitly.
-            cloud_watch_role=True,
-            cloud_watch_role_removal_policy=RemovalPolicy.DESTROY,
+            # Execution logging needs API Gateway's account-level CloudWatch role. It is one setting for every
+            # API in the account and region: deleting GPU Pilot must not take it from the others, so it is
+            # retained. Context api_gateway_cloudwatch_role: false leaves the account's existing role alone.
+            cloud_watch_role=retain_cloudwatch_role,
+            cloud_watch_role_removal_policy=RemovalPolicy.RETAIN if retain_cloudwatch_role else None,
             default_method_options=apigw.MethodOptions(authorization_type=apigw.AuthorizationType.IAM),
             deploy_options=apigw.StageOptions(
                 stage_name=API_STAGE_NAME,
@@ -80,13 +83,14 @@ class Api(Construct):
             "Callers are AWS principals (the gpupilot CLI and automation signing with SigV4): every method "
             "uses AWS_IAM authorization, so there is no Cognito user pool to authorize against.",
         )
-        acknowledge(
-            self.rest_api,
-            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
-            "AmazonAPIGatewayPushToCloudWatchLogs]",
-            "API Gateway's account-level logging role: this AWS-maintained policy is the documented way to "
-            "let API Gateway write execution logs, and it is attached to that service role only.",
-        )
+        if retain_cloudwatch_role:
+            acknowledge(
+                self.rest_api,
+                "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+                "AmazonAPIGatewayPushToCloudWatchLogs]",
+                "API Gateway's account-level logging role: this AWS-maintained policy is the documented way to "
+                "let API Gateway write execution logs, and it is attached to that service role only.",
+            )
         acknowledge(
             self.rest_api.deployment_stage,
             "AwsSolutions-APIG3",

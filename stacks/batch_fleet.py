@@ -14,8 +14,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from functions.shared.userdata import gpu_user_data
-from stacks.nag import acknowledge
+from functions.shared.domain.userdata import gpu_user_data
+from stacks.nag import acknowledge, wildcard_findings
 from stacks.settings import (
     IMDS_HOP_LIMIT,
     LAUNCH_TEMPLATE_NAME,
@@ -24,9 +24,22 @@ from stacks.settings import (
     ROOT_VOLUME_GIB,
 )
 
+WHY_SECRETS_PREFIX = (
+    "Jobs reference secrets by ARN at submit time (request `secrets`); the execution role may read only "
+    "those under the deployment's secrets prefix ({prefix}), and the api refuses any other ARN."
+)
+
 
 class BatchFleet(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, zones: Sequence[str]) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        zones: Sequence[str],
+        secret_arns: Sequence[str],
+        secrets_prefix: str,
+    ) -> None:
         super().__init__(scope, construct_id)
 
         flow_logs = logs.LogGroup(self, "FlowLogs", retention=LOG_RETENTION)
@@ -87,6 +100,30 @@ class BatchFleet(Construct):
             "(no SSH, no inbound rules); this AWS-maintained policy is the documented minimum for it.",
         )
         self.instance_profile = iam.CfnInstanceProfile(self, "InstanceProfile", roles=[self.instance_role.role_name])
+
+        # Jobs run as their own role, never the instance's (IMDS is out of a container's reach, hop limit 1):
+        # by default this one, with no permissions; a request may name a role of its own (gpupilot-job-*).
+        self.job_role = iam.Role(
+            self,
+            "JobRole",
+            assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"),
+            description="GPU Pilot jobs' default role: no AWS permissions unless you add them",
+        )
+        # ECS reads a job's secrets with the execution role and sets them in the container: no secret value
+        # passes through GPU Pilot, its workflow input or its logs.
+        self.job_execution_role = iam.Role(
+            self,
+            "JobExecutionRole",
+            assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"),
+            description="GPU Pilot jobs' execution role: reads the secrets jobs reference",
+        )
+        self.job_execution_role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["secretsmanager:GetSecretValue", "ssm:GetParameters"], resources=list(secret_arns)
+            )
+        )
+        for finding in wildcard_findings(self, (), secret_arns):
+            acknowledge(self.job_execution_role, finding, WHY_SECRETS_PREFIX.format(prefix=secrets_prefix))
 
         self.launch_template = ec2.CfnLaunchTemplate(
             self,

@@ -6,21 +6,27 @@ import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import jsii
 from aws_cdk import Duration
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from functions.shared.constants import ENV_TABLE, LAMBDAS, METRICS_NAMESPACE, SERVICE_NAME, LambdaSpec
 from stacks.nag import WildcardLedger, acknowledge
 from stacks.permissions import Grant
-from stacks.settings import LOG_RETENTION, POWERTOOLS_LAYER_ARN
-from stacks.storage import TABLE_DATA_ACTIONS
+from stacks.settings import LOG_RETENTION, POWERTOOLS_LAYER_PARAMETER
 
 WHY_XRAY = (
     "Active tracing: xray:PutTraceSegments and xray:PutTelemetryRecords have no resource types in IAM, "
     "so Lambda's tracing grant is on Resource '*'."
+)
+WHY_FAILURE_QUEUE_HAS_NO_DLQ = (
+    "This queue is itself the on-failure destination of an asynchronously invoked function: records land "
+    "here after Lambda's own retries, an alarm watches its depth, and a queue behind it would only move them again."
 )
 WHY_PYTHON_311 = (
     "Pinned to Python 3.11: the project targets 3.11 (pyproject requires-python, CI venv) and the "
@@ -42,8 +48,24 @@ def construct_name(key: str) -> str:
     return "".join(part.capitalize() for part in key.split("_"))
 
 
+@jsii.implements(lambda_.IDestination)
+class FailureQueueDestination:
+    """Lambda's on-failure destination on an SQS queue, granting the role only sqs:SendMessage (Lambda sends
+    the failure record with the function's role; CDK's SqsDestination would also grant GetQueueUrl and
+    GetQueueAttributes, which nothing uses)."""
+
+    def __init__(self, queue: sqs.IQueue) -> None:
+        self._queue = queue
+
+    def bind(
+        self, scope: Construct, fn: lambda_.IFunction, *, type: lambda_.DestinationType | None = None
+    ) -> lambda_.DestinationConfig:
+        fn.add_to_role_policy(iam.PolicyStatement(actions=["sqs:SendMessage"], resources=[self._queue.queue_arn]))
+        return lambda_.DestinationConfig(destination=self._queue.queue_arn)
+
+
 class ControlPlaneFunctions(Construct):
-    """Every Lambda in constants.LAMBDAS, each with its own role, log group and permissions."""
+    """Every Lambda in constants.LAMBDAS, each with its own role and log group; `grant` gives each its table."""
 
     def __init__(
         self,
@@ -51,21 +73,17 @@ class ControlPlaneFunctions(Construct):
         construct_id: str,
         *,
         code_dir: Path,
-        region: str,
         table_name: str,
-        table_resources: Sequence[str],
-        grants: Mapping[str, Sequence[Grant]],
         environment: Mapping[str, Mapping[str, str]],
     ) -> None:
         super().__init__(scope, construct_id)
-        unknown = (set(grants) | set(environment)) - {spec.key for spec in LAMBDAS}
+        unknown = set(environment) - {spec.key for spec in LAMBDAS}
         if unknown:
-            raise ValueError(f"grants or environment for Lambdas not in constants.LAMBDAS: {sorted(unknown)}")
+            raise ValueError(f"environment for Lambdas not in constants.LAMBDAS: {sorted(unknown)}")
 
         self._code = lambda_.Code.from_asset(str(code_dir))
-        self._powertools = lambda_.LayerVersion.from_layer_version_arn(
-            self, "PowertoolsLayer", POWERTOOLS_LAYER_ARN.format(region=region)
-        )
+        layer_arn = ssm.StringParameter.value_for_string_parameter(self, POWERTOOLS_LAYER_PARAMETER)
+        self._powertools = lambda_.LayerVersion.from_layer_version_arn(self, "PowertoolsLayer", layer_arn)
         self._base_environment = {
             ENV_TABLE: table_name,
             "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
@@ -73,22 +91,34 @@ class ControlPlaneFunctions(Construct):
             "POWERTOOLS_LOG_LEVEL": "INFO",
         }
         self.functions: dict[str, lambda_.Function] = {}
+        self.roles: dict[str, iam.Role] = {}
+        # Where an asynchronous invocation's error lands after Lambda's retries, instead of being lost.
+        self.failure_queues: dict[str, sqs.Queue] = {}
         for spec in LAMBDAS:
-            self.functions[spec.key] = self._create(
-                spec,
-                table_resources=table_resources,
-                grants=grants.get(spec.key, ()),
-                environment=environment.get(spec.key, {}),
-            )
+            self.functions[spec.key] = self._create(spec, environment=environment.get(spec.key, {}))
 
-    def _create(
-        self,
-        spec: LambdaSpec,
-        *,
-        table_resources: Sequence[str],
-        grants: Sequence[Grant],
-        environment: Mapping[str, str],
-    ) -> lambda_.Function:
+    def grant(self, grants: Mapping[str, Sequence[Grant]]) -> None:
+        """Give each function exactly its grants (stacks/permissions.py), acknowledging each wildcard once."""
+        unknown = set(grants) - set(self.functions)
+        if unknown:
+            raise ValueError(f"grants for Lambdas not in constants.LAMBDAS: {sorted(unknown)}")
+        for key, role in self.roles.items():
+            ledger = WildcardLedger(role)
+            ledger.add((), ("*",), WHY_XRAY)
+            for grant in grants.get(key, ()):
+                if grant.has_wildcard() and not grant.reason:
+                    raise ValueError(f"{key}: a wildcard grant {grant.actions} needs a reason")
+                role.add_to_policy(
+                    iam.PolicyStatement(
+                        actions=list(grant.actions),
+                        resources=list(grant.resources),
+                        conditions=dict(grant.conditions) if grant.conditions else None,
+                    )
+                )
+                ledger.add(grant.actions, grant.resources, grant.reason)
+            ledger.acknowledge_on(role)
+
+    def _create(self, spec: LambdaSpec, *, environment: Mapping[str, str]) -> lambda_.Function:
         name = construct_name(spec.key)
         log_group = logs.LogGroup(self, f"{name}Logs", retention=LOG_RETENTION)
         # An own role instead of the default one: the default attaches the AWSLambdaBasicExecutionRole
@@ -100,23 +130,20 @@ class ControlPlaneFunctions(Construct):
             description=f"GPU Pilot {spec.key} Lambda",
         )
         log_group.grant_write(role)
-        role.add_to_policy(iam.PolicyStatement(actions=list(TABLE_DATA_ACTIONS), resources=list(table_resources)))
+        self.roles[spec.key] = role
 
-        ledger = WildcardLedger()
-        ledger.add((), ("*",), WHY_XRAY)
-        for grant in grants:
-            if grant.has_wildcard() and not grant.reason:
-                raise ValueError(f"{spec.key}: a wildcard grant {grant.actions} needs a reason")
-            role.add_to_policy(
-                iam.PolicyStatement(
-                    actions=list(grant.actions),
-                    resources=list(grant.resources),
-                    conditions=dict(grant.conditions) if grant.conditions else None,
-                )
+        on_failure = None
+        if spec.invoked_async:
+            queue = sqs.Queue(
+                self,
+                f"{name}Failures",
+                encryption=sqs.QueueEncryption.SQS_MANAGED,
+                enforce_ssl=True,
+                retention_period=Duration.days(14),
             )
-            ledger.add(grant.actions, grant.resources, grant.reason)
-        ledger.acknowledge_on(role)
-
+            acknowledge(queue, "AwsSolutions-SQS3", WHY_FAILURE_QUEUE_HAS_NO_DLQ)
+            self.failure_queues[spec.key] = queue
+            on_failure = FailureQueueDestination(queue)
         function = lambda_.Function(
             self,
             name,
@@ -134,6 +161,8 @@ class ControlPlaneFunctions(Construct):
             log_group=log_group,
             role=role,
             environment={**self._base_environment, **environment},
+            on_failure=on_failure,
+            retry_attempts=2 if spec.invoked_async else None,
         )
         acknowledge(function, "AwsSolutions-L1", WHY_PYTHON_311)
         return function

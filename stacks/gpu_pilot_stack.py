@@ -6,32 +6,23 @@ from pathlib import Path
 from typing import Any
 
 from aws_cdk import CfnOutput, Environment, Stack
-from aws_cdk.region_info import RegionInfo
 from constructs import Construct
 
-from functions.shared.constants import (
-    ENV_ARM64_GPU_AMI_ID,
-    ENV_INSTANCE_PROFILE_ARN,
-    ENV_LAUNCH_TEMPLATE_NAME,
-    ENV_MAX_VCPUS,
-    ENV_RESOURCE_PREFIX,
-    ENV_SECURITY_GROUPS,
-    ENV_STATE_MACHINE_ARN,
-    ENV_SUBNETS,
-    LAMBDAS,
-)
+from functions.shared import constants as c
 from stacks.api import Api
 from stacks.batch_fleet import BatchFleet
 from stacks.events import JobEvents
 from stacks.functions import ControlPlaneFunctions
 from stacks.observability import Observability
-from stacks.permissions import Arns, function_grants
-from stacks.settings import LAUNCH_TEMPLATE_NAME, RESOURCE_PREFIX, DeploySettings
+from stacks.permissions import Arns, Owned, function_grants
+from stacks.settings import JOB_ROLE_NAME_PREFIX, LAUNCH_TEMPLATE_NAME, RESOURCE_PREFIX, DeploySettings
 from stacks.storage import Storage
 from stacks.workflow import Workflow
 
 # The zones of these subnets are where GPUs can launch, so these Lambdas judge availability by them.
-NEEDS_SUBNETS = ("api", "select_gpu", "ensure_queue", "diagnose", "health_sweep")
+NEEDS_SUBNETS = ("api", "select_gpu", "ensure_queue")
+# Selection offers Graviton GPUs only when provisioning can give them an NVIDIA AMI.
+NEEDS_ARM64_AMI = ("api", "select_gpu", "ensure_queue")
 
 
 class GpuPilotStack(Stack):
@@ -48,64 +39,77 @@ class GpuPilotStack(Stack):
         super().__init__(
             scope,
             construct_id,
+            # No account unless the caller's credentials name one: ARNs then use AWS::AccountId.
             env=Environment(account=settings.account, region=settings.region),
             description="GPU Pilot: serverless control plane for CUDA batch jobs on AWS Batch",
             **kwargs,
         )
+        arns = Arns(prefix=RESOURCE_PREFIX)
+        secret_arns = [arns.secrets(settings.job_secrets_prefix), arns.parameters(settings.job_secrets_prefix)]
         storage = Storage(self, "Storage")
-        fleet = BatchFleet(self, "BatchFleet", zones=settings.zones)
+        fleet = BatchFleet(
+            self,
+            "BatchFleet",
+            zones=settings.zones,
+            secret_arns=secret_arns,
+            secrets_prefix=settings.job_secrets_prefix,
+        )
 
-        subnets = ",".join(fleet.private_subnet_ids)
         environment: dict[str, dict[str, str]] = {
             # Every Lambda knows the prefix: IAM only lets them touch Batch resources named with it.
-            spec.key: {ENV_RESOURCE_PREFIX: RESOURCE_PREFIX}
-            for spec in LAMBDAS
+            spec.key: {c.ENV_RESOURCE_PREFIX: RESOURCE_PREFIX}
+            for spec in c.LAMBDAS
         }
+        subnets = ",".join(fleet.private_subnet_ids)
         for key in NEEDS_SUBNETS:
-            environment[key][ENV_SUBNETS] = subnets
+            environment[key][c.ENV_SUBNETS] = subnets
         if settings.arm64_gpu_ami_id:
-            # Selection offers Graviton GPUs only when provisioning can give them an NVIDIA AMI.
-            for key in ("api", "select_gpu", "ensure_queue"):
-                environment[key][ENV_ARM64_GPU_AMI_ID] = settings.arm64_gpu_ami_id
-        environment["ensure_queue"].update(
-            {
-                ENV_SECURITY_GROUPS: fleet.security_group.security_group_id,
-                ENV_INSTANCE_PROFILE_ARN: fleet.instance_profile.attr_arn,
-                ENV_LAUNCH_TEMPLATE_NAME: LAUNCH_TEMPLATE_NAME,
-                ENV_MAX_VCPUS: str(settings.max_vcpus_per_pool),
-            }
-        )
+            for key in NEEDS_ARM64_AMI:
+                environment[key][c.ENV_ARM64_GPU_AMI_ID] = settings.arm64_gpu_ami_id
+        environment["ensure_queue"] |= {
+            c.ENV_SECURITY_GROUPS: fleet.security_group.security_group_id,
+            c.ENV_INSTANCE_PROFILE_ARN: fleet.instance_profile.attr_arn,
+            c.ENV_LAUNCH_TEMPLATE_NAME: LAUNCH_TEMPLATE_NAME,
+            c.ENV_MAX_VCPUS: str(settings.max_vcpus_per_pool),
+        }
+        environment["submit_job"] |= {
+            c.ENV_JOB_ROLE_ARN: fleet.job_role.role_arn,
+            c.ENV_JOB_EXECUTION_ROLE_ARN: fleet.job_execution_role.role_arn,
+        }
+        # The api refuses, at submit, what the submit function could not pass or the execution role not read.
+        environment["api"] |= {
+            c.ENV_JOB_ROLE_PATTERN: arns.role(f"{JOB_ROLE_NAME_PREFIX}*"),
+            c.ENV_SECRET_ARN_PATTERNS: ",".join(secret_arns),
+        }
 
-        # Literal ARNs (not partition tokens) so the IAM5 acknowledgements name the exact findings.
-        arns = Arns(
-            partition=RegionInfo.get(settings.region).partition or "aws",
-            region=settings.region,
-            account=settings.account,
-            prefix=RESOURCE_PREFIX,
-        )
         functions = ControlPlaneFunctions(
-            self,
-            "Functions",
-            code_dir=lambda_code_dir,
-            region=settings.region,
-            table_name=storage.table.table_name,
-            table_resources=storage.data_resources,
-            grants=function_grants(arns, instance_role_arn=fleet.instance_role.role_arn),
-            environment=environment,
+            self, "Functions", code_dir=lambda_code_dir, table_name=storage.table.table_name, environment=environment
         )
-        workflow = Workflow(self, "Workflow", asl_file=asl_file, functions=functions.functions, arns=arns)
-        functions.functions["api"].add_environment(ENV_STATE_MACHINE_ARN, workflow.state_machine.state_machine_arn)
-        api = Api(self, "Api", handler=functions.functions["api"])
-        JobEvents(
-            self,
-            "Events",
-            job_events=functions.functions["job_events"],
-            health_sweep=functions.functions["health_sweep"],
+        sweep = functions.functions["health_sweep"]
+        functions.grant(
+            function_grants(
+                arns,
+                Owned(
+                    table=storage.table.table_arn,
+                    table_indexes=tuple(storage.index_arns),
+                    instance_role=fleet.instance_role.role_arn,
+                    job_role=fleet.job_role.role_arn,
+                    job_execution_role=fleet.job_execution_role.role_arn,
+                    sweep_function=sweep.function_arn,
+                ),
+            )
         )
+        workflow = Workflow(self, "Workflow", asl_file=asl_file, functions=functions.functions)
+        api_function = functions.functions["api"]
+        api_function.add_environment(c.ENV_STATE_MACHINE_ARN, workflow.state_machine.state_machine_arn)
+        api_function.add_environment(c.ENV_SWEEP_FUNCTION, sweep.function_name)
+        api = Api(self, "Api", handler=api_function, retain_cloudwatch_role=settings.api_gateway_cloudwatch_role)
+        JobEvents(self, "Events", job_events=functions.functions["job_events"], health_sweep=sweep)
         observability = Observability(
             self,
             "Observability",
             functions=functions.functions,
+            failure_queues=functions.failure_queues,
             state_machine=workflow.state_machine,
             alarm_email=settings.alarm_email,
         )
@@ -114,3 +118,4 @@ class GpuPilotStack(Stack):
         CfnOutput(self, "StateMachineArn", value=workflow.state_machine.state_machine_arn)
         CfnOutput(self, "TableName", value=storage.table.table_name)
         CfnOutput(self, "AlarmTopicArn", value=observability.topic.topic_arn)
+        CfnOutput(self, "JobRoleArn", value=fleet.job_role.role_arn, description="Default role of GPU jobs")

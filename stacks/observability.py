@@ -13,10 +13,12 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from functions.shared.constants import METRICS_NAMESPACE, SERVICE_NAME, SWEEP_RATE_MINUTES
+from functions.shared.domain.vocabulary import MetricName
 from stacks.functions import construct_name
 from stacks.settings import ALARM_PERIOD
 
@@ -25,38 +27,39 @@ Op = cloudwatch.ComparisonOperator
 
 @dataclass(frozen=True)
 class MetricAlarm:
-    metric: str
+    metric: MetricName
     statistic: str
     operator: cloudwatch.ComparisonOperator
     threshold: float
     description: str
 
 
-# The metric names the handlers emit through Powertools EMF (dimension service=<SERVICE_NAME>).
+# Alarms on the metrics the use cases emit through Powertools EMF (dimension service=<SERVICE_NAME>);
+# tests/infra checks every one of them has an emitter.
 CUSTOM_ALARMS: tuple[MetricAlarm, ...] = (
-    MetricAlarm("JobsFailed", "Sum", Op.GREATER_THAN_THRESHOLD, 0, "A GPU job failed in the last 5 minutes"),
+    MetricAlarm(MetricName.JOBS_FAILED, "Sum", Op.GREATER_THAN_THRESHOLD, 0, "A GPU job failed in the last 5 minutes"),
     MetricAlarm(
-        "StuckJobs",
+        MetricName.STUCK_JOBS,
         "Maximum",
         Op.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
         1,
         "The health sweep found jobs stuck in RUNNABLE past their stuck_after time",
     ),
     MetricAlarm(
-        "UnregisteredInstances",
+        MetricName.INVALID_COMPUTE_ENVIRONMENTS,
         "Maximum",
         Op.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
         1,
-        "GPU instances are running but never registered with ECS (agent, user data, route or role)",
+        "A GPU Pilot pool's compute environment is INVALID: jobs fall back to other GPU types meanwhile",
     ),
 )
 
 
-def service_metric(name: str, statistic: str, period: Duration = ALARM_PERIOD) -> cloudwatch.Metric:
+def service_metric(name: MetricName, statistic: str, period: Duration = ALARM_PERIOD) -> cloudwatch.Metric:
     """A custom metric as Powertools emits it: our namespace, the `service` dimension."""
     return cloudwatch.Metric(
         namespace=METRICS_NAMESPACE,
-        metric_name=name,
+        metric_name=name.value,
         dimensions_map={"service": SERVICE_NAME},
         statistic=statistic,
         period=period,
@@ -70,6 +73,7 @@ class Observability(Construct):
         construct_id: str,
         *,
         functions: Mapping[str, lambda_.IFunction],
+        failure_queues: Mapping[str, sqs.IQueue],
         state_machine: sfn.IStateMachine,
         alarm_email: str | None,
     ) -> None:
@@ -85,7 +89,7 @@ class Observability(Construct):
         self.alarms: list[cloudwatch.Alarm] = []
         for spec in CUSTOM_ALARMS:
             self._alarm(
-                spec.metric,
+                spec.metric.value,
                 service_metric(spec.metric, spec.statistic),
                 spec.operator,
                 spec.threshold,
@@ -99,6 +103,17 @@ class Observability(Construct):
                 Op.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
                 1,
                 f"The {fn_key} Lambda raised errors",
+                action,
+            )
+        # An asynchronous invocation that failed after Lambda's retries (a Batch event job_events could not
+        # record, a sweep that crashed) waits in its function's failure queue: someone should look.
+        for fn_key, queue in failure_queues.items():
+            self._alarm(
+                f"{construct_name(fn_key)}FailedEvents",
+                queue.metric_approximate_number_of_messages_visible(period=ALARM_PERIOD, statistic="Maximum"),
+                Op.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                1,
+                f"{fn_key} failed to handle an asynchronous invocation after Lambda's retries: see its failure queue",
                 action,
             )
         # A sweep that stops running reports nothing, which the alarms above read as healthy.
@@ -127,19 +142,23 @@ class Observability(Construct):
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
                 title="GPU spend (USD per hour)",
-                left=[service_metric("JobCostUsd", "Sum", hourly)],
+                left=[service_metric(MetricName.JOB_COST_USD, "Sum", hourly)],
                 width=12,
             ),
             cloudwatch.GraphWidget(
                 title="Jobs finished",
-                left=[service_metric("JobsSucceeded", "Sum"), service_metric("JobsFailed", "Sum")],
+                left=[service_metric(MetricName.JOBS_SUCCEEDED, "Sum"), service_metric(MetricName.JOBS_FAILED, "Sum")],
                 width=12,
             ),
         )
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
                 title="Fleet health (from the sweep)",
-                left=[service_metric("StuckJobs", "Maximum"), service_metric("UnregisteredInstances", "Maximum")],
+                left=[
+                    service_metric(MetricName.STUCK_JOBS, "Maximum"),
+                    service_metric(MetricName.INVALID_COMPUTE_ENVIRONMENTS, "Maximum"),
+                    service_metric(MetricName.FALLBACKS, "Sum"),
+                ],
                 width=12,
             ),
             cloudwatch.GraphWidget(

@@ -1,9 +1,11 @@
-"""What each Lambda may do in AWS, as data: one table, reviewed in one place.
+"""What each Lambda may do in AWS, as data: one table, reviewed in one place, proven by the IAM drift test.
 
-Mutating Batch calls are scoped to this account, region and the control plane's name prefix. The
-read-only Describe/List calls of Batch, EC2, ECS, Auto Scaling and the Price List API have no resource
-types in IAM, so they need `*`; each such grant says so, and that reason becomes its cdk-nag
-acknowledgement.
+Every grant here is either used by a call the tests record (tests/iam_drift.py maps each recorded AWS
+call to its IAM action and checks the synthesized template grants it), or is an authorization AWS
+checks without a call of its own (iam:PassRole, tag-on-create): those name the documentation that
+requires them (`required_by`). Mutating Batch calls are scoped to this account, region and the
+control plane's name prefix; read-only Describe/List calls that have no resource types in IAM are
+granted on `*`, each saying so, and that reason becomes its cdk-nag acknowledgement.
 """
 
 from __future__ import annotations
@@ -12,9 +14,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from aws_cdk import Aws
+
+from functions.shared.constants import STATE_MACHINE_NAME
+
 WHY_DESCRIBE = (
-    "Read-only Describe/List/Get calls of {service} have no resource types in IAM (Service "
-    "Authorization Reference), so they can only be granted on Resource '*'."
+    "Read-only {service} calls ({actions}) have no resource types in the Service Authorization Reference, "
+    "so they can only be granted on Resource '*'."
 )
 WHY_JOB_IDS = (
     "Batch assigns job ids at submit time, so job actions are scoped to this account and region's "
@@ -24,21 +30,60 @@ WHY_PREFIX = (
     "Compute environments, job queues and job definitions are created at run time by the control "
     "plane, always named with the '{prefix}' prefix; the grant is scoped to that prefix."
 )
-WHY_ECS_CLUSTER = (
-    "The ECS cluster behind a compute environment is named by AWS Batch (<environment>_Batch_<uuid>) "
-    "when the environment is created, so no name is known at deploy time to scope ecs:CreateCluster to."
+WHY_JOB_ROLES = (
+    "Jobs run as the stack's default job role or a role named {prefix}* that the request names; the "
+    "submit function may pass only those (and the execution role that reads the jobs' secrets) to ECS tasks."
 )
-WHY_QUOTAS = "Only EC2 quotas are read (GPU instance families); quota codes vary by family and capacity."
+DOC_TAG_ON_CREATE = (
+    "AWS Batch User Guide, 'Tag your resources on creation': to tag a resource when it is created "
+    "(the tags of CreateComputeEnvironment, CreateJobQueue, RegisterJobDefinition and SubmitJob), the "
+    "caller needs batch:TagResource on it as well as the create action."
+)
+DOC_PASS_INSTANCE_ROLE = (
+    "AWS Batch User Guide, 'IAM policies, roles and permissions' / iam:PassRole: CreateComputeEnvironment "
+    "passes the instance role of computeResources.instanceRole, so the caller needs iam:PassRole on it."
+)
+DOC_PASS_JOB_ROLES = (
+    "AWS Batch User Guide, 'IAM policies, roles and permissions' / iam:PassRole: RegisterJobDefinition "
+    "passes containerProperties.jobRoleArn and executionRoleArn, so the caller needs iam:PassRole on them."
+)
+DOC_SERVICE_LINKED_ROLE = (
+    "AWS Batch API Reference, CreateComputeEnvironment serviceRole: 'If the Batch service-linked role doesn't "
+    "exist in your account, and no role is specified here, the service attempts to create the Batch "
+    "service-linked role in your account' (with the caller's iam:CreateServiceLinkedRole)."
+)
+DOC_SUBMIT_JOB_RESOURCES = (
+    "Service Authorization Reference for AWS Batch: SubmitJob is authorized against the job (job/*, a new id) "
+    "and the job queue, and optionally the job definition."
+)
+WHY_TASK_TOKENS = (
+    "states:SendTaskSuccess has no resource types in the Service Authorization Reference for Step Functions "
+    "(a task token names its execution), so it can only be granted on Resource '*'."
+)
+WHY_EXECUTIONS = (
+    "Execution ARNs are created per job at run time; the grant is limited to executions of the GpuJob "
+    "state machine (execution:GpuJob:*)."
+)
+DOC_DESCRIBE_ON_START = (
+    "Service Authorization Reference for Step Functions, API operations: the StartExecution API authorizes "
+    "states:StartExecution and states:DescribeExecution."
+)
+DOC_ON_FAILURE = (
+    "AWS Lambda Developer Guide, 'Adding a destination': Lambda sends an asynchronous invocation's "
+    "failure record with the function's execution role, which needs sqs:SendMessage on the queue."
+)
 
 
 @dataclass(frozen=True)
 class Grant:
-    """One IAM statement; `reason` says why a wildcard in it is unavoidable."""
+    """One IAM statement. `reason` says why a wildcard in it is unavoidable; `required_by` names the AWS
+    documentation that requires it of the caller when no call of ours exercises it directly."""
 
     actions: tuple[str, ...]
     resources: tuple[str, ...]
     reason: str = ""
     conditions: Mapping[str, Any] | None = field(default=None)
+    required_by: str = ""
 
     def has_wildcard(self) -> bool:
         return any("*" in item for item in (*self.actions, *self.resources))
@@ -46,12 +91,13 @@ class Grant:
 
 @dataclass(frozen=True)
 class Arns:
-    """ARN patterns of what the control plane creates; literal strings so cdk-nag findings are exact."""
+    """ARN patterns of what the control plane creates, in this account and region (pseudo parameters by
+    default, so the template deploys into whichever account and region runs it)."""
 
-    partition: str
-    region: str
-    account: str
     prefix: str
+    partition: str = Aws.PARTITION
+    region: str = Aws.REGION
+    account: str = Aws.ACCOUNT_ID
 
     def _batch(self, resource: str) -> str:
         return f"arn:{self.partition}:batch:{self.region}:{self.account}:{resource}"
@@ -72,107 +118,143 @@ class Arns:
     def job_definitions(self) -> str:
         return self._batch(f"job-definition/{self.prefix}*")
 
-    @property
-    def batch_service_linked_role(self) -> str:
-        return (
-            f"arn:{self.partition}:iam::{self.account}:role/aws-service-role/batch.amazonaws.com/AWSServiceRoleForBatch"
-        )
-
     def state_machine(self, name: str) -> str:
         return f"arn:{self.partition}:states:{self.region}:{self.account}:stateMachine:{name}"
 
     def executions(self, state_machine_name: str) -> str:
         return f"arn:{self.partition}:states:{self.region}:{self.account}:execution:{state_machine_name}:*"
 
+    def role(self, name: str) -> str:
+        return f"arn:{self.partition}:iam::{self.account}:role/{name}"
+
+    def secrets(self, prefix: str) -> str:
+        return f"arn:{self.partition}:secretsmanager:{self.region}:{self.account}:secret:{prefix}*"
+
+    def parameters(self, prefix: str) -> str:
+        return f"arn:{self.partition}:ssm:{self.region}:{self.account}:parameter/{prefix}*"
+
+    @property
+    def clusters(self) -> str:
+        return f"arn:{self.partition}:ecs:{self.region}:{self.account}:cluster/*"
+
+    @property
+    def container_instances(self) -> str:
+        return f"arn:{self.partition}:ecs:{self.region}:{self.account}:container-instance/*"
+
     @property
     def ec2_quotas(self) -> str:
         return f"arn:{self.partition}:servicequotas:{self.region}:{self.account}:ec2/*"
 
+    def service_linked_role(self, service: str, name: str) -> str:
+        return f"arn:{self.partition}:iam::{self.account}:role/aws-service-role/{service}/{name}"
 
-def _describe(service: str, *actions: str) -> Grant:
-    return Grant(actions=actions, resources=("*",), reason=WHY_DESCRIBE.format(service=service))
-
-
-def _cancel_jobs(arns: Arns, *actions: str) -> Grant:
-    return Grant(actions=actions, resources=(arns.jobs,), reason=WHY_JOB_IDS)
+    def function(self, name: str) -> str:
+        return f"arn:{self.partition}:lambda:{self.region}:{self.account}:function:{name}"
 
 
-def _sweep_grants(arns: Arns) -> list[Grant]:
-    """Read Batch, ECS, EC2 and Auto Scaling state; cancel stuck jobs; disable broken pools."""
+def describe(service: str, *actions: str) -> Grant:
+    """Read-only calls without resource types: on `*`, with the reason cdk-nag is told."""
+    short = ", ".join(action.split(":", 1)[1] for action in actions)
+    return Grant(actions=actions, resources=("*",), reason=WHY_DESCRIBE.format(service=service, actions=short))
+
+
+# Who resumes parked task tokens: the Lambda that parks them, the Batch event handler, the sweep (which
+# replays Batch events the rule missed), and the diagnosis (a job that started as its wait timed out).
+RESUME_WAITS = Grant(actions=("states:SendTaskSuccess",), resources=("*",), reason=WHY_TASK_TOKENS)
+
+
+WHY_CLUSTERS = (
+    "The ECS cluster behind a compute environment is named by AWS Batch when it creates it, so fleet reads "
+    "are scoped to this account and region's clusters and container instances rather than to one name."
+)
+WHY_QUOTAS = "Only EC2's quotas are read (the GPU vCPU quotas); their codes differ by family and capacity type."
+
+
+def fleet_reads(arns: Arns) -> list[Grant]:
+    """What the diagnosis reads of a pool's fleet: its EC2 instances, its cluster's container instances, quotas."""
     return [
-        _describe(
-            "AWS Batch",
-            "batch:DescribeJobs",
-            "batch:DescribeJobQueues",
-            "batch:DescribeComputeEnvironments",
-            "batch:DescribeJobDefinitions",
-            "batch:ListJobs",
-        ),
-        _cancel_jobs(arns, "batch:TerminateJob", "batch:CancelJob"),
-        Grant(
-            actions=("batch:UpdateComputeEnvironment",),
-            resources=(arns.compute_environments,),
-            reason=WHY_PREFIX.format(prefix=arns.prefix),
-        ),
-        _describe(
-            "Amazon ECS",
-            "ecs:ListContainerInstances",
-            "ecs:DescribeContainerInstances",
-            "ecs:ListClusters",
-            "ecs:DescribeClusters",
-        ),
-        _describe("Amazon EC2", "ec2:DescribeInstances", "ec2:DescribeInstanceStatus"),
-        _describe("EC2 Auto Scaling", "autoscaling:DescribeAutoScalingGroups"),
+        describe("Amazon EC2", "ec2:DescribeInstances"),
+        Grant(actions=("ecs:ListContainerInstances",), resources=(arns.clusters,), reason=WHY_CLUSTERS),
+        Grant(actions=("ecs:DescribeContainerInstances",), resources=(arns.container_instances,), reason=WHY_CLUSTERS),
+        Grant(actions=("servicequotas:GetServiceQuota",), resources=(arns.ec2_quotas,), reason=WHY_QUOTAS),
     ]
 
 
-def function_grants(arns: Arns, *, instance_role_arn: str) -> dict[str, list[Grant]]:
-    """Every Lambda's AWS permissions beyond its table, logs and X-Ray, keyed like constants.LAMBDAS."""
+def terminate_jobs(arns: Arns) -> Grant:
+    return Grant(actions=("batch:TerminateJob",), resources=(arns.jobs,), reason=WHY_JOB_IDS)
+
+
+@dataclass(frozen=True)
+class Owned:
+    """The stack's own resources the functions use, by ARN (tokens)."""
+
+    table: str
+    table_indexes: tuple[str, ...]
+    instance_role: str
+    job_role: str
+    job_execution_role: str
+    sweep_function: str
+
+    def items(self, *actions: str) -> Grant:
+        """Item actions on the job table."""
+        return Grant(actions=tuple(f"dynamodb:{action}" for action in actions), resources=(self.table,))
+
+    def queries(self) -> Grant:
+        """Queries of the job table and its indexes (lists, the offerings memory, the sweep's working set)."""
+        return Grant(actions=("dynamodb:Query",), resources=(self.table, *self.table_indexes))
+
+
+def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
+    """Every Lambda's AWS permissions beyond its logs and X-Ray, keyed like constants.LAMBDAS.
+
+    The state machine is named by its ARN, not by reference: the functions it invokes are also allowed to
+    answer it, and a reference would make their policies, the functions and the state machine a cycle.
+    The on-failure destinations' sqs:SendMessage is added by the functions construct (CDK's destination).
+    """
     prefix_reason = WHY_PREFIX.format(prefix=arns.prefix)
-    pricing = _describe("the AWS Price List API", "pricing:GetProducts")
+    offerings = describe(
+        "Amazon EC2", "ec2:DescribeInstanceTypes", "ec2:DescribeInstanceTypeOfferings", "ec2:DescribeSubnets"
+    )
+    read_write = owned.items("GetItem", "UpdateItem")
     return {
         "api": [
-            _cancel_jobs(arns, "batch:TerminateJob", "batch:CancelJob"),
-            _describe("AWS Batch", "batch:DescribeJobs"),
-            _describe(
-                "Amazon EC2",
-                "ec2:DescribeInstanceTypes",
-                "ec2:DescribeInstanceTypeOfferings",
-                "ec2:DescribeAvailabilityZones",
-                "ec2:DescribeSubnets",
-                "ec2:DescribeSpotPriceHistory",
-            ),
-            pricing,
-            # POST /sweep runs the health sweep in the request, so the api reads what the sweep reads.
-            *_sweep_grants(arns),
-        ],
-        "select_gpu": [
-            _describe(
-                "Amazon EC2",
-                "ec2:DescribeInstanceTypes",
-                "ec2:DescribeInstanceTypeOfferings",
-                "ec2:DescribeSpotPriceHistory",
-                "ec2:GetSpotPlacementScores",
-                "ec2:DescribeSubnets",
-                # Only read when no subnets are configured (the local cloud); harmless when deployed.
-                "ec2:DescribeAvailabilityZones",
-            ),
-            Grant(actions=("servicequotas:GetServiceQuota",), resources=(arns.ec2_quotas,), reason=WHY_QUOTAS),
-            pricing,
-        ],
-        "ensure_queue": [
+            # Jobs, sweeps and Powertools idempotency records (deleted again when a submit fails).
+            owned.items("GetItem", "PutItem", "UpdateItem", "DeleteItem"),
+            owned.queries(),
+            offerings,
+            # GET /jobs/{id}?explain=true diagnoses a waiting job now.
+            describe("AWS Batch", "batch:DescribeJobs", "batch:DescribeComputeEnvironments"),
+            *fleet_reads(arns),
+            # DELETE /jobs/{id} terminates the job's live attempts.
+            terminate_jobs(arns),
+            Grant(actions=("states:StartExecution",), resources=(arns.state_machine(STATE_MACHINE_NAME),)),
+            # DELETE /jobs/{id} stops the job's execution.
             Grant(
-                actions=(
-                    "batch:CreateComputeEnvironment",
-                    "batch:UpdateComputeEnvironment",
-                    "batch:DeleteComputeEnvironment",
-                ),
+                actions=("states:StopExecution",),
+                resources=(arns.executions(STATE_MACHINE_NAME),),
+                reason=WHY_EXECUTIONS,
+            ),
+            Grant(
+                actions=("states:DescribeExecution",),
+                resources=(arns.executions(STATE_MACHINE_NAME),),
+                reason=WHY_EXECUTIONS,
+                required_by=DOC_DESCRIBE_ON_START,
+            ),
+            # POST /sweep starts a sweep in the sweep function (asynchronously).
+            Grant(actions=("lambda:InvokeFunction",), resources=(owned.sweep_function,)),
+        ],
+        "select_gpu": [owned.items("UpdateItem"), owned.queries(), offerings],
+        "ensure_queue": [
+            # The job's progress, an INVALID pool's attempt, and the offering it leaves behind.
+            owned.items("GetItem", "PutItem", "UpdateItem"),
+            Grant(
+                actions=("batch:CreateComputeEnvironment",),
                 resources=(arns.compute_environments,),
                 reason=prefix_reason,
             ),
-            # Queue calls are authorized against the queue and the compute environments they order.
+            # CreateJobQueue is authorized against the queue and the compute environments it orders.
             Grant(
-                actions=("batch:CreateJobQueue", "batch:UpdateJobQueue", "batch:DeleteJobQueue"),
+                actions=("batch:CreateJobQueue",),
                 resources=(arns.job_queues, arns.compute_environments),
                 reason=prefix_reason,
             ),
@@ -180,50 +262,62 @@ def function_grants(arns: Arns, *, instance_role_arn: str) -> dict[str, list[Gra
                 actions=("batch:TagResource",),
                 resources=(arns.compute_environments, arns.job_queues),
                 reason=prefix_reason,
+                required_by=DOC_TAG_ON_CREATE,
             ),
-            _describe("AWS Batch", "batch:DescribeComputeEnvironments", "batch:DescribeJobQueues"),
-            Grant(actions=("iam:PassRole",), resources=(instance_role_arn,)),
+            describe("AWS Batch", "batch:DescribeComputeEnvironments", "batch:DescribeJobQueues"),
+            Grant(actions=("iam:PassRole",), resources=(owned.instance_role,), required_by=DOC_PASS_INSTANCE_ROLE),
+            # The first compute environment of an account without Batch's service-linked role creates it.
             Grant(
                 actions=("iam:CreateServiceLinkedRole",),
-                resources=(arns.batch_service_linked_role,),
+                resources=(arns.service_linked_role("batch.amazonaws.com", "AWSServiceRoleForBatch"),),
                 conditions={"StringEquals": {"iam:AWSServiceName": "batch.amazonaws.com"}},
+                required_by=DOC_SERVICE_LINKED_ROLE,
             ),
-            # Batch validates the subnets, security groups and launch template with the caller's rights.
-            _describe(
-                "Amazon EC2",
-                "ec2:DescribeSubnets",
-                "ec2:DescribeSecurityGroups",
-                "ec2:DescribeVpcs",
-                "ec2:DescribeImages",
-                "ec2:DescribeInstanceTypes",
-                "ec2:DescribeLaunchTemplates",
-                "ec2:DescribeLaunchTemplateVersions",
-            ),
-            _describe("Amazon ECS", "ecs:DescribeClusters"),
-            Grant(actions=("ecs:CreateCluster",), resources=("*",), reason=WHY_ECS_CLUSTER),
         ],
         "submit_job": [
-            Grant(
-                actions=("batch:RegisterJobDefinition",),
-                resources=(arns.job_definitions,),
-                reason=prefix_reason,
-            ),
+            read_write,
+            Grant(actions=("batch:RegisterJobDefinition",), resources=(arns.job_definitions,), reason=prefix_reason),
             Grant(
                 actions=("batch:SubmitJob",),
-                resources=(arns.job_definitions, arns.job_queues),
-                reason=prefix_reason,
+                resources=(arns.job_definitions, arns.job_queues, arns.jobs),
+                reason=f"{prefix_reason} {DOC_SUBMIT_JOB_RESOURCES}",
             ),
             Grant(
                 actions=("batch:TagResource",),
                 resources=(arns.job_definitions, arns.jobs),
                 reason=f"{prefix_reason} {WHY_JOB_IDS}",
+                required_by=DOC_TAG_ON_CREATE,
             ),
-            _describe("AWS Batch", "batch:DescribeJobDefinitions"),
+            # The double-submit guard: a retried submit finds the Batch job its first try made, by name.
+            describe("AWS Batch", "batch:ListJobs"),
+            # A job cancelled while its submit ran: the submit terminates what it just submitted.
+            terminate_jobs(arns),
+            Grant(
+                actions=("iam:PassRole",),
+                resources=(owned.job_role, owned.job_execution_role, arns.role(f"{arns.prefix}-job-*")),
+                reason=WHY_JOB_ROLES.format(prefix=f"{arns.prefix}-job-"),
+                conditions={"StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}},
+                required_by=DOC_PASS_JOB_ROLES,
+            ),
         ],
-        "wait_for_job": [_describe("AWS Batch", "batch:DescribeJobs")],
-        "job_events": [_describe("AWS Batch", "batch:DescribeJobs")],
-        "diagnose": _sweep_grants(arns),
-        "record_cost": [pricing, _describe("Amazon EC2", "ec2:DescribeSpotPriceHistory")],
-        "record_failure": [_cancel_jobs(arns, "batch:TerminateJob")],
-        "health_sweep": _sweep_grants(arns),
+        # Parks its token and clears spent ones: both are updates that return the record.
+        "wait_for_job": [owned.items("UpdateItem"), RESUME_WAITS],
+        "job_events": [read_write, RESUME_WAITS],
+        "diagnose": [
+            RESUME_WAITS,
+            owned.items("GetItem", "PutItem", "UpdateItem"),
+            describe("AWS Batch", "batch:DescribeJobs", "batch:DescribeComputeEnvironments"),
+            *fleet_reads(arns),
+            # The catalog's vCPUs per type weigh the pool's instances against its maxvCpus.
+            describe("Amazon EC2", "ec2:DescribeInstanceTypes"),
+            terminate_jobs(arns),
+        ],
+        "record_cost": [read_write],
+        "record_failure": [read_write, terminate_jobs(arns)],
+        "health_sweep": [
+            RESUME_WAITS,
+            owned.items("GetItem", "PutItem", "UpdateItem"),
+            owned.queries(),
+            describe("AWS Batch", "batch:DescribeJobs", "batch:DescribeComputeEnvironments"),
+        ],
     }

@@ -1,4 +1,5 @@
-"""Deployment settings: what varies per account comes from CDK context, fixed sizes live here."""
+"""Deployment settings: what varies per account comes from CDK context and the caller's credentials,
+fixed names and sizes live here."""
 
 from __future__ import annotations
 
@@ -16,15 +17,25 @@ from functions.shared.constants import SERVICE_NAME
 # scoped to what the control plane created without knowing the names in advance.
 RESOURCE_PREFIX = SERVICE_NAME
 LAUNCH_TEMPLATE_NAME = f"{RESOURCE_PREFIX}-gpu"
+# Roles a job may run as (request `job_role_arn`): only these may the submit function pass to Batch.
+JOB_ROLE_NAME_PREFIX = f"{RESOURCE_PREFIX}-job-"
+# Secrets and SSM parameters a job may reference (request `secrets`): the execution role reads only these.
+DEFAULT_JOB_SECRETS_PREFIX = f"{RESOURCE_PREFIX}/"
 
 # GPU AMIs plus CUDA images fill a 30 GiB default root volume quickly.
 ROOT_VOLUME_GIB = 100
 ROOT_DEVICE_NAME = "/dev/xvda"
-# Containers sit one network hop behind the instance: a hop limit of 1 would hide IMDS from them.
-IMDS_HOP_LIMIT = 2
+# IMDSv2 only, and one hop: the instance's own agents reach IMDS, containers (one hop further, behind the
+# docker bridge) do not, so a job cannot take the instance role. Jobs get their own role instead.
+IMDS_HOP_LIMIT = 1
 
 LOG_RETENTION = logs.RetentionDays.ONE_MONTH
-POWERTOOLS_LAYER_ARN = "arn:aws:lambda:{region}:017000801446:layer:AWSLambdaPowertoolsPythonV3-python311-x86_64:27"
+# The public Powertools layer of exactly the release requirements.txt pins (tests/infra checks they agree).
+# Layer version numbers do not follow releases (version 27 of the python311 x86_64 layer is 3.23.0), so the
+# stack does not guess one: Powertools publishes each release's layer ARN in every region as a public SSM
+# parameter, which CloudFormation resolves at deploy time.
+POWERTOOLS_VERSION = "3.37.0"
+POWERTOOLS_LAYER_PARAMETER = f"/aws/service/powertools/python/x86_64/python3.11/{POWERTOOLS_VERSION}"
 
 API_STAGE_NAME = "v1"
 API_THROTTLE_RATE = 20  # requests per second, steady state
@@ -35,34 +46,43 @@ ALARM_PERIOD = Duration.minutes(5)
 DEFAULT_MAX_VCPUS_PER_POOL = 256
 
 _ACCOUNT = re.compile(r"^\d{12}$")
+_REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
 
 
 @dataclass(frozen=True)
 class DeploySettings:
-    """The context keys of cdk.json, validated once so constructs can trust them."""
+    """The deployment's context, validated once so constructs can trust it.
 
-    account: str
+    `account` is None unless the caller's credentials (CDK_DEFAULT_ACCOUNT, set by the CDK CLI) or the
+    context name one: the template then uses the AWS::AccountId pseudo parameter, so it deploys into
+    whichever account runs it and names no other.
+    """
+
     region: str
     zones: tuple[str, ...]
+    account: str | None = None
     max_vcpus_per_pool: int = DEFAULT_MAX_VCPUS_PER_POOL
     alarm_email: str | None = None
     arm64_gpu_ami_id: str = ""
+    job_secrets_prefix: str = DEFAULT_JOB_SECRETS_PREFIX
+    api_gateway_cloudwatch_role: bool = True
 
     @classmethod
-    def from_context(cls, context: Mapping[str, Any]) -> DeploySettings:
+    def from_context(cls, context: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> DeploySettings:
         """Read and check the deployment context; a bad value fails synth with the key's name."""
-        account = str(context.get("account", ""))
-        region = str(context.get("region", ""))
+        environ = environ or {}
+        account = str(environ.get("CDK_DEFAULT_ACCOUNT") or context.get("account") or "") or None
+        region = str(context.get("region") or environ.get("CDK_DEFAULT_REGION") or "")
         zones = tuple(str(zone) for zone in context.get("zones", ()))
-        if not _ACCOUNT.match(account):
-            raise ValueError(f"context 'account' must be a 12-digit AWS account id, got {account!r}")
-        if not region:
-            raise ValueError("context 'region' is required")
+        if account is not None and not _ACCOUNT.match(account):
+            raise ValueError(f"the account must be a 12-digit AWS account id, got {account!r}")
+        if not _REGION.match(region):
+            raise ValueError(f"context 'region' (or CDK_DEFAULT_REGION) must be an AWS region, got {region!r}")
         if len(zones) < 2:
             raise ValueError("context 'zones' needs at least two availability zones")
-        foreign = [zone for zone in zones if not zone.startswith(region)]
+        foreign = [zone for zone in zones if not re.fullmatch(re.escape(region) + r"[a-z]", zone)]
         if foreign:
-            raise ValueError(f"context 'zones' {foreign} are not in region {region}")
+            raise ValueError(f"context 'zones' {foreign} are not zones of region {region}")
         max_vcpus = int(context.get("max_vcpus_per_pool", DEFAULT_MAX_VCPUS_PER_POOL))
         if max_vcpus <= 0:
             raise ValueError("context 'max_vcpus_per_pool' must be positive")
@@ -70,11 +90,19 @@ class DeploySettings:
         arm64_ami = str(context.get("arm64_gpu_ami_id") or "")
         if arm64_ami and not re.match(r"^ami-[0-9a-f]{8,17}$", arm64_ami):
             raise ValueError(f"context 'arm64_gpu_ami_id' must be an AMI id, got {arm64_ami!r}")
+        secrets_prefix = str(context.get("job_secrets_prefix", DEFAULT_JOB_SECRETS_PREFIX))
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+/", secrets_prefix):
+            raise ValueError(f"context 'job_secrets_prefix' must be a path like 'gpupilot/', got {secrets_prefix!r}")
+        cloudwatch_role = context.get("api_gateway_cloudwatch_role", True)
+        if not isinstance(cloudwatch_role, bool):
+            raise ValueError("context 'api_gateway_cloudwatch_role' must be true or false")
         return cls(
-            account=account,
             region=region,
             zones=zones,
+            account=account,
             max_vcpus_per_pool=max_vcpus,
             alarm_email=str(alarm_email) if alarm_email else None,
             arm64_gpu_ami_id=arm64_ami,
+            job_secrets_prefix=secrets_prefix,
+            api_gateway_cloudwatch_role=cloudwatch_role,
         )

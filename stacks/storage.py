@@ -6,20 +6,16 @@ from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
-from functions.shared.constants import GSI1_NAME, GSI1_PK, GSI1_SK, TABLE_PK, TABLE_SK, TTL_ATTRIBUTE
-
-# Item-level actions only: no streams, no table management.
-TABLE_DATA_ACTIONS = (
-    "dynamodb:BatchGetItem",
-    "dynamodb:BatchWriteItem",
-    "dynamodb:ConditionCheckItem",
-    "dynamodb:DeleteItem",
-    "dynamodb:DescribeTable",
-    "dynamodb:GetItem",
-    "dynamodb:PutItem",
-    "dynamodb:Query",
-    "dynamodb:Scan",
-    "dynamodb:UpdateItem",
+from functions.shared.constants import (
+    GSI1_NAME,
+    GSI1_PK,
+    GSI1_SK,
+    GSI2_NAME,
+    GSI2_PK,
+    GSI2_SK,
+    TABLE_PK,
+    TABLE_SK,
+    TTL_ATTRIBUTE,
 )
 
 
@@ -49,7 +45,15 @@ class Storage(Construct):
             projection_type=dynamodb.ProjectionType.ALL,
         )
 
+        # Sparse: only unfinished jobs carry its keys, so the sweep reads them without scanning every job.
+        self.table.add_global_secondary_index(
+            index_name=GSI2_NAME,
+            partition_key=dynamodb.Attribute(name=GSI2_PK, type=string),
+            sort_key=dynamodb.Attribute(name=GSI2_SK, type=string),
+            projection_type=dynamodb.ProjectionType.ALL,
+        )
+
     @property
-    def data_resources(self) -> list[str]:
-        """The table and its one index: exactly what the handlers read and write."""
-        return [self.table.table_arn, f"{self.table.table_arn}/index/{GSI1_NAME}"]
+    def index_arns(self) -> list[str]:
+        """The table's indexes (each function's grants name the table and, for queries, these)."""
+        return [f"{self.table.table_arn}/index/{name}" for name in (GSI1_NAME, GSI2_NAME)]

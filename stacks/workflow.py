@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from aws_cdk import RemovalPolicy
+from aws_cdk import Aws, RemovalPolicy
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -14,13 +14,11 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from functions.shared.constants import LAMBDAS, STACK_NAME, STATE_MACHINE_NAME
-from stacks.nag import acknowledge, wildcard_findings
-from stacks.permissions import Arns
+from stacks.nag import acknowledge
 from stacks.settings import LOG_RETENTION
 
-# Who resumes parked task tokens: the Lambda that parks them, the Batch event handler, and the sweep
-# (in health_sweep, and in the api for POST /sweep), which replays Batch events the rule missed.
-TASK_RESPONDERS = ("wait_for_job", "job_events", "health_sweep", "api")
+# Substitutions the ASL takes besides the Lambdas' ARNs.
+PARTITION = "Partition"
 
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9_]+)\}")
 
@@ -28,10 +26,6 @@ WHY_SFN_LOGS_AND_XRAY = (
     "Step Functions logging uses the CloudWatch Logs vended-delivery APIs (logs:CreateLogDelivery, "
     "logs:DescribeResourcePolicies...) and tracing uses xray:PutTraceSegments; none has resource types "
     "in IAM, so CDK grants them on Resource '*'."
-)
-WHY_EXECUTIONS = (
-    "Execution ARNs are created per job at run time; the grant is limited to executions of the GpuJob "
-    "state machine (execution:GpuJob:*)."
 )
 
 
@@ -41,9 +35,9 @@ def asl_placeholders(asl: str) -> set[str]:
 
 
 def definition_substitutions(asl: str, functions: Mapping[str, lambda_.IFunction]) -> dict[str, str]:
-    """Each ASL substitution -> its Lambda's ARN; fails synth when the ASL and LAMBDAS disagree."""
+    """Each ASL substitution -> its value (Lambda ARNs, the partition); fails synth when they disagree."""
     provided = {spec.substitution: spec.key for spec in LAMBDAS if spec.substitution}
-    expected = asl_placeholders(asl)
+    expected = asl_placeholders(asl) - {PARTITION}
     missing = sorted(expected - provided.keys())
     unused = sorted(provided.keys() - expected)
     if missing or unused:
@@ -51,7 +45,7 @@ def definition_substitutions(asl: str, functions: Mapping[str, lambda_.IFunction
             "statemachines ASL and constants.LAMBDAS disagree: "
             f"placeholders without a Lambda {missing}, Lambda substitutions the ASL never uses {unused}"
         )
-    return {name: functions[key].function_arn for name, key in provided.items()}
+    return {name: functions[key].function_arn for name, key in provided.items()} | {PARTITION: Aws.PARTITION}
 
 
 class Workflow(Construct):
@@ -62,7 +56,6 @@ class Workflow(Construct):
         *,
         asl_file: Path,
         functions: Mapping[str, lambda_.Function],
-        arns: Arns,
     ) -> None:
         super().__init__(scope, construct_id)
         asl = asl_file.read_text(encoding="utf-8")
@@ -85,7 +78,9 @@ class Workflow(Construct):
             # from_string keeps the ASL inline in the template (no asset bucket), readable by the local cloud.
             definition_body=sfn.DefinitionBody.from_string(asl),
             definition_substitutions=substitutions,
-            logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=True),
+            # Every state transition is logged, but not the data: a job's request (its environment) stays
+            # out of CloudWatch Logs. The console still shows each execution's input and output.
+            logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=False),
             tracing_enabled=True,
         )
         # Exactly the unqualified ARNs the ASL names: no `:*` versions or aliases.
@@ -96,20 +91,3 @@ class Workflow(Construct):
             )
         )
         acknowledge(self.state_machine.role, "AwsSolutions-IAM5[Resource::*]", WHY_SFN_LOGS_AND_XRAY)
-
-        # The grants name the state machine by its ARN string, not by reference: wait_for_job is both
-        # invoked by the state machine and allowed to answer it, and a reference would make its
-        # policy, the function and the state machine depend on each other in a cycle.
-        state_machine_arn = arns.state_machine(STATE_MACHINE_NAME)
-        executions_arn = arns.executions(STATE_MACHINE_NAME)
-        task_response = ["states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"]
-        for key in TASK_RESPONDERS:
-            functions[key].add_to_role_policy(iam.PolicyStatement(actions=task_response, resources=[state_machine_arn]))
-
-        api = functions["api"]
-        api.add_to_role_policy(iam.PolicyStatement(actions=["states:StartExecution"], resources=[state_machine_arn]))
-        execution_actions = ["states:StopExecution", "states:DescribeExecution"]
-        api.add_to_role_policy(iam.PolicyStatement(actions=execution_actions, resources=[executions_arn]))
-        if api.role is not None:
-            for finding in wildcard_findings(execution_actions, [executions_arn]):
-                acknowledge(api.role, finding, WHY_EXECUTIONS)

@@ -6,6 +6,8 @@ import os
 
 import pytest
 
+pytest_plugins = ["tests.iam_drift"]
+
 SAFE_ENVIRONMENT = {
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",

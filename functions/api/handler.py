@@ -1,4 +1,4 @@
-"""HTTP API: thin routes over functions.shared.service; domain errors map to 4xx JSON bodies."""
+"""HTTP API: thin routes over the use cases; domain errors map to 4xx JSON bodies naming the field."""
 
 from __future__ import annotations
 
@@ -15,11 +15,22 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ValidationError
 
-from functions.shared import service
+from functions.shared.adapters.idempotency import IN_PROGRESS_RETRY_SECONDS, idempotency_config, submit_idempotently
+from functions.shared.adapters.wiring import live_ports
 from functions.shared.api_contract import ROUTES, Route
-from functions.shared.models import ErrorBody, JobRequest, JobStatus
+from functions.shared.domain.errors import (
+    InvalidPageToken,
+    JobAlreadyFinished,
+    JobNotFound,
+    RequestRefused,
+    SweepNotFound,
+)
+from functions.shared.domain.requests import JobRequest
+from functions.shared.domain.views import ErrorBody, SubmitResponse
+from functions.shared.domain.vocabulary import JobStatus
 from functions.shared.observability import logger, metrics
-from functions.shared.store import InvalidPageToken, JobNotFound
+from functions.shared.ports import Ports
+from functions.shared.usecases import costs, queries, select, submit, sweep
 
 app = APIGatewayRestResolver()
 MAX_PAGE = 100
@@ -32,14 +43,21 @@ class BadRequest(Exception):
         self.message = message
 
 
-def _json(status: int, body: BaseModel) -> Response:
+def _ports() -> Ports:
+    return app.context["ports"]  # type: ignore[no-any-return]
+
+
+def _json(status: int, body: BaseModel, headers: dict[str, str] | None = None) -> Response:
     return Response(
-        status_code=status, content_type=content_types.APPLICATION_JSON, body=body.model_dump_json(by_alias=True)
+        status_code=status,
+        content_type=content_types.APPLICATION_JSON,
+        body=body.model_dump_json(by_alias=True),
+        headers=headers,
     )
 
 
-def _error(status: int, error: str, message: str, field: str | None = None) -> Response:
-    return _json(status, ErrorBody(error=error, field=field, message=message))
+def _error(status: int, error: str, message: str, field: str | None = None, **headers: str) -> Response:
+    return _json(status, ErrorBody(error=error, field=field, message=message), headers or None)
 
 
 def _request_body() -> JobRequest:
@@ -67,9 +85,19 @@ def _bad_request(error: BadRequest) -> Response:
     return _error(400, "BadRequest", error.message, error.field)
 
 
+@app.exception_handler(RequestRefused)
+def _refused(error: RequestRefused) -> Response:
+    return _error(400, "RequestRefused", f"{error.field}: {error.message}", error.field)
+
+
 @app.exception_handler(JobNotFound)
 def _not_found(error: JobNotFound) -> Response:
     return _error(404, "JobNotFound", f"no job {error}", "job_id")
+
+
+@app.exception_handler(SweepNotFound)
+def _sweep_not_found(error: SweepNotFound) -> Response:
+    return _error(404, "SweepNotFound", f"no health sweep {error}", "sweep_id")
 
 
 @app.exception_handler(InvalidPageToken)
@@ -77,20 +105,24 @@ def _bad_token(error: InvalidPageToken) -> Response:
     return _error(400, "BadRequest", "next_token is not one this API issued", "next_token")
 
 
-@app.exception_handler(service.JobAlreadyFinished)
-def _finished(error: service.JobAlreadyFinished) -> Response:
+@app.exception_handler(JobAlreadyFinished)
+def _finished(error: JobAlreadyFinished) -> Response:
     return _error(409, "JobAlreadyFinished", f"job {error} has already finished", "job_id")
 
 
 @app.exception_handler(IdempotencyValidationError)
 def _key_reused(error: IdempotencyValidationError) -> Response:
-    return _error(409, "IdempotencyKeyReused", "this Idempotency-Key was used with a different body", "Idempotency-Key")
+    return _error(422, "IdempotencyKeyReused", "this Idempotency-Key was used with a different body", "Idempotency-Key")
 
 
 @app.exception_handler(IdempotencyAlreadyInProgressError)
 def _key_in_flight(error: IdempotencyAlreadyInProgressError) -> Response:
     return _error(
-        409, "IdempotencyKeyInProgress", "a request with this Idempotency-Key is in progress", "Idempotency-Key"
+        409,
+        "IN_PROGRESS",
+        "a request with this Idempotency-Key is still in progress: retry after Retry-After seconds",
+        "Idempotency-Key",
+        **{"Retry-After": str(IN_PROGRESS_RETRY_SECONDS)},
     )
 
 
@@ -100,15 +132,27 @@ def submit_job() -> BaseModel:
     request = _request_body()
     if key is not None and not (1 <= len(key) <= 256):
         raise BadRequest("Idempotency-Key", "Idempotency-Key must be 1-256 characters")
-    return service.submit_idempotently(request, key) if key else service.start_job(request)
+    ports = _ports()
+
+    def start(checked: JobRequest) -> SubmitResponse:
+        return submit.start_job(checked, ports)
+
+    if key:
+        return submit_idempotently(ports.settings.table_name, start, request, key)
+    return start(request)
 
 
 def get_job(job_id: str) -> BaseModel:
-    return service.get_job(job_id)
+    explain = app.current_event.get_query_string_value("explain")
+    if explain not in (None, "true", "false"):
+        raise BadRequest("explain", "explain must be true or false")
+    if explain == "true":
+        return queries.explain_job(job_id, _ports())
+    return queries.get_job(job_id, _ports())
 
 
 def cancel_job(job_id: str) -> BaseModel:
-    return service.cancel_job(job_id)
+    return queries.cancel_job(job_id, _ports())
 
 
 def list_jobs() -> BaseModel:
@@ -119,21 +163,20 @@ def list_jobs() -> BaseModel:
     if not (raw_limit.isascii() and raw_limit.isdecimal()) or not 1 <= int(raw_limit) <= MAX_PAGE:
         raise BadRequest("limit", f"limit must be a whole number from 1 to {MAX_PAGE}")
     token = app.current_event.get_query_string_value("next_token")
-    return service.list_jobs(status, int(raw_limit), token)
+    return queries.list_jobs(JobStatus(status) if status else None, int(raw_limit), token, _ports())
 
 
 def plan() -> BaseModel:
-    ranked, _ = service.plan_request(_request_body())
-    return ranked
+    return select.plan_request(_request_body(), _ports())
 
 
-def costs() -> BaseModel:
+def costs_report() -> BaseModel:
     today = datetime.now(UTC).date()
     date_from = _date_param("from", (today - timedelta(days=30)).isoformat())
     date_to = _date_param("to", today.isoformat())
     if date_from > date_to:
         raise BadRequest("from", "from must not be after to")
-    return service.cost_report(date_from, date_to)
+    return costs.cost_report(date_from, date_to, _ports())
 
 
 def _date_param(name: str, default: str) -> str:
@@ -145,11 +188,14 @@ def _date_param(name: str, default: str) -> str:
 
 
 def health() -> BaseModel:
-    return service.latest_health()
+    sweep_id = app.current_event.get_query_string_value("sweep_id")
+    if sweep_id is not None and not (1 <= len(sweep_id) <= 64 and sweep_id.isascii()):
+        raise BadRequest("sweep_id", "sweep_id must be 1-64 ASCII characters")
+    return sweep.health(sweep_id, _ports())
 
 
-def sweep() -> BaseModel:
-    return service.run_sweep()
+def start_sweep() -> BaseModel:
+    return sweep.start_sweep(_ports())
 
 
 OPERATIONS: dict[str, Callable[..., BaseModel]] = {
@@ -159,8 +205,8 @@ OPERATIONS: dict[str, Callable[..., BaseModel]] = {
     "cancel_job": cancel_job,
     "plan": plan,
     "health": health,
-    "sweep": sweep,
-    "costs": costs,
+    "sweep": start_sweep,
+    "costs": costs_report,
 }
 
 
@@ -179,6 +225,10 @@ for _route in ROUTES:
 
 @metrics.log_metrics
 @logger.inject_lambda_context(clear_state=True)
-def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    service.idempotency_config().register_lambda_context(context)
-    return app.resolve(event, context)
+def handler(event: dict[str, Any], context: LambdaContext, ports: Ports | None = None) -> dict[str, Any]:
+    idempotency_config().register_lambda_context(context)
+    app.append_context(ports=ports or live_ports())
+    try:
+        return app.resolve(event, context)
+    finally:
+        app.clear_context()

@@ -6,14 +6,17 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from functions.shared import service
-from functions.shared.errors import retry_transient
-from functions.shared.observability import logger
-from functions.shared.workflow import EnsureQueueInput
+from functions.shared.adapters.transient import retry_transient
+from functions.shared.adapters.wiring import live_ports
+from functions.shared.domain.steps import EnsureQueueInput
+from functions.shared.observability import logger, metrics
+from functions.shared.ports import Ports
+from functions.shared.usecases.provision import ensure_job_queue
 
 
+@metrics.log_metrics
 @logger.inject_lambda_context(clear_state=True)
 @retry_transient
-def handler(event: dict[str, Any], context: LambdaContext) -> Any:
-    result = service.ensure_job_queue(EnsureQueueInput.model_validate(event))
+def handler(event: dict[str, Any], context: LambdaContext, ports: Ports | None = None) -> Any:
+    result = ensure_job_queue(EnsureQueueInput.model_validate(event), ports or live_ports())
     return result.model_dump(mode="json")

@@ -1,4 +1,4 @@
-"""Scheduled health sweep (EventBridge, every 5 minutes)."""
+"""Health sweep: on its EventBridge schedule, or started by POST /sweep (`{"sweep_id": ...}`, async)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,14 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from functions.shared import service
+from functions.shared.adapters.wiring import live_ports
 from functions.shared.observability import logger, metrics
+from functions.shared.ports import Ports
+from functions.shared.usecases.sweep import run_sweep
 
 
 @metrics.log_metrics
 @logger.inject_lambda_context(clear_state=True)
-def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return service.run_sweep().model_dump(mode="json")
+def handler(event: dict[str, Any], context: LambdaContext, ports: Ports | None = None) -> dict[str, Any]:
+    sweep_id = event.get("sweep_id") if isinstance(event.get("sweep_id"), str) else None
+    return run_sweep(sweep_id, ports or live_ports()).model_dump(mode="json")

@@ -1,4 +1,8 @@
-"""Batch job state changes (EventBridge): update the job record and resume the waiting workflow."""
+"""Batch job state changes (EventBridge, asynchronous): update the job record and resume the waiting workflow.
+
+An error here is retried by Lambda and then sent to the function's on-failure queue (alarmed); the
+sweep reconciles the job meanwhile.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +10,18 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from functions.shared import service
+from functions.shared.adapters.wiring import live_ports
+from functions.shared.domain.batch import BatchJobEvent
 from functions.shared.observability import logger
+from functions.shared.ports import Ports
+from functions.shared.usecases.track import record_batch_event
 
 
 @logger.inject_lambda_context(clear_state=True)
-def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    if event.get("detail-type") != "Batch Job State Change":
-        # Queue-blocked events are evidence for the sweep; state changes drive the workflow.
+def handler(event: dict[str, Any], context: LambdaContext, ports: Ports | None = None) -> dict[str, Any]:
+    parsed = BatchJobEvent.from_eventbridge(event)
+    if parsed is None:
+        # Queue-blocked events are evidence for the sweep; malformed events are noted, not retried.
         logger.info("batch event noted", extra={"detail_type": event.get("detail-type")})
-        return {"ignored": event.get("detail-type")}
-    return service.handle_batch_event(event)
+        return {"ignored": event.get("detail-type") or "not a Batch job state change"}
+    return record_batch_event(parsed, ports or live_ports())

@@ -1,4 +1,4 @@
-"""RecordFailure: record why the workflow failed."""
+"""RecordFailure: record why the workflow failed, attempt by attempt."""
 
 from __future__ import annotations
 
@@ -6,15 +6,17 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from functions.shared import service
-from functions.shared.errors import retry_transient
+from functions.shared.adapters.transient import retry_transient
+from functions.shared.adapters.wiring import live_ports
+from functions.shared.domain.steps import RecordFailureInput
 from functions.shared.observability import logger, metrics
-from functions.shared.workflow import RecordFailureInput
+from functions.shared.ports import Ports
+from functions.shared.usecases.outcome import record_failure
 
 
 @metrics.log_metrics
 @logger.inject_lambda_context(clear_state=True)
 @retry_transient
-def handler(event: dict[str, Any], context: LambdaContext) -> Any:
-    result = service.record_failure(RecordFailureInput.model_validate(event))
+def handler(event: dict[str, Any], context: LambdaContext, ports: Ports | None = None) -> Any:
+    result = record_failure(RecordFailureInput.model_validate(event), ports or live_ports())
     return result

@@ -9,17 +9,18 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from functions.shared.models import (
+from functions.shared.domain.requests import JobRequest
+from functions.shared.domain.selection import Plan
+from functions.shared.domain.views import (
     CostReport,
     ErrorBody,
     HealthReport,
     JobList,
-    JobRequest,
-    JobStatus,
     JobView,
-    Plan,
     SubmitResponse,
+    SweepStarted,
 )
+from functions.shared.domain.vocabulary import JobStatus
 
 API_TITLE = "GPU Pilot"
 API_VERSION = "1"
@@ -68,8 +69,14 @@ ROUTES: tuple[Route, ...] = (
         SubmitResponse,
         status=202,
         body=JobRequest,
-        errors=(400, 409),
-        headers=(QueryParam("Idempotency-Key", "The same key and body return the same job (24 h)"),),
+        errors=(400, 409, 422),
+        headers=(
+            QueryParam(
+                "Idempotency-Key",
+                "The same key and body return the same job (24 h); 409 IN_PROGRESS with Retry-After while the "
+                "first call runs; 422 for the same key with another body",
+            ),
+        ),
     ),
     Route(
         "list_jobs",
@@ -83,7 +90,21 @@ ROUTES: tuple[Route, ...] = (
             QueryParam("next_token", "The next_token of the previous page"),
         ),
     ),
-    Route("get_job", "GET", "/jobs/{job_id}", "A job: status, attempts, timeline, cost", JobView, errors=(404,)),
+    Route(
+        "get_job",
+        "GET",
+        "/jobs/{job_id}",
+        "A job: status, why it waits, attempts, timeline, cost",
+        JobView,
+        query=(
+            QueryParam(
+                "explain",
+                "true: diagnose the job's wait now, from its pool's evidence",
+                {"type": "string", "enum": ["true", "false"]},
+            ),
+        ),
+        errors=(400, 404),
+    ),
     Route(
         "cancel_job",
         "DELETE",
@@ -94,8 +115,24 @@ ROUTES: tuple[Route, ...] = (
         errors=(404, 409),
     ),
     Route("plan", "POST", "/plan", "Rank GPU offerings for a request; launches nothing", Plan, body=JobRequest),
-    Route("health", "GET", "/health", "The latest health sweep", HealthReport, errors=()),
-    Route("sweep", "POST", "/sweep", "Run a health sweep now and answer its report", HealthReport, errors=()),
+    Route(
+        "health",
+        "GET",
+        "/health",
+        "The latest finished health sweep, or the one named by sweep_id (status RUNNING until it ends)",
+        HealthReport,
+        query=(QueryParam("sweep_id", "A sweep started by POST /sweep"),),
+        errors=(400, 404),
+    ),
+    Route(
+        "sweep",
+        "POST",
+        "/sweep",
+        "Start a health sweep in the sweep function; read it with GET /health?sweep_id=",
+        SweepStarted,
+        status=202,
+        errors=(),
+    ),
     Route(
         "costs",
         "GET",

@@ -10,7 +10,8 @@ STACK_NAME = "GpuPilot"
 STATE_MACHINE_NAME = "GpuJob"
 ASL_FILE = "statemachines/gpu_job.asl.json"
 
-# Environment variables read by functions/shared/config.py.
+# Environment variables read by functions/shared/adapters/config.py (all start with ENV_PREFIX).
+ENV_PREFIX = "GPUPILOT_"
 ENV_TABLE = "GPUPILOT_TABLE"
 ENV_STATE_MACHINE_ARN = "GPUPILOT_STATE_MACHINE_ARN"
 ENV_SUBNETS = "GPUPILOT_SUBNETS"
@@ -23,6 +24,16 @@ ENV_RESOURCE_PREFIX = "GPUPILOT_RESOURCE_PREFIX"
 ENV_BATCH_SERVICE_ROLE_ARN = "GPUPILOT_BATCH_SERVICE_ROLE_ARN"
 # Optional: Batch has no NVIDIA AMI for Graviton (g5g); with a custom one, arm64 GPU jobs can run.
 ENV_ARM64_GPU_AMI_ID = "GPUPILOT_ARM64_GPU_AMI_ID"
+# Jobs' own IAM: the default job role, the execution role that reads secrets, and what a request may name.
+ENV_JOB_ROLE_ARN = "GPUPILOT_JOB_ROLE_ARN"
+ENV_JOB_EXECUTION_ROLE_ARN = "GPUPILOT_JOB_EXECUTION_ROLE_ARN"
+ENV_JOB_ROLE_PATTERN = "GPUPILOT_JOB_ROLE_PATTERN"
+ENV_SECRET_ARN_PATTERNS = "GPUPILOT_SECRET_ARN_PATTERNS"
+ENV_QUEUE_POLL_SECONDS = "GPUPILOT_QUEUE_POLL_SECONDS"
+ENV_SWEEP_FUNCTION = "GPUPILOT_SWEEP_FUNCTION"
+# How long the fleet may take (production defaults: minutes; the local cloud's timeline: seconds).
+ENV_REGISTRATION_GRACE_SECONDS = "GPUPILOT_REGISTRATION_GRACE_SECONDS"
+ENV_LAUNCH_GRACE_SECONDS = "GPUPILOT_LAUNCH_GRACE_SECONDS"
 
 # DynamoDB single-table layout.
 TABLE_PK = "pk"
@@ -30,6 +41,11 @@ TABLE_SK = "sk"
 GSI1_NAME = "gsi1"
 GSI1_PK = "gsi1pk"
 GSI1_SK = "gsi1sk"
+# A sparse index of unfinished jobs (the sweep's working set), sharded so no partition runs hot.
+GSI2_NAME = "active"
+GSI2_PK = "active_pk"
+GSI2_SK = "active_sk"
+ACTIVE_SHARDS = 8
 TTL_ATTRIBUTE = "expires_at"
 
 # Batch events the workflow listens to.
@@ -49,6 +65,8 @@ class LambdaSpec:
     substitution: str | None = None  # ${Name} in the ASL, when the workflow calls it
     timeout_seconds: int = 30
     memory_mb: int = 512
+    # Invoked asynchronously (EventBridge, or an Event invoke): failures go to an on-failure queue.
+    invoked_async: bool = False
 
 
 LAMBDAS: tuple[LambdaSpec, ...] = (
@@ -88,6 +106,7 @@ LAMBDAS: tuple[LambdaSpec, ...] = (
         "job_events",
         "functions.job_events.handler.handler",
         "Record Batch job state changes and resume the waiting workflow",
+        invoked_async=True,
     ),
     LambdaSpec(
         "diagnose",
@@ -113,6 +132,7 @@ LAMBDAS: tuple[LambdaSpec, ...] = (
         "functions.health_sweep.handler.handler",
         "Sweep Batch and ECS for stuck jobs and unhealthy GPU fleets",
         timeout_seconds=120,
+        invoked_async=True,
     ),
 )
 

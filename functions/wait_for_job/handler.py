@@ -1,4 +1,4 @@
-"""WaitForJobToStart / WaitForJobToFinish: park the task token (see functions/shared/waits.py)."""
+"""WaitForJobToStart / WaitForJobToFinish: park the task token (see usecases/track.py)."""
 
 from __future__ import annotations
 
@@ -6,14 +6,16 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from functions.shared import service
-from functions.shared.errors import retry_transient
+from functions.shared.adapters.transient import retry_transient
+from functions.shared.adapters.wiring import live_ports
+from functions.shared.domain.steps import WaitInput
 from functions.shared.observability import logger
-from functions.shared.workflow import WaitInput
+from functions.shared.ports import Ports
+from functions.shared.usecases.track import park_wait
 
 
 @logger.inject_lambda_context(clear_state=True)
 @retry_transient
-def handler(event: dict[str, Any], context: LambdaContext) -> Any:
-    result = service.park_wait(WaitInput.model_validate(event))
-    return {"resumed": result}
+def handler(event: dict[str, Any], context: LambdaContext, ports: Ports | None = None) -> Any:
+    result = park_wait(WaitInput.model_validate(event), ports or live_ports())
+    return {"resumed": [phase.value for phase in result]}

@@ -1,113 +1,61 @@
 """Deploy into the embedded cloud what the synthesized stack declares, read from the template itself.
 
-The table's keys and indexes, the Lambdas' handlers, the state machine's ASL and its substitutions,
-the Batch event pattern, the launch template's user data and the alarms all come from
-`cdk.out/GpuPilot.template.json`, so the local cloud and the deployed stack cannot drift.
+The table's keys and indexes, the roles, the VPC's subnets (in the world's zones), the security group,
+the instance profile, the launch template, the queues, the Lambdas with the environment the template
+gives each of them, the state machine's ASL and substitutions, the event rules and the alarms all
+come from `cdk.out/GpuPilot.template.json`: the local cloud and the deployed stack cannot drift.
 """
 
 from __future__ import annotations
 
-import base64
+import dataclasses
 import io
 import json
-import os
-import subprocess
-import sys
 import zipfile
-from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
 from functions.shared import constants as c
+from gpupilot.localcloud.dispatch import LocalFunction
+from gpupilot.localcloud.iam import Statement, statements_of
+from gpupilot.localcloud.template import DeployError, Resolver, handler_keys, resources_of
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-TEMPLATE = REPO_ROOT / "cdk.out" / f"{c.STACK_NAME}.template.json"
 ACCOUNT_ID = "123456789012"
 TABLE_NAME = "gpupilot-jobs"
-MAX_VCPUS = 256
+__all__ = ["ACCOUNT_ID", "DeployError", "Deployment", "EventRule", "deploy"]
 
 
-class DeployError(RuntimeError):
-    pass
+class EventRule(BaseModel):
+    """An EventBridge rule of the stack: its pattern (or schedule) and the functions it targets."""
+
+    name: str
+    pattern: dict[str, Any] | None = None
+    schedule: str | None = None
+    targets: list[str] = Field(default_factory=list)
 
 
 class Deployment(BaseModel):
-    """What was created locally, by name and ARN."""
+    """What was created locally, by name and ARN, and each function's IAM policy as the template declares it."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     table_name: str
     state_machine_arn: str
-    functions: dict[str, str]  # key -> ARN
-    handlers: dict[str, str]  # key -> handler path
+    functions: dict[str, LocalFunction]
     subnets: list[str]
     security_groups: list[str]
     instance_profile_arn: str
     launch_template_name: str
     alarm_topic_arn: str
-    batch_service_role_arn: str
     alarms: list[str]
+    event_rules: list[EventRule]
+    policies: dict[str, list[Statement]] = Field(default_factory=dict)
+    instance_profile_roles: dict[str, list[str]] = Field(default_factory=dict)
 
-    def environment(self) -> dict[str, str]:
-        """Environment every in-process handler runs with (the union of what the stack gives each)."""
-        return {
-            c.ENV_TABLE: self.table_name,
-            c.ENV_STATE_MACHINE_ARN: self.state_machine_arn,
-            c.ENV_SUBNETS: ",".join(self.subnets),
-            c.ENV_SECURITY_GROUPS: ",".join(self.security_groups),
-            c.ENV_INSTANCE_PROFILE_ARN: self.instance_profile_arn,
-            c.ENV_LAUNCH_TEMPLATE_NAME: self.launch_template_name,
-            c.ENV_MAX_VCPUS: str(MAX_VCPUS),
-            c.ENV_RESOURCE_PREFIX: "gpupilot",
-            c.ENV_BATCH_SERVICE_ROLE_ARN: self.batch_service_role_arn,
-            "POWERTOOLS_SERVICE_NAME": c.SERVICE_NAME,
-            "POWERTOOLS_METRICS_NAMESPACE": c.METRICS_NAMESPACE,
-            "POWERTOOLS_LOG_LEVEL": "INFO",
-        }
-
-
-def template_path() -> Path:
-    return Path(os.environ.get("GPUPILOT_TEMPLATE", TEMPLATE))
-
-
-def load_template(synth_if_missing: bool = True) -> dict[str, Any]:
-    """The synthesized stack template; synthesizes it (python app.py, needs node) when missing."""
-    path = template_path()
-    if not path.exists() and synth_if_missing:
-        result = subprocess.run([sys.executable, "app.py"], cwd=REPO_ROOT, capture_output=True, text=True, check=False)
-        if result.returncode != 0:
-            raise DeployError(f"could not synthesize the stack: {result.stderr.strip()[-500:]}")
-    if not path.exists():
-        raise DeployError(f"no synthesized template at {path}: run `make synth`")
-    return dict(json.loads(path.read_text()))
-
-
-def resources_of(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
-    return {k: v["Properties"] for k, v in template["Resources"].items() if v["Type"] == kind}
-
-
-def handler_keys(template: dict[str, Any]) -> dict[str, str]:
-    """logical id -> LAMBDAS key, for the functions whose handler is one of ours."""
-    by_handler = {spec.handler: spec.key for spec in c.LAMBDAS}
-    return {
-        logical: by_handler[props["Handler"]]
-        for logical, props in resources_of(template, "AWS::Lambda::Function").items()
-        if props.get("Handler") in by_handler
-    }
-
-
-def resolve(value: Any, refs: dict[str, str]) -> Any:
-    """Resolve Ref / Fn::GetAtt(Arn) / Fn::Join / Fn::Base64 against locally created resources."""
-    if isinstance(value, dict) and len(value) == 1:
-        ((fn, arg),) = value.items()
-        if fn == "Ref":
-            return refs[arg]
-        if fn == "Fn::GetAtt":
-            return refs[arg[0]]
-        if fn == "Fn::Join":
-            return arg[0].join(str(resolve(part, refs)) for part in arg[1])
-        if fn == "Fn::Base64":
-            return base64.b64encode(str(resolve(arg, refs)).encode()).decode()
-    return value
+    def environment(self, key: str) -> dict[str, str]:
+        """The environment the template gives function `key`."""
+        return dict(self.functions[key].environment)
 
 
 def _dummy_zip() -> bytes:
@@ -117,135 +65,218 @@ def _dummy_zip() -> bytes:
     return buffer.getvalue()
 
 
-def deploy(session: Any, template: dict[str, Any], zones: list[str]) -> Deployment:
+def _local_name(logical: str, limit: int = 64) -> str:
+    return f"gpupilot-{logical}"[:limit]
+
+
+def deploy(session: Any, template: dict[str, Any], zones: list[str], region: str = "us-east-1") -> Deployment:
     """Create the stack's resources in the embedded cloud reached by `session`."""
-    refs: dict[str, str] = {}
+    resolve = Resolver(region, ACCOUNT_ID)
     table_logical, table = next(iter(resources_of(template, "AWS::DynamoDB::Table").items()))
     ddb = session.client("dynamodb")
-    ddb.create_table(
+    described = ddb.create_table(
         TableName=TABLE_NAME,
         KeySchema=table["KeySchema"],
         AttributeDefinitions=table["AttributeDefinitions"],
         GlobalSecondaryIndexes=table.get("GlobalSecondaryIndexes", []),
         BillingMode=table["BillingMode"],
-    )
+    )["TableDescription"]
     if "TimeToLiveSpecification" in table:
         ddb.update_time_to_live(TableName=TABLE_NAME, TimeToLiveSpecification=table["TimeToLiveSpecification"])
-    refs[table_logical] = TABLE_NAME
+    resolve.add(table_logical, TABLE_NAME, Arn=described["TableArn"])
 
     iam = session.client("iam")
-    trust = {
-        "Version": "2012-10-17",
-        "Statement": [
-            {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}
-        ],
-    }
-    role_arn = iam.create_role(RoleName="gpupilot-local", AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
+    for logical, props in resources_of(template, "AWS::IAM::Role").items():
+        role = iam.create_role(
+            RoleName=_local_name(logical),
+            AssumeRolePolicyDocument=json.dumps(resolve(props["AssumeRolePolicyDocument"], logical)),
+        )["Role"]
+        resolve.add(logical, role["RoleName"], Arn=role["Arn"])
+    profile_roles: dict[str, list[str]] = {}
+    for logical, props in resources_of(template, "AWS::IAM::InstanceProfile").items():
+        profile = iam.create_instance_profile(InstanceProfileName=_local_name(logical, 128))["InstanceProfile"]
+        profile_roles[profile["Arn"]] = []
+        for role_name in resolve(props.get("Roles", []), logical):
+            iam.add_role_to_instance_profile(InstanceProfileName=profile["InstanceProfileName"], RoleName=role_name)
+            profile_roles[profile["Arn"]].append(iam.get_role(RoleName=role_name)["Role"]["Arn"])
+        resolve.add(logical, profile["InstanceProfileName"], Arn=profile["Arn"])
 
-    awslambda = session.client("lambda")
-    functions: dict[str, str] = {}
-    handlers: dict[str, str] = {}
-    lambda_props = resources_of(template, "AWS::Lambda::Function")
+    subnets, security_groups = _network(session.client("ec2"), template, zones, resolve)
+    launch_template_name = _launch_template(session.client("ec2"), template, resolve)
+
+    sqs = session.client("sqs")
+    queue_arns: dict[str, str] = {}
+    for logical in resources_of(template, "AWS::SQS::Queue"):
+        url = sqs.create_queue(QueueName=_local_name(logical, 80))["QueueUrl"]
+        arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        resolve.add(logical, url, Arn=arn, QueueName=_local_name(logical, 80))
+        queue_arns[arn] = url
+    topic_arn = session.client("sns").create_topic(Name="gpupilot-alarms")["TopicArn"]
+    for logical in resources_of(template, "AWS::SNS::Topic"):
+        resolve.add(logical, topic_arn, TopicName="gpupilot-alarms")
+
+    created = _functions(session.client("lambda"), template, resolve)
+    state_machine_arn = _state_machine(session.client("stepfunctions"), template, resolve)
+    failure_queues = {
+        resolve(props["FunctionName"]): queue_arns.get(
+            str(resolve(props["DestinationConfig"]["OnFailure"]["Destination"]))
+        )
+        for props in resources_of(template, "AWS::Lambda::EventInvokeConfig").values()
+        if (props.get("DestinationConfig") or {}).get("OnFailure")
+    }
+    functions: dict[str, LocalFunction] = {}
+    for logical, function in created.items():
+        # Resolved now that everything a function's environment names (the state machine too) exists.
+        variables = resources_of(template, "AWS::Lambda::Function")[logical].get("Environment") or {}
+        environment = {
+            name: str(resolve(value, f"{function.key} environment {name}"))
+            for name, value in (variables.get("Variables") or {}).items()
+        }
+        session.client("lambda").update_function_configuration(
+            FunctionName=function.name, Environment={"Variables": environment}
+        )
+        functions[logical] = dataclasses.replace(
+            function, environment=environment, failure_queue_url=failure_queues.get(function.name)
+        )
+
+    return Deployment(
+        table_name=TABLE_NAME,
+        state_machine_arn=state_machine_arn,
+        functions={function.key: function for function in functions.values()},
+        subnets=subnets,
+        security_groups=security_groups,
+        instance_profile_arn=next(iter(profile_roles)),
+        launch_template_name=launch_template_name,
+        alarm_topic_arn=topic_arn,
+        alarms=_put_alarms(session.client("cloudwatch"), template, resolve),
+        event_rules=_event_rules(session.client("events"), template, resolve, functions),
+        policies=_policies(template, resolve, functions),
+        instance_profile_roles=profile_roles,
+    )
+
+
+def _policies(
+    template: dict[str, Any], resolve: Resolver, functions: dict[str, LocalFunction]
+) -> dict[str, list[Statement]]:
+    """Each function's IAM policy statements, as the template attaches them to its role."""
+    declared = resources_of(template, "AWS::Lambda::Function")
+    role_of = {declared[logical]["Role"]["Fn::GetAtt"][0]: spec.key for logical, spec in functions.items()}
+    policies: dict[str, list[Statement]] = {spec.key: [] for spec in functions.values()}
+
+    def lenient(value: Any) -> Any:
+        try:
+            return resolve(value)
+        except DeployError:
+            return f"unresolved:{json.dumps(value)}"  # a resource the local cloud lacks: matches no call
+
+    for props in resources_of(template, "AWS::IAM::Policy").values():
+        for role in props.get("Roles", []):
+            key = role_of.get(role.get("Ref", ""))
+            if key is not None:
+                policies[key].extend(statements_of(props["PolicyDocument"], lenient))
+    return policies
+
+
+def _network(ec2: Any, template: dict[str, Any], zones: list[str], resolve: Resolver) -> tuple[list[str], list[str]]:
+    """The VPC and its subnets, the template's zones mapped in order onto the world's."""
+    for logical, props in resources_of(template, "AWS::EC2::VPC").items():
+        resolve.add(logical, ec2.create_vpc(CidrBlock=props["CidrBlock"])["Vpc"]["VpcId"])
+    declared = resources_of(template, "AWS::EC2::Subnet")
+    template_zones = sorted({str(props["AvailabilityZone"]) for props in declared.values()})
+    subnets = []
+    for logical, props in declared.items():
+        zone = zones[template_zones.index(str(props["AvailabilityZone"])) % len(zones)]
+        subnet = ec2.create_subnet(VpcId=resolve(props["VpcId"]), CidrBlock=props["CidrBlock"], AvailabilityZone=zone)
+        resolve.add(logical, subnet["Subnet"]["SubnetId"])
+        subnets.append(subnet["Subnet"]["SubnetId"])
+    groups = []
+    for logical, props in resources_of(template, "AWS::EC2::SecurityGroup").items():
+        group = ec2.create_security_group(
+            GroupName=_local_name(logical, 255), Description=props["GroupDescription"], VpcId=resolve(props["VpcId"])
+        )["GroupId"]
+        resolve.add(logical, group, GroupId=group)
+        groups.append(group)
+    return subnets, groups
+
+
+def _launch_template(ec2: Any, template: dict[str, Any], resolve: Resolver) -> str:
+    logical, launch_template = next(iter(resources_of(template, "AWS::EC2::LaunchTemplate").items()))
+    name = launch_template.get("LaunchTemplateName", "gpupilot-gpu")
+    data = dict(launch_template["LaunchTemplateData"])
+    allowed = {"UserData", "MetadataOptions", "BlockDeviceMappings"}
+    created = ec2.create_launch_template(
+        LaunchTemplateName=name, LaunchTemplateData={k: resolve(v, logical) for k, v in data.items() if k in allowed}
+    )["LaunchTemplate"]
+    resolve.add(logical, created["LaunchTemplateId"], LaunchTemplateName=name)
+    return str(name)
+
+
+def _functions(awslambda: Any, template: dict[str, Any], resolve: Resolver) -> dict[str, LocalFunction]:
+    declared = resources_of(template, "AWS::Lambda::Function")
+    functions: dict[str, LocalFunction] = {}
     for logical, key in handler_keys(template).items():
         spec = c.LAMBDAS_BY_KEY[key]
+        props = declared[logical]
         created = awslambda.create_function(
             FunctionName=c.function_name("gpupilot", key),
-            Runtime=lambda_props[logical].get("Runtime", "python3.11"),
-            Role=role_arn,
-            Handler=lambda_props[logical]["Handler"],
+            Runtime=props.get("Runtime", "python3.11"),
+            Role=resolve(props["Role"], logical),
+            Handler=props["Handler"],
             Code={"ZipFile": _dummy_zip()},
             Timeout=spec.timeout_seconds,
             MemorySize=spec.memory_mb,
         )
-        functions[key] = refs[logical] = created["FunctionArn"]
-        handlers[key] = lambda_props[logical]["Handler"]
-    missing = {spec.key for spec in c.LAMBDAS} - set(functions)
+        resolve.add(logical, created["FunctionName"], Arn=created["FunctionArn"])
+        functions[logical] = LocalFunction(
+            key=key, name=created["FunctionName"], arn=created["FunctionArn"], handler=props["Handler"], environment={}
+        )
+    missing = {spec.key for spec in c.LAMBDAS} - {f.key for f in functions.values()}
     if missing:
         raise DeployError(f"the template declares no function for {sorted(missing)}")
+    return functions
 
-    ec2 = session.client("ec2")
-    vpc_id = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
-    subnets = [
-        ec2.create_subnet(VpcId=vpc_id, CidrBlock=f"10.0.{index}.0/24", AvailabilityZone=zone)["Subnet"]["SubnetId"]
-        for index, zone in enumerate(zones)
-    ]
-    security_group = ec2.create_security_group(
-        GroupName="gpupilot-gpu-instances", Description="GPU instances (egress only)", VpcId=vpc_id
-    )["GroupId"]
-    instance_role = iam.create_role(
-        RoleName="gpupilot-gpu-instance",
-        AssumeRolePolicyDocument=json.dumps(trust).replace("lambda.amazonaws.com", "ec2.amazonaws.com"),
-    )["Role"]["RoleName"]
-    # moto's CreateComputeEnvironment requires a serviceRole; AWS falls back to the service-linked role.
-    batch_role_arn = iam.create_role(
-        RoleName="gpupilot-batch-service",
-        AssumeRolePolicyDocument=json.dumps(trust).replace("lambda.amazonaws.com", "batch.amazonaws.com"),
-    )["Role"]["Arn"]
-    profile = iam.create_instance_profile(InstanceProfileName="gpupilot-gpu-instance")["InstanceProfile"]
-    iam.add_role_to_instance_profile(InstanceProfileName="gpupilot-gpu-instance", RoleName=instance_role)
 
-    launch_template = next(iter(resources_of(template, "AWS::EC2::LaunchTemplate").values()))
-    template_name = launch_template.get("LaunchTemplateName", "gpupilot-gpu")
-    data = dict(launch_template["LaunchTemplateData"])
-    data["UserData"] = resolve(data.get("UserData", ""), refs)
-    ec2.create_launch_template(LaunchTemplateName=template_name, LaunchTemplateData=_plain(data))
-
-    sfn_props = next(iter(resources_of(template, "AWS::StepFunctions::StateMachine").values()))
-    definition = resolve(sfn_props["DefinitionString"], refs)
-    for name, value in (sfn_props.get("DefinitionSubstitutions") or {}).items():
-        definition = definition.replace("${" + name + "}", str(resolve(value, refs)))
+def _state_machine(sfn: Any, template: dict[str, Any], resolve: Resolver) -> str:
+    logical, props = next(iter(resources_of(template, "AWS::StepFunctions::StateMachine").items()))
+    definition = str(resolve(props["DefinitionString"], logical))
+    for name, value in (props.get("DefinitionSubstitutions") or {}).items():
+        definition = definition.replace("${" + name + "}", str(resolve(value, f"substitution {name}")))
     if "${" in definition:
         raise DeployError("the state machine definition has unresolved ${...} substitutions")
-    state_machine_arn = session.client("stepfunctions").create_state_machine(
-        name=c.STATE_MACHINE_NAME, definition=definition, roleArn=role_arn, type="STANDARD"
-    )["stateMachineArn"]
-
-    topic_arn = session.client("sns").create_topic(Name="gpupilot-alarms")["TopicArn"]
-    for logical in resources_of(template, "AWS::SNS::Topic"):
-        refs[logical] = topic_arn
-
-    events = session.client("events")
-    for props in resources_of(template, "AWS::Events::Rule").values():
-        pattern = props.get("EventPattern")
-        if not pattern:
-            continue  # schedules are driven by the local cloud itself (moto does not fire them)
-        events.put_rule(Name="gpupilot-batch-events", EventPattern=json.dumps(pattern), State="ENABLED")
-
-    alarms = _put_alarms(session.client("cloudwatch"), template, refs)
-    return Deployment(
-        table_name=TABLE_NAME,
-        state_machine_arn=state_machine_arn,
-        functions=functions,
-        handlers=handlers,
-        subnets=subnets,
-        security_groups=[security_group],
-        instance_profile_arn=profile["Arn"],
-        launch_template_name=template_name,
-        alarm_topic_arn=topic_arn,
-        batch_service_role_arn=batch_role_arn,
-        alarms=alarms,
+    role = resolve(props["RoleArn"], logical)
+    arn = str(
+        sfn.create_state_machine(name=c.STATE_MACHINE_NAME, definition=definition, roleArn=role)["stateMachineArn"]
     )
+    resolve.add(logical, arn, Arn=arn, Name=c.STATE_MACHINE_NAME)
+    return arn
 
 
-def _plain(data: dict[str, Any]) -> dict[str, Any]:
-    """Launch template data without CloudFormation-only keys moto would reject."""
-    allowed = {"UserData", "MetadataOptions", "BlockDeviceMappings", "TagSpecifications"}
-    return {k: v for k, v in data.items() if k in allowed and not _has_intrinsic(v)} | {"UserData": data["UserData"]}
+def _event_rules(
+    events: Any, template: dict[str, Any], resolve: Resolver, functions: dict[str, LocalFunction]
+) -> list[EventRule]:
+    """Pattern rules are created (schedules are fired by the local cloud: a schedule rule with a Lambda
+    target breaks moto's PutEvents); both keep their targets, so delivery follows the template."""
+    by_arn = {spec.arn: spec.key for spec in functions.values()}
+    rules = []
+    for logical, props in resources_of(template, "AWS::Events::Rule").items():
+        targets = [by_arn[str(resolve(t["Arn"]))] for t in props.get("Targets", []) if resolve(t["Arn"]) in by_arn]
+        rule = EventRule(
+            name=_local_name(logical),
+            pattern=props.get("EventPattern"),
+            schedule=props.get("ScheduleExpression"),
+            targets=targets,
+        )
+        if rule.pattern is not None:
+            events.put_rule(Name=rule.name, EventPattern=json.dumps(rule.pattern), State="ENABLED")
+        rules.append(rule)
+    return rules
 
 
-def _has_intrinsic(value: Any) -> bool:
-    if isinstance(value, dict):
-        return any(k.startswith("Fn::") or k == "Ref" or _has_intrinsic(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_intrinsic(v) for v in value)
-    return False
-
-
-def _put_alarms(cloudwatch: Any, template: dict[str, Any], refs: dict[str, str]) -> list[str]:
+def _put_alarms(cloudwatch: Any, template: dict[str, Any], resolve: Resolver) -> list[str]:
     """The stack's alarms on GPU Pilot's own metrics (those on AWS-owned metrics need real resources)."""
     names = []
-    for _logical, props in resources_of(template, "AWS::CloudWatch::Alarm").items():
-        if props.get("Namespace") != c.METRICS_NAMESPACE or _has_intrinsic(props.get("Dimensions", [])):
+    for props in resources_of(template, "AWS::CloudWatch::Alarm").values():
+        if props.get("Namespace") != c.METRICS_NAMESPACE or not resolve.resolvable(props.get("Dimensions", [])):
             continue
         name = props.get("AlarmName") or f"gpupilot-{props['MetricName']}"
         cloudwatch.put_metric_alarm(
@@ -257,17 +288,9 @@ def _put_alarms(cloudwatch: Any, template: dict[str, Any], refs: dict[str, str])
             EvaluationPeriods=int(props.get("EvaluationPeriods", 1)),
             Threshold=float(props["Threshold"]),
             ComparisonOperator=props["ComparisonOperator"],
-            Dimensions=props.get("Dimensions", []),
-            AlarmActions=[str(resolve(a, refs)) for a in props.get("AlarmActions", []) if not _unresolvable(a, refs)],
+            Dimensions=resolve(props.get("Dimensions", [])),
+            AlarmActions=[str(resolve(a)) for a in props.get("AlarmActions", []) if resolve.resolvable(a)],
             TreatMissingData=props.get("TreatMissingData", "notBreaching"),
         )
         names.append(name)
     return names
-
-
-def _unresolvable(value: Any, refs: dict[str, str]) -> bool:
-    try:
-        resolve(value, refs)
-    except KeyError:
-        return True
-    return False

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -11,10 +13,13 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from gpupilot.localcloud import adapters
-from gpupilot.localcloud.batch_sim import BatchSimulator
-from gpupilot.localcloud.deploy import ACCOUNT_ID, Deployment, deploy, load_template
+from gpupilot.localcloud.deploy import ACCOUNT_ID, Deployment, deploy
+from gpupilot.localcloud.dispatch import HandlerDispatcher, LocalFunction
+from gpupilot.localcloud.fleet import FleetSimulator
 from gpupilot.localcloud.http_api import ApiServer
+from gpupilot.localcloud.iam import IamEnforcer, enforcer_for
+from gpupilot.localcloud.moto_adaptations import ComputeEnvironmentLifecycle, adapted_moto
+from gpupilot.localcloud.template import load_template
 from gpupilot.localcloud.world import World
 
 MOTO_CONFIG = {
@@ -24,6 +29,17 @@ MOTO_CONFIG = {
 }
 DEFAULT_PORT = 8765
 DEFAULT_SWEEP_SECONDS = 300.0
+# The local timeline: a compute environment is CREATING for this long, and the workflow polls a new pool
+# this often (production: Batch takes tens of seconds, GpuJob polls every 10 s).
+LOCAL_CE_CREATE_SECONDS = 0.5
+LOCAL_QUEUE_POLL_SECONDS = "1"
+# An instance not registered 2 s after launch never will be, here; a job with no instance after 3 s gets none.
+_FLEET_CLOCK = {"GPUPILOT_REGISTRATION_GRACE_SECONDS": "2", "GPUPILOT_LAUNCH_GRACE_SECONDS": "3"}
+TIMELINE_OVERRIDES = {
+    "api": {"GPUPILOT_QUEUE_POLL_SECONDS": LOCAL_QUEUE_POLL_SECONDS} | _FLEET_CLOCK,
+    "diagnose": _FLEET_CLOCK,
+    "health_sweep": _FLEET_CLOCK,
+}
 
 
 def free_port(host: str) -> int:
@@ -51,12 +67,15 @@ class LocalCloud:
         self.sweep_seconds = sweep_seconds
         self.log_file = log_file
         self.deployment: Deployment | None = None
-        self.dispatcher: adapters.HandlerDispatcher | None = None
-        self.simulator: BatchSimulator | None = None
+        self.dispatcher = HandlerDispatcher(
+            log_file=log_file, metric_sink=self._put_metrics, failure_sink=self._send_to_failure_queue
+        )
+        self.simulator: FleetSimulator | None = None
         self._api: ApiServer | None = None
         self._moto: Any = None
         self._aws_port = 0
         self._stopping = threading.Event()
+        self._adaptations = contextlib.ExitStack()
 
     @property
     def api_url(self) -> str:
@@ -84,19 +103,48 @@ class LocalCloud:
         # Batch job statuses change only when the simulator says so.
         state_manager.set_transition("batch::job", {"progression": "manual", "times": 10**9})
 
-        self.dispatcher = adapters.HandlerDispatcher(log_file=self.log_file, metric_sink=self._put_metrics)
-        adapters.patch_lambda(self.dispatcher)
-        self.simulator = BatchSimulator(self.world, self._deliver_batch_event, ACCOUNT_ID, speedup=self.speedup)
-        adapters.patch_batch(self.simulator.submit)
-        adapters.apply_offerings(self.world.region, self.world.zones, self._offerings())
-
+        lifecycle = ComputeEnvironmentLifecycle(
+            create_seconds=LOCAL_CE_CREATE_SECONDS, invalid_reason=self.world.compute_environment_invalid
+        )
+        self.simulator = FleetSimulator(
+            self.world,
+            self.deliver_event,
+            ACCOUNT_ID,
+            speedup=self.speedup,
+            compute_environment_status=lifecycle.status,
+        )
+        self._adaptations.enter_context(
+            adapted_moto(
+                dispatcher=self.dispatcher,
+                on_job_submitted=self.simulator.submit,
+                lifecycle=lifecycle,
+                offerings=(self.world.region, self.world.zones, self._offerings()),
+                quotas=self.world.quotas,
+            )
+        )
         import boto3
 
-        self.deployment = deploy(boto3.session.Session(), load_template(), self.world.zones)
-        os.environ.update(self.deployment.environment())
-        from functions.shared.clients import reset_clients
+        self.deployment = deploy(boto3.session.Session(), load_template(), self.world.zones, self.world.region)
+        self.dispatcher.functions = {
+            key: dataclasses.replace(function, environment={**function.environment, **TIMELINE_OVERRIDES.get(key, {})})
+            for key, function in self.deployment.functions.items()
+        }
+        from functions.shared.adapters.clients import observe_calls, reset_clients, stop_observing
+        from functions.shared.adapters.wiring import reset_ports
 
+        # Each function's calls are authorized against its role in the template, as AWS would.
+        enforcer = enforcer_for(
+            self.deployment.policies,
+            self.deployment.instance_profile_roles,
+            self.world.region,
+            ACCOUNT_ID,
+            IamEnforcer.log_dir_from_environment(),
+        )
+        observe_calls(enforcer)
+        self._adaptations.callback(stop_observing, enforcer)
         reset_clients()
+        reset_ports()
+        self.simulator.start()
         self._api = ApiServer(self.host, self.port, self._invoke_api)
         self._api.start()
         if self.sweep_seconds > 0:
@@ -110,6 +158,7 @@ class LocalCloud:
             self.simulator.stop()
         if self._api:
             self._api.stop()
+        self._adaptations.close()
         if self._moto:
             self._moto.stop()
 
@@ -130,36 +179,37 @@ class LocalCloud:
         os.environ.pop("AWS_PROFILE", None)
 
     def _offerings(self) -> dict[str, list[str]]:
-        """Every NVIDIA type in every world zone, unless the world says otherwise."""
-        from functions.shared.catalog import load_snapshot
+        """Every NVIDIA type in the world's zones that offer it."""
+        from functions.shared.adapters.ec2 import load_snapshot
 
-        offered = {}
-        for instance_type in load_snapshot():
-            spec = self.world.instance(instance_type)
-            offered[instance_type] = [] if not spec.offered else list(spec.zones or self.world.zones)
-        for instance_type, spec in self.world.instance_types.items():
-            offered.setdefault(instance_type, [] if not spec.offered else list(spec.zones or self.world.zones))
-        return offered
+        return {instance_type: self.world.offered_zones(instance_type) for instance_type in load_snapshot()}
 
-    def _invoke(self, key: str, event: dict[str, Any]) -> dict[str, Any]:
-        assert self.dispatcher is not None and self.deployment is not None
-        result, errored = self.dispatcher.invoke(
-            self.deployment.handlers[key], event, f"gpupilot-{key}", self.deployment.functions[key]
-        )
+    def _invoke_api(self, event: dict[str, Any]) -> dict[str, Any]:
+        result, errored = self.dispatcher.invoke("api", event)
         if errored:
             return {"statusCode": 500, "body": json.dumps({"error": "InternalError", "message": "see the log"})}
         return dict(result)
 
-    def _invoke_api(self, event: dict[str, Any]) -> dict[str, Any]:
-        return self._invoke("api", event)
+    def deliver_event(self, event: dict[str, Any]) -> None:
+        """EventBridge: deliver `event` to the targets of every rule whose pattern matches it, as asynchronous
+        invocations. Each job's events come from its own simulator thread, which delivers them in order."""
+        from moto.events.models import EventPattern
 
-    def _deliver_batch_event(self, event: dict[str, Any]) -> None:
-        """EventBridge delivery of a Batch event to job_events (moto does not run rule targets here)."""
-        self._invoke("job_events", event)
+        assert self.deployment is not None
+        for rule in self.deployment.event_rules:
+            if rule.pattern is not None and EventPattern.load(json.dumps(rule.pattern)).matches_event(event):  # type: ignore[arg-type]
+                for key in rule.targets:
+                    self.dispatcher.invoke_as_event(key, event)
 
     def _sweep_forever(self) -> None:
+        """The sweep schedule, fired by the local cloud (moto does not fire schedules)."""
+        assert self.deployment is not None
+        targets = [key for rule in self.deployment.event_rules if rule.schedule for key in rule.targets]
         while not self._stopping.wait(self.sweep_seconds):
-            self._invoke("health_sweep", {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}})
+            for key in targets:
+                self.dispatcher.invoke_async(
+                    key, {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
+                )
 
     def _put_metrics(self, namespace: str, data: list[dict[str, Any]]) -> None:
         import boto3
@@ -167,3 +217,20 @@ class LocalCloud:
         cloudwatch = boto3.client("cloudwatch", endpoint_url=self.aws_url, region_name=self.world.region)
         for start in range(0, len(data), 20):
             cloudwatch.put_metric_data(Namespace=namespace, MetricData=data[start : start + 20])
+
+    def _send_to_failure_queue(self, function: LocalFunction, record: dict[str, Any]) -> None:
+        """Lambda's on-failure destination: the invocation record, after the retries, to the function's queue."""
+        if function.failure_queue_url is None:
+            return
+        import boto3
+
+        message = {
+            "version": "1.0",
+            "requestContext": {
+                "functionArn": function.arn,
+                "condition": "RetriesExhausted",
+                "approximateInvokeCount": 3,
+            },
+        } | record
+        sqs = boto3.client("sqs", endpoint_url=self.aws_url, region_name=self.world.region)
+        sqs.send_message(QueueUrl=function.failure_queue_url, MessageBody=json.dumps(message, default=str))

@@ -6,7 +6,9 @@ import json
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from functions.shared.domain.fleet import QUOTA_NAMES as QUOTA_CODES
 
 
 class WorldError(ValueError):
@@ -23,13 +25,28 @@ class InstanceTypeWorld(_Strict):
     capacity: Literal["available", "none"] = Field(
         default="available", description="none: jobs stay RUNNABLE with CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY"
     )
-    ecs_agent: Literal["registers", "never_registers"] = "registers"
-    gpu_registration: Literal["ok", "missing"] = "ok"
+    ecs_agent: Literal["registers", "never_registers", "disconnects"] = Field(
+        default="registers",
+        description="never_registers: instances run but never join the ECS cluster (Batch gives no reason); "
+        "disconnects: they join, then the agent disconnects before any job is placed",
+    )
+    gpu_registration: Literal["ok", "missing"] = Field(
+        default="ok", description="missing: instances join without GPU resources (ECS_ENABLE_GPU_SUPPORT missing)"
+    )
+    compute_environment_invalid: str | None = Field(
+        default=None,
+        min_length=1,
+        description="A compute environment including this type goes INVALID with this statusReason",
+    )
 
 
 class SpotWorld(_Strict):
+    capacity: Literal["available", "none"] = "available"
     placement_score: int = Field(default=9, ge=1, le=10)
     hourly_usd: float | None = Field(default=None, gt=0)
+    interrupt_after_seconds: float | None = Field(
+        default=None, gt=0, description="Running spot instances of this type are reclaimed after this long"
+    )
 
 
 class JobsWorld(_Strict):
@@ -42,10 +59,52 @@ class World(_Strict):
     zones: list[str] = Field(default_factory=lambda: ["us-east-1a", "us-east-1b"], min_length=1)
     instance_types: dict[str, InstanceTypeWorld] = Field(default_factory=dict)
     spot: dict[str, SpotWorld] = Field(default_factory=dict)
+    quotas: dict[str, int] = Field(default_factory=dict, description="vCPU quota by EC2 Service Quotas code")
     jobs: JobsWorld = Field(default_factory=JobsWorld)
+
+    @model_validator(mode="after")
+    def _known_types_zones_and_codes(self) -> World:
+        from functions.shared.adapters.ec2 import load_snapshot
+
+        known = load_snapshot()
+        for section, names in (("instance_types", self.instance_types), ("spot", self.spot)):
+            unknown = sorted(set(names) - set(known))
+            if unknown:
+                raise ValueError(f"{section}: unknown GPU type(s) {unknown}; valid: {', '.join(sorted(known))}")
+        for instance_type, spec in self.instance_types.items():
+            strange = sorted(set(spec.zones or []) - set(self.zones))
+            if strange:
+                raise ValueError(
+                    f"instance_types.{instance_type}.zones: {strange} not in the world's zones {self.zones}"
+                )
+        foreign = [zone for zone in self.zones if not zone.startswith(self.region)]
+        if foreign:
+            raise ValueError(f"zones: {foreign} are not zones of region {self.region}")
+        codes = sorted(set(self.quotas) - set(QUOTA_CODES))
+        if codes:
+            raise ValueError(f"quotas: unknown code(s) {codes}; valid: {', '.join(QUOTA_CODES)}")
+        if any(value < 0 for value in self.quotas.values()):
+            raise ValueError("quotas: a vCPU quota is a number of vCPUs, 0 or more")
+        return self
 
     def instance(self, instance_type: str) -> InstanceTypeWorld:
         return self.instance_types.get(instance_type) or InstanceTypeWorld()
+
+    def offered_zones(self, instance_type: str) -> list[str]:
+        """The world's zones that offer the type."""
+        spec = self.instance(instance_type)
+        return [] if not spec.offered else list(spec.zones or self.zones)
+
+    def capacity(self, instance_type: str, spot: bool) -> str:
+        """`available` or `none`, for on-demand or spot."""
+        if spot and instance_type in self.spot:
+            return self.spot[instance_type].capacity
+        return self.instance(instance_type).capacity
+
+    def compute_environment_invalid(self, instance_types: list[str]) -> str | None:
+        """The statusReason of a compute environment of these types, if the world makes it INVALID."""
+        reasons = [self.instance(t).compute_environment_invalid for t in instance_types]
+        return next((reason for reason in reasons if reason), None)
 
 
 def load_world(path: str | Path | None) -> World:

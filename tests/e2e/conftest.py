@@ -38,11 +38,14 @@ class RunningCloud:
         return subprocess.run([GPUPILOT, *args], capture_output=True, text=True, timeout=timeout, env=env, check=False)
 
     def wait_for(self, job_id: str, statuses: set[str], timeout: float = 60) -> dict[str, Any]:
+        """The job once it reaches one of `statuses`; fails loudly, with the job, at the deadline."""
         deadline = time.monotonic() + timeout
         while True:
             job = self.api.request("GET", f"/jobs/{job_id}").body
-            if job["status"] in statuses or time.monotonic() > deadline:
+            if job["status"] in statuses:
                 return dict(job)
+            if time.monotonic() > deadline:
+                raise AssertionError(f"job {job_id} did not reach {sorted(statuses)} in {timeout:.0f} s: {job}")
             time.sleep(0.3)
 
 

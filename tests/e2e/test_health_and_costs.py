@@ -36,8 +36,9 @@ def test_sweep_health_and_costs_through_the_cli(cloud_factory: Callable[..., Run
     health = json.loads(cloud.cli("health", "--json").stdout)
     costs = json.loads(cloud.cli("--json", "costs", "--from", today, "--to", today).stdout)
     table = cloud.cli("costs", "--from", today, "--to", today)
-    # Then the sweep's report is the health, and the day's cost is the job's, by GPU type and by name
-    assert health["swept_at"] == swept["swept_at"]
+    # Then the sweep ran in the sweep function and its report is the health; the day's cost is the job's
+    assert swept["status"] == "COMPLETE" and swept["sweep_id"].startswith("sweep-")
+    assert health["sweep_id"] == swept["sweep_id"]
     assert costs["total_usd"] == pytest.approx(job["cost"]["usd"])
     assert costs["days"][0]["by_gpu_type"] == {job["instance_type"]: pytest.approx(job["cost"]["usd"])}
     assert costs["days"][0]["by_job_name"] == {"costed": pytest.approx(job["cost"]["usd"])}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 
@@ -76,16 +77,17 @@ def test_cancelling_a_running_job_stops_its_workflow_and_its_batch_job(
     again = cloud.api.request("DELETE", f"/jobs/{job_id}")
     # Then the job is CANCELLED, its execution aborted and its Batch job terminated
     session = boto3.session.Session(region_name="us-east-1")
-    execution = session.client("stepfunctions", endpoint_url=cloud.aws_url).describe_execution(
-        executionArn=running["execution_arn"]
-    )
+    sfn = session.client("stepfunctions", endpoint_url=cloud.aws_url)
     batch = session.client("batch", endpoint_url=cloud.aws_url)
     batch_job_id = running["attempts"][0]["batch_job_id"]
+    # (DescribeExecution and DescribeJobs are eventually consistent: read until they agree or 10 s pass)
     deadline = time.monotonic() + 10
-    batch_job = batch.describe_jobs(jobs=[batch_job_id])["jobs"][0]
-    while batch_job["status"] != "FAILED" and time.monotonic() < deadline:
-        time.sleep(0.2)
+    while True:
+        execution = sfn.describe_execution(executionArn=running["execution_arn"])
         batch_job = batch.describe_jobs(jobs=[batch_job_id])["jobs"][0]
+        if (execution["status"], batch_job["status"]) == ("ABORTED", "FAILED") or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     assert running["status"] == "RUNNING"
     assert response.status == 202 and response.body["status"] == "CANCELLED"
     assert again.status == 409
@@ -93,3 +95,45 @@ def test_cancelling_a_running_job_stops_its_workflow_and_its_batch_job(
     assert batch_job["status"] == "FAILED"
     assert batch_job["statusReason"] == "cancelled by request"
     assert cloud.api.request("GET", f"/jobs/{job_id}").body["status"] == "CANCELLED"
+
+
+def test_an_invalid_compute_environment_is_diagnosed_and_the_job_falls_back(
+    cloud_factory: Callable[..., RunningCloud],
+) -> None:
+    # Given the cheapest type's pool goes INVALID (say, an instance profile an earlier deployment deleted)
+    reason = "CLIENT_ERROR - The specified instance profile gpupilot-gpu-instance does not exist"
+    cloud = cloud_factory({"instance_types": {"g4dn.xlarge": {"compute_environment_invalid": reason}}})
+    # When a job is submitted
+    job = cloud.wait_for(cloud.api.request("POST", "/jobs", JOB).body["job_id"], {"SUCCEEDED", "FAILED"}, 90)
+    first, second = job["attempts"][0], job["attempts"][1]
+    # Then the first attempt says why with Batch's statusReason, nothing was submitted to it, and the next type ran
+    assert job["status"] == "SUCCEEDED", job
+    assert (first["instance_type"], first["status"], first["batch_job_id"]) == ("g4dn.xlarge", "NOT_SUBMITTED", "")
+    assert first["diagnosis"]["category"] == "COMPUTE_ENVIRONMENT_INVALID"
+    assert first["diagnosis"]["evidence"]["compute_environment_reason"] == reason
+    assert second["instance_type"] != "g4dn.xlarge" and second["status"] == "SUCCEEDED"
+    # And the next sweep reports the INVALID pool
+    swept = cloud.cli("--json", "sweep")
+    report = json.loads(swept.stdout)
+    assert report["summary"]["COMPUTE_ENVIRONMENT_INVALID"] == 1
+
+
+def test_secrets_reach_batch_as_references_with_the_execution_role(cloud_factory: Callable[..., RunningCloud]) -> None:
+    import boto3
+
+    # Given a job that references a secret under the deployment's prefix
+    secret = "arn:aws:secretsmanager:us-east-1:123456789012:secret:gpupilot/hf-token-AbCdEf"
+    cloud = cloud_factory()
+    job = cloud.wait_for(
+        cloud.api.request("POST", "/jobs", JOB | {"secrets": {"HF_TOKEN": secret}}).body["job_id"],
+        {"SUCCEEDED", "FAILED"},
+    )
+    # Then its Batch job definition carries the reference and the execution role, and no value anywhere
+    batch = boto3.session.Session(region_name="us-east-1").client("batch", endpoint_url=cloud.aws_url)
+    [batch_job] = batch.describe_jobs(jobs=[job["attempts"][0]["batch_job_id"]])["jobs"]
+    [definition] = batch.describe_job_definitions(jobDefinitions=[batch_job["jobDefinition"]])["jobDefinitions"]
+    container = definition["containerProperties"]
+    assert job["status"] == "SUCCEEDED"
+    assert container["secrets"] == [{"name": "HF_TOKEN", "valueFrom": secret}]
+    assert ":role/gpupilot-BatchFleetJobExecutionRole" in container["executionRoleArn"]
+    assert "HF_TOKEN" not in {e["name"] for e in container["environment"]}

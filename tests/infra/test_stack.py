@@ -28,6 +28,9 @@ from functions.shared.constants import (
     GSI1_NAME,
     GSI1_PK,
     GSI1_SK,
+    GSI2_NAME,
+    GSI2_PK,
+    GSI2_SK,
     LAMBDAS,
     LAMBDAS_BY_KEY,
     METRICS_NAMESPACE,
@@ -37,9 +40,9 @@ from functions.shared.constants import (
     TABLE_SK,
     TTL_ATTRIBUTE,
 )
-from functions.shared.userdata import deadlock_risks
+from functions.shared.domain.userdata import deadlock_risks
 from stacks.api import ROUTES
-from stacks.settings import LAUNCH_TEMPLATE_NAME, POWERTOOLS_LAYER_ARN
+from stacks.settings import LAUNCH_TEMPLATE_NAME
 from stacks.workflow import asl_placeholders, definition_substitutions
 from tests.infra.conftest import Synthesized
 
@@ -76,14 +79,14 @@ def test_table_is_keyed_by_pk_and_sk_with_gsi1_projecting_everything(synthesized
         {"AttributeName": TABLE_SK, "KeyType": "RANGE"},
     ]
     types = {a["AttributeName"]: a["AttributeType"] for a in props["AttributeDefinitions"]}
-    assert types == {TABLE_PK: "S", TABLE_SK: "S", GSI1_PK: "S", GSI1_SK: "S"}
-    [gsi] = props["GlobalSecondaryIndexes"]
-    assert gsi["IndexName"] == GSI1_NAME
-    assert gsi["KeySchema"] == [
-        {"AttributeName": GSI1_PK, "KeyType": "HASH"},
-        {"AttributeName": GSI1_SK, "KeyType": "RANGE"},
-    ]
-    assert gsi["Projection"] == {"ProjectionType": "ALL"}
+    assert types == {TABLE_PK: "S", TABLE_SK: "S", GSI1_PK: "S", GSI1_SK: "S", GSI2_PK: "S", GSI2_SK: "S"}
+    indexes = {gsi["IndexName"]: gsi for gsi in props["GlobalSecondaryIndexes"]}
+    for name, pk, sk in ((GSI1_NAME, GSI1_PK, GSI1_SK), (GSI2_NAME, GSI2_PK, GSI2_SK)):
+        assert indexes[name]["KeySchema"] == [
+            {"AttributeName": pk, "KeyType": "HASH"},
+            {"AttributeName": sk, "KeyType": "RANGE"},
+        ]
+        assert indexes[name]["Projection"] == {"ProjectionType": "ALL"}
 
 
 def test_table_is_on_demand_recoverable_encrypted_expiring_and_retained(synthesized: Synthesized) -> None:
@@ -106,7 +109,6 @@ def test_every_lambda_spec_becomes_a_traced_python_function_with_the_powertools_
     # Given every LambdaSpec, When its function is found by the handler path the spec names
     ids = synthesized.function_ids()
     assert set(ids) == set(LAMBDAS_BY_KEY), "a LambdaSpec has no function with its handler"
-    layer = POWERTOOLS_LAYER_ARN.format(region=synthesized.stack.region)
     for spec in LAMBDAS:
         props = synthesized.resources[ids[spec.key]]["Properties"]
         # Then it runs that handler as specified, traced by Lambda, with Powertools from its layer
@@ -114,7 +116,8 @@ def test_every_lambda_spec_becomes_a_traced_python_function_with_the_powertools_
         assert props["Runtime"] == "python3.11"
         assert props["Architectures"] == ["x86_64"]
         assert props["TracingConfig"] == {"Mode": "Active"}, spec.key
-        assert props["Layers"] == [layer], spec.key
+        [declared_layer] = props["Layers"]
+        assert declared_layer["Ref"] in synthesized.template.to_json()["Parameters"], spec.key
         assert props["Timeout"] == spec.timeout_seconds
         assert props["MemorySize"] == spec.memory_mb
         assert "Ref" in props["LoggingConfig"]["LogGroup"], f"{spec.key} has no log group of its own"
@@ -137,7 +140,7 @@ def test_lambdas_that_judge_availability_know_the_gpu_subnets(synthesized: Synth
         for lid, subnet in synthesized.of_type("AWS::EC2::Subnet").items()
         if subnet["Properties"]["MapPublicIpOnLaunch"] is False
     ]
-    for key in ("api", "select_gpu", "ensure_queue", "health_sweep"):
+    for key in ("api", "select_gpu", "ensure_queue"):
         subnets = synthesized.resources[ids[key]]["Properties"]["Environment"]["Variables"][ENV_SUBNETS]
         parts = [p for p in subnets["Fn::Join"][1] if p != ","]
         assert subnets["Fn::Join"][0] == ""
@@ -162,7 +165,11 @@ def test_api_lambda_starts_executions_of_the_gpu_job_state_machine(synthesized: 
     statements = synthesized.function_statements("api")
     assert _statements_with(statements, "states:StartExecution")
     assert _statements_with(statements, "states:StopExecution")
-    assert _statements_with(statements, "states:DescribeExecution")
+    # POST /sweep starts the sweep in the sweep function, asynchronously, never in the request
+    sweep_id = synthesized.function_ids()["health_sweep"]
+    assert env["GPUPILOT_SWEEP_FUNCTION"] == {"Ref": sweep_id}
+    [invoke] = _statements_with(statements, "lambda:InvokeFunction")
+    assert invoke["Resource"] == _arn_of(sweep_id)
 
 
 # --- iam ---------------------------------------------------------------------------------------
@@ -175,45 +182,68 @@ def test_no_lambda_is_granted_a_wildcard_action(synthesized: Synthesized) -> Non
             assert not wild, f"{key} is granted {wild}"
 
 
-def test_every_lambda_reads_and_writes_only_its_table_and_gsi(synthesized: Synthesized) -> None:
+def test_every_lambda_reads_and_writes_only_its_table_and_queries_only_it_and_its_index(
+    synthesized: Synthesized,
+) -> None:
     table_id = next(iter(synthesized.of_type("AWS::DynamoDB::Table")))
-    expected = [
-        _arn_of(table_id),
-        {"Fn::Join": ["", [_arn_of(table_id), f"/index/{GSI1_NAME}"]]},
-    ]
+    table = _arn_of(table_id)
+    indexes = [{"Fn::Join": ["", [table, f"/index/{name}"]]} for name in (GSI1_NAME, GSI2_NAME)]
     for key in synthesized.function_ids():
-        [statement] = _statements_with(synthesized.function_statements(key), "dynamodb:PutItem")
-        assert statement["Resource"] == expected, key
+        for statement in synthesized.function_statements(key):
+            actions = [a for a in _as_list(statement["Action"]) if a.startswith("dynamodb:")]
+            if not actions:
+                continue
+            if actions == ["dynamodb:Query"]:
+                assert sorted(map(json.dumps, statement["Resource"])) == sorted(map(json.dumps, [table, *indexes]))
+            else:
+                assert statement["Resource"] == table, (key, actions)
+            assert not {"dynamodb:Scan", "dynamodb:BatchWriteItem", "dynamodb:DescribeTable"} & set(actions), key
 
 
-def test_ensure_queue_may_pass_only_the_gpu_instance_role(synthesized: Synthesized) -> None:
-    instance_role = next(
+def _role_assumed_by(synthesized: Synthesized, service: str, description: str = "") -> str:
+    return next(
         lid
         for lid, role in synthesized.of_type("AWS::IAM::Role").items()
-        if role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"]
-        == {"Service": "ec2.amazonaws.com"}
+        if role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {"Service": service}
+        and description in role["Properties"].get("Description", "")
     )
+
+
+def test_ensure_queue_may_pass_only_the_gpu_instance_role_and_submit_job_only_job_roles(
+    synthesized: Synthesized,
+) -> None:
+    instance_role = _role_assumed_by(synthesized, "ec2.amazonaws.com")
+    job_role = _role_assumed_by(synthesized, "ecs-tasks.amazonaws.com", "default role")
+    execution_role = _role_assumed_by(synthesized, "ecs-tasks.amazonaws.com", "execution role")
     for key in synthesized.function_ids():
         passes = _statements_with(synthesized.function_statements(key), "iam:PassRole")
         if key == "ensure_queue":
             assert [s["Resource"] for s in passes] == [_arn_of(instance_role)]
+        elif key == "submit_job":
+            [statement] = passes
+            resources = sorted(map(json.dumps, statement["Resource"]))
+            roles = sorted(map(json.dumps, [_arn_of(job_role), _arn_of(execution_role)]))
+            assert [r for r in resources if "Fn::GetAtt" in r] == roles
+            [pattern] = [r for r in resources if "Fn::GetAtt" not in r]
+            assert pattern.endswith(':role/gpupilot-job-*"]]}')
+            assert statement["Condition"] == {"StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}}
         else:
             assert not passes, f"{key} may pass roles"
 
 
-def test_only_the_batch_service_linked_role_can_be_created(synthesized: Synthesized) -> None:
-    [statement] = _statements_with(synthesized.function_statements("ensure_queue"), "iam:CreateServiceLinkedRole")
-    assert statement["Condition"] == {"StringEquals": {"iam:AWSServiceName": "batch.amazonaws.com"}}
-    assert statement["Resource"].endswith("aws-service-role/batch.amazonaws.com/AWSServiceRoleForBatch")
-
-
-def test_lambdas_that_resume_waits_can_answer_the_workflow_task_tokens(synthesized: Synthesized) -> None:
-    # The waiter, the Batch event handler and the sweep (which replays missed events) resume the workflow.
-    for key in ("wait_for_job", "job_events", "health_sweep", "api"):
-        statements = synthesized.function_statements(key)
-        for action in ("states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"):
-            [statement] = _statements_with(statements, action)
-            assert statement["Resource"].endswith(":stateMachine:GpuJob"), key
+def test_lambdas_that_resume_waits_can_answer_the_workflow_task_tokens_and_no_other_can(
+    synthesized: Synthesized,
+) -> None:
+    # The waiter, the Batch event handler, the sweep (which replays missed events) and the diagnosis (a job
+    # that started as its wait timed out) resume the workflow.
+    responders = {"wait_for_job", "job_events", "health_sweep", "diagnose"}
+    for key in synthesized.function_ids():
+        statements = _statements_with(synthesized.function_statements(key), "states:SendTaskSuccess")
+        if key not in responders:
+            assert not statements, key
+            continue
+        # The Service Authorization Reference gives SendTaskSuccess no resource type: it can only be on "*"
+        assert [s["Resource"] for s in statements] == ["*"], key
 
 
 # --- workflow ----------------------------------------------------------------------------------
@@ -230,7 +260,7 @@ def test_state_machine_substitutes_every_asl_placeholder_with_a_lambda_arn(synth
     assert json.loads(props["DefinitionString"]) == json.loads(asl)
     assert set(re.findall(r"\$\{(\w+)\}", props["DefinitionString"])) == set(substitutions)
     expected = {spec.substitution: _arn_of(ids[spec.key]) for spec in LAMBDAS if spec.substitution}
-    assert substitutions == expected
+    assert substitutions == expected | {"Partition": {"Ref": "AWS::Partition"}}
 
 
 def test_state_machine_is_standard_logs_everything_and_is_traced(synthesized: Synthesized) -> None:
@@ -238,7 +268,8 @@ def test_state_machine_is_standard_logs_everything_and_is_traced(synthesized: Sy
     props = machine["Properties"]
     assert props["StateMachineType"] == "STANDARD"
     assert props["LoggingConfiguration"]["Level"] == "ALL"
-    assert props["LoggingConfiguration"]["IncludeExecutionData"] is True
+    # A job's request (its environment values) stays out of CloudWatch Logs
+    assert props["LoggingConfiguration"]["IncludeExecutionData"] is False
     assert props["TracingConfiguration"] == {"Enabled": True}
 
 
@@ -291,14 +322,15 @@ def test_launch_template_user_data_enables_gpus_without_setting_the_cluster_or_d
     assert deadlock_risks(user_data) == []
 
 
-def test_launch_template_requires_imdsv2_reachable_from_containers_and_an_encrypted_root(
+def test_launch_template_requires_imdsv2_out_of_containers_reach_and_an_encrypted_root(
     synthesized: Synthesized,
 ) -> None:
     _, template = _only(synthesized.of_type("AWS::EC2::LaunchTemplate"))
     assert template["Properties"]["LaunchTemplateName"] == LAUNCH_TEMPLATE_NAME
     data = template["Properties"]["LaunchTemplateData"]
     assert data["MetadataOptions"]["HttpTokens"] == "required"
-    assert data["MetadataOptions"]["HttpPutResponseHopLimit"] == 2
+    # One hop: the host reaches IMDS, a container behind the docker bridge does not (no instance role for jobs)
+    assert data["MetadataOptions"]["HttpPutResponseHopLimit"] == 1
     [root] = data["BlockDeviceMappings"]
     assert root["DeviceName"] == "/dev/xvda"
     assert root["Ebs"] == {"DeleteOnTermination": True, "Encrypted": True, "VolumeSize": 100, "VolumeType": "gp3"}
@@ -456,7 +488,7 @@ def test_every_alarm_notifies_the_alarm_topic(synthesized: Synthesized) -> None:
     [
         ("JobsFailed", "Sum", "GreaterThanThreshold", 0),
         ("StuckJobs", "Maximum", "GreaterThanOrEqualToThreshold", 1),
-        ("UnregisteredInstances", "Maximum", "GreaterThanOrEqualToThreshold", 1),
+        ("InvalidComputeEnvironments", "Maximum", "GreaterThanOrEqualToThreshold", 1),
     ],
 )
 def test_custom_metric_alarms_watch_the_powertools_service_dimension(
@@ -518,10 +550,10 @@ def test_alarm_topic_is_kms_encrypted_and_refuses_plain_http(synthesized: Synthe
 def test_dashboard_shows_cost_outcomes_fleet_health_and_executions(synthesized: Synthesized) -> None:
     _, dashboard = _only(synthesized.of_type("AWS::CloudWatch::Dashboard"))
     body = json.dumps(dashboard["Properties"]["DashboardBody"])
-    for metric in ("JobCostUsd", "JobsSucceeded", "JobsFailed", "StuckJobs", "UnregisteredInstances"):
+    for metric in ("JobCostUsd", "JobsSucceeded", "JobsFailed", "StuckJobs", "InvalidComputeEnvironments", "Fallbacks"):
         assert metric in body, metric
     assert "ExecutionsStarted" in body
 
 
 def test_stack_exports_the_api_url_state_machine_table_and_alarm_topic(synthesized: Synthesized) -> None:
-    assert set(synthesized.outputs) == {"ApiUrl", "StateMachineArn", "TableName", "AlarmTopicArn"}
+    assert set(synthesized.outputs) == {"ApiUrl", "StateMachineArn", "TableName", "AlarmTopicArn", "JobRoleArn"}

@@ -1,71 +1,71 @@
-"""Each workflow step's handler against moto: real Batch, DynamoDB and EC2 calls."""
+"""Each workflow step's handler against moto: real Batch, DynamoDB, EC2 and Step Functions calls, each
+function run with the environment the synthesized template gives it."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import boto3
 import pytest
 
-from functions.diagnose.handler import handler as diagnose_handler
-from functions.ensure_queue.handler import handler as ensure_queue_handler
-from functions.job_events.handler import handler as job_events_handler
-from functions.record_cost.handler import handler as record_cost_handler
-from functions.select_gpu.handler import handler as select_gpu_handler
-from functions.shared import service
-from functions.shared.store import JobStore
-from functions.shared.workflow import WaitInput
-from functions.submit_job.handler import handler as submit_job_handler
-from gpupilot.localcloud.deploy import Deployment
+from functions.shared.adapters.job_store import DynamoJobStore
+from functions.shared.adapters.table_store import DynamoOfferingMemory
+from functions.shared.domain.records import AttemptRecord, Wait
+from functions.shared.domain.requests import JobRequest
+from functions.shared.domain.vocabulary import CapacityType, JobStatus, WaitPhase
+from tests.integration.conftest import Cloud, HandlerError
 
+JOB = "job00000001"
 REQUEST = {"name": "train", "image": "nvidia/cuda:12.4.1-base-ubuntu22.04", "command": ["nvidia-smi"]}
+CAPACITY = "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY - Service cannot fulfill the capacity requested"
 
 
 @pytest.fixture
-def job(deployment: Deployment) -> str:
-    JobStore(boto3.client("dynamodb"), deployment.table_name).create_job("job00000001", "train", REQUEST)
-    return "job00000001"
+def store(cloud: Cloud) -> DynamoJobStore:
+    jobs = DynamoJobStore(cloud.deployment.table_name)
+    jobs.create_job(JOB, JobRequest.model_validate(REQUEST))
+    return jobs
 
 
-def _select(job: str, context: Any, request: dict[str, Any] | None = None) -> dict[str, Any]:
-    return dict(select_gpu_handler({"job_id": job, "request": request or REQUEST}, context))
+def select(cloud: Cloud, request: dict[str, Any] | None = None) -> dict[str, Any]:
+    return dict(cloud.invoke("select_gpu", {"job_id": JOB, "request": request or REQUEST}))
 
 
-def _provisioned(job: str, context: Any) -> dict[str, Any]:
-    selection = _select(job, context)
-    queue = ensure_queue_handler({"job_id": job, "request": REQUEST, "selection": selection}, context)
-    return {"job_id": job, "request": REQUEST, "selection": selection, "queue": queue}
+def provisioned(cloud: Cloud) -> dict[str, Any]:
+    """The workflow state once the first candidate's pool is ready (the local clock moved past CREATING)."""
+    state = {"job_id": JOB, "request": REQUEST, "selection": select(cloud)}
+    state["queue"] = cloud.invoke("ensure_queue", state)
+    cloud.clock.advance()
+    state["queue"] = cloud.invoke("ensure_queue", state | {"previous": state["queue"]})
+    assert state["queue"]["ready"] is True
+    return state
 
 
-def _submitted(job: str, context: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(workflow state, SubmitBatchJob's output) of a job provisioned and submitted on its first candidate."""
-    state = _provisioned(job, context)
-    return state, submit_job_handler(state, context)
+def submitted(cloud: Cloud) -> tuple[dict[str, Any], dict[str, Any]]:
+    state = provisioned(cloud)
+    return state, cloud.invoke("submit_job", state)
 
 
-def _moto_job(batch_job_id: str, status: str) -> Any:
+def moto_job(batch_job_id: str, status: str, reason: str | None = None) -> Any:
     """Set a job's status behind Batch's back (as if Batch moved it and no event was seen yet)."""
     from moto.batch.models import batch_backends
 
-    moto_job = batch_backends["123456789012"]["us-east-1"]._jobs[batch_job_id]
-    moto_job.status = status
-    moto_job.job_stopped = False
-    return moto_job
+    job = batch_backends["123456789012"]["us-east-1"]._jobs[batch_job_id]
+    job.status = status
+    job.job_stopped = False
+    job.job_stopped_reason = reason
+    return job
 
 
-def _batch_event(batch_job_id: str, **detail: Any) -> dict[str, Any]:
+def batch_event(batch_job_id: str, **detail: Any) -> dict[str, Any]:
     described = boto3.client("batch").describe_jobs(jobs=[batch_job_id])["jobs"][0]
-    return {
-        "detail-type": "Batch Job State Change",
-        "source": "aws.batch",
-        "time": "2026-11-22T10:00:00Z",
-        "detail": described | detail,
-    }
+    return {"detail-type": "Batch Job State Change", "source": "aws.batch", "time": "2026-11-22T10:00:00Z",
+            "detail": described | detail}  # fmt: skip
 
 
-def test_selection_ranks_the_cheapest_offered_nvidia_type_first(job: str, context: Any) -> None:
-    selection = _select(job, context)
+# -- SelectGpuType ---------------------------------------------------------------------------------
+def test_selection_ranks_the_cheapest_nvidia_type_offered_in_the_deployments_zones(cloud: Cloud, store: Any) -> None:
+    selection = select(cloud)
     first = selection["candidates"][0]
     prices = [c["hourly_usd"] for c in selection["candidates"]]
     assert first["instance_type"] == "g4dn.xlarge"
@@ -74,165 +74,90 @@ def test_selection_ranks_the_cheapest_offered_nvidia_type_first(job: str, contex
     assert set(first["zones"]) == {"us-east-1a", "us-east-1b"}
 
 
-def test_selection_skips_offerings_remembered_as_unavailable(deployment: Deployment, job: str, context: Any) -> None:
-    store = JobStore(boto3.client("dynamodb"), deployment.table_name)
+def test_selection_skips_offerings_remembered_as_unavailable(cloud: Cloud, store: Any) -> None:
+    memory = DynamoOfferingMemory(cloud.deployment.table_name)
     for zone in ("us-east-1a", "us-east-1b"):
-        store.remember_unavailable(f"on-demand:g4dn.xlarge:{zone}", "INSUFFICIENT_CAPACITY", 600)
-    selection = _select(job, context)
-    assert selection["candidates"][0]["instance_type"] != "g4dn.xlarge"
+        memory.remember_unavailable(f"on-demand:g4dn.xlarge:{zone}", "INSUFFICIENT_CAPACITY", 600)
+    assert select(cloud)["candidates"][0]["instance_type"] != "g4dn.xlarge"
 
 
-def test_selection_with_no_fitting_gpu_type_fails_with_the_reasons(job: str, context: Any) -> None:
-    with pytest.raises(service.NoGpuTypeAvailable, match="instance_types"):
-        _select(job, context, REQUEST | {"instance_types": ["m5.large"]})
+def test_selection_with_no_fitting_gpu_type_fails_with_the_reasons(cloud: Cloud, store: Any) -> None:
+    with pytest.raises(HandlerError, match="instance_types") as failed:
+        select(cloud, REQUEST | {"instance_types": ["m5.large"]})
+    assert failed.value.error_type == "NoGpuTypeAvailable"
 
 
-def test_when_nothing_fits_the_reason_of_the_allowed_type_comes_first(
-    deployment: Deployment, job: str, context: Any
-) -> None:
-    # Given the only allowed type is remembered as unavailable in every zone
-    store = JobStore(boto3.client("dynamodb"), deployment.table_name)
-    for zone in ("us-east-1a", "us-east-1b"):
-        store.remember_unavailable(f"on-demand:g4dn.xlarge:{zone}", "INSUFFICIENT_CAPACITY", 600)
-    # When selecting, then the error starts with that type's own reason
-    with pytest.raises(service.NoGpuTypeAvailable, match=r"\(g4dn\.xlarge: on-demand capacity recently unavailable"):
-        _select(job, context, REQUEST | {"instance_types": ["g4dn.xlarge"]})
-
-
-def test_ensure_queue_creates_a_gpu_pool_and_then_reuses_it(job: str, context: Any) -> None:
-    # Given a first job provisioned its pool
-    state = _provisioned(job, context)
+# -- EnsureJobQueue ------------------------------------------------------------------------------------
+def test_a_new_pool_gets_its_queue_only_once_its_compute_environment_is_valid(cloud: Cloud, store: Any) -> None:
+    # Given a first job on a GPU type with no pool yet
+    state = {"job_id": JOB, "request": REQUEST, "selection": select(cloud)}
     batch = boto3.client("batch")
-    # When a second call for the same GPU type comes
-    again = ensure_queue_handler(
-        {"job_id": job, "request": REQUEST, "selection": state["selection"], "previous": state["queue"]}, context
-    )
-    # Then the same pool is reused, and it is a GPU pool that scales from zero
-    environments = batch.describe_compute_environments()["computeEnvironments"]
-    assert again["job_queue"] == state["queue"]["job_queue"]
-    assert len(environments) == 1
-    resources = environments[0]["computeResources"]
-    assert resources["minvCpus"] == 0
-    assert resources["instanceTypes"] == ["g4dn.xlarge"]
-    assert resources["ec2Configuration"] == [{"imageType": "ECS_AL2023_NVIDIA"}]
-    assert resources["launchTemplate"]["launchTemplateName"] == "gpupilot-gpu"
-    assert state["queue"]["ready"] is True
+
+    # When EnsureJobQueue runs while Batch is still creating the compute environment
+    first = cloud.invoke("ensure_queue", state)
+    # Then no queue was asked for (Batch would refuse it), and the workflow is told to wait
+    assert (first["ready"], first["status"]) == (False, "CREATING/NOT_CREATED")
+    assert batch.describe_job_queues()["jobQueues"] == []
+
+    # When it runs again after the compute environment became VALID
+    cloud.clock.advance()
+    second = cloud.invoke("ensure_queue", state | {"previous": first})
+    # Then the queue exists, ordered onto the pool's compute environment, and is reused by the next job
+    environment = batch.describe_compute_environments()["computeEnvironments"][0]
+    (queue,) = batch.describe_job_queues()["jobQueues"]
+    assert (second["ready"], second["checks"]) == (True, 2)
+    assert queue["computeEnvironmentOrder"][0]["computeEnvironment"] == environment["computeEnvironmentArn"]
+    assert environment["computeResources"]["ec2Configuration"] == [{"imageType": "ECS_AL2023_NVIDIA"}]
+    assert environment["computeResources"]["launchTemplate"]["launchTemplateName"] == "gpupilot-gpu"
+    assert environment["serviceRole"].endswith("/aws-service-role/batch.amazonaws.com/AWSServiceRoleForbatch")
+    assert cloud.invoke("ensure_queue", state)["ready"] is True
+    assert len(batch.describe_compute_environments()["computeEnvironments"]) == 1
 
 
-def test_submit_registers_gpu_requirements_and_a_retry_submits_nothing_new(job: str, context: Any) -> None:
-    state = _provisioned(job, context)
-    first = submit_job_handler(state, context)
-    second = submit_job_handler(state, context)
+def test_an_invalid_pool_is_diagnosed_and_the_workflow_told_to_fall_back(cloud: Cloud, store: Any) -> None:
+    # Given the first candidate's pool exists and Batch marked its compute environment INVALID
+    reason = "CLIENT_ERROR - The instance profile gpupilot-gpu-instance does not exist"
+    state = {"job_id": JOB, "request": REQUEST, "selection": select(cloud)}
+    cloud.invoke("ensure_queue", state)
+    cloud.clock.advance()
+    cloud.lifecycle.invalid_reason = lambda _types: reason
+
+    # When EnsureJobQueue runs
+    status = cloud.invoke("ensure_queue", state)
+
+    # Then the attempt is diagnosed with Batch's own words, and the workflow falls back to the next candidate
+    attempt = store.get_job(JOB).attempts[1]
+    assert (status["remedy"], status["next_index"]) == ("fall_back", 1)
+    assert attempt.diagnosis.category == "COMPUTE_ENVIRONMENT_INVALID"
+    assert attempt.diagnosis.evidence["compute_environment_reason"] == reason
+
+
+# -- SubmitBatchJob ----------------------------------------------------------------------------------
+def test_submit_registers_gpu_requirements_and_the_job_role_and_a_retry_submits_nothing_new(
+    cloud: Cloud, store: Any
+) -> None:
+    state = provisioned(cloud)
+    first = cloud.invoke("submit_job", state)
+    second = cloud.invoke("submit_job", state)
     batch = boto3.client("batch")
     definition = batch.describe_job_definitions(jobDefinitions=[first["job_definition"]])["jobDefinitions"][0]
-    requirements = {r["type"]: r["value"] for r in definition["containerProperties"]["resourceRequirements"]}
-    environment = {e["name"]: e["value"] for e in definition["containerProperties"]["environment"]}
+    container = definition["containerProperties"]
+    requirements = {r["type"]: r["value"] for r in container["resourceRequirements"]}
+    environment = {e["name"]: e["value"] for e in container["environment"]}
     assert second["batch_job_id"] == first["batch_job_id"]
-    assert len(batch.list_jobs(jobQueue=first["job_queue"], jobStatus="SUCCEEDED")["jobSummaryList"]) <= 1
     assert requirements["GPU"] == "1"
     assert environment["NVIDIA_DRIVER_CAPABILITIES"] == "compute,utility"
+    assert container["command"] == ["nvidia-smi"]  # no preflight unless asked for
+    assert container["jobRoleArn"] == cloud.deployment.environment("submit_job")["GPUPILOT_JOB_ROLE_ARN"]
     assert definition["timeout"]["attemptDurationSeconds"] == 3600
 
 
-def test_batch_events_build_the_timeline_and_ignore_foreign_jobs(
-    deployment: Deployment, job: str, context: Any
-) -> None:
-    _state, submitted = _submitted(job, context)
-    # When Batch reports RUNNING for our job and something for a job that is not ours
-    job_events_handler(_batch_event(submitted["batch_job_id"], status="RUNNING", startedAt=1_800_000_000_000), context)
-    foreign = job_events_handler(
-        _batch_event(submitted["batch_job_id"], jobName="someone-elses-job", status="FAILED"), context
-    )
-    record = JobStore(boto3.client("dynamodb"), deployment.table_name).get_job(job)
-    # Then our job is RUNNING with a timeline through RUNNING, and the foreign event changed nothing
-    assert foreign == {"ignored": "not a GPU Pilot job"}
-    assert record["status"] == "RUNNING"
-    assert [e["status"] for e in record["timeline"]] == [
-        "SUBMITTED", "SELECTING", "PROVISIONING", "RUNNABLE", "RUNNING"
-    ]  # fmt: skip
-
-
-def test_malformed_batch_events_are_ignored_not_crashed_on(job: str, context: Any) -> None:
-    assert job_events_handler({"detail-type": "Batch Job State Change", "detail": {}}, context)["ignored"]
-    assert job_events_handler({"detail-type": "Batch Job Queue Blocked", "detail": {}}, context)["ignored"]
-
-
-def test_record_cost_prices_the_attempt_and_emits_the_cost_metric(
-    deployment: Deployment, job: str, context: Any, capsys: pytest.CaptureFixture[str]
-) -> None:
-    # Given a job that ran 30 minutes on a g4dn.xlarge
-    _state, submitted = _submitted(job, context)
-    finished = {"status": "SUCCEEDED", "exit_code": 0, "started_at": 1_800_000_000_000, "stopped_at": 1_800_001_800_000}
-    capsys.readouterr()
-    # When its cost is recorded
-    cost = record_cost_handler({"job_id": job, "batch_job": submitted, "finished": finished}, context)
-    # Then cost = hourly x runtime x share, the job SUCCEEDED with it, and an EMF metric carries it
-    record = JobStore(boto3.client("dynamodb"), deployment.table_name).get_job(job)
-    emf = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
-    assert cost["usd"] == pytest.approx(0.526 * 0.5)
-    assert record["status"] == "SUCCEEDED"
-    assert record["cost"]["usd"] == pytest.approx(0.263)
-    assert emf and emf[0]["JobCostUsd"] == [pytest.approx(0.263)]
-    assert emf[0]["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "GpuPilot"
-
-
-def test_a_capacity_stuck_job_is_diagnosed_cancelled_and_falls_back(
-    deployment: Deployment, job: str, context: Any
-) -> None:
-    # Given an attempt Batch keeps RUNNABLE for lack of capacity
-    state, submitted = _submitted(job, context)
-    moto_job = _moto_job(submitted["batch_job_id"], "RUNNABLE")
-    moto_job.job_stopped_reason = "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY - no g4dn.xlarge"
-    # When the stuck job is diagnosed
-    result = diagnose_handler(state | {"batch_job": submitted, "previous": {"checks": 0}}, context)
-    # Then the cause is capacity, with evidence, the workflow falls back, and the offering is remembered
-    store = JobStore(boto3.client("dynamodb"), deployment.table_name)
-    assert result["category"] == "INSUFFICIENT_CAPACITY"
-    assert result["evidence"]["batch_job_id"] == submitted["batch_job_id"]
-    assert result["action"] == "fall_back" and result["next_index"] == 1
-    assert "on-demand:g4dn.xlarge:us-east-1a" in store.unavailable_offerings()
-    assert store.get_job(job)["attempts"]["1"]["diagnosis"]["category"] == "INSUFFICIENT_CAPACITY"
-
-
-def test_a_missed_batch_event_is_replayed_by_the_sweep_and_resumes_the_workflow(
-    deployment: Deployment, job: str, context: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Given a workflow parked waiting for its job to start
-    _state, submitted = _submitted(job, context)
-    sent: list[str] = []
-
-    class StepFunctions:
-        def send_task_success(self, taskToken: str, output: str) -> None:
-            sent.append(taskToken)
-
-    real_client = service.client
-    monkeypatch.setattr(
-        service, "client", lambda name: StepFunctions() if name == "stepfunctions" else real_client(name)
-    )
-    service.park_wait(
-        WaitInput(
-            job_id=job, phase="start", attempt=1, batch_job_id=submitted["batch_job_id"], task_token="token-start"
-        )
-    )
-    # And Batch started the job but its event never arrived
-    _moto_job(submitted["batch_job_id"], "RUNNING")
-    # When the health sweep runs
-    report = service.run_sweep()
-    # Then it replays the change: the job is RUNNING and the workflow resumed
-    record = JobStore(boto3.client("dynamodb"), deployment.table_name).get_job(job)
-    assert report.summary["reconciled_events"] == 1
-    assert record["status"] == "RUNNING"
-    assert sent == ["token-start"]
-
-
-def test_a_retried_submit_finds_the_batch_job_its_first_try_submitted(
-    deployment: Deployment, job: str, context: Any
-) -> None:
+def test_a_retried_submit_finds_the_batch_job_its_first_try_submitted(cloud: Cloud, store: Any) -> None:
     # Given Batch accepted attempt 1 but the record never learned its id (the Lambda died after submit)
-    state = _provisioned(job, context)
-    store = JobStore(boto3.client("dynamodb"), deployment.table_name)
+    state = provisioned(cloud)
     candidate = state["selection"]["candidates"][0]
-    store.put_attempt(job, 1, {"instance_type": candidate["instance_type"], "job_queue": state["queue"]["job_queue"]})
+    store.put_attempt(JOB, 1, AttemptRecord(instance_type=candidate["instance_type"], capacity=CapacityType.ON_DEMAND,
+                                            job_queue=state["queue"]["job_queue"]))  # fmt: skip
     batch = boto3.client("batch")
     definition = batch.register_job_definition(
         jobDefinitionName="gpupilot-train",
@@ -240,92 +165,158 @@ def test_a_retried_submit_finds_the_batch_job_its_first_try_submitted(
         containerProperties={"image": "img", "command": ["true"], "vcpus": 1, "memory": 512},
     )
     first = batch.submit_job(
-        jobName=f"gpupilot-{job}-a1", jobQueue=state["queue"]["job_queue"], jobDefinition=definition["jobDefinitionArn"]
+        jobName=f"gpupilot-{JOB}-a1", jobQueue=state["queue"]["job_queue"], jobDefinition=definition["jobDefinitionArn"]
     )
-    # When SubmitBatchJob is retried
-    submitted = submit_job_handler(state, context)
-    # Then it adopts that Batch job instead of submitting a second one
-    assert submitted["batch_job_id"] == first["jobId"]
-    assert store.get_job(job)["attempts"]["1"]["batch_job_id"] == first["jobId"]
+    # When SubmitBatchJob is retried / Then it adopts that Batch job instead of submitting a second one
+    assert cloud.invoke("submit_job", state)["batch_job_id"] == first["jobId"]
+    assert store.get_job(JOB).attempts[1].batch_job_id == first["jobId"]
 
 
-def test_record_failure_terminates_attempts_the_workflow_state_does_not_know(
-    deployment: Deployment, job: str, context: Any
-) -> None:
-    from functions.record_failure.handler import handler as record_failure_handler
+# -- job_events -------------------------------------------------------------------------------------
+def test_batch_events_build_the_timeline_and_ignore_foreign_jobs(cloud: Cloud, store: Any) -> None:
+    _, batch_job = submitted(cloud)
+    cloud.invoke("job_events", batch_event(batch_job["batch_job_id"], status="RUNNING", startedAt=1_800_000_000_000))
+    foreign = cloud.invoke(
+        "job_events", batch_event(batch_job["batch_job_id"], jobName="someone-else", status="FAILED")
+    )
+    record = store.get_job(JOB)
+    assert foreign == {"ignored": "not a GPU Pilot job"}
+    assert record.status == JobStatus.RUNNING
+    assert [e.status for e in record.timeline] == ["SUBMITTED", "SELECTING", "PROVISIONING", "RUNNABLE", "RUNNING"]
 
+
+def test_malformed_batch_events_are_ignored_not_crashed_on(cloud: Cloud, store: Any) -> None:
+    assert cloud.invoke("job_events", {"detail-type": "Batch Job State Change", "detail": {}})["ignored"]
+    assert cloud.invoke("job_events", {"detail-type": "Batch Job Queue Blocked", "detail": {}})["ignored"]
+
+
+def test_an_event_gives_an_attempt_its_batch_job_id_when_the_submit_could_not(cloud: Cloud, store: Any) -> None:
+    store.put_attempt(
+        JOB, 1, AttemptRecord(instance_type="g4dn.xlarge", capacity=CapacityType.ON_DEMAND, job_queue="q")
+    )
+    event = {"detail-type": "Batch Job State Change", "time": "2026-11-22T10:00:00Z",
+             "detail": {"jobName": f"gpupilot-{JOB}-a1", "jobId": "batch-123", "status": "RUNNABLE"}}  # fmt: skip
+    cloud.invoke("job_events", event)
+    assert store.get_job(JOB).attempts[1].batch_job_id == "batch-123"
+
+
+# -- WaitForJobToStart / WaitForJobToFinish -------------------------------------------------------
+def test_a_wait_parked_after_its_event_came_resumes_at_once(cloud: Cloud, store: Any) -> None:
+    # Given an attempt whose RUNNING event came before the workflow parked its start wait
+    _, batch_job = submitted(cloud)
+    cloud.invoke("job_events", batch_event(batch_job["batch_job_id"], status="RUNNING"))
+    # When the wait parks its token
+    wait = {"job_id": JOB, "phase": "start", "attempt": 1, "batch_job_id": batch_job["batch_job_id"],
+            "task_token": "token-of-an-ended-execution"}  # fmt: skip
+    cloud.invoke("wait_for_job", wait)
+    # Then it answered the token itself (Step Functions calls it spent) and forgot it
+    assert store.get_job(JOB).waits == {}
+
+
+# -- DiagnoseStuckJob ------------------------------------------------------------------------------
+def test_a_capacity_stuck_job_is_diagnosed_cancelled_and_falls_back(cloud: Cloud, store: Any) -> None:
+    # Given an attempt Batch keeps RUNNABLE for lack of capacity
+    state, batch_job = submitted(cloud)
+    job = moto_job(batch_job["batch_job_id"], "RUNNABLE", CAPACITY)
+    # When the stuck job is diagnosed
+    result = cloud.invoke("diagnose", state | {"batch_job": batch_job, "previous": {"checks": 0}})
+    # Then the cause is capacity with Batch's words, the workflow falls back, Batch's job is cancelled
+    assert result["category"] == "INSUFFICIENT_CAPACITY"
+    assert result["evidence"]["status_reason"] == CAPACITY
+    assert (result["remedy"], result["next_index"]) == ("fall_back", 1)
+    assert (
+        "on-demand:g4dn.xlarge:us-east-1a" in DynamoOfferingMemory(cloud.deployment.table_name).unavailable_offerings()
+    )
+    assert job.stop is True
+    assert cloud.metric("StuckJobDiagnoses") == [1.0]
+
+
+def test_a_job_that_started_as_its_wait_timed_out_resumes_its_wait(cloud: Cloud, store: Any) -> None:
+    # Given a parked start wait, and the job RUNNING though its event never came
+    state, batch_job = submitted(cloud)
+    store.store_wait(JOB, WaitPhase.START, Wait(attempt=1, token="not-a-live-token"))
+    moto_job(batch_job["batch_job_id"], "RUNNING")
+    # When the diagnosis runs / Then it keeps waiting without spending a check and the record knows it runs
+    result = cloud.invoke("diagnose", state | {"batch_job": batch_job, "previous": {"checks": 2}})
+    assert (result["remedy"], result["checks"]) == ("keep_waiting", 2)
+    record = store.get_job(JOB)
+    assert (record.status, record.attempts[1].batch_status) == (JobStatus.RUNNING, "RUNNING")
+
+
+# -- RecordCost, RecordFailure, the sweep -----------------------------------------------------------
+def test_record_cost_prices_the_attempt_and_emits_the_cost_metric_once(cloud: Cloud, store: Any) -> None:
+    _, batch_job = submitted(cloud)
+    finished = {"status": "SUCCEEDED", "exit_code": 0, "started_at": "2026-11-22T10:00:00.000Z",
+                "stopped_at": "2026-11-22T10:30:00.000Z"}  # fmt: skip
+    cost = cloud.invoke("record_cost", {"job_id": JOB, "batch_job": batch_job, "finished": finished})
+    cloud.invoke("record_cost", {"job_id": JOB, "batch_job": batch_job, "finished": finished})
+    record = store.get_job(JOB)
+    assert cost["usd"] == pytest.approx(0.526 * 0.5)
+    assert record.status == JobStatus.SUCCEEDED and record.cost.usd == pytest.approx(0.263)
+    assert cloud.metric("JobCostUsd") == [pytest.approx(0.263)]
+    assert {namespace for namespace, _ in cloud.metrics} == {"GpuPilot"}
+
+
+def test_record_failure_terminates_attempts_the_workflow_state_does_not_know(cloud: Cloud, store: Any) -> None:
     # Given a submitted attempt, and a failure caught before $.batch_job was set
-    _state, submitted = _submitted(job, context)
-    moto_job = _moto_job(submitted["batch_job_id"], "RUNNING")
+    _, batch_job = submitted(cloud)
+    job = moto_job(batch_job["batch_job_id"], "RUNNING")
     error = {"Error": "States.TaskFailed", "Cause": "boom"}
     # When the failure is recorded
-    result = record_failure_handler({"job_id": job, "state": {"job_id": job, "error": error}}, context)
+    result = cloud.invoke("record_failure", {"job_id": JOB, "state": {"job_id": JOB, "error": error}})
     # Then the job is FAILED with the cause and its Batch job was terminated
-    record = JobStore(boto3.client("dynamodb"), deployment.table_name).get_job(job)
+    record = store.get_job(JOB)
     assert result["recorded"] is True
-    assert record["status"] == "FAILED" and record["error"] == "States.TaskFailed: boom"
-    assert moto_job.stop is True and moto_job.job_stopped_reason == "GPU Pilot workflow failed"
+    assert record.status == JobStatus.FAILED and record.error.startswith("States.TaskFailed: boom")
+    assert job.stop is True and job.job_stopped_reason == "GPU Pilot workflow failed"
 
 
-def test_a_job_that_started_as_its_wait_timed_out_goes_back_to_waiting(job: str, context: Any) -> None:
-    state, submitted = _submitted(job, context)
-    _moto_job(submitted["batch_job_id"], "RUNNING")
-    result = diagnose_handler(state | {"batch_job": submitted, "previous": {"checks": 2}}, context)
-    record = JobStore(boto3.client("dynamodb"), service.settings().table_name).get_job(job)
-    # Then it waits again without spending a check, and the record knows it runs, so the wait resumes at once
-    assert result["action"] == "keep_waiting"
-    assert result["checks"] == 2
-    assert record["attempts"]["1"]["batch_status"] == "RUNNING"
-    assert record["status"] == "RUNNING"
+def test_the_sweep_replays_a_missed_batch_event_and_resumes_the_wait(cloud: Cloud, store: Any) -> None:
+    # Given a parked start wait, and a Batch job that started but whose event never arrived
+    _, batch_job = submitted(cloud)
+    store.store_wait(JOB, WaitPhase.START, Wait(attempt=1, token="token-of-an-ended-execution"))
+    moto_job(batch_job["batch_job_id"], "RUNNING")
+    # When the health sweep runs
+    report = cloud.invoke("health_sweep", {"source": "aws.events", "detail-type": "Scheduled Event"})
+    # Then it replays the change and answers the token (Step Functions calls it spent: it is forgotten)
+    assert report["summary"]["reconciled_events"] == 1
+    record = store.get_job(JOB)
+    assert record.status == JobStatus.RUNNING
+    assert record.waits == {}
 
 
-def test_a_retried_fallback_diagnosis_repeats_its_answer(deployment: Deployment, job: str, context: Any) -> None:
-    # Given a diagnosis that fell back and cancelled the Batch job
-    state, submitted = _submitted(job, context)
-    moto_job = _moto_job(submitted["batch_job_id"], "RUNNABLE")
-    moto_job.job_stopped_reason = "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY - no g4dn.xlarge"
-    event = state | {"batch_job": submitted, "previous": {"checks": 0}}
-    first = diagnose_handler(event, context)
-    moto_job.status = "FAILED"
-    # When Step Functions retries it (the job is now FAILED by our own cancel)
-    again = diagnose_handler(event, context)
-    # Then it falls back again to the same next GPU type, instead of waiting on a dead job
-    assert first["action"] == again["action"] == "fall_back"
-    assert again["next_index"] == first["next_index"] == 1
+def test_the_sweep_trusts_a_newer_event_over_an_older_describe(cloud: Cloud, store: Any) -> None:
+    # Given the record already RUNNING (its event came) while DescribeJobs still says STARTING
+    _, batch_job = submitted(cloud)
+    cloud.invoke("job_events", batch_event(batch_job["batch_job_id"], status="RUNNING"))
+    moto_job(batch_job["batch_job_id"], "STARTING")
+    # When the sweep runs / Then it does not move the job back
+    cloud.invoke("health_sweep", {"source": "aws.events", "detail-type": "Scheduled Event"})
+    assert store.get_job(JOB).attempts[1].batch_status == "RUNNING"
 
 
-def test_events_of_jobs_another_deployment_owns_are_ignored(job: str, context: Any) -> None:
-    event = {
-        "detail-type": "Batch Job State Change",
-        "time": "2026-11-22T10:00:00Z",
-        "detail": {"jobName": "gpupilot-0123456789abcdef0123-a1", "jobId": "x", "status": "RUNNING"},
-    }
-    assert job_events_handler(event, context)["ignored"] == "not a job of this deployment"
-
-
-def test_an_event_gives_an_attempt_its_batch_job_id_when_the_submit_could_not(
-    deployment: Deployment, job: str, context: Any
+def test_a_job_cancelled_while_its_attempt_was_submitted_has_that_batch_job_terminated(
+    cloud: Cloud, store: Any
 ) -> None:
-    # Given an attempt whose submit reached Batch but never wrote the id down
-    store = JobStore(boto3.client("dynamodb"), deployment.table_name)
-    store.put_attempt(job, 1, {"instance_type": "g4dn.xlarge", "job_queue": "q"})
-    event = {
-        "detail-type": "Batch Job State Change",
-        "time": "2026-11-22T10:00:00Z",
-        "detail": {"jobName": f"gpupilot-{job}-a1", "jobId": "batch-123", "status": "RUNNABLE"},
-    }
-    # When its first event arrives, then the attempt knows its Batch job (and can be terminated)
-    job_events_handler(event, context)
-    assert store.get_job(job)["attempts"]["1"]["batch_job_id"] == "batch-123"
+    # Given a job cancelled after its pool was ready but before SubmitBatchJob finished
+    state = provisioned(cloud)
+    store.finish(JOB, JobStatus.CANCELLED)
+    # When SubmitBatchJob runs / Then it fails, and the Batch job it submitted is terminated
+    with pytest.raises(HandlerError, match="JobAlreadyFinished"):
+        cloud.invoke("submit_job", state)
+    batch_job_id = store.get_job(JOB).attempts[1].batch_job_id
+    from moto.batch.models import batch_backends
+
+    assert batch_backends["123456789012"]["us-east-1"]._jobs[batch_job_id].stop is True
 
 
-def test_a_retried_record_cost_does_not_count_the_cost_twice(
-    job: str, context: Any, capsys: pytest.CaptureFixture[str]
-) -> None:
-    _state, submitted = _submitted(job, context)
-    finished = {"status": "SUCCEEDED", "exit_code": 0, "started_at": 0, "stopped_at": 60_000}
-    capsys.readouterr()
-    record_cost_handler({"job_id": job, "batch_job": submitted, "finished": finished}, context)
-    record_cost_handler({"job_id": job, "batch_job": submitted, "finished": finished}, context)
-    costs = [line for line in capsys.readouterr().out.splitlines() if '"JobCostUsd"' in line]
-    assert len(costs) == 1
+def test_a_retried_ensure_queue_records_an_invalid_pools_attempt_once(cloud: Cloud, store: Any) -> None:
+    # Given an INVALID pool already diagnosed on attempt 1
+    state = {"job_id": JOB, "request": REQUEST, "selection": select(cloud)}
+    cloud.invoke("ensure_queue", state)
+    cloud.clock.advance()
+    cloud.lifecycle.invalid_reason = lambda _types: "CLIENT_ERROR - security group sg-1 does not exist"
+    first = cloud.invoke("ensure_queue", state)
+    # When Step Functions retries EnsureJobQueue / Then the same answer, one attempt
+    assert cloud.invoke("ensure_queue", state) == first
+    assert list(store.get_job(JOB).attempts) == [1]

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from functions.shared.models import Candidate, GpuType, JobRequest
-from functions.shared.pricing import PriceQuote
-from functions.shared.selection import AvailabilitySnapshot
+from functions.shared.domain.catalog import GpuType
+from functions.shared.domain.cost import PriceQuote
+from functions.shared.domain.requests import JobRequest
+from functions.shared.domain.selection import AvailabilitySnapshot, Candidate
 
 ZONES = ["us-east-1a", "us-east-1b"]
 PRICING_LABEL = "unit-test prices"

@@ -10,7 +10,7 @@ import pytest
 from pydantic import BaseModel
 
 from functions.shared.constants import ASL_FILE, LAMBDAS
-from functions.shared.workflow import (
+from functions.shared.domain.steps import (
     DiagnoseInput,
     EnsureQueueInput,
     RecordCostInput,
@@ -63,15 +63,54 @@ def test_every_workflow_lambda_is_called_by_some_task() -> None:
     assert called == {spec.substitution for spec in LAMBDAS if spec.substitution}
 
 
-def test_every_task_retries_lambda_faults_with_jitter_and_catches_into_record_failure() -> None:
-    for name, state in ASL["States"].items():
-        if state["Type"] != "Task":
-            continue
-        retried = {error for rule in state["Retry"] for error in rule["ErrorEquals"]}
-        assert {"Lambda.ServiceException", "Lambda.TooManyRequestsException", "TransientAwsError"} <= retried, name
-        assert all(rule.get("JitterStrategy") == "FULL" for rule in state["Retry"]), name
-        assert state["Catch"][-1]["ErrorEquals"] == ["States.ALL"], name
-        assert state["Catch"][-1]["Next"] in {"RecordFailure", "JobFailed"}, name
+# The Retry policy every Task shares (the ASL keeps it as JSON, copied, so the console shows it).
+SHARED_RETRY = [
+    {
+        "ErrorEquals": [
+            "Lambda.ServiceException",
+            "Lambda.AWSLambdaException",
+            "Lambda.SdkClientException",
+            "Lambda.TooManyRequestsException",
+        ],
+        "IntervalSeconds": 1,
+        "MaxAttempts": 3,
+        "BackoffRate": 2,
+        "JitterStrategy": "FULL",
+    },
+    {
+        "ErrorEquals": ["TransientAwsError"],
+        "IntervalSeconds": 2,
+        "MaxAttempts": 4,
+        "BackoffRate": 2,
+        "JitterStrategy": "FULL",
+    },
+]
+TASKS = [name for name, state in ASL["States"].items() if state["Type"] == "Task"]
+
+
+@pytest.mark.parametrize("state", TASKS)
+def test_every_task_has_the_shared_retry_policy_and_catches_everything_into_record_failure(state: str) -> None:
+    task = ASL["States"][state]
+    assert task["Retry"] == SHARED_RETRY, state
+    assert task["Catch"][-1]["ErrorEquals"] == ["States.ALL"], state
+    expected = "JobFailed" if state == "RecordFailure" else "RecordFailure"
+    assert task["Catch"][-1]["Next"] == expected, state
+
+
+def test_no_arn_in_the_asl_names_a_partition_the_stack_did_not_substitute() -> None:
+    # Given the ASL as text / When looking for literal partitions / Then every ARN takes ${Partition}
+    text = json.dumps(ASL)
+    assert "arn:aws:" not in text and "arn:aws-" not in text
+    assert text.count("arn:${Partition}:states:::lambda:invoke.waitForTaskToken") == 2
+
+
+def test_an_invalid_pool_falls_back_or_gives_up_and_a_new_one_is_polled() -> None:
+    choice = ASL["States"]["IsJobQueueReady"]
+    targets = [rule["Next"] for rule in choice["Choices"]]
+    assert targets == ["SubmitBatchJob", "FallBackFromBrokenPool", "RecordFailure"]
+    assert choice["Default"] == "WaitForJobQueue"
+    assert ASL["States"]["WaitForJobQueue"]["SecondsPath"] == "$.timeouts.queue_poll_seconds"
+    assert ASL["States"]["FallBackFromBrokenPool"]["InputPath"] == "$.queue.next_index"
 
 
 def test_waits_time_out_from_the_request_and_a_stuck_start_is_diagnosed() -> None:

@@ -2,26 +2,34 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
-from functions.shared.diagnosis import MAX_WAIT_CHECKS, StuckJobSnapshot, diagnose, remedy
-from functions.shared.models import Diagnosis, DiagnosisCategory
+from functions.shared.domain.batch import BatchJobState, ComputeEnvironmentState
+from functions.shared.domain.clock import iso_from_millis
+from functions.shared.domain.diagnosis import MAX_WAIT_CHECKS, Diagnosis, StuckJobSnapshot, diagnose, remedy
+from functions.shared.domain.vocabulary import DiagnosisCategory, Remedy
 
 Category = DiagnosisCategory
+NOW_MS = 1_800_000_000_000
 
 
-def snapshot(**overrides: Any) -> StuckJobSnapshot:
-    fields: dict[str, Any] = {
-        "batch_job_id": "job-1234",
-        "status": "RUNNABLE",
-        "status_reason": None,
-        "runnable_seconds": 600,
-        "compute_environment": "gpupilot-od-x8664-g5-xlarge",
-        "compute_environment_status": "VALID",
-    }
-    return StuckJobSnapshot(**(fields | overrides))
+def snapshot(
+    status_reason: str | None = None,
+    runnable_seconds: float = 600,
+    compute_environment_status: str = "VALID",
+    compute_environment_reason: str | None = None,
+) -> StuckJobSnapshot:
+    """A RUNNABLE job read `runnable_seconds` after it was created, in a compute environment."""
+    job = BatchJobState(
+        job_id="job-1234",
+        status="RUNNABLE",
+        status_reason=status_reason,
+        created_at=iso_from_millis(NOW_MS - runnable_seconds * 1000),
+    )
+    environment = ComputeEnvironmentState(
+        name="gpupilot-od-x8664-g5-xlarge", status=compute_environment_status, status_reason=compute_environment_reason
+    )
+    return StuckJobSnapshot(job=job, environment=environment, at=iso_from_millis(NOW_MS))
 
 
 def diagnosis_of(category: Category) -> Diagnosis:
@@ -139,6 +147,10 @@ def test_unknown_status_reason_is_treated_like_no_reason():
         Category.NOT_OFFERED,
         Category.ECS_AGENT_NOT_REGISTERED,
         Category.GPU_NOT_REGISTERED,
+        Category.COMPUTE_ENVIRONMENT_INVALID,
+        Category.AGENT_DISCONNECTED,
+        Category.NO_INSTANCES_LAUNCHED,
+        Category.JOB_TOO_LARGE,
     ],
 )
 def test_capacity_like_causes_fall_back_to_the_next_candidate(category):
@@ -147,7 +159,7 @@ def test_capacity_like_causes_fall_back_to_the_next_candidate(category):
     action = remedy(diagnosis_of(category), index=0, candidates=3, checks=0)
 
     # Then the workflow falls back to candidate 1
-    assert action == ("fall_back", 1)
+    assert action == (Remedy.FALL_BACK, 1)
 
 
 def test_falling_back_past_the_last_candidate_gives_up():
@@ -156,7 +168,7 @@ def test_falling_back_past_the_last_candidate_gives_up():
     action = remedy(diagnosis_of(Category.INSUFFICIENT_CAPACITY), index=2, candidates=3, checks=0)
 
     # Then the workflow gives up on the same index
-    assert action == ("give_up", 2)
+    assert action == (Remedy.GIVE_UP, 2)
 
 
 @pytest.mark.parametrize("category", [Category.WAITING_FOR_SCALE_UP, Category.MAX_VCPUS_REACHED, Category.UNDETERMINED])
@@ -166,7 +178,7 @@ def test_time_curable_causes_keep_waiting_below_the_check_limit(category):
     action = remedy(diagnosis_of(category), index=1, candidates=3, checks=MAX_WAIT_CHECKS - 1)
 
     # Then the workflow keeps waiting on the same candidate
-    assert action == ("keep_waiting", 1)
+    assert action == (Remedy.KEEP_WAITING, 1)
 
 
 def test_waiting_gives_up_once_the_check_limit_is_reached():
@@ -175,16 +187,13 @@ def test_waiting_gives_up_once_the_check_limit_is_reached():
     action = remedy(diagnosis_of(Category.WAITING_FOR_SCALE_UP), index=0, candidates=3, checks=MAX_WAIT_CHECKS)
 
     # Then the workflow gives up
-    assert action == ("give_up", 0)
+    assert action == (Remedy.GIVE_UP, 0)
 
 
-@pytest.mark.parametrize(
-    "category", [Category.JOB_TOO_LARGE, Category.COMPUTE_ENVIRONMENT_INVALID, Category.SERVICE_ROLE_PERMISSIONS]
-)
-def test_causes_neither_time_nor_another_type_can_cure_give_up_at_once(category):
-    # Given a job too large (or a broken environment / role) with candidates left
+def test_a_service_role_batch_cannot_use_gives_up_at_once():
+    # Given a service role Batch cannot use, with candidates left (every pool shares that role)
     # When choosing the remedy
-    action = remedy(diagnosis_of(category), index=0, candidates=5, checks=0)
+    action = remedy(diagnosis_of(Category.SERVICE_ROLE_PERMISSIONS), index=0, candidates=5, checks=0)
 
     # Then the workflow gives up
-    assert action == ("give_up", 0)
+    assert action == (Remedy.GIVE_UP, 0)

@@ -6,19 +6,18 @@ from datetime import UTC, datetime
 
 import pytest
 
-from functions.shared.lifecycle import (
+from functions.shared.domain.batch import billed_seconds
+from functions.shared.domain.clock import iso_from_millis, normalize_iso
+from functions.shared.domain.lifecycle import (
     FINAL_RANK,
     batch_job_name,
     batch_rank,
-    billed_seconds,
-    iso_from_millis,
     job_status_for_batch,
-    normalize_iso,
     parse_batch_job_name,
     status_rank,
     wait_satisfied,
 )
-from functions.shared.models import JobStatus
+from functions.shared.domain.vocabulary import JobStatus
 
 IN_FLIGHT = [
     JobStatus.SUBMITTED,

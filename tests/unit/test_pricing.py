@@ -7,7 +7,10 @@ from importlib import resources
 
 import pytest
 
-from functions.shared.pricing import PriceQuote, attempt_cost, gpu_share, on_demand_price
+from functions.shared.adapters.prices import SnapshotPrices
+from functions.shared.domain.cost import PriceQuote, attempt_cost, gpu_share
+
+on_demand_price = SnapshotPrices().on_demand
 
 QUOTE = PriceQuote(hourly_usd=1.2, pricing="unit-test prices")
 

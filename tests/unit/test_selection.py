@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import itertools
 
-from functions.shared.catalog import load_snapshot
-from functions.shared.models import Plan
-from functions.shared.pricing import on_demand_price
-from functions.shared.selection import AvailabilitySnapshot, offering_key, plan
+from functions.shared.adapters.ec2 import load_snapshot
+from functions.shared.adapters.prices import SnapshotPrices
+from functions.shared.domain.selection import AvailabilitySnapshot, Plan, offering_key, plan
 from tests.unit.builders import ZONES, catalog, gpu_type, job_request, offered_everywhere, prices
+
+on_demand_price = SnapshotPrices().on_demand
 
 A10G = gpu_type("g5.xlarge", gpu_model="A10G", gpu_memory_gib=24.0, vcpus=4, memory_gib=16.0)
 A10G_2X = gpu_type("g5.2xlarge", gpu_model="A10G", gpu_memory_gib=24.0, vcpus=8, memory_gib=32.0)

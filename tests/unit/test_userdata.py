@@ -6,7 +6,7 @@ import email
 
 import pytest
 
-from functions.shared.userdata import deadlock_risks, gpu_user_data
+from functions.shared.domain.userdata import deadlock_risks, gpu_user_data
 
 
 def shell_part() -> str:

@@ -1,0 +1,104 @@
+"""AWS Batch: jobs, job definitions, compute environments and job queues.
+
+IAM (Service Authorization Reference for AWS Batch): ListJobs, DescribeJobs, DescribeComputeEnvironments
+and DescribeJobQueues have no resource types (grant on `*`); RegisterJobDefinition, SubmitJob,
+TerminateJob, Create/Update/DeleteComputeEnvironment and CreateJobQueue are scoped to the resources they
+name (SubmitJob: the job definition and the queue; CreateJobQueue: the queue and its compute
+environments), and tags given at creation also need batch:TagResource.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from functions.shared.adapters.base import ClientAdapter
+from functions.shared.domain.batch import BatchJobState, ComputeEnvironmentState
+
+# What this module's calls are authorized against (the IAM drift check holds it to that).
+IAM_ACTIONS = (
+    "batch:DescribeJobs",
+    "batch:ListJobs",
+    "batch:RegisterJobDefinition",
+    "batch:SubmitJob",
+    "batch:TerminateJob",
+    "batch:DescribeComputeEnvironments",
+    "batch:DescribeJobQueues",
+    "batch:CreateComputeEnvironment",
+    "batch:CreateJobQueue",
+    # Checked by AWS without a call of their own: tags given at creation, roles passed to Batch and ECS.
+    "batch:TagResource",
+    "iam:PassRole",
+)
+DESCRIBE_JOBS_PAGE = 100  # DescribeJobs takes at most 100 job ids
+
+
+def _already_exists(error: ClientError) -> bool:
+    return "already exist" in error.response.get("Error", {}).get("Message", "").lower()
+
+
+class BatchJobsAdapter(ClientAdapter):
+    """Implements ports.BatchJobs."""
+
+    service = "batch"
+
+    def register_job_definition(self, spec: dict[str, Any]) -> str:
+        return str(self._aws.register_job_definition(**spec)["jobDefinitionArn"])
+
+    def submit_job(self, name: str, job_queue: str, job_definition: str, tags: dict[str, str]) -> str:
+        response = self._aws.submit_job(jobName=name, jobQueue=job_queue, jobDefinition=job_definition, tags=tags)
+        return str(response["jobId"])
+
+    def find_job(self, job_queue: str, name: str) -> BatchJobState | None:
+        summaries = self._aws.list_jobs(jobQueue=job_queue, filters=[{"name": "JOB_NAME", "values": [name]}])
+        found = summaries["jobSummaryList"]
+        return BatchJobState.from_batch(found[0]) if found else None
+
+    def describe_jobs(self, job_ids: list[str]) -> list[BatchJobState]:
+        described: list[BatchJobState] = []
+        for start in range(0, len(job_ids), DESCRIBE_JOBS_PAGE):
+            page = self._aws.describe_jobs(jobs=job_ids[start : start + DESCRIBE_JOBS_PAGE])["jobs"]
+            described.extend(BatchJobState.from_batch(job) for job in page)
+        return described
+
+    def terminate_job(self, job_id: str, reason: str) -> None:
+        self._aws.terminate_job(jobId=job_id, reason=reason)
+
+
+class BatchPoolsAdapter(ClientAdapter):
+    """Implements ports.BatchPools."""
+
+    service = "batch"
+
+    def describe_compute_environment(self, name: str) -> ComputeEnvironmentState | None:
+        found = self._aws.describe_compute_environments(computeEnvironments=[name])["computeEnvironments"]
+        return ComputeEnvironmentState.from_batch(found[0]) if found else None
+
+    def compute_environments(self, prefix: str) -> list[ComputeEnvironmentState]:
+        pages = self._aws.get_paginator("describe_compute_environments").paginate()
+        return [
+            ComputeEnvironmentState.from_batch(environment)
+            for page in pages
+            for environment in page["computeEnvironments"]
+            if environment["computeEnvironmentName"].startswith(prefix + "-")
+        ]
+
+    def create_compute_environment(self, spec: dict[str, Any]) -> None:
+        try:
+            self._aws.create_compute_environment(**spec)
+        except ClientError as error:
+            # Two workflows raced to create the same pool: the loser reuses the winner's.
+            if not _already_exists(error):
+                raise
+
+    def job_queue_status(self, name: str) -> str | None:
+        found = self._aws.describe_job_queues(jobQueues=[name])["jobQueues"]
+        return str(found[0].get("status")) if found else None
+
+    def create_job_queue(self, spec: dict[str, Any]) -> None:
+        try:
+            self._aws.create_job_queue(**spec)
+        except ClientError as error:
+            if not _already_exists(error):
+                raise

@@ -1,0 +1,74 @@
+"""The one place boto3 clients are made: standard retry mode, the process's region.
+
+The local cloud points every client at its embedded AWS through `AWS_ENDPOINT_URL`, which botocore
+honours natively, so no code path differs between local and deployed. Observers registered with
+`observe_calls` see every AWS call any client makes (the local cloud's IAM enforcement, fault injection).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+from functions.shared.adapters.config import aws_region, reset_settings
+
+RETRY_CONFIG = Config(
+    retries={"mode": "standard", "max_attempts": 5},
+    connect_timeout=5,
+    read_timeout=30,
+)
+CallObserver = Callable[..., None]
+
+_lock = threading.Lock()
+_clients: dict[str, Any] = {}
+_session: boto3.session.Session | None = None
+_observers: list[tuple[str, CallObserver]] = []
+
+
+def client(service: str) -> Any:
+    """A cached boto3 client for `service`.
+
+    Clients are thread-safe, sessions are not: one session makes every client, under the lock. One
+    session also loads botocore's data files once, which halves a cold start that makes four clients.
+    """
+    global _session
+    with _lock:
+        existing = _clients.get(service)
+        if existing is None:
+            if _session is None:
+                _session = boto3.session.Session()
+                for event, observer in _observers:
+                    _session.events.register(event, observer)
+            existing = _session.client(service, region_name=aws_region(), config=RETRY_CONFIG)
+            _clients[service] = existing
+        return existing
+
+
+def observe_calls(observer: CallObserver, event: str = "before-parameter-build") -> None:
+    """Call `observer` on a botocore event of every AWS call any client makes (by default
+    `before-parameter-build`: the operation's model and its API parameters; raising refuses the call)."""
+    with _lock:
+        _observers.append((event, observer))
+        if _session is not None:
+            _session.events.register(event, observer)
+
+
+def stop_observing(observer: CallObserver) -> None:
+    with _lock:
+        for event, registered in [entry for entry in _observers if entry[1] is observer]:
+            _observers.remove((event, registered))
+            if _session is not None:
+                _session.events.unregister(event, registered)
+
+
+def reset_clients() -> None:
+    """Forget cached clients, the session and settings (tests and the local cloud change the environment)."""
+    global _session
+    with _lock:
+        _clients.clear()
+        _session = None
+    reset_settings()

@@ -1,0 +1,79 @@
+"""Settings read once from the environment at cold start, validated by pydantic.
+
+The local cloud runs every function in one process; it gives each invocation the environment the
+synthesized template gives that function (`function_environment`), so a variable the stack forgot to
+set is missing locally too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+from collections.abc import Iterator, Mapping
+from functools import cache
+
+from functions.shared import constants as c
+from functions.shared.domain.settings import Settings
+
+_overlay: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar("gpupilot_env", default=None)
+
+
+@contextlib.contextmanager
+def function_environment(variables: Mapping[str, str]) -> Iterator[None]:
+    """Within this block (this thread or task), GPU Pilot's variables come from `variables` only."""
+    token = _overlay.set(dict(variables))
+    try:
+        yield
+    finally:
+        _overlay.reset(token)
+
+
+def environment() -> Mapping[str, str]:
+    """GPU Pilot's variables: the function's own (local cloud), else the process's (Lambda)."""
+    overlay = _overlay.get()
+    return os.environ if overlay is None else overlay
+
+
+def _csv(value: str | None) -> list[str]:
+    return [item.strip() for item in (value or "").split(",") if item.strip()]
+
+
+def settings() -> Settings:
+    """The function's settings (cached per environment: it does not change within a Lambda)."""
+    env = environment()
+    return _settings(tuple(sorted((k, v) for k, v in env.items() if k.startswith(c.ENV_PREFIX))), aws_region())
+
+
+def aws_region() -> str:
+    return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+
+
+@cache
+def _settings(variables: tuple[tuple[str, str], ...], region: str) -> Settings:
+    env = dict(variables)
+    return Settings(
+        table_name=env.get(c.ENV_TABLE, "gpupilot"),
+        state_machine_arn=env.get(c.ENV_STATE_MACHINE_ARN, ""),
+        region=region,
+        subnets=_csv(env.get(c.ENV_SUBNETS)),
+        security_groups=_csv(env.get(c.ENV_SECURITY_GROUPS)),
+        instance_profile_arn=env.get(c.ENV_INSTANCE_PROFILE_ARN, ""),
+        launch_template_name=env.get(c.ENV_LAUNCH_TEMPLATE_NAME, ""),
+        max_vcpus=int(env.get(c.ENV_MAX_VCPUS, "256")),
+        resource_prefix=env.get(c.ENV_RESOURCE_PREFIX, "gpupilot"),
+        batch_service_role_arn=env.get(c.ENV_BATCH_SERVICE_ROLE_ARN, ""),
+        arm64_gpu_ami_id=env.get(c.ENV_ARM64_GPU_AMI_ID, ""),
+        job_role_arn=env.get(c.ENV_JOB_ROLE_ARN, ""),
+        job_execution_role_arn=env.get(c.ENV_JOB_EXECUTION_ROLE_ARN, ""),
+        job_role_pattern=env.get(c.ENV_JOB_ROLE_PATTERN, ""),
+        secret_arn_patterns=_csv(env.get(c.ENV_SECRET_ARN_PATTERNS)),
+        queue_poll_seconds=int(env.get(c.ENV_QUEUE_POLL_SECONDS, "10")),
+        sweep_function_name=env.get(c.ENV_SWEEP_FUNCTION, ""),
+        registration_grace_seconds=float(env.get(c.ENV_REGISTRATION_GRACE_SECONDS, "600")),
+        launch_grace_seconds=float(env.get(c.ENV_LAUNCH_GRACE_SECONDS, "600")),
+    )
+
+
+def reset_settings() -> None:
+    _settings.cache_clear()

@@ -1,0 +1,228 @@
+"""The job store on DynamoDB: the job record, its attempts, waits and timeline, in one item per job.
+
+Every write that can race is conditional: job statuses only move forward (`status_rank`), an attempt is
+created once, an attempt's Batch status only moves forward (`batch_rank`), a finished job is never
+reopened. ClientErrors become domain exceptions here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from functions.shared import constants as c
+from functions.shared.adapters.dynamodb_codec import serialize
+from functions.shared.adapters.job_lists import JobLists, job_key, list_keys, record_of
+from functions.shared.domain.clock import now_iso
+from functions.shared.domain.errors import JobAlreadyExists, JobNotFound
+from functions.shared.domain.lifecycle import batch_rank, status_rank
+from functions.shared.domain.records import AttemptRecord, JobRecord, TimelineEntry, Wait
+from functions.shared.domain.requests import JobRequest
+from functions.shared.domain.vocabulary import BatchStatus, JobStatus, WaitPhase
+
+# What this module's calls are authorized against (the IAM drift check holds it to that).
+IAM_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
+
+
+def is_conditional_failure(error: ClientError) -> bool:
+    return error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+
+
+class DynamoJobStore(JobLists):
+    """Implements ports.JobStore (the list queries come from JobLists)."""
+
+    def _update(self, job_id: str, **kwargs: Any) -> dict[str, Any] | None:
+        """UpdateItem on the job; None when its condition failed."""
+        try:
+            return dict(self._aws.update_item(TableName=self._table, Key=job_key(job_id), **kwargs))
+        except ClientError as error:
+            if is_conditional_failure(error):
+                return None
+            raise
+
+    # -- jobs ---------------------------------------------------------------------------------
+    def create_job(self, job_id: str, request: JobRequest) -> JobRecord:
+        """Write a new SUBMITTED job; fails with JobAlreadyExists rather than overwrite one."""
+        at = now_iso()
+        record = JobRecord(
+            job_id=job_id,
+            name=request.name,
+            status=JobStatus.SUBMITTED,
+            status_rank=status_rank(JobStatus.SUBMITTED),
+            request=request,
+            timeline=[TimelineEntry(status=JobStatus.SUBMITTED, at=at)],
+            created_at=at,
+            updated_at=at,
+        )
+        document = record.model_dump(mode="json") | list_keys(job_id, at)
+        item = {k: serialize(v) for k, v in document.items() if v is not None} | job_key(job_id)
+        try:
+            self._aws.put_item(
+                TableName=self._table,
+                Item=item,
+                ConditionExpression="attribute_not_exists(#pk)",
+                ExpressionAttributeNames={"#pk": c.TABLE_PK},
+            )
+        except ClientError as error:
+            if is_conditional_failure(error):
+                raise JobAlreadyExists(job_id) from error
+            raise
+        return record
+
+    def get_job(self, job_id: str) -> JobRecord:
+        response = self._aws.get_item(TableName=self._table, Key=job_key(job_id), ConsistentRead=True)
+        if "Item" not in response:
+            raise JobNotFound(job_id)
+        return record_of(response["Item"])
+
+    def set_execution_arn(self, job_id: str, execution_arn: str) -> None:
+        self._update(
+            job_id,
+            UpdateExpression="SET execution_arn = :arn",
+            ExpressionAttributeValues={":arn": {"S": execution_arn}},
+        )
+
+    def advance(
+        self,
+        job_id: str,
+        status: JobStatus,
+        attempt: int,
+        at: str | None = None,
+        fields: dict[str, Any] | None = None,
+        reason: str | None = None,
+    ) -> bool:
+        """Move the job to `status` (appending it to the timeline) unless it is already past it."""
+        entry = TimelineEntry(status=status, at=at or now_iso(), reason=reason)
+        names = {"#status": "status", "#pk": c.TABLE_PK}
+        values = {
+            ":status": serialize(status),
+            ":rank": serialize(status_rank(status, attempt)),
+            ":entry": serialize([entry]),
+            ":now": serialize(now_iso()),
+        }
+        sets = [
+            "#status = :status",
+            "status_rank = :rank",
+            "timeline = list_append(timeline, :entry)",
+            "updated_at = :now",
+        ]
+        for index, (name, value) in enumerate((fields or {}).items()):
+            names[f"#f{index}"] = name
+            values[f":f{index}"] = serialize(value)
+            sets.append(f"#f{index} = :f{index}")
+        expression = "SET " + ", ".join(sets)
+        if status.finished:
+            # Out of the sparse index of unfinished jobs: the sweep's working set holds only live jobs.
+            names |= {"#apk": c.GSI2_PK, "#ask": c.GSI2_SK}
+            expression += " REMOVE #apk, #ask"
+        return (
+            self._update(
+                job_id,
+                UpdateExpression=expression,
+                ConditionExpression="attribute_exists(#pk) AND status_rank < :rank",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+            )
+            is not None
+        )
+
+    def finish(
+        self, job_id: str, status: JobStatus, at: str | None = None, fields: dict[str, Any] | None = None
+    ) -> bool:
+        """Record the job's final status once; a cancelled or finished job keeps its outcome."""
+        return self.advance(job_id, status, attempt=0, at=at, fields=fields)
+
+    # -- attempts -----------------------------------------------------------------------------
+    def put_attempt(self, job_id: str, number: int, attempt: AttemptRecord) -> AttemptRecord:
+        """Create attempt `number` once; returns the stored attempt (the existing one on a retry)."""
+        response = self._update(
+            job_id,
+            UpdateExpression="SET attempts.#n = :attempt, updated_at = :now",
+            ConditionExpression="attribute_exists(#pk) AND attribute_not_exists(attempts.#n)",
+            ExpressionAttributeNames={"#n": str(number), "#pk": c.TABLE_PK},
+            ExpressionAttributeValues={":attempt": serialize(attempt), ":now": serialize(now_iso())},
+            ReturnValues="ALL_NEW",
+        )
+        record = record_of(response["Attributes"]) if response else self.get_job(job_id)
+        return record.attempts[number]
+
+    def update_attempt(
+        self, job_id: str, number: int, fields: dict[str, Any], if_missing: dict[str, Any] | None = None
+    ) -> JobRecord | None:
+        """Set fields on an attempt; with a `batch_status`, only if it moves the attempt forward.
+        `if_missing` fields are set only where the attempt has none yet. None when stale or duplicate."""
+        unknown = (set(fields) | set(if_missing or {})) - set(AttemptRecord.model_fields)
+        if unknown:
+            raise ValueError(f"not attempt fields: {sorted(unknown)}")
+        names = {"#n": str(number), "#pk": c.TABLE_PK}
+        values: dict[str, Any] = {":now": serialize(now_iso())}
+        sets = ["updated_at = :now"]
+        for index, (name, value) in enumerate((if_missing or {}).items()):
+            if value is None:
+                continue
+            names[f"#m{index}"] = name
+            values[f":m{index}"] = serialize(value)
+            sets.append(f"attempts.#n.#m{index} = if_not_exists(attempts.#n.#m{index}, :m{index})")
+        condition = "attribute_exists(#pk) AND attribute_exists(attempts.#n)"
+        if fields.get("batch_status") is not None:
+            fields = fields | {"batch_rank": batch_rank(fields["batch_status"])}
+            values[":rank"] = serialize(fields["batch_rank"])
+            condition += " AND (attribute_not_exists(attempts.#n.batch_rank) OR attempts.#n.batch_rank < :rank)"
+        for index, (name, value) in enumerate(fields.items()):
+            if value is None:
+                continue
+            names[f"#f{index}"] = name
+            values[f":f{index}"] = serialize(value)
+            sets.append(f"attempts.#n.#f{index} = :f{index}")
+        response = self._update(
+            job_id,
+            UpdateExpression="SET " + ", ".join(sets),
+            ConditionExpression=condition,
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+            ReturnValues="ALL_NEW",
+        )
+        return record_of(response["Attributes"]) if response else None
+
+    def note_reason(self, job_id: str, number: int, status: BatchStatus, reason: str) -> bool:
+        """Set the attempt's status_reason while its Batch status is still `status`."""
+        return (
+            self._update(
+                job_id,
+                UpdateExpression="SET attempts.#n.status_reason = :reason, updated_at = :now",
+                ConditionExpression="attempts.#n.batch_status = :status",
+                ExpressionAttributeNames={"#n": str(number)},
+                ExpressionAttributeValues={
+                    ":reason": serialize(reason),
+                    ":status": serialize(status),
+                    ":now": serialize(now_iso()),
+                },
+            )
+            is not None
+        )
+
+    # -- waits --------------------------------------------------------------------------------
+    def store_wait(self, job_id: str, phase: WaitPhase, wait: Wait) -> JobRecord:
+        """Park the workflow's task token for `phase`; returns the record as it is after the write."""
+        response = self._update(
+            job_id,
+            UpdateExpression="SET waits.#phase = :wait",
+            ConditionExpression="attribute_exists(#pk)",
+            ExpressionAttributeNames={"#phase": phase.value, "#pk": c.TABLE_PK},
+            ExpressionAttributeValues={":wait": serialize(wait)},
+            ReturnValues="ALL_NEW",
+        )
+        if response is None:
+            raise JobNotFound(job_id)
+        return record_of(response["Attributes"])
+
+    def clear_wait(self, job_id: str, phase: WaitPhase, token: str) -> None:
+        """Forget a spent token, unless a newer wait has replaced it meanwhile."""
+        self._update(
+            job_id,
+            UpdateExpression="REMOVE waits.#phase",
+            ConditionExpression="waits.#phase.#token = :token",
+            ExpressionAttributeNames={"#phase": phase.value, "#token": "token"},
+            ExpressionAttributeValues={":token": {"S": token}},
+        )

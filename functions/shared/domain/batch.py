@@ -1,0 +1,182 @@
+"""AWS Batch as plain data: a job's state (from DescribeJobs or a state-change event) and a compute
+environment's state, read once at the edge into our time convention. Pure."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from functions.shared.domain.clock import iso_from_millis, normalize_iso, now_iso
+
+
+def _iso_time(value: Any) -> str | None:
+    """An ISO time from a datetime (boto3 parses EC2 and ECS times) or ISO text."""
+    if isinstance(value, datetime):
+        return normalize_iso(value.isoformat())
+    return normalize_iso(value) if isinstance(value, str) else None
+
+
+def _iso(millis: Any) -> str | None:
+    return iso_from_millis(float(millis)) if isinstance(millis, int | float) else None
+
+
+def billed_seconds(job: dict[str, Any]) -> float | None:
+    """Seconds the job held its instance: every Batch attempt (retries count), or None before it ran."""
+    spans = [
+        (a["stoppedAt"] - a["startedAt"]) / 1000
+        for a in job.get("attempts") or []
+        if isinstance(a.get("startedAt"), int | float) and isinstance(a.get("stoppedAt"), int | float)
+    ]
+    if spans:
+        return max(0.0, sum(spans))
+    started, stopped = job.get("startedAt"), job.get("stoppedAt")
+    if isinstance(started, int | float) and isinstance(stopped, int | float):
+        return max(0.0, (stopped - started) / 1000)
+    return None
+
+
+class BatchJobState(BaseModel):
+    """One Batch job as `DescribeJobs` (or a `Batch Job State Change` event's detail) shows it."""
+
+    job_id: str
+    job_name: str = ""
+    job_queue: str = ""
+    job_definition: str = ""
+    status: str
+    status_reason: str | None = None
+    created_at: str | None = None
+    started_at: str | None = None
+    stopped_at: str | None = None
+    exit_code: int | None = None
+    container_reason: str | None = None
+    runtime_seconds: float | None = Field(default=None, description="Summed over Batch's own attempts")
+
+    @classmethod
+    def from_batch(cls, job: dict[str, Any]) -> BatchJobState:
+        container = job.get("container") or {}
+        exit_code = container.get("exitCode")
+        return cls(
+            job_id=str(job.get("jobId") or ""),
+            job_name=str(job.get("jobName") or ""),
+            job_queue=str(job.get("jobQueue") or ""),
+            job_definition=str(job.get("jobDefinition") or ""),
+            status=str(job.get("status") or "UNKNOWN"),
+            status_reason=job.get("statusReason"),
+            created_at=_iso(job.get("createdAt")),
+            started_at=_iso(job.get("startedAt")),
+            stopped_at=_iso(job.get("stoppedAt")),
+            exit_code=exit_code if isinstance(exit_code, int) else None,
+            container_reason=container.get("reason"),
+            runtime_seconds=billed_seconds(job),
+        )
+
+
+class ComputeEnvironmentState(BaseModel):
+    """One compute environment as `DescribeComputeEnvironments` shows it."""
+
+    name: str
+    arn: str = ""
+    status: str | None = None
+    status_reason: str | None = None
+    state: str | None = None
+    max_vcpus: int | None = None
+    instance_types: list[str] = Field(default_factory=list)
+    ecs_cluster_arn: str | None = None
+    spot: bool = False
+
+    @classmethod
+    def from_batch(cls, environment: dict[str, Any]) -> ComputeEnvironmentState:
+        resources = environment.get("computeResources") or {}
+        return cls(
+            name=str(environment.get("computeEnvironmentName") or ""),
+            arn=str(environment.get("computeEnvironmentArn") or ""),
+            status=environment.get("status"),
+            status_reason=environment.get("statusReason"),
+            state=environment.get("state"),
+            max_vcpus=resources.get("maxvCpus"),
+            instance_types=list(resources.get("instanceTypes") or []),
+            ecs_cluster_arn=environment.get("ecsClusterArn") or None,
+            spot=resources.get("type") in ("SPOT", "FARGATE_SPOT"),
+        )
+
+
+class BatchJobEvent(BaseModel):
+    """A `Batch Job State Change` event: when EventBridge saw it, and the job as it was then."""
+
+    at: str
+    job: BatchJobState
+
+    @classmethod
+    def from_eventbridge(cls, event: dict[str, Any]) -> BatchJobEvent | None:
+        """The event as data, or None when it is not a well-formed Batch job state change."""
+        detail = event.get("detail")
+        if event.get("detail-type") != "Batch Job State Change" or not isinstance(detail, dict):
+            return None
+        if not isinstance(detail.get("jobName"), str) or not isinstance(detail.get("status"), str):
+            return None
+        at = normalize_iso(event["time"]) if isinstance(event.get("time"), str) else now_iso()
+        return cls(at=at, job=BatchJobState.from_batch(detail))
+
+
+class Ec2InstanceState(BaseModel):
+    """One EC2 instance of a pool, as `DescribeInstances` shows it (found by the pool tag Batch propagates)."""
+
+    instance_id: str
+    instance_type: str = ""
+    state: str = ""
+    launched_at: str | None = None
+    zone: str = ""
+    spot: bool = False
+
+    @classmethod
+    def from_ec2(cls, instance: dict[str, Any]) -> Ec2InstanceState:
+        launched = instance.get("LaunchTime")
+        return cls(
+            instance_id=str(instance.get("InstanceId") or ""),
+            instance_type=str(instance.get("InstanceType") or ""),
+            state=str((instance.get("State") or {}).get("Name") or ""),
+            launched_at=_iso_time(launched),
+            zone=str((instance.get("Placement") or {}).get("AvailabilityZone") or ""),
+            spot=instance.get("InstanceLifecycle") == "spot",
+        )
+
+    @property
+    def alive(self) -> bool:
+        return self.state in ("pending", "running")
+
+
+class ContainerInstanceState(BaseModel):
+    """One ECS container instance of a pool's cluster, as `DescribeContainerInstances` shows it."""
+
+    arn: str
+    ec2_instance_id: str = ""
+    status: str = ""
+    agent_connected: bool = False
+    gpus: int = Field(default=0, description="GPUs registered with ECS (0: registered without GPU resources)")
+    registered_at: str | None = None
+
+    @classmethod
+    def from_ecs(cls, container_instance: dict[str, Any]) -> ContainerInstanceState:
+        gpus = next(
+            (len(r.get("stringSetValue") or []) for r in container_instance.get("registeredResources") or []
+             if r.get("name") == "GPU"),
+            0,
+        )  # fmt: skip
+        registered = container_instance.get("registeredAt")
+        return cls(
+            arn=str(container_instance.get("containerInstanceArn") or ""),
+            ec2_instance_id=str(container_instance.get("ec2InstanceId") or ""),
+            status=str(container_instance.get("status") or ""),
+            agent_connected=bool(container_instance.get("agentConnected")),
+            gpus=gpus,
+            registered_at=_iso_time(registered),
+        )
+
+
+class FleetState(BaseModel):
+    """A pool's instances and its cluster's container instances, read together."""
+
+    instances: list[Ec2InstanceState] = Field(default_factory=list)
+    container_instances: list[ContainerInstanceState] = Field(default_factory=list)

@@ -1,0 +1,32 @@
+"""Domain errors: what can go wrong in terms the API and the workflow understand."""
+
+from __future__ import annotations
+
+
+class JobNotFound(Exception):
+    """No job with this id."""
+
+
+class JobAlreadyExists(Exception):
+    """A job with this id exists already."""
+
+
+class JobAlreadyFinished(Exception):
+    """The job has ended; it cannot be cancelled."""
+
+
+class InvalidPageToken(Exception):
+    """A next_token this API did not issue."""
+
+
+class SweepNotFound(Exception):
+    """No health sweep with this id."""
+
+
+class RequestRefused(Exception):
+    """The request is well formed but this deployment cannot accept it; `field` names why."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message

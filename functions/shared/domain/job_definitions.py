@@ -1,0 +1,95 @@
+"""GPU job definitions as data: resources, NVIDIA environment, timeout, retries, roles, secrets. Pure."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import Any
+
+from functions.shared.domain.requests import JobRequest
+from functions.shared.domain.selection import HOST_MEMORY_RESERVE, Candidate
+
+NVIDIA_ENVIRONMENT = {"NVIDIA_DRIVER_CAPABILITIES": "compute,utility"}
+# Exit code of the GPU preflight: the host's GPU is broken, so retry the attempt on another host.
+PREFLIGHT_EXIT_CODE = 75
+PREFLIGHT = (
+    'nvidia-smi -L >/dev/null 2>&1 || { echo "gpupilot: no working NVIDIA GPU on this host" >&2; '
+    f'exit {PREFLIGHT_EXIT_CODE}; }}; exec "$@"'
+)
+RETRY_ATTEMPTS = 3
+RETRY_STRATEGY = {
+    "attempts": RETRY_ATTEMPTS,
+    "evaluateOnExit": [
+        # Spot reclaim or host failure: the job did nothing wrong.
+        {"onStatusReason": "Host EC2*", "action": "RETRY"},
+        {"onExitCode": str(PREFLIGHT_EXIT_CODE), "action": "RETRY"},
+        {"onReason": "*", "action": "EXIT"},
+    ],
+}
+JOB_TAG = "gpupilot:job"
+ATTEMPT_TAG = "gpupilot:attempt"
+
+
+def job_definition_name(job_name: str) -> str:
+    """`gpupilot-<name>`, shortened with a hash when Batch's 128-character limit would be exceeded."""
+    name = f"gpupilot-{job_name}"
+    if len(name) <= 128:
+        return name
+    digest = hashlib.sha256(job_name.encode()).hexdigest()[:10]
+    return f"{name[:117]}-{digest}"
+
+
+def job_resources(request: JobRequest, candidate: Candidate) -> dict[str, int]:
+    """vCPUs, memory (MiB) and GPUs for the job: what it asked for, else its GPU share of the host."""
+    share = request.gpus / candidate.gpus
+    vcpus = request.vcpus or max(1, math.floor(candidate.vcpus * share))
+    memory_gib = request.memory_gib or candidate.memory_gib * share * (1 - HOST_MEMORY_RESERVE)
+    return {"GPU": request.gpus, "VCPU": vcpus, "MEMORY": max(512, int(memory_gib * 1024))}
+
+
+def container_command(request: JobRequest) -> list[str]:
+    """The user's command as given (exec form, so an image's ENTRYPOINT receives it as its arguments), or,
+    with `preflight`, wrapped in a shell that checks the GPU first (the image then needs `sh`)."""
+    if not request.preflight:
+        return list(request.command)
+    return ["sh", "-c", PREFLIGHT, "gpupilot-preflight", *request.command]
+
+
+def job_definition_spec(
+    job_id: str,
+    request: JobRequest,
+    candidate: Candidate,
+    *,
+    job_role_arn: str,
+    execution_role_arn: str,
+    region: str,
+) -> dict[str, Any]:
+    """`RegisterJobDefinition` arguments: GPU resource requirements, NVIDIA env, timeout, retries, roles.
+
+    Secrets are references: Batch (through ECS and the execution role) puts their values in the
+    container, so no secret value passes through GPU Pilot, its workflow or its logs. The container
+    cannot reach the instance metadata service (hop limit 1), so the region comes as AWS_REGION.
+    """
+    resources = job_resources(request, candidate)
+    environment = NVIDIA_ENVIRONMENT | {"AWS_REGION": region, "AWS_DEFAULT_REGION": region} | request.environment
+    container: dict[str, Any] = {
+        "image": request.image,
+        "command": container_command(request),
+        "resourceRequirements": [{"type": kind, "value": str(value)} for kind, value in resources.items()],
+        "environment": [{"name": k, "value": v} for k, v in sorted(environment.items())],
+    }
+    role = request.job_role_arn or job_role_arn
+    if role:
+        container["jobRoleArn"] = role
+    if request.secrets:
+        container["secrets"] = [{"name": name, "valueFrom": arn} for name, arn in sorted(request.secrets.items())]
+        container["executionRoleArn"] = execution_role_arn
+    return {
+        "jobDefinitionName": job_definition_name(request.name),
+        "type": "container",
+        "containerProperties": container,
+        "timeout": {"attemptDurationSeconds": max(60, request.timeout_minutes * 60)},
+        "retryStrategy": RETRY_STRATEGY,
+        "propagateTags": True,
+        "tags": {JOB_TAG: job_id},
+    }

@@ -1,0 +1,126 @@
+"""Pools: a pooled GPU compute environment and its job queue, as specs over plain data. Pure.
+
+Batch allows 50 compute environments and 50 queues per region, so jobs share pools keyed by
+(instance type, capacity type, arch) instead of getting one each.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel
+
+from functions.shared.domain.diagnosis import Diagnosis
+from functions.shared.domain.selection import Candidate
+from functions.shared.domain.settings import Settings
+from functions.shared.domain.vocabulary import Arch, CapacityType, Remedy
+
+IMAGE_TYPE = "ECS_AL2023_NVIDIA"
+ALLOCATION = {CapacityType.ON_DEMAND: "BEST_FIT_PROGRESSIVE", CapacityType.SPOT: "SPOT_PRICE_CAPACITY_OPTIMIZED"}
+RESOURCE_TYPE = {CapacityType.ON_DEMAND: "EC2", CapacityType.SPOT: "SPOT"}
+MAX_READY_CHECKS = 30
+POOL_TAG = "gpupilot:pool"
+CAPACITY_TAG = "gpupilot:capacity"
+
+
+class ComputeEnvironmentStatus:
+    """Batch's compute environment statuses that matter here."""
+
+    CREATING = "CREATING"
+    UPDATING = "UPDATING"
+    VALID = "VALID"
+    INVALID = "INVALID"
+
+
+class Pool(BaseModel):
+    """Names and shape of one pooled compute environment + job queue."""
+
+    name: str
+    instance_types: list[str]
+    capacity: CapacityType
+    arch: Arch
+
+
+class QueueStatus(BaseModel):
+    """EnsureJobQueue's answer: is the pool ready to take the job, and if it never will, what then."""
+
+    job_queue: str
+    compute_environment: str
+    ready: bool
+    checks: int
+    status: str
+    status_reason: str | None = None
+    remedy: Remedy | None = None
+    next_index: int | None = None
+    diagnosis: Diagnosis | None = None
+
+
+class QueueNotReady(Exception):
+    """The pool did not become VALID within the bounded number of checks."""
+
+
+def pool_for(candidate: Candidate, arch: Arch, prefix: str) -> Pool:
+    """The pool a candidate runs in (same candidate, same pool: that is what makes it reusable)."""
+    capacity = "od" if candidate.capacity == CapacityType.ON_DEMAND else "spot"
+    type_part = re.sub(r"[^A-Za-z0-9]", "-", candidate.instance_type)
+    return Pool(
+        name=f"{prefix}-{capacity}-{Arch(arch).value.replace('_', '')}-{type_part}",
+        instance_types=[candidate.instance_type],
+        capacity=candidate.capacity,
+        arch=arch,
+    )
+
+
+def ec2_configuration(pool: Pool, settings: Settings) -> list[dict[str, str]]:
+    """The GPU AMI for a pool: Batch's AL2023 NVIDIA image, or the configured Graviton one.
+
+    (Selection leaves out p3/g3, which the AL2023 NVIDIA image does not support.)
+    """
+    if pool.arch == Arch.ARM64:
+        return [{"imageType": "ECS_AL2023", "imageIdOverride": settings.arm64_gpu_ami_id}]
+    return [{"imageType": IMAGE_TYPE}]
+
+
+def compute_environment_spec(pool: Pool, settings: Settings) -> dict[str, Any]:
+    """`CreateComputeEnvironment` arguments for a GPU pool: managed, scales to zero, NVIDIA AMI.
+
+    The pool tag in `computeResources.tags` is propagated by Batch to every instance it launches, which is
+    how the sweep and the diagnosis find a pool's instances.
+    """
+    resources: dict[str, Any] = {
+        "type": RESOURCE_TYPE[pool.capacity],
+        "allocationStrategy": ALLOCATION[pool.capacity],
+        "minvCpus": 0,
+        "desiredvCpus": 0,
+        "maxvCpus": settings.max_vcpus,
+        "instanceTypes": pool.instance_types,
+        "subnets": settings.subnets,
+        "securityGroupIds": settings.security_groups,
+        "instanceRole": settings.instance_profile_arn,
+        "ec2Configuration": ec2_configuration(pool, settings),
+        "tags": {POOL_TAG: pool.name},
+    }
+    if settings.launch_template_name:
+        resources["launchTemplate"] = {"launchTemplateName": settings.launch_template_name, "version": "$Latest"}
+    spec = {
+        "computeEnvironmentName": pool.name,
+        "type": "MANAGED",
+        "state": "ENABLED",
+        "computeResources": resources,
+        "tags": {POOL_TAG: pool.name, CAPACITY_TAG: pool.capacity.value},
+    }
+    if settings.batch_service_role_arn:
+        spec["serviceRole"] = settings.batch_service_role_arn
+    return spec
+
+
+def job_queue_spec(pool: Pool, compute_environment_arn: str) -> dict[str, Any]:
+    """`CreateJobQueue` arguments: one queue per pool, ordering only the pool's compute environment."""
+    return {
+        "jobQueueName": pool.name,
+        "state": "ENABLED",
+        "priority": 1,
+        "computeEnvironmentOrder": [{"order": 1, "computeEnvironment": compute_environment_arn}],
+        "tags": {POOL_TAG: pool.name},
+    }

@@ -1,0 +1,116 @@
+"""The job record, typed: one job, its attempts, its parked waits and its timeline.
+
+The DynamoDB item is this model's JSON form (adapters/dynamodb_codec.py turns it into attribute values),
+so every reader goes through these types rather than string keys.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from functions.shared.domain.clock import now_iso
+from functions.shared.domain.cost import Cost
+from functions.shared.domain.diagnosis import Diagnosis
+from functions.shared.domain.requests import JobRequest
+from functions.shared.domain.selection import Candidate
+from functions.shared.domain.vocabulary import AttemptStatus, BatchStatus, CapacityType, JobStatus, Remedy, WaitPhase
+
+
+class TimelineEntry(BaseModel):
+    status: JobStatus
+    at: str
+    reason: str | None = None
+
+
+class Wait(BaseModel):
+    """A workflow parked on an attempt: its task token, sent when the attempt's Batch status satisfies it."""
+
+    attempt: int
+    token: str
+
+
+class DiagnosisOutcome(Diagnosis):
+    """A diagnosis and what the workflow does about it (DiagnoseStuckJob's answer)."""
+
+    remedy: Remedy
+    next_index: int
+    checks: int
+
+
+class AttemptRecord(BaseModel):
+    """One attempt: one GPU offering tried for the job, and the Batch job (if any) that ran it."""
+
+    instance_type: str
+    gpu_model: str = ""
+    instance_gpus: int = 1
+    capacity: CapacityType
+    zones: list[str] = Field(default_factory=list)
+    job_queue: str
+    status: AttemptStatus = AttemptStatus.SUBMITTED
+    submitted_at: str | None = None
+    batch_job_id: str | None = None
+    job_definition: str | None = None
+    batch_status: BatchStatus | None = None
+    batch_rank: int | None = None
+    batch_status_at: str | None = None
+    status_reason: str | None = None
+    started_at: str | None = None
+    stopped_at: str | None = None
+    exit_code: int | None = None
+    runtime_seconds: float | None = None
+    diagnosis: Diagnosis | None = None
+    fell_back: DiagnosisOutcome | None = Field(
+        default=None, description="The diagnosis that cancelled this attempt (a retried diagnosis repeats it)"
+    )
+
+    @classmethod
+    def of(cls, candidate: Candidate, job_queue: str, status: AttemptStatus, **fields: Any) -> AttemptRecord:
+        """A new attempt of `candidate` in `job_queue`, starting now."""
+        return cls(
+            instance_type=candidate.instance_type,
+            gpu_model=candidate.gpu_model,
+            instance_gpus=candidate.gpus,
+            capacity=candidate.capacity,
+            zones=candidate.zones,
+            job_queue=job_queue,
+            status=status,
+            submitted_at=now_iso(),
+            **fields,
+        )
+
+    @property
+    def live(self) -> bool:
+        """A Batch job exists for it and has not ended."""
+        return bool(self.batch_job_id) and not (self.batch_status and self.batch_status.ended)
+
+
+class JobRecord(BaseModel):
+    job_id: str
+    name: str
+    status: JobStatus
+    status_rank: int = 0
+    request: JobRequest
+    attempts: dict[int, AttemptRecord] = Field(default_factory=dict)
+    waits: dict[WaitPhase, Wait] = Field(default_factory=dict)
+    timeline: list[TimelineEntry] = Field(default_factory=list)
+    instance_type: str | None = None
+    gpu_model: str | None = None
+    cost: Cost | None = None
+    error: str | None = None
+    execution_arn: str | None = None
+    created_at: str
+    updated_at: str
+
+    def attempt(self, number: int) -> AttemptRecord | None:
+        return self.attempts.get(number)
+
+    def latest_attempt(self) -> tuple[int, AttemptRecord] | None:
+        if not self.attempts:
+            return None
+        number = max(self.attempts)
+        return number, self.attempts[number]
+
+    def ordered_attempts(self) -> list[tuple[int, AttemptRecord]]:
+        return sorted(self.attempts.items())

@@ -1,0 +1,129 @@
+"""The job request: body of `POST /jobs` and `POST /plan`, validated once at the edge."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationInfo, field_validator
+
+from functions.shared.domain.vocabulary import Arch, CapacityPreference
+
+JOB_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,128}$"
+# Batch refuses container properties over 24 KiB: the command, environment and secrets share that.
+MAX_COMMAND_CHARS = 12_288
+MAX_ENVIRONMENT_CHARS = 8_192
+MAX_LIST_ITEMS = 64
+MAX_SECRETS = 32
+ENVIRONMENT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,254}$")
+# Batch's container `secrets`: a Secrets Manager secret (optionally :json-key:version-stage:version-id) or an
+# SSM parameter, by full ARN, so the execution role's grant can be checked against it.
+SECRET_ARN = re.compile(
+    r"^arn:aws[a-z-]*:(secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+(:[^:]*){0,3}"
+    r"|ssm:[a-z0-9-]+:\d{12}:parameter/[A-Za-z0-9/_.-]+)$"
+)
+ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}$")
+
+
+def _encodable(value: str) -> str:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise ValueError("must be valid UTF-8 text (no lone surrogates)") from error
+    return value
+
+
+class JobRequest(BaseModel):
+    """Body of `POST /jobs` and `POST /plan`."""
+
+    # JSON allows neither infinities nor NaN, and DynamoDB could not store them.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    name: str = Field(pattern=JOB_NAME_PATTERN, description="1-128 of letters, digits, '_' and '-'")
+    image: str = Field(min_length=1, max_length=255, description="Container image with the CUDA payload")
+    command: list[str] = Field(min_length=1, description="Command and arguments, as a list of strings")
+    gpus: int = Field(default=1, ge=1, le=8, description="Physical GPUs for the job")
+    min_gpu_memory_gib: float | None = Field(default=None, ge=0.001, le=1024, description="Per GPU")
+    vcpus: int | None = Field(default=None, gt=0, le=192)
+    memory_gib: float | None = Field(default=None, ge=0.001, le=2048)
+    gpu_models: list[str] | None = Field(default=None, description="Preference order, e.g. ['L4', 'A10G']")
+    instance_types: list[str] | None = Field(default=None, description="Allow-list of instance types")
+    capacity: CapacityPreference = Field(default=CapacityPreference.ON_DEMAND)
+    max_hourly_usd: float | None = Field(default=None, ge=0.0001, le=10_000)
+    timeout_minutes: int = Field(default=60, ge=1, le=20160)
+    stuck_after_minutes: float = Field(default=15, ge=0.001, le=1440, description="> 0; at least 0.001 (60 ms)")
+    environment: dict[str, str] = Field(
+        default_factory=dict, description="Plain values, readable by whoever can read the job: use secrets for secrets"
+    )
+    arch: Arch = Field(default=Arch.X86_64)
+    preflight: StrictBool = Field(
+        default=False,
+        description="Run a quick GPU check (nvidia-smi -L, through sh) before the command; needs a shell in the image",
+    )
+    secrets: dict[str, str] = Field(
+        default_factory=dict,
+        description="NAME -> ARN of a Secrets Manager secret or SSM parameter, set in the container by Batch; "
+        "the value never passes through GPU Pilot",
+    )
+    job_role_arn: str | None = Field(
+        default=None, description="IAM role the job's container runs as (default: the stack's minimal job role)"
+    )
+
+    @field_validator("name", "image")
+    @classmethod
+    def _text(cls, value: str) -> str:
+        return _encodable(value)
+
+    @field_validator("command")
+    @classmethod
+    def _command_strings_not_empty(cls, value: list[str]) -> list[str]:
+        if any(part == "" for part in value):
+            raise ValueError("command parts must be non-empty strings")
+        if sum(len(part) for part in value) > MAX_COMMAND_CHARS:
+            raise ValueError(f"command must be at most {MAX_COMMAND_CHARS} characters in all")
+        return [_encodable(part) for part in value]
+
+    @field_validator("gpu_models", "instance_types")
+    @classmethod
+    def _non_empty_lists(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and (not value or any(not item for item in value)):
+            raise ValueError("must be a non-empty list of non-empty strings")
+        if value is not None and (len(value) > MAX_LIST_ITEMS or any(len(item) > 64 for item in value)):
+            raise ValueError(f"must have at most {MAX_LIST_ITEMS} entries of at most 64 characters")
+        return [_encodable(item) for item in value] if value is not None else None
+
+    @field_validator("environment")
+    @classmethod
+    def _environment_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for key in value:
+            if not key or key.startswith("AWS_BATCH"):
+                raise ValueError(f"environment name {key!r} is empty or reserved by AWS Batch")
+        if sum(len(k) + len(v) for k, v in value.items()) > MAX_ENVIRONMENT_CHARS:
+            raise ValueError(f"environment must be at most {MAX_ENVIRONMENT_CHARS} characters in all")
+        for key, item in value.items():
+            _encodable(key)
+            _encodable(item)
+        return value
+
+    @field_validator("secrets")
+    @classmethod
+    def _secret_references(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        clash = sorted(set(value) & set(info.data.get("environment") or {}))
+        if clash:
+            raise ValueError(f"{', '.join(clash)} set in both secrets and environment")
+        if len(value) > MAX_SECRETS:
+            raise ValueError(f"at most {MAX_SECRETS} secrets")
+        for name, arn in value.items():
+            if not ENVIRONMENT_NAME.match(name) or name.startswith("AWS_BATCH"):
+                raise ValueError(f"secret name {name!r} must be an environment variable name not starting AWS_BATCH")
+            if not SECRET_ARN.match(arn):
+                raise ValueError(
+                    f"secret {name!r} must be the full ARN of a Secrets Manager secret or an SSM parameter"
+                )
+        return value
+
+    @field_validator("job_role_arn")
+    @classmethod
+    def _role_arn(cls, value: str | None) -> str | None:
+        if value is not None and not ROLE_ARN.match(value):
+            raise ValueError("must be an IAM role ARN, arn:aws:iam::<account>:role/<name>")
+        return value

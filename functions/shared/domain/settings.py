@@ -1,0 +1,36 @@
+"""Where the control plane runs: the deployment's settings as plain data (read from the environment by
+adapters/config.py)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class Settings(BaseModel):
+    """What a handler needs to know about where it runs."""
+
+    table_name: str = Field(description="DynamoDB table holding jobs, offerings memory and findings")
+    state_machine_arn: str = Field(default="", description="GpuJob state machine (api only)")
+    region: str = Field(default="us-east-1")
+    subnets: list[str] = Field(default_factory=list, description="Subnets GPU instances launch into")
+    security_groups: list[str] = Field(default_factory=list)
+    instance_profile_arn: str = Field(default="")
+    launch_template_name: str = Field(default="")
+    max_vcpus: int = Field(default=256, gt=0, description="maxvCpus of each pooled compute environment")
+    resource_prefix: str = Field(default="gpupilot", description="Prefix of the Batch resources we create")
+    batch_service_role_arn: str = Field(default="", description="Empty: Batch's service-linked role")
+    arm64_gpu_ami_id: str = Field(default="", description="Custom NVIDIA AMI for Graviton GPU pools (g5g)")
+    job_role_arn: str = Field(default="", description="Default IAM role of job containers")
+    job_execution_role_arn: str = Field(default="", description="Role ECS uses to pull images and read secrets")
+    job_role_pattern: str = Field(default="", description="ARN glob of roles a request may name as job_role_arn")
+    secret_arn_patterns: list[str] = Field(
+        default_factory=list, description="ARN globs of the secrets and parameters jobs may reference"
+    )
+    queue_poll_seconds: int = Field(default=10, ge=1, description="How long the workflow waits between pool checks")
+    sweep_function_name: str = Field(default="", description="health_sweep Lambda (api only: POST /sweep)")
+    registration_grace_seconds: float = Field(
+        default=600, gt=0, description="An instance running this long without joining ECS never will"
+    )
+    launch_grace_seconds: float = Field(
+        default=600, gt=0, description="A RUNNABLE job without any instance this long: none is being launched"
+    )

@@ -1,0 +1,129 @@
+"""What the GpuJob state machine passes to and from its Lambdas (the Step Functions console shows these)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from functions.shared.domain.clock import seconds_between
+from functions.shared.domain.pools import QueueStatus
+from functions.shared.domain.records import DiagnosisOutcome
+from functions.shared.domain.requests import JobRequest
+from functions.shared.domain.selection import Candidate
+from functions.shared.domain.vocabulary import BatchStatus, CapacityType, WaitPhase
+
+
+class NoGpuTypeAvailable(Exception):
+    """No GPU offering fits the request (or all fallbacks are spent)."""
+
+
+class Timeouts(BaseModel):
+    stuck_after_seconds: int = Field(description="WaitForJobToStart times out after this, then diagnoses")
+    finish_after_seconds: int = Field(description="WaitForJobToFinish gives up after this")
+    queue_poll_seconds: int = Field(default=10, description="WaitForJobQueue: between checks of a new pool")
+
+
+class ExecutionInput(BaseModel):
+    """The GpuJob execution's input, written by the api when a job is submitted."""
+
+    job_id: str
+    request: JobRequest
+    timeouts: Timeouts
+    queue: dict[str, Any] = Field(default_factory=lambda: {"checks": 0})
+    diagnosis: dict[str, Any] = Field(default_factory=lambda: {"checks": 0})
+
+
+class Selection(BaseModel):
+    candidates: list[Candidate]
+    index: int = 0
+    catalog: str = Field(default="snapshot", description="Where the GPU catalog came from: live or snapshot")
+
+    def current(self) -> Candidate:
+        if self.index >= len(self.candidates):
+            raise NoGpuTypeAvailable(f"all {len(self.candidates)} GPU offerings were tried")
+        return self.candidates[self.index]
+
+    @property
+    def attempt(self) -> int:
+        """Each candidate gets one attempt, numbered from 1."""
+        return self.index + 1
+
+
+class SubmittedJob(BaseModel):
+    batch_job_id: str
+    job_queue: str
+    job_definition: str
+    attempt: int
+    instance_type: str
+    capacity: CapacityType
+
+
+class SelectInput(BaseModel):
+    job_id: str
+    request: JobRequest
+
+
+class EnsureQueueInput(BaseModel):
+    job_id: str
+    request: JobRequest
+    selection: Selection
+    previous: dict[str, Any] | None = None
+
+
+class SubmitInput(BaseModel):
+    job_id: str
+    request: JobRequest
+    selection: Selection
+    queue: QueueStatus
+
+
+class WaitInput(BaseModel):
+    job_id: str
+    phase: WaitPhase
+    attempt: int
+    batch_job_id: str
+    task_token: str
+
+
+class WaitResult(BaseModel):
+    """What a resumed wait hands to the next state: the attempt's Batch status and times."""
+
+    status: BatchStatus
+    at: str | None = None
+    exit_code: int | None = None
+    started_at: str | None = None
+    stopped_at: str | None = None
+    status_reason: str | None = None
+    runtime_seconds: float | None = Field(default=None, description="Summed over Batch's own attempts")
+
+    def billed_seconds(self) -> float:
+        """Seconds to bill: every Batch attempt when known, else startedAt to stoppedAt, else 0."""
+        if self.runtime_seconds is not None:
+            return self.runtime_seconds
+        if self.started_at and self.stopped_at:
+            return seconds_between(self.started_at, self.stopped_at)
+        return 0.0
+
+
+class RecordCostInput(BaseModel):
+    job_id: str
+    batch_job: SubmittedJob
+    finished: WaitResult
+
+
+class DiagnoseInput(BaseModel):
+    job_id: str
+    request: JobRequest
+    selection: Selection
+    queue: QueueStatus
+    batch_job: SubmittedJob
+    previous: dict[str, Any] | None = None
+
+
+DiagnoseOutput = DiagnosisOutcome
+
+
+class RecordFailureInput(BaseModel):
+    job_id: str
+    state: dict[str, Any]

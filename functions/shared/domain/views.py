@@ -1,0 +1,170 @@
+"""What the HTTP API answers: the public shapes of jobs, plans, health and costs (docs/openapi.json)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from functions.shared.domain.cost import Cost
+from functions.shared.domain.diagnosis import Diagnosis
+from functions.shared.domain.records import JobRecord, TimelineEntry
+from functions.shared.domain.requests import JobRequest
+from functions.shared.domain.vocabulary import (
+    AttemptStatus,
+    CapacityType,
+    FindingKind,
+    JobStatus,
+    Severity,
+    SweepStatus,
+)
+
+
+class Attempt(BaseModel):
+    instance_type: str
+    capacity: CapacityType
+    job_queue: str
+    batch_job_id: str
+    status: AttemptStatus
+    status_reason: str | None = None
+    exit_code: int | None = None
+    diagnosis: Diagnosis | None = None
+
+
+class JobView(BaseModel):
+    """Body of `GET /jobs/{job_id}`."""
+
+    job_id: str
+    name: str
+    status: JobStatus
+    request: JobRequest
+    instance_type: str | None = None
+    gpu_model: str | None = None
+    attempts: list[Attempt] = Field(default_factory=list)
+    cost: Cost | None = None
+    timeline: list[TimelineEntry] = Field(default_factory=list)
+    execution_arn: str | None = None
+    error: str | None = None
+    reason: str | None = Field(
+        default=None, description="Why the job waits now: the last diagnosis, else Batch's own words (unfinished jobs)"
+    )
+    explanation: Diagnosis | None = Field(default=None, description="A diagnosis made now (?explain=true)")
+    created_at: str
+    updated_at: str
+
+
+class JobList(BaseModel):
+    jobs: list[JobView]
+    next_token: str | None = None
+
+
+class SubmitResponse(BaseModel):
+    job_id: str
+    status: JobStatus
+    execution_arn: str
+
+
+class ErrorBody(BaseModel):
+    error: str
+    field: str | None = None
+    message: str
+
+
+class Finding(BaseModel):
+    kind: FindingKind
+    severity: Severity
+    resource: str
+    jobs: list[str] = Field(default_factory=list)
+    instances: list[str] = Field(default_factory=list)
+    evidence: dict[str, Any] = Field(default_factory=dict)
+    recommendation: str
+    action: str | None = Field(default=None, description="What GPU Pilot did about it, if anything")
+
+
+class HealthReport(BaseModel):
+    """Body of `GET /health`: one sweep's findings."""
+
+    sweep_id: str | None = None
+    status: SweepStatus = SweepStatus.COMPLETE
+    swept_at: str | None = None
+    findings: list[Finding]
+    summary: dict[str, int]
+
+
+class SweepStarted(BaseModel):
+    """Body of `POST /sweep`: the sweep runs in the health_sweep function; read it with GET /health?sweep_id=."""
+
+    sweep_id: str
+    status: SweepStatus = SweepStatus.RUNNING
+
+
+class DailyCost(BaseModel):
+    date: str
+    usd: float
+    by_gpu_type: dict[str, float]
+    by_job_name: dict[str, float]
+
+
+class CostReport(BaseModel):
+    """Body of `GET /costs`: what finished jobs cost, per day (UTC, by creation date)."""
+
+    date_from: str = Field(serialization_alias="from")
+    date_to: str = Field(serialization_alias="to")
+    total_usd: float
+    days: list[DailyCost]
+
+
+def ordered_timeline(entries: list[TimelineEntry]) -> list[TimelineEntry]:
+    """The timeline in status order (as stored: a status is appended only when it moves the job on).
+
+    Batch event times are whole seconds, so a status can read earlier than the one before it; no status
+    happens before its predecessor, so each time is shown as at least the previous one.
+    """
+    timeline: list[TimelineEntry] = []
+    for entry in entries:
+        at = max(entry.at, timeline[-1].at) if timeline else entry.at
+        timeline.append(entry.model_copy(update={"at": at}))
+    return timeline
+
+
+def current_reason(record: JobRecord) -> str | None:
+    """Why an unfinished job waits: its latest attempt's last diagnosis, else Batch's statusReason."""
+    latest = record.latest_attempt()
+    if record.status.finished or latest is None:
+        return None
+    attempt = latest[1]
+    if attempt.diagnosis is not None:
+        return f"{attempt.diagnosis.category.value}: {attempt.diagnosis.reason}"
+    return attempt.status_reason
+
+
+def job_view(record: JobRecord) -> JobView:
+    """The public shape of a job record."""
+    return JobView(
+        job_id=record.job_id,
+        name=record.name,
+        status=record.status,
+        request=record.request,
+        instance_type=record.instance_type,
+        gpu_model=record.gpu_model,
+        attempts=[
+            Attempt(
+                instance_type=attempt.instance_type,
+                capacity=attempt.capacity,
+                job_queue=attempt.job_queue,
+                batch_job_id=attempt.batch_job_id or "",
+                status=attempt.status,
+                status_reason=attempt.status_reason,
+                exit_code=attempt.exit_code,
+                diagnosis=attempt.diagnosis,
+            )
+            for _, attempt in record.ordered_attempts()
+        ],
+        cost=record.cost,
+        timeline=ordered_timeline(record.timeline),
+        execution_arn=record.execution_arn,
+        error=record.error,
+        reason=current_reason(record),
+        created_at=record.created_at,
+        updated_at=record.updated_at,
+    )

@@ -1,0 +1,139 @@
+"""One word per thing (docs/glossary.md): the enums every layer, the API and the metrics share."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class JobStatus(StrEnum):
+    """Where a GPU Pilot job is; only moves forward (see lifecycle.status_rank)."""
+
+    SUBMITTED = "SUBMITTED"
+    SELECTING = "SELECTING"
+    PROVISIONING = "PROVISIONING"
+    RUNNABLE = "RUNNABLE"
+    STARTING = "STARTING"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+    @property
+    def finished(self) -> bool:
+        return self in (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
+
+
+class BatchStatus(StrEnum):
+    """An AWS Batch job's status, as Batch reports it."""
+
+    SUBMITTED = "SUBMITTED"
+    PENDING = "PENDING"
+    RUNNABLE = "RUNNABLE"
+    STARTING = "STARTING"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+
+    @property
+    def started(self) -> bool:
+        return self in (BatchStatus.STARTING, BatchStatus.RUNNING, BatchStatus.SUCCEEDED, BatchStatus.FAILED)
+
+    @property
+    def ended(self) -> bool:
+        return self in (BatchStatus.SUCCEEDED, BatchStatus.FAILED)
+
+
+class AttemptStatus(StrEnum):
+    """An attempt's own status: Batch's, or why no Batch job ran."""
+
+    SUBMITTED = "SUBMITTED"
+    PENDING = "PENDING"
+    RUNNABLE = "RUNNABLE"
+    STARTING = "STARTING"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    # The pool could not take a job (its compute environment is INVALID): nothing was submitted.
+    NOT_SUBMITTED = "NOT_SUBMITTED"
+
+
+class CapacityType(StrEnum):
+    """How EC2 sells the instance: on-demand or spot."""
+
+    ON_DEMAND = "on-demand"
+    SPOT = "spot"
+
+
+class CapacityPreference(StrEnum):
+    """What a request asks for: one capacity type, or spot then on-demand."""
+
+    ON_DEMAND = "on-demand"
+    SPOT = "spot"
+    SPOT_FIRST = "spot-first"
+
+
+class Arch(StrEnum):
+    X86_64 = "x86_64"
+    ARM64 = "arm64"
+
+
+class DiagnosisCategory(StrEnum):
+    """Why a job waits (a diagnosis), or what is wrong with the fleet (a finding): one vocabulary."""
+
+    INSUFFICIENT_CAPACITY = "INSUFFICIENT_CAPACITY"
+    NOT_OFFERED = "NOT_OFFERED"
+    ECS_AGENT_NOT_REGISTERED = "ECS_AGENT_NOT_REGISTERED"
+    GPU_NOT_REGISTERED = "GPU_NOT_REGISTERED"
+    AGENT_DISCONNECTED = "AGENT_DISCONNECTED"
+    COMPUTE_ENVIRONMENT_INVALID = "COMPUTE_ENVIRONMENT_INVALID"
+    MAX_VCPUS_REACHED = "MAX_VCPUS_REACHED"
+    JOB_TOO_LARGE = "JOB_TOO_LARGE"
+    NO_INSTANCES_LAUNCHED = "NO_INSTANCES_LAUNCHED"
+    SERVICE_ROLE_PERMISSIONS = "SERVICE_ROLE_PERMISSIONS"
+    WAITING_FOR_SCALE_UP = "WAITING_FOR_SCALE_UP"
+    UNDETERMINED = "UNDETERMINED"
+
+
+# A finding's kind is a diagnosis category: the sweep and the workflow speak the same words.
+FindingKind = DiagnosisCategory
+
+
+class Severity(StrEnum):
+    INFO = "info"
+    WARNING = "warning"
+    CRITICAL = "critical"
+
+
+class Remedy(StrEnum):
+    """What the workflow does after a diagnosis."""
+
+    FALL_BACK = "fall_back"
+    KEEP_WAITING = "keep_waiting"
+    GIVE_UP = "give_up"
+
+
+class WaitPhase(StrEnum):
+    """What a parked workflow waits for: its attempt to start, or to end."""
+
+    START = "start"
+    FINISH = "finish"
+
+
+class SweepStatus(StrEnum):
+    RUNNING = "RUNNING"
+    COMPLETE = "COMPLETE"
+    FAILED = "FAILED"
+
+
+class MetricName(StrEnum):
+    """Every custom metric GPU Pilot emits (namespace GpuPilot, dimension service); alarms name these."""
+
+    JOB_COST_USD = "JobCostUsd"
+    JOB_RUNTIME_SECONDS = "JobRuntimeSeconds"
+    JOBS_SUCCEEDED = "JobsSucceeded"
+    JOBS_FAILED = "JobsFailed"
+    STUCK_JOB_DIAGNOSES = "StuckJobDiagnoses"
+    FALLBACKS = "Fallbacks"
+    STUCK_JOBS = "StuckJobs"
+    INVALID_COMPUTE_ENVIRONMENTS = "InvalidComputeEnvironments"
+    RECONCILED_EVENTS = "ReconciledEvents"

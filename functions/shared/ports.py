@@ -1,0 +1,229 @@
+"""Ports: what the use cases need from the world, as Protocols.
+
+The adapters (functions/shared/adapters) implement them with boto3; the tests' fakes (tests/fakes)
+implement them in memory. Use cases see only these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from functions.shared.domain.batch import (
+    BatchJobState,
+    ComputeEnvironmentState,
+    ContainerInstanceState,
+    Ec2InstanceState,
+    FleetState,
+)
+from functions.shared.domain.catalog import GpuType
+from functions.shared.domain.cost import PriceQuote
+from functions.shared.domain.fleet import QuotaState
+from functions.shared.domain.records import AttemptRecord, JobRecord, Wait
+from functions.shared.domain.requests import JobRequest
+from functions.shared.domain.selection import AvailabilitySnapshot
+from functions.shared.domain.settings import Settings
+from functions.shared.domain.views import HealthReport
+from functions.shared.domain.vocabulary import BatchStatus, JobStatus, MetricName, WaitPhase
+
+
+class JobStore(Protocol):
+    """The job record; every write that can race is conditional."""
+
+    def create_job(self, job_id: str, request: JobRequest) -> JobRecord: ...
+
+    def get_job(self, job_id: str) -> JobRecord:
+        """The record; raises JobNotFound."""
+        ...
+
+    def list_jobs(
+        self, status: JobStatus | None, limit: int, next_token: str | None
+    ) -> tuple[list[JobRecord], str | None]: ...
+
+    def set_execution_arn(self, job_id: str, execution_arn: str) -> None: ...
+
+    def advance(
+        self,
+        job_id: str,
+        status: JobStatus,
+        attempt: int,
+        at: str | None = None,
+        fields: dict[str, Any] | None = None,
+        reason: str | None = None,
+    ) -> bool:
+        """Move the job to `status` unless it is already past it; False when it was."""
+        ...
+
+    def finish(
+        self, job_id: str, status: JobStatus, at: str | None = None, fields: dict[str, Any] | None = None
+    ) -> bool:
+        """Record the final status once; False when the job had already finished."""
+        ...
+
+    def put_attempt(self, job_id: str, number: int, attempt: AttemptRecord) -> AttemptRecord:
+        """Create attempt `number` once; returns the stored attempt (the existing one on a retry)."""
+        ...
+
+    def update_attempt(
+        self, job_id: str, number: int, fields: dict[str, Any], if_missing: dict[str, Any] | None = None
+    ) -> JobRecord | None:
+        """Set AttemptRecord fields; with `batch_status`, only if it moves the attempt forward. None: stale."""
+        ...
+
+    def note_reason(self, job_id: str, number: int, status: BatchStatus, reason: str) -> bool:
+        """Set the attempt's status_reason while its Batch status is still `status` (Batch's reason for a
+        RUNNABLE job changes without its status changing); False when the attempt moved on."""
+        ...
+
+    def store_wait(self, job_id: str, phase: WaitPhase, wait: Wait) -> JobRecord: ...
+
+    def clear_wait(self, job_id: str, phase: WaitPhase, token: str) -> None: ...
+
+    def active_jobs(self, max_items: int = 20000) -> list[JobRecord]:
+        """Every unfinished job (a sparse index: never a scan, never one hot partition)."""
+        ...
+
+    def jobs_created_between(self, start: str, end: str, max_items: int = 5000) -> list[JobRecord]: ...
+
+
+class OfferingMemory(Protocol):
+    """Offerings (`capacity:type:zone`) remembered as unavailable, with a TTL, across executions."""
+
+    def remember_unavailable(self, key: str, reason: str, ttl_seconds: int) -> None: ...
+
+    def unavailable_offerings(self) -> set[str]: ...
+
+
+class HealthStore(Protocol):
+    """Health sweep reports: each by its id, and the latest."""
+
+    def start_sweep(self, sweep_id: str) -> None: ...
+
+    def save_report(self, report: HealthReport) -> None: ...
+
+    def get_report(self, sweep_id: str) -> HealthReport:
+        """The report; raises SweepNotFound."""
+        ...
+
+    def latest_report(self) -> HealthReport | None: ...
+
+
+class BatchJobs(Protocol):
+    """AWS Batch jobs and job definitions."""
+
+    def register_job_definition(self, spec: dict[str, Any]) -> str:
+        """Register a revision; returns its ARN."""
+        ...
+
+    def submit_job(self, name: str, job_queue: str, job_definition: str, tags: dict[str, str]) -> str:
+        """Submit; returns the Batch job id."""
+        ...
+
+    def find_job(self, job_queue: str, name: str) -> BatchJobState | None:
+        """The job of that name in the queue, if any."""
+        ...
+
+    def describe_jobs(self, job_ids: list[str]) -> list[BatchJobState]: ...
+
+    def terminate_job(self, job_id: str, reason: str) -> None: ...
+
+
+class BatchPools(Protocol):
+    """AWS Batch compute environments and job queues."""
+
+    def describe_compute_environment(self, name: str) -> ComputeEnvironmentState | None: ...
+
+    def compute_environments(self, prefix: str) -> list[ComputeEnvironmentState]: ...
+
+    def create_compute_environment(self, spec: dict[str, Any]) -> None:
+        """Create it; a pool created meanwhile by another workflow is not an error."""
+        ...
+
+    def job_queue_status(self, name: str) -> str | None:
+        """The queue's status, or None when it does not exist."""
+        ...
+
+    def create_job_queue(self, spec: dict[str, Any]) -> None:
+        """Create it; a queue created meanwhile by another workflow is not an error."""
+        ...
+
+
+class Fleet(Protocol):
+    """A pool's EC2 instances (by the pool tag) and its ECS cluster's container instances."""
+
+    def instances(self, pools: list[str]) -> dict[str, list[Ec2InstanceState]]: ...
+
+    def container_instances(self, cluster_arn: str) -> list[ContainerInstanceState]: ...
+
+    def fleets(self, pools: dict[str, str | None]) -> dict[str, FleetState]:
+        """pool -> its fleet (pools given with their cluster ARN, None when there is none yet)."""
+        ...
+
+
+class Quotas(Protocol):
+    def vcpu_quota(self, code: str) -> QuotaState | None:
+        """The account's EC2 vCPU quota of that code, or None when Service Quotas does not know it."""
+        ...
+
+
+class Catalog(Protocol):
+    """NVIDIA GPU instance types."""
+
+    @property
+    def source(self) -> str: ...
+
+    def gpu_types(self) -> dict[str, GpuType]: ...
+
+
+class Availability(Protocol):
+    """What the region offers now in the deployment's zones."""
+
+    def snapshot(self, instance_types: list[str], unavailable: set[str]) -> AvailabilitySnapshot: ...
+
+
+class Prices(Protocol):
+    def on_demand(self, instance_type: str) -> PriceQuote | None: ...
+
+
+class Workflow(Protocol):
+    """The GpuJob state machine."""
+
+    def start_execution(self, name: str, execution_input: str) -> str:
+        """Start one; returns its ARN."""
+        ...
+
+    def stop_execution(self, execution_arn: str, error: str, cause: str) -> None: ...
+
+    def send_task_success(self, token: str, output: str) -> bool:
+        """Resume a parked task; False when the token was spent already (resumed, timed out, stopped)."""
+        ...
+
+
+class Sweeps(Protocol):
+    def start_sweep(self, sweep_id: str) -> None:
+        """Run a health sweep asynchronously in the sweep function."""
+        ...
+
+
+class Metrics(Protocol):
+    def add(self, name: MetricName, value: float, unit: str = "Count") -> None: ...
+
+
+@dataclass(frozen=True)
+class Ports:
+    """Everything the use cases reach the world through; a handler builds it once per process."""
+
+    settings: Settings
+    jobs: JobStore
+    offerings: OfferingMemory
+    health: HealthStore
+    batch: BatchJobs
+    pools: BatchPools
+    fleet: Fleet
+    quotas: Quotas
+    catalog: Catalog
+    availability: Availability
+    prices: Prices
+    workflow: Workflow
+    sweeps: Sweeps
+    metrics: Metrics

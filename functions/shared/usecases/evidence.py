@@ -1,0 +1,40 @@
+"""Reading what a real account shows about a waiting job: its pool, the pool's fleet, the vCPU quota."""
+
+from __future__ import annotations
+
+from functions.shared.domain.batch import BatchJobState, ComputeEnvironmentState, FleetState
+from functions.shared.domain.diagnosis import StuckJobSnapshot
+from functions.shared.domain.fleet import vcpu_quota_code
+from functions.shared.ports import Ports
+
+
+def read_snapshot(
+    job: BatchJobState,
+    environment: ComputeEnvironmentState,
+    fleet: FleetState | None,
+    at: str,
+    ports: Ports,
+) -> StuckJobSnapshot:
+    """The snapshot diagnosis reads. The quota is read only when the pool has no instance at all."""
+    instance_vcpus = {name: gpu.vcpus for name, gpu in ports.catalog.gpu_types().items()}
+    quota = None
+    alive = fleet is not None and any(instance.alive for instance in fleet.instances)
+    if fleet is not None and not alive and environment.instance_types:
+        quota = ports.quotas.vcpu_quota(vcpu_quota_code(environment.instance_types[0], environment.spot))
+    return StuckJobSnapshot(
+        job=job,
+        environment=environment,
+        at=at,
+        fleet=fleet,
+        instance_vcpus=instance_vcpus,
+        quota=quota,
+        registration_grace_seconds=ports.settings.registration_grace_seconds,
+        launch_grace_seconds=ports.settings.launch_grace_seconds,
+    )
+
+
+def pool_evidence(job: BatchJobState, pool: str, at: str, ports: Ports) -> StuckJobSnapshot:
+    """Everything about one job's pool, read now."""
+    environment = ports.pools.describe_compute_environment(pool) or ComputeEnvironmentState(name=pool)
+    fleet = ports.fleet.fleets({pool: environment.ecs_cluster_arn})[pool]
+    return read_snapshot(job, environment, fleet, at, ports)

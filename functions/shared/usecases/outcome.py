@@ -1,0 +1,96 @@
+"""RecordCost and RecordFailure: how the job ended, what it cost, and no GPU left running behind it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from functions.shared.domain.clock import now_iso
+from functions.shared.domain.cost import Cost, PriceUnknown, attempt_cost
+from functions.shared.domain.records import AttemptRecord, JobRecord
+from functions.shared.domain.steps import RecordCostInput, RecordFailureInput
+from functions.shared.domain.vocabulary import BatchStatus, JobStatus, MetricName
+from functions.shared.ports import Ports
+
+MAX_ERROR_CHARS = 1000
+
+
+def record_cost(payload: RecordCostInput, ports: Ports) -> Cost:
+    """Price the attempt, and record the job's final status with its cost (once)."""
+    record = ports.jobs.get_job(payload.job_id)
+    attempt = record.attempts.get(payload.batch_job.attempt)
+    finished = payload.finished
+    quote = ports.prices.on_demand(payload.batch_job.instance_type)
+    if quote is None:
+        raise PriceUnknown(f"no hourly price known for {payload.batch_job.instance_type}")
+    instance_gpus = attempt.instance_gpus if attempt else record.request.gpus
+    cost = attempt_cost(quote, finished.billed_seconds(), record.request.gpus, instance_gpus)
+    status = JobStatus.SUCCEEDED if finished.status == BatchStatus.SUCCEEDED else JobStatus.FAILED
+    fields: dict[str, Any] = {"cost": cost}
+    if status == JobStatus.FAILED:
+        fields["error"] = finished.status_reason or f"container exited with {finished.exit_code}"
+    # Emitted only by the call that records the outcome, so a retried RecordCost never counts twice.
+    if ports.jobs.finish(payload.job_id, status, at=finished.stopped_at or now_iso(), fields=fields):
+        ports.metrics.add(MetricName.JOB_COST_USD, cost.usd, unit="None")
+        ports.metrics.add(MetricName.JOB_RUNTIME_SECONDS, cost.runtime_seconds, unit="Seconds")
+        ports.metrics.add(MetricName.JOBS_SUCCEEDED if status == JobStatus.SUCCEEDED else MetricName.JOBS_FAILED, 1)
+    return cost
+
+
+def record_failure(payload: RecordFailureInput, ports: Ports) -> dict[str, Any]:
+    """Say on the job record why the workflow could not run the job, attempt by attempt."""
+    record = ports.jobs.get_job(payload.job_id)
+    message = failure_message(payload.state, record)[:MAX_ERROR_CHARS]
+    recorded = ports.jobs.finish(payload.job_id, JobStatus.FAILED, fields={"error": message})
+    if recorded:
+        ports.metrics.add(MetricName.JOBS_FAILED, 1)
+    # Never leave a GPU attempt running (or waiting for a GPU) behind a failed workflow; the record
+    # knows every attempt, including one whose SubmitBatchJob failed after Batch accepted it.
+    terminate_live_attempts(ports.jobs.get_job(payload.job_id), "GPU Pilot workflow failed", ports)
+    return {"job_id": payload.job_id, "error": message, "recorded": recorded}
+
+
+def terminate_live_attempts(record: JobRecord, reason: str, ports: Ports) -> list[str]:
+    """Terminate every attempt of the record whose Batch job has not ended; returns their ids."""
+    terminated = []
+    for _, attempt in record.ordered_attempts():
+        if attempt.live and attempt.batch_job_id:
+            ports.batch.terminate_job(attempt.batch_job_id, reason)
+            terminated.append(attempt.batch_job_id)
+    return terminated
+
+
+def failure_message(state: dict[str, Any], record: JobRecord) -> str:
+    """Why the workflow stopped (its error, or the last diagnosis), then what each attempt came to."""
+    error = state.get("error") or {}
+    diagnosis = state.get("diagnosis") or (state.get("queue") or {}).get("diagnosis") or {}
+    if error:
+        cause = f"{error.get('Error', 'Error')}: {_cause_message(error.get('Cause'))}"
+    elif diagnosis.get("category"):
+        cause = f"{diagnosis['category']}: {diagnosis.get('reason', '')}"
+    else:
+        cause = "the workflow failed"
+    attempts = [f"{number}. {attempt_summary(attempt)}" for number, attempt in record.ordered_attempts()]
+    return cause + (f" | attempts: {'; '.join(attempts)}" if attempts else "")
+
+
+def attempt_summary(attempt: AttemptRecord) -> str:
+    """`g5.xlarge on-demand: INSUFFICIENT_CAPACITY` / `... exit code 1` / `... FAILED`."""
+    if attempt.diagnosis is not None:
+        outcome = attempt.diagnosis.category.value
+    elif attempt.exit_code is not None:
+        outcome = f"exit code {attempt.exit_code}"
+    else:
+        outcome = attempt.status.value
+    return f"{attempt.instance_type} {attempt.capacity.value}: {outcome}"
+
+
+def _cause_message(cause: Any) -> str:
+    if isinstance(cause, str):
+        try:
+            parsed = json.loads(cause)
+        except ValueError:
+            return cause
+        if isinstance(parsed, dict):
+            return str(parsed.get("errorMessage") or parsed.get("Cause") or cause)
+    return str(cause)

@@ -1,0 +1,67 @@
+"""POST /jobs: check the request against this deployment, record the job, start its workflow."""
+
+from __future__ import annotations
+
+import fnmatch
+import uuid
+
+from functions.shared.domain.errors import RequestRefused
+from functions.shared.domain.job_definitions import RETRY_ATTEMPTS
+from functions.shared.domain.requests import JobRequest
+from functions.shared.domain.settings import Settings
+from functions.shared.domain.steps import ExecutionInput, Timeouts
+from functions.shared.domain.views import SubmitResponse
+from functions.shared.domain.vocabulary import JobStatus
+from functions.shared.ports import Ports
+
+# Batch may run the job RETRY_ATTEMPTS times, each up to its timeout after an image pull.
+FINISH_GRACE_SECONDS = 600
+
+
+def new_job_id() -> str:
+    return uuid.uuid4().hex[:20]
+
+
+def check_deployable(request: JobRequest, settings: Settings) -> None:
+    """Refuse what this deployment's IAM would refuse later: secrets its execution role cannot read, a job
+    role the submit function may not pass. RequestRefused names the field."""
+    for name, arn in request.secrets.items():
+        if not any(fnmatch.fnmatchcase(arn, pattern) for pattern in settings.secret_arn_patterns):
+            allowed = ", ".join(settings.secret_arn_patterns) or "none are configured"
+            raise RequestRefused(
+                f"secrets.{name}", f"jobs of this deployment may only reference secrets matching: {allowed}"
+            )
+    role = request.job_role_arn
+    if role is not None and not (settings.job_role_pattern and fnmatch.fnmatchcase(role, settings.job_role_pattern)):
+        raise RequestRefused(
+            "job_role_arn",
+            f"job roles must match {settings.job_role_pattern or '(none configured)'}: GPU Pilot may pass only those",
+        )
+
+
+def execution_input(job_id: str, request: JobRequest, settings: Settings) -> ExecutionInput:
+    return ExecutionInput(
+        job_id=job_id,
+        request=request,
+        timeouts=Timeouts(
+            stuck_after_seconds=max(1, round(request.stuck_after_minutes * 60)),
+            finish_after_seconds=RETRY_ATTEMPTS * (request.timeout_minutes * 60 + FINISH_GRACE_SECONDS),
+            queue_poll_seconds=settings.queue_poll_seconds,
+        ),
+    )
+
+
+def start_job(request: JobRequest, ports: Ports) -> SubmitResponse:
+    """Record the job, then start its workflow (named after the job, so it starts once)."""
+    check_deployable(request, ports.settings)
+    job_id = new_job_id()
+    ports.jobs.create_job(job_id, request)
+    try:
+        execution_arn = ports.workflow.start_execution(
+            job_id, execution_input(job_id, request, ports.settings).model_dump_json()
+        )
+    except Exception as error:
+        ports.jobs.finish(job_id, JobStatus.FAILED, fields={"error": f"could not start the workflow: {error}"})
+        raise
+    ports.jobs.set_execution_arn(job_id, execution_arn)
+    return SubmitResponse(job_id=job_id, status=JobStatus.SUBMITTED, execution_arn=execution_arn)

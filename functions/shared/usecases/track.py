@@ -1,0 +1,114 @@
+"""Waiting without polling: parked task tokens, Batch state-change events, and resuming the workflow.
+
+The wait Lambda stores its token and then reads the attempt's status; job_events stores the status and
+then reads the token. Both writes go first, so at least one side sees both and resumes the workflow;
+when both do, the second `SendTaskSuccess` is refused by Step Functions and ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from functions.shared.domain.batch import BatchJobEvent
+from functions.shared.domain.errors import JobNotFound
+from functions.shared.domain.lifecycle import job_status_for_batch, parse_batch_job_name, wait_satisfied
+from functions.shared.domain.records import AttemptRecord, JobRecord, Wait
+from functions.shared.domain.steps import WaitInput, WaitResult
+from functions.shared.domain.vocabulary import AttemptStatus, BatchStatus, WaitPhase
+from functions.shared.ports import Ports
+
+
+def wait_result(attempt: AttemptRecord) -> WaitResult:
+    """The resumed wait's output, from the attempt as the record holds it."""
+    assert attempt.batch_status is not None
+    return WaitResult(
+        status=attempt.batch_status,
+        at=attempt.batch_status_at,
+        exit_code=attempt.exit_code,
+        started_at=attempt.started_at,
+        stopped_at=attempt.stopped_at,
+        status_reason=attempt.status_reason,
+        runtime_seconds=attempt.runtime_seconds,
+    )
+
+
+def resume(record: JobRecord, ports: Ports) -> list[WaitPhase]:
+    """Send every satisfied wait's token, then forget the spent tokens (ours, or spent already)."""
+    resumed: list[WaitPhase] = []
+    for phase, wait in list(record.waits.items()):
+        attempt = record.attempts.get(wait.attempt)
+        if attempt is None or not wait_satisfied(phase, attempt.batch_status):
+            continue
+        if ports.workflow.send_task_success(wait.token, wait_result(attempt).model_dump_json()):
+            resumed.append(phase)
+        ports.jobs.clear_wait(record.job_id, phase, wait.token)
+    return resumed
+
+
+def park_wait(payload: WaitInput, ports: Ports) -> list[WaitPhase]:
+    """WaitForJobToStart/ToFinish: store the token, then resume at once if the event came first."""
+    record = ports.jobs.store_wait(
+        payload.job_id, payload.phase, Wait(attempt=payload.attempt, token=payload.task_token)
+    )
+    return resume(record, ports)
+
+
+def record_batch_event(event: BatchJobEvent, ports: Ports) -> dict[str, Any]:
+    """job_events: record a Batch job state change on its attempt and timeline, and resume waits."""
+    parsed = parse_batch_job_name(event.job.job_name)
+    if parsed is None:
+        return {"ignored": "not a GPU Pilot job"}
+    job_id, number = parsed
+    if event.job.status not in BatchStatus.__members__:
+        return {"ignored": f"unknown status {event.job.status!r}"}
+    status = BatchStatus(event.job.status)
+    job = event.job
+    record = ports.jobs.update_attempt(
+        job_id,
+        number,
+        {
+            "batch_status": status,
+            "batch_status_at": event.at,
+            "status": AttemptStatus(status.value),
+            "status_reason": job.status_reason,
+            "started_at": job.started_at,
+            "stopped_at": job.stopped_at,
+            "exit_code": job.exit_code,
+            "runtime_seconds": job.runtime_seconds,
+        },
+        # A submit whose record write failed still gets its Batch job id, so it can be terminated.
+        if_missing={"batch_job_id": job.job_id or None},
+    )
+    if record is None:
+        # Stale or duplicate (EventBridge is at-least-once, and the sweep replays): nothing new to record,
+        # but a redelivery after a failed write or SendTaskSuccess must still finish that work.
+        try:
+            record = ports.jobs.get_job(job_id)
+        except JobNotFound:
+            return {"ignored": "not a job of this deployment", "job_id": job_id}
+        recorded = record.attempts.get(number)
+        if recorded is None:
+            return {"ignored": "no such attempt", "job_id": job_id}
+        if recorded.batch_status == status and job.status_reason and job.status_reason != recorded.status_reason:
+            # Batch's reason for a RUNNABLE job changes without its status changing: keep the newest words.
+            ports.jobs.note_reason(job_id, number, status, job.status_reason)
+            return {"job_id": job_id, "attempt": number, "status": status, "reason": job.status_reason}
+        _advance_for_batch(job_id, number, recorded.batch_status, recorded.batch_status_at or event.at, ports)
+        return {"ignored": "stale or duplicate event", "job_id": job_id, "resumed": resume(record, ports)}
+    moment = job.started_at if status == BatchStatus.RUNNING and job.started_at else event.at
+    _advance_for_batch(job_id, number, status, moment, ports, reason=job.status_reason)
+    return {"job_id": job_id, "attempt": number, "status": status, "resumed": resume(record, ports)}
+
+
+def _advance_for_batch(
+    job_id: str, number: int, status: BatchStatus | None, at: str, ports: Ports, reason: str | None = None
+) -> None:
+    """Move the job to what its attempt's Batch status stands for (a no-op if it is there already).
+
+    Final statuses are the workflow's to record (RecordCost/RecordFailure), with the cost.
+    """
+    if status is None:
+        return
+    job_status = job_status_for_batch(status)
+    if not job_status.finished:
+        ports.jobs.advance(job_id, job_status, attempt=number, at=at, reason=reason)

@@ -1,0 +1,213 @@
+"""Running the product's Lambda handlers in-process, as Lambda would run them.
+
+Each invocation runs with the environment the synthesized template gives that function (not one shared
+environment), under its own name (so an AWS call is attributed to the function that made it), with its
+stdout captured: Powertools' EMF lines become CloudWatch `PutMetricData` calls on the embedded cloud and
+log lines go to a log file, so the console shows only the product. An asynchronous invocation runs in
+the background, is retried twice on error as Lambda does, and then lands in the function's on-failure
+queue, when the template gives it one.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import importlib
+import io
+import json
+import sys
+import threading
+import traceback
+import uuid
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from functions.shared.adapters.config import function_environment
+
+ALLOWED_HANDLER_PREFIX = "functions."
+ASYNC_RETRIES = 2  # Lambda retries a failed asynchronous invocation twice
+# The function whose handler this thread (or task) is running: AWS calls are attributed to it.
+current_function: contextvars.ContextVar[str | None] = contextvars.ContextVar("gpupilot_function", default=None)
+
+
+@dataclass(frozen=True)
+class LocalFunction:
+    """One deployed function, as the template declares it."""
+
+    key: str
+    name: str
+    arn: str
+    handler: str
+    environment: Mapping[str, str]
+    failure_queue_url: str | None = None
+
+
+@dataclass
+class LocalContext:
+    """The parts of Lambda's context object that Powertools reads."""
+
+    function_name: str
+    invoked_function_arn: str
+    memory_limit_in_mb: int = 512
+    function_version: str = "$LATEST"
+    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    log_group_name: str = ""
+    log_stream_name: str = "local"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 60_000
+
+
+class ThreadStdout(io.TextIOBase):
+    """sys.stdout that a thread can redirect for itself while other threads keep printing."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+        self._local = threading.local()
+
+    def capture(self) -> io.StringIO:
+        buffer = io.StringIO()
+        self._local.buffer = buffer
+        return buffer
+
+    def release(self) -> None:
+        self._local.buffer = None
+
+    def write(self, text: str) -> int:
+        target = getattr(self._local, "buffer", None) or self.real
+        return target.write(text)
+
+    def flush(self) -> None:
+        self.real.flush()
+
+    def isatty(self) -> bool:
+        return bool(self.real.isatty())
+
+
+def install_stdout() -> ThreadStdout:
+    """Install the per-thread stdout once (before any handler module creates its Logger)."""
+    if not isinstance(sys.stdout, ThreadStdout):
+        sys.stdout = ThreadStdout(sys.stdout)
+    return sys.stdout
+
+
+def emf_to_metric_data(line: str) -> tuple[str, list[dict[str, Any]]] | None:
+    """(namespace, MetricData) of one EMF log line, or None when the line is not EMF."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(record, dict) or "_aws" not in record:
+        return None
+    namespace = ""
+    data: list[dict[str, Any]] = []
+    for directive in record["_aws"].get("CloudWatchMetrics", []):
+        namespace = directive["Namespace"]
+        dimension_names = directive.get("Dimensions", [[]])[0] if directive.get("Dimensions") else []
+        dimensions = [{"Name": n, "Value": str(record[n])} for n in dimension_names if n in record]
+        for metric in directive.get("Metrics", []):
+            values = record.get(metric["Name"])
+            for value in values if isinstance(values, list) else [values]:
+                if value is None:
+                    continue
+                data.append(
+                    {
+                        "MetricName": metric["Name"],
+                        "Dimensions": dimensions,
+                        "Value": float(value),
+                        "Unit": metric.get("Unit", "None"),
+                    }
+                )
+    return (namespace, data) if data else None
+
+
+class HandlerDispatcher:
+    """Runs the product's Lambda handlers in-process, counting invocations per handler."""
+
+    def __init__(
+        self,
+        functions: Mapping[str, LocalFunction] | None = None,
+        log_file: Path | None = None,
+        metric_sink: Callable[[str, list[dict[str, Any]]], None] | None = None,
+        failure_sink: Callable[[LocalFunction, dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.functions: dict[str, LocalFunction] = dict(functions or {})
+        self.invocations: Counter[str] = Counter()
+        self._log_file = log_file
+        self._metric_sink = metric_sink
+        self._failure_sink = failure_sink
+        self._log_lock = threading.Lock()
+        self._background: list[threading.Thread] = []
+
+    def by_name(self, name_or_arn: str) -> LocalFunction:
+        for function in self.functions.values():
+            if name_or_arn in (function.name, function.arn, function.key):
+                return function
+        raise KeyError(f"no function {name_or_arn!r} in the local deployment")
+
+    def invoke(self, key: str, event: Any) -> tuple[Any, bool]:
+        """(result, errored): errored results are Lambda's error shape, with errorType for ASL Catch."""
+        function = self.functions[key]
+        if not function.handler.startswith(ALLOWED_HANDLER_PREFIX):
+            raise ValueError(f"refusing to run handler {function.handler!r}: not a GPU Pilot function")
+        module_name, _, attribute = function.handler.rpartition(".")
+        handler = getattr(importlib.import_module(module_name), attribute)
+        self.invocations[function.handler] += 1
+        context = LocalContext(function_name=function.name, invoked_function_arn=function.arn)
+        # Re-installed if someone (a test runner) replaced sys.stdout since.
+        stdout = install_stdout()
+        buffer = stdout.capture()
+        token = current_function.set(function.key)
+        try:
+            with function_environment(function.environment):
+                return handler(event, context), False
+        except Exception as error:
+            return {
+                "errorType": type(error).__name__,
+                "errorMessage": str(error),
+                "stackTrace": traceback.format_exception(error)[-5:],
+            }, True
+        finally:
+            current_function.reset(token)
+            stdout.release()
+            self._drain(buffer.getvalue())
+
+    def invoke_as_event(self, key: str, event: Any) -> bool:
+        """An asynchronous invocation, in the caller's thread: retried as Lambda retries it, then its record
+        goes to the function's on-failure destination. True when it succeeded."""
+        result: Any = None
+        for _ in range(1 + ASYNC_RETRIES):
+            result, errored = self.invoke(key, event)
+            if not errored:
+                return True
+        if self._failure_sink is not None:
+            self._failure_sink(self.functions[key], {"requestPayload": event, "responsePayload": result})
+        return False
+
+    def invoke_async(self, key: str, event: Any) -> threading.Thread:
+        """An Event invocation in the background (Lambda answers 202 at once)."""
+        thread = threading.Thread(
+            target=self.invoke_as_event, args=(key, event), name=f"gpupilot-async-{key}", daemon=True
+        )
+        thread.start()
+        self._background.append(thread)
+        return thread
+
+    def join_background(self, timeout: float = 60) -> None:
+        """Wait for the asynchronous invocations started so far."""
+        for thread in list(self._background):
+            thread.join(timeout)
+
+    def _drain(self, output: str) -> None:
+        log_lines = []
+        for line in output.splitlines():
+            metric = emf_to_metric_data(line) if '"_aws"' in line else None
+            if metric and self._metric_sink:
+                self._metric_sink(*metric)
+            elif line.strip():
+                log_lines.append(line)
+        if log_lines and self._log_file:
+            with self._log_lock, self._log_file.open("a") as log:
+                log.write("\n".join(log_lines) + "\n")

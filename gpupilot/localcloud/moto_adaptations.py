@@ -1,0 +1,252 @@
+"""Every adaptation of moto the local cloud needs, in one module, applied and undone by `adapted_moto`.
+
+moto is more forgiving than AWS and simpler than a GPU fleet; where GPU Pilot depends on AWS's behaviour,
+the local cloud makes moto behave like AWS:
+
+1. Lambda: moto's docker-less Lambda echoes its input; an invoke runs the function's real handler
+   in-process (dispatch.py), and an `Event` invoke runs it in the background, as Lambda does.
+2. Batch jobs: moto's docker-less Batch marks a job SUCCEEDED inside SubmitJob; the job is handed to the
+   Batch simulator instead, which moves it through its states as the world says.
+3. Batch compute environments: moto reports every compute environment VALID at once and requires a
+   serviceRole. Here one is CREATING for `create_seconds` after CreateComputeEnvironment, then VALID,
+   or INVALID with the world's statusReason; without a serviceRole Batch's service-linked role is used.
+4. Batch job queues: AWS refuses CreateJobQueue while a compute environment it orders is not VALID;
+   moto accepts it. Here it is refused as AWS refuses it.
+5. EC2 offerings: the instance type offerings per zone come from the world, not moto's static data.
+6. Service Quotas: moto knows only VPC quotas; EC2's GPU vCPU quotas are served from the world.
+
+tests/unit/test_moto_adaptations.py holds one test per adaptation that fails if moto changes under it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpupilot.localcloud.dispatch import HandlerDispatcher
+
+SERVICE_LINKED_ROLE_PATH = "/aws-service-role/batch.amazonaws.com/"
+NOT_VALID_MESSAGE = (
+    "computeEnvironmentOrder: compute environment {arn} is {status}; a job queue can only be associated with "
+    "compute environments that are VALID"
+)
+
+
+@dataclass
+class ComputeEnvironmentLifecycle:
+    """When each compute environment was created, and what the world makes of it."""
+
+    create_seconds: float = 1.0
+    invalid_reason: Callable[[list[str]], str | None] = field(default=lambda _types: None)
+    clock: Callable[[], float] = time.monotonic
+    _created: dict[str, float] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def created(self, arn: str) -> None:
+        with self._lock:
+            self._created[arn] = self.clock()
+
+    def status(self, arn: str, instance_types: list[str]) -> tuple[str, str]:
+        """(status, statusReason) of the compute environment now."""
+        with self._lock:
+            created = self._created.get(arn)
+        if created is not None and self.clock() - created < self.create_seconds:
+            return "CREATING", "Compute environment is being created"
+        reason = self.invalid_reason(instance_types)
+        if reason:
+            return "INVALID", reason
+        return "VALID", "ComputeEnvironment Healthy"
+
+
+class _Patches:
+    """Attribute replacements, undone in reverse order."""
+
+    def __init__(self) -> None:
+        self._undo: list[Callable[[], None]] = []
+
+    def replace(self, owner: Any, name: str, value: Any) -> Any:
+        original = getattr(owner, name)
+        setattr(owner, name, value)
+        self._undo.append(lambda: setattr(owner, name, original))
+        return original
+
+    def on_exit(self, undo: Callable[[], None]) -> None:
+        self._undo.append(undo)
+
+    def undo(self) -> None:
+        while self._undo:
+            self._undo.pop()()
+
+
+def run_handlers_in_process(patches: _Patches, dispatcher: HandlerDispatcher) -> None:
+    """1. Lambda invokes run the real handlers; `Event` invokes run in the background."""
+    import json
+
+    from moto.awslambda_simple.models import LambdaSimpleBackend
+
+    def invoke(
+        self: Any, function_name: str, qualifier: str | None, body: Any, headers: Any, response_headers: Any
+    ) -> bytes:
+        fn = self.get_function(function_name, qualifier)
+        key = dispatcher.by_name(fn.function_name).key
+        event = json.loads(body) if body else {}
+        if (headers or {}).get("X-Amz-Invocation-Type") == "Event":
+            dispatcher.invoke_async(key, event)
+            return b""
+        result, errored = dispatcher.invoke(key, event)
+        if errored:
+            response_headers["x-amz-function-error"] = "Unhandled"
+        payload = json.dumps(result).encode()
+        response_headers["Content-Length"] = str(len(payload))
+        return payload
+
+    patches.replace(LambdaSimpleBackend, "invoke", invoke)
+
+
+def hand_jobs_to_simulator(patches: _Patches, on_submit: Callable[[Any], None]) -> None:
+    """2. A submitted Batch job goes to the simulator instead of SUCCEEDED."""
+    from moto.batch_simple.models import BatchSimpleBackend
+
+    def mark_submitted(self: Any, include_start_attempt: bool, job: Any) -> None:
+        self.backend._jobs[job.job_id] = job
+        job.log_stream_name = job._stream_name
+        on_submit(job)
+
+    patches.replace(BatchSimpleBackend, "_mark_job_as_finished", mark_submitted)
+
+
+def compute_environment_lifecycle(patches: _Patches, lifecycle: ComputeEnvironmentLifecycle) -> None:
+    """3. and 4. Compute environments pass through CREATING; queues are refused on non-VALID ones."""
+    from moto.batch.exceptions import ClientException
+    from moto.batch.models import BatchBackend
+
+    original_create = BatchBackend.create_compute_environment
+    original_describe = BatchBackend.describe_compute_environments
+    original_queue = BatchBackend.create_job_queue
+
+    def create(
+        self: Any,
+        compute_environment_name: str,
+        _type: str,
+        state: str,
+        compute_resources: dict[str, Any],
+        service_role: str | None,
+        tags: dict[str, str] | None = None,
+    ) -> Any:
+        if not service_role:
+            service_role = _service_linked_role(self)
+        environment = original_create(
+            self, compute_environment_name, _type, state, compute_resources, service_role, tags=tags
+        )
+        lifecycle.created(environment.arn)
+        return environment
+
+    def describe(self: Any, environments: list[str] | None = None) -> list[dict[str, Any]]:
+        described = original_describe(self, environments)
+        for entry in described:
+            types = (entry.get("computeResources") or {}).get("instanceTypes") or []
+            entry["status"], entry["statusReason"] = lifecycle.status(entry["computeEnvironmentArn"], types)
+        return described
+
+    def create_queue(
+        self: Any,
+        queue_name: str,
+        priority: str,
+        schedule_policy: str | None,
+        state: str,
+        compute_env_order: list[dict[str, str]],
+        tags: dict[str, str] | None = None,
+    ) -> Any:
+        for item in compute_env_order or []:
+            environment = self.get_compute_environment(item.get("computeEnvironment", ""))
+            if environment is None:
+                continue  # moto's own check says it does not exist
+            status, _ = lifecycle.status(environment.arn, environment.compute_resources.get("instanceTypes") or [])
+            if status != "VALID":
+                raise ClientException(NOT_VALID_MESSAGE.format(arn=environment.arn, status=status))
+        return original_queue(self, queue_name, priority, schedule_policy, state, compute_env_order, tags=tags)
+
+    patches.replace(BatchBackend, "create_compute_environment", create)
+    patches.replace(BatchBackend, "describe_compute_environments", describe)
+    patches.replace(BatchBackend, "create_job_queue", create_queue)
+
+
+def _service_linked_role(batch: Any) -> str:
+    """Batch's service-linked role (created on first use, as AWS does); its ARN."""
+    iam = batch.iam_backend
+    for role in iam.get_roles():
+        if role.path == SERVICE_LINKED_ROLE_PATH:
+            return str(role.arn)
+    return str(iam.create_service_linked_role("batch.amazonaws.com", "AWS Batch service-linked role", "").arn)
+
+
+def world_offerings(patches: _Patches, region: str, zones: list[str], offered: dict[str, list[str]]) -> None:
+    """5. Per-zone instance type offerings of the given types come from the world."""
+    from moto.ec2.models.instance_types import INSTANCE_TYPE_OFFERINGS
+
+    by_zone = INSTANCE_TYPE_OFFERINGS["availability-zone"]
+    original = list(by_zone.get(region, []))
+    kept = [o for o in original if o["InstanceType"] not in offered]
+    for instance_type, type_zones in offered.items():
+        kept.extend({"InstanceType": instance_type, "Location": z} for z in type_zones if z in zones)
+    by_zone[region] = kept
+    patches.on_exit(lambda: by_zone.__setitem__(region, original))
+
+
+# A world that sets no quota has room for any fleet it simulates.
+DEFAULT_VCPU_QUOTA = 4096.0
+
+
+def world_quotas(patches: _Patches, quotas: dict[str, int]) -> None:
+    """6. GetServiceQuota answers EC2's GPU vCPU quotas (the world's, else a roomy default)."""
+    from moto.servicequotas.models import ServiceQuotasBackend
+
+    from functions.shared.domain.fleet import QUOTA_NAMES
+
+    original = ServiceQuotasBackend.get_service_quota
+
+    def get_service_quota(self: Any, service_code: str, quota_code: str) -> dict[str, Any]:
+        if service_code != "ec2" or quota_code not in QUOTA_NAMES:
+            return dict(original(self, service_code, quota_code))
+        return {
+            "ServiceCode": "ec2",
+            "ServiceName": "Amazon Elastic Compute Cloud (Amazon EC2)",
+            "QuotaArn": f"arn:aws:servicequotas:{self.region_name}:{self.account_id}:ec2/{quota_code}",
+            "QuotaCode": quota_code,
+            "QuotaName": QUOTA_NAMES[quota_code],
+            "Value": float(quotas.get(quota_code, DEFAULT_VCPU_QUOTA)),
+            "Unit": "None",
+            "Adjustable": True,
+            "GlobalQuota": False,
+        }
+
+    patches.replace(ServiceQuotasBackend, "get_service_quota", get_service_quota)
+
+
+@contextlib.contextmanager
+def adapted_moto(
+    *,
+    dispatcher: HandlerDispatcher | None = None,
+    on_job_submitted: Callable[[Any], None] | None = None,
+    lifecycle: ComputeEnvironmentLifecycle | None = None,
+    offerings: tuple[str, list[str], dict[str, list[str]]] | None = None,
+    quotas: dict[str, int] | None = None,
+) -> Iterator[None]:
+    """moto, behaving like AWS where GPU Pilot depends on it, until the block ends."""
+    patches = _Patches()
+    try:
+        if dispatcher is not None:
+            run_handlers_in_process(patches, dispatcher)
+        if on_job_submitted is not None:
+            hand_jobs_to_simulator(patches, on_job_submitted)
+        compute_environment_lifecycle(patches, lifecycle or ComputeEnvironmentLifecycle())
+        if offerings is not None:
+            world_offerings(patches, *offerings)
+        world_quotas(patches, quotas or {})
+        yield
+    finally:
+        patches.undo()

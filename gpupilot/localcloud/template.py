@@ -1,0 +1,113 @@
+"""The synthesized stack template, read by the local cloud: resources by type, intrinsics resolved.
+
+Everything the local cloud deploys comes from `cdk.out/GpuPilot.template.json`, so the local and the
+deployed shapes cannot drift; a reference the local cloud cannot resolve is an error, not a guess.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from functions.shared import constants as c
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE = REPO_ROOT / "cdk.out" / f"{c.STACK_NAME}.template.json"
+
+
+class DeployError(RuntimeError):
+    pass
+
+
+def template_path() -> Path:
+    return Path(os.environ.get("GPUPILOT_TEMPLATE", TEMPLATE))
+
+
+def load_template(synth_if_missing: bool = True) -> dict[str, Any]:
+    """The synthesized stack template; synthesizes it (python app.py, needs node) when missing."""
+    path = template_path()
+    if not path.exists() and synth_if_missing:
+        result = subprocess.run([sys.executable, "app.py"], cwd=REPO_ROOT, capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            raise DeployError(f"could not synthesize the stack: {result.stderr.strip()[-500:]}")
+    if not path.exists():
+        raise DeployError(f"no synthesized template at {path}: run `make synth`")
+    return dict(json.loads(path.read_text()))
+
+
+def resources_of(template: Mapping[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+    """logical id -> Properties of every resource of `kind`."""
+    return {k: v.get("Properties", {}) for k, v in template["Resources"].items() if v["Type"] == kind}
+
+
+def handler_keys(template: Mapping[str, Any]) -> dict[str, str]:
+    """logical id -> LAMBDAS key, for the functions whose handler is one of ours."""
+    by_handler = {spec.handler: spec.key for spec in c.LAMBDAS}
+    return {
+        logical: by_handler[props["Handler"]]
+        for logical, props in resources_of(template, "AWS::Lambda::Function").items()
+        if props.get("Handler") in by_handler
+    }
+
+
+def partition_of(region: str) -> str:
+    if region.startswith("cn-"):
+        return "aws-cn"
+    if region.startswith("us-gov-"):
+        return "aws-us-gov"
+    return "aws"
+
+
+class Resolver:
+    """Resolves Ref, Fn::GetAtt, Fn::Join, Fn::Select, Fn::Base64 and pseudo parameters locally."""
+
+    def __init__(self, region: str, account: str) -> None:
+        self.refs: dict[str, Any] = {
+            "AWS::Region": region,
+            "AWS::AccountId": account,
+            "AWS::Partition": partition_of(region),
+            "AWS::URLSuffix": "amazonaws.com",
+            "AWS::StackName": c.STACK_NAME,
+        }
+        self.attributes: dict[tuple[str, str], Any] = {}
+
+    def add(self, logical: str, ref: Any, **attributes: Any) -> None:
+        self.refs[logical] = ref
+        for name, value in attributes.items():
+            self.attributes[(logical, name)] = value
+
+    def __call__(self, value: Any, where: str = "") -> Any:
+        if isinstance(value, list):
+            return [self(item, where) for item in value]
+        if not isinstance(value, dict):
+            return value
+        if len(value) != 1 or not next(iter(value)).startswith(("Fn::", "Ref")):
+            return {k: self(v, where) for k, v in value.items()}
+        ((fn, arg),) = value.items()
+        try:
+            if fn == "Ref":
+                return self.refs[arg]
+            if fn == "Fn::GetAtt":
+                return self.attributes[(arg[0], arg[1])]
+            if fn == "Fn::Join":
+                return str(arg[0]).join(str(self(part, where)) for part in arg[1])
+            if fn == "Fn::Select":
+                return self(arg[1], where)[int(arg[0])]
+            if fn == "Fn::Base64":
+                return base64.b64encode(str(self(arg, where)).encode()).decode()
+        except KeyError as missing:
+            raise DeployError(f"{where}: the local cloud has no {missing} to resolve {fn}") from missing
+        raise DeployError(f"{where}: the local cloud cannot resolve {fn}")
+
+    def resolvable(self, value: Any) -> bool:
+        try:
+            self(value)
+        except DeployError:
+            return False
+        return True

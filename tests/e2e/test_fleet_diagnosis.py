@@ -1,0 +1,111 @@
+"""Why is my job still RUNNABLE? The simulated fleet's failures, diagnosed from what a real account shows,
+through the HTTP API, the CLI and the local cloud's own EC2 and ECS endpoints."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import boto3
+import pytest
+
+from tests.e2e.conftest import RunningCloud
+
+pytestmark = pytest.mark.e2e
+JOB = {"name": "fleet", "image": "nvidia/cuda:12.4.1-base-ubuntu22.04", "command": ["nvidia-smi", "-L"]}
+FIRST = "g4dn.xlarge"
+
+
+def aws(cloud: RunningCloud, service: str) -> Any:
+    return boto3.client(
+        service,
+        endpoint_url=cloud.aws_url,
+        region_name="us-east-1",
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    )
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "category", "evidence"),
+    [
+        ({"ecs_agent": "never_registers"}, "ECS_AGENT_NOT_REGISTERED", "instances_unregistered"),
+        ({"gpu_registration": "missing"}, "GPU_NOT_REGISTERED", "instances_gpu_less"),
+        ({"ecs_agent": "disconnects"}, "AGENT_DISCONNECTED", "instances_disconnected"),
+    ],
+)
+def test_a_fleet_that_cannot_run_the_job_is_diagnosed_with_evidence_and_the_job_falls_back(
+    cloud_factory: Callable[..., RunningCloud], behaviour: dict[str, str], category: str, evidence: str
+) -> None:
+    # Given the cheapest GPU type's instances launch but cannot take the job, and Batch gives no reason
+    cloud = cloud_factory({"instance_types": {FIRST: behaviour}, "jobs": {"runtime_seconds": 1}})
+    # When a job that may wait 3 seconds is submitted
+    job_id = cloud.api.request("POST", "/jobs", JOB | {"stuck_after_minutes": 0.05}).body["job_id"]
+    job = cloud.wait_for(job_id, {"SUCCEEDED", "FAILED"}, 90)
+    # Then the first attempt says why, naming the instances, and the job ran on the next type
+    first, last = job["attempts"][0], job["attempts"][-1]
+    assert job["status"] == "SUCCEEDED", job
+    assert (first["instance_type"], first["diagnosis"]["category"]) == (FIRST, category)
+    instances = first["diagnosis"]["evidence"][evidence]
+    assert instances and all(i["instance_type"] == FIRST for i in instances)
+    assert first["diagnosis"]["recommendation"]
+    assert last["instance_type"] != FIRST and last["status"] == "SUCCEEDED"
+    # And the instances named are there for anyone to see, with the tags GPU Pilot gave the pool
+    described = aws(cloud, "ec2").describe_instances(InstanceIds=[i["instance_id"] for i in instances])
+    tags = {t["Key"]: t["Value"] for r in described["Reservations"] for i in r["Instances"] for t in i["Tags"]}
+    assert tags["gpupilot:pool"] == first["job_queue"]
+
+
+@pytest.mark.parametrize(
+    ("world", "category", "evidence"),
+    [
+        ({"instance_types": {FIRST: {"gpu_registration": "missing"}}}, "GPU_NOT_REGISTERED", "instances_gpu_less"),
+        ({"quotas": {"L-DB2E81BA": 0}}, "NO_INSTANCES_LAUNCHED", "quota_code"),
+    ],
+)
+def test_explain_diagnoses_a_waiting_job_now_and_the_cli_prints_it(
+    cloud_factory: Callable[..., RunningCloud], world: dict[str, Any], category: str, evidence: str
+) -> None:
+    # Given a job that cannot start, with a long wait before the workflow diagnoses it
+    cloud = cloud_factory(world)
+    job_id = cloud.api.request("POST", "/jobs", JOB | {"stuck_after_minutes": 30}).body["job_id"]
+    # When the user asks why it waits (the fleet needs its launch or registration grace first)
+    deadline = time.monotonic() + 60
+    explanation: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        explanation = cloud.api.request("GET", f"/jobs/{job_id}", query={"explain": "true"}).body.get("explanation")
+        if explanation and explanation["category"] == category:
+            break
+        time.sleep(0.5)
+    # Then the API answers with the diagnosis and its evidence, and so does the CLI
+    assert explanation["category"] == category, explanation
+    assert explanation["evidence"][evidence]
+    printed = cloud.cli("status", "--explain", job_id)
+    assert printed.returncode == 0, printed.stderr
+    assert category in printed.stdout
+    if category == "NO_INSTANCES_LAUNCHED":
+        assert "L-DB2E81BA" in explanation["reason"] and "request-service-quota-increase" in printed.stdout
+    # And nothing was remedied by asking: the job still waits on its first attempt
+    job = cloud.api.request("GET", f"/jobs/{job_id}").body
+    assert job["status"] == "RUNNABLE" and len(job["attempts"]) == 1
+    assert cloud.api.request("DELETE", f"/jobs/{job_id}").status == 202
+
+
+def test_a_running_job_shows_what_the_simulated_fleet_gave_it(cloud_factory: Callable[..., RunningCloud]) -> None:
+    # Given a healthy world with a job running long enough to look at
+    cloud = cloud_factory({"jobs": {"runtime_seconds": 30}})
+    job_id = cloud.api.request("POST", "/jobs", JOB).body["job_id"]
+    cloud.wait_for(job_id, {"RUNNING"})
+    # When the user lists the pool's ECS cluster / Then its GPU instance is registered with its GPU
+    ecs = aws(cloud, "ecs")
+    registered = [
+        resource
+        for cluster in ecs.list_clusters()["clusterArns"]
+        for arns in [ecs.list_container_instances(cluster=cluster)["containerInstanceArns"]]
+        if arns
+        for instance in ecs.describe_container_instances(cluster=cluster, containerInstances=arns)["containerInstances"]
+        for resource in instance["registeredResources"]
+    ]
+    assert any(r["name"] == "GPU" and len(r["stringSetValue"]) == 1 for r in registered)
+    assert cloud.api.request("DELETE", f"/jobs/{job_id}").status == 202

@@ -1,0 +1,35 @@
+"""In-memory fakes of the ports (functions/shared/ports.py), for use-case tests without AWS."""
+
+from tests.fakes.job_store import FakeJobStore
+from tests.fakes.ports import (
+    FakeAvailability,
+    FakeBatch,
+    FakeCatalog,
+    FakeFleet,
+    FakeHealthStore,
+    FakeMetrics,
+    FakeOfferingMemory,
+    FakePools,
+    FakePrices,
+    FakeQuotas,
+    FakeSweeps,
+    FakeWorkflow,
+    fake_ports,
+)
+
+__all__ = [
+    "FakeAvailability",
+    "FakeBatch",
+    "FakeCatalog",
+    "FakeFleet",
+    "FakeHealthStore",
+    "FakeJobStore",
+    "FakeMetrics",
+    "FakeOfferingMemory",
+    "FakePools",
+    "FakePrices",
+    "FakeQuotas",
+    "FakeSweeps",
+    "FakeWorkflow",
+    "fake_ports",
+]

@@ -1,0 +1,162 @@
+"""An in-memory JobStore with the same conditional semantics as the DynamoDB one (tests/contract checks)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from functions.shared.domain.clock import now_iso
+from functions.shared.domain.errors import InvalidPageToken, JobAlreadyExists, JobNotFound
+from functions.shared.domain.lifecycle import batch_rank, status_rank
+from functions.shared.domain.records import AttemptRecord, JobRecord, TimelineEntry, Wait
+from functions.shared.domain.requests import JobRequest
+from functions.shared.domain.vocabulary import BatchStatus, JobStatus, WaitPhase
+
+
+class FakeJobStore:
+    def __init__(self) -> None:
+        self.records: dict[str, JobRecord] = {}
+        self._lock = threading.Lock()
+
+    def _get(self, job_id: str) -> JobRecord:
+        if job_id not in self.records:
+            raise JobNotFound(job_id)
+        return self.records[job_id]
+
+    def create_job(self, job_id: str, request: JobRequest) -> JobRecord:
+        with self._lock:
+            if job_id in self.records:
+                raise JobAlreadyExists(job_id)
+            at = now_iso()
+            record = JobRecord(
+                job_id=job_id,
+                name=request.name,
+                status=JobStatus.SUBMITTED,
+                status_rank=0,
+                request=request,
+                timeline=[TimelineEntry(status=JobStatus.SUBMITTED, at=at)],
+                created_at=at,
+                updated_at=at,
+            )
+            self.records[job_id] = record
+            return record.model_copy(deep=True)
+
+    def get_job(self, job_id: str) -> JobRecord:
+        with self._lock:
+            return self._get(job_id).model_copy(deep=True)
+
+    def list_jobs(
+        self, status: JobStatus | None, limit: int, next_token: str | None
+    ) -> tuple[list[JobRecord], str | None]:
+        with self._lock:
+            ordered = sorted(self.records.values(), key=lambda r: (r.created_at, r.job_id), reverse=True)
+            matching = [r for r in ordered if status is None or r.status == status]
+            start = 0
+            if next_token is not None:
+                if not next_token.isdecimal():
+                    raise InvalidPageToken(next_token)
+                start = int(next_token)
+            page = matching[start : start + limit]
+            more = start + limit < len(matching)
+            return [r.model_copy(deep=True) for r in page], (str(start + limit) if more else None)
+
+    def set_execution_arn(self, job_id: str, execution_arn: str) -> None:
+        with self._lock:
+            self._get(job_id).execution_arn = execution_arn
+
+    def advance(
+        self,
+        job_id: str,
+        status: JobStatus,
+        attempt: int,
+        at: str | None = None,
+        fields: dict[str, Any] | None = None,
+        reason: str | None = None,
+    ) -> bool:
+        with self._lock:
+            record = self._get(job_id)
+            rank = status_rank(status, attempt)
+            if record.status_rank >= rank:
+                return False
+            updated = record.model_dump() | {
+                "status": status,
+                "status_rank": rank,
+                "timeline": [*record.timeline, TimelineEntry(status=status, at=at or now_iso(), reason=reason)],
+                "updated_at": now_iso(),
+            }
+            self.records[job_id] = JobRecord.model_validate(updated | _plain(fields or {}))
+            return True
+
+    def finish(
+        self, job_id: str, status: JobStatus, at: str | None = None, fields: dict[str, Any] | None = None
+    ) -> bool:
+        return self.advance(job_id, status, attempt=0, at=at, fields=fields)
+
+    def put_attempt(self, job_id: str, number: int, attempt: AttemptRecord) -> AttemptRecord:
+        with self._lock:
+            record = self._get(job_id)
+            if number not in record.attempts:
+                record.attempts[number] = attempt.model_copy(deep=True)
+            return record.attempts[number].model_copy(deep=True)
+
+    def update_attempt(
+        self, job_id: str, number: int, fields: dict[str, Any], if_missing: dict[str, Any] | None = None
+    ) -> JobRecord | None:
+        unknown = (set(fields) | set(if_missing or {})) - set(AttemptRecord.model_fields)
+        if unknown:
+            raise ValueError(f"not attempt fields: {sorted(unknown)}")
+        with self._lock:
+            record = self.records.get(job_id)
+            if record is None or number not in record.attempts:
+                return None
+            attempt = record.attempts[number]
+            updates = {k: v for k, v in fields.items() if v is not None}
+            if fields.get("batch_status") is not None:
+                rank = batch_rank(fields["batch_status"])
+                if attempt.batch_rank is not None and attempt.batch_rank >= rank:
+                    return None
+                updates["batch_rank"] = rank
+            for name, value in (if_missing or {}).items():
+                if value is not None and getattr(attempt, name) is None:
+                    updates[name] = value
+            record.attempts[number] = AttemptRecord.model_validate(attempt.model_dump() | _plain(updates))
+            record.updated_at = now_iso()
+            return record.model_copy(deep=True)
+
+    def note_reason(self, job_id: str, number: int, status: BatchStatus, reason: str) -> bool:
+        with self._lock:
+            record = self.records.get(job_id)
+            attempt = record.attempts.get(number) if record else None
+            if attempt is None or attempt.batch_status != status:
+                return False
+            attempt.status_reason = reason
+            return True
+
+    def store_wait(self, job_id: str, phase: WaitPhase, wait: Wait) -> JobRecord:
+        with self._lock:
+            record = self._get(job_id)
+            record.waits[phase] = wait
+            return record.model_copy(deep=True)
+
+    def clear_wait(self, job_id: str, phase: WaitPhase, token: str) -> None:
+        with self._lock:
+            record = self.records.get(job_id)
+            if record is not None and phase in record.waits and record.waits[phase].token == token:
+                del record.waits[phase]
+
+    def active_jobs(self, max_items: int = 20000) -> list[JobRecord]:
+        with self._lock:
+            active = [r for r in self.records.values() if not r.status.finished]
+            active.sort(key=lambda r: r.created_at, reverse=True)
+            return [r.model_copy(deep=True) for r in active[:max_items]]
+
+    def jobs_created_between(self, start: str, end: str, max_items: int = 5000) -> list[JobRecord]:
+        with self._lock:
+            found = [r for r in self.records.values() if start <= r.created_at[:10] <= end]
+            found.sort(key=lambda r: r.created_at)
+            return [r.model_copy(deep=True) for r in found[:max_items]]
+
+
+def _plain(fields: dict[str, Any]) -> dict[str, Any]:
+    """Field values as the record model takes them (models as dicts)."""
+    return {k: (v.model_dump() if hasattr(v, "model_dump") else v) for k, v in fields.items()}

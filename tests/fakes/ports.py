@@ -1,0 +1,317 @@
+"""In-memory fakes of the AWS-facing ports: plain data in, plain data out, every call recorded."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from functions.shared.adapters.ec2 import load_snapshot
+from functions.shared.adapters.prices import SnapshotPrices
+from functions.shared.domain.batch import (
+    BatchJobState,
+    ComputeEnvironmentState,
+    ContainerInstanceState,
+    Ec2InstanceState,
+    FleetState,
+)
+from functions.shared.domain.catalog import GpuType
+from functions.shared.domain.cost import PriceQuote
+from functions.shared.domain.errors import SweepNotFound
+from functions.shared.domain.fleet import QUOTA_NAMES, QuotaState
+from functions.shared.domain.selection import AvailabilitySnapshot
+from functions.shared.domain.settings import Settings
+from functions.shared.domain.views import HealthReport
+from functions.shared.domain.vocabulary import MetricName, SweepStatus
+from functions.shared.ports import Ports
+from tests.fakes.job_store import FakeJobStore
+
+ZONES = ["us-east-1a", "us-east-1b"]
+
+
+class FakeOfferingMemory:
+    def __init__(self) -> None:
+        self.remembered: dict[str, tuple[str, float]] = {}
+
+    def remember_unavailable(self, key: str, reason: str, ttl_seconds: int) -> None:
+        self.remembered[key] = (reason, time.time() + ttl_seconds)
+
+    def unavailable_offerings(self) -> set[str]:
+        return {key for key, (_, expires) in self.remembered.items() if expires > time.time()}
+
+
+class FakeHealthStore:
+    def __init__(self) -> None:
+        self.reports: dict[str, HealthReport] = {}
+        self.latest: HealthReport | None = None
+
+    def start_sweep(self, sweep_id: str) -> None:
+        self.reports.setdefault(
+            sweep_id,
+            HealthReport(sweep_id=sweep_id, status=SweepStatus.RUNNING, swept_at=None, findings=[], summary={}),
+        )
+
+    def save_report(self, report: HealthReport) -> None:
+        assert report.sweep_id is not None
+        self.reports[report.sweep_id] = report
+        if self.latest is None or (self.latest.swept_at or "") < (report.swept_at or ""):
+            self.latest = report
+
+    def get_report(self, sweep_id: str) -> HealthReport:
+        if sweep_id not in self.reports:
+            raise SweepNotFound(sweep_id)
+        return self.reports[sweep_id]
+
+    def latest_report(self) -> HealthReport | None:
+        return self.latest
+
+
+@dataclass
+class FakeBatch:
+    """Batch jobs: `jobs` by id; tests move them with `set_status`."""
+
+    jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    definitions: list[dict[str, Any]] = field(default_factory=list)
+    terminated: list[tuple[str, str]] = field(default_factory=list)
+    _ids: Any = field(default_factory=lambda: itertools.count(1))
+
+    def register_job_definition(self, spec: dict[str, Any]) -> str:
+        self.definitions.append(spec)
+        return (
+            f"arn:aws:batch:us-east-1:123456789012:job-definition/{spec['jobDefinitionName']}:{len(self.definitions)}"
+        )
+
+    def submit_job(self, name: str, job_queue: str, job_definition: str, tags: dict[str, str]) -> str:
+        job_id = f"batch-{next(self._ids):04d}"
+        self.jobs[job_id] = {
+            "jobId": job_id,
+            "jobName": name,
+            "jobQueue": job_queue,
+            "jobDefinition": job_definition,
+            "status": "SUBMITTED",
+            "createdAt": int(time.time() * 1000),
+            "tags": tags,
+        }
+        return job_id
+
+    def find_job(self, job_queue: str, name: str) -> BatchJobState | None:
+        for job in self.jobs.values():
+            if job["jobQueue"] == job_queue and job["jobName"] == name:
+                return BatchJobState.from_batch(job)
+        return None
+
+    def describe_jobs(self, job_ids: list[str]) -> list[BatchJobState]:
+        return [BatchJobState.from_batch(self.jobs[j]) for j in job_ids if j in self.jobs]
+
+    def terminate_job(self, job_id: str, reason: str) -> None:
+        self.terminated.append((job_id, reason))
+
+    def set_status(self, job_id: str, status: str, **fields: Any) -> BatchJobState:
+        self.jobs[job_id] |= {"status": status, **fields}
+        return BatchJobState.from_batch(self.jobs[job_id])
+
+
+@dataclass
+class FakePools:
+    """Compute environments by name; new ones are CREATING until `make_valid` (as Batch does)."""
+
+    environments: dict[str, dict[str, Any]] = field(default_factory=dict)
+    queues: dict[str, dict[str, Any]] = field(default_factory=dict)
+    created_status: str = "CREATING"
+
+    def describe_compute_environment(self, name: str) -> ComputeEnvironmentState | None:
+        found = self.environments.get(name)
+        return ComputeEnvironmentState.from_batch(found) if found else None
+
+    def compute_environments(self, prefix: str) -> list[ComputeEnvironmentState]:
+        return [
+            ComputeEnvironmentState.from_batch(e) for n, e in self.environments.items() if n.startswith(prefix + "-")
+        ]
+
+    def create_compute_environment(self, spec: dict[str, Any]) -> None:
+        name = spec["computeEnvironmentName"]
+        self.environments.setdefault(
+            name,
+            spec
+            | {
+                "computeEnvironmentArn": f"arn:aws:batch:us-east-1:123456789012:compute-environment/{name}",
+                "status": self.created_status,
+            },
+        )
+
+    def job_queue_status(self, name: str) -> str | None:
+        found = self.queues.get(name)
+        return str(found["status"]) if found else None
+
+    def create_job_queue(self, spec: dict[str, Any]) -> None:
+        for entry in spec["computeEnvironmentOrder"]:
+            name = entry["computeEnvironment"].rsplit("/", 1)[-1]
+            if self.environments.get(name, {}).get("status") != "VALID":
+                raise AssertionError(f"a job queue on compute environment {name} that is not VALID: AWS refuses it")
+        self.queues.setdefault(spec["jobQueueName"], spec | {"status": "VALID"})
+
+    def make_valid(self, name: str | None = None) -> None:
+        for key, environment in self.environments.items():
+            if name is None or key == name:
+                environment["status"] = "VALID"
+
+    def make_invalid(self, name: str, reason: str) -> None:
+        self.environments[name] |= {"status": "INVALID", "statusReason": reason}
+
+
+@dataclass
+class FakeFleet:
+    """Instances by pool and container instances by cluster, as the tests place them."""
+
+    by_pool: dict[str, list[Ec2InstanceState]] = field(default_factory=dict)
+    by_cluster: dict[str, list[ContainerInstanceState]] = field(default_factory=dict)
+
+    def instances(self, pools: list[str]) -> dict[str, list[Ec2InstanceState]]:
+        return {pool: list(self.by_pool.get(pool, [])) for pool in pools}
+
+    def container_instances(self, cluster_arn: str) -> list[ContainerInstanceState]:
+        return list(self.by_cluster.get(cluster_arn, []))
+
+    def fleets(self, pools: dict[str, str | None]) -> dict[str, FleetState]:
+        instances = self.instances(list(pools))
+        return {
+            pool: FleetState(instances=instances[pool], container_instances=self.container_instances(cluster or ""))
+            for pool, cluster in pools.items()
+        }
+
+    def launch(self, pool: str, instance_id: str, instance_type: str = "g4dn.xlarge", launched_at: str = "") -> None:
+        self.by_pool.setdefault(pool, []).append(
+            Ec2InstanceState(instance_id=instance_id, instance_type=instance_type, state="running",
+                             launched_at=launched_at or "2026-11-22T09:00:00.000Z", zone="us-east-1a")
+        )  # fmt: skip
+
+    def register(self, cluster: str, instance_id: str, gpus: int = 1, connected: bool = True) -> None:
+        self.by_cluster.setdefault(cluster, []).append(
+            ContainerInstanceState(arn=f"arn:aws:ecs:us-east-1:123456789012:container-instance/{instance_id}",
+                                   ec2_instance_id=instance_id, status="ACTIVE", agent_connected=connected, gpus=gpus)
+        )  # fmt: skip
+
+
+@dataclass
+class FakeQuotas:
+    values: dict[str, float] = field(default_factory=dict)
+    asked: list[str] = field(default_factory=list)
+
+    def vcpu_quota(self, code: str) -> QuotaState | None:
+        self.asked.append(code)
+        value = self.values.get(code)
+        return None if value is None else QuotaState(code=code, name=QUOTA_NAMES[code], vcpus=value)
+
+
+class FakeCatalog:
+    def __init__(self, types: dict[str, GpuType] | None = None) -> None:
+        self._types = types if types is not None else load_snapshot()
+
+    @property
+    def source(self) -> str:
+        return "snapshot"
+
+    def gpu_types(self) -> dict[str, GpuType]:
+        return self._types
+
+
+class FakeAvailability:
+    """Every type offered in every zone unless `offered` says otherwise."""
+
+    def __init__(self, zones: list[str] | None = None, offered: dict[str, list[str]] | None = None) -> None:
+        self.zones = zones or list(ZONES)
+        self.offered = offered
+
+    def snapshot(self, instance_types: list[str], unavailable: set[str]) -> AvailabilitySnapshot:
+        offered = self.offered if self.offered is not None else {t: list(self.zones) for t in instance_types}
+        return AvailabilitySnapshot(zones=self.zones, offered=offered, unavailable=unavailable)
+
+
+class FakePrices:
+    def __init__(self, table: dict[str, float] | None = None) -> None:
+        self._table = table
+
+    def on_demand(self, instance_type: str) -> PriceQuote | None:
+        if self._table is None:
+            return SnapshotPrices().on_demand(instance_type)
+        hourly = self._table.get(instance_type)
+        return None if hourly is None else PriceQuote(hourly_usd=hourly, pricing="test prices")
+
+
+@dataclass
+class FakeWorkflow:
+    """Executions and task tokens; a token answered once is spent, as in Step Functions."""
+
+    executions: dict[str, str] = field(default_factory=dict)
+    stopped: list[str] = field(default_factory=list)
+    sent: list[tuple[str, str]] = field(default_factory=list)
+    spent: set[str] = field(default_factory=set)
+
+    def start_execution(self, name: str, execution_input: str) -> str:
+        arn = f"arn:aws:states:us-east-1:123456789012:execution:GpuJob:{name}"
+        self.executions[arn] = execution_input
+        return arn
+
+    def stop_execution(self, execution_arn: str, error: str, cause: str) -> None:
+        self.stopped.append(execution_arn)
+
+    def send_task_success(self, token: str, output: str) -> bool:
+        if token in self.spent:
+            return False
+        self.spent.add(token)
+        self.sent.append((token, output))
+        return True
+
+
+@dataclass
+class FakeSweeps:
+    started: list[str] = field(default_factory=list)
+
+    def start_sweep(self, sweep_id: str) -> None:
+        self.started.append(sweep_id)
+
+
+@dataclass
+class FakeMetrics:
+    added: list[tuple[MetricName, float, str]] = field(default_factory=list)
+
+    def add(self, name: MetricName, value: float, unit: str = "Count") -> None:
+        self.added.append((name, value, unit))
+
+    def total(self, name: MetricName) -> float:
+        return sum(value for metric, value, _ in self.added if metric == name)
+
+
+def fake_ports(**overrides: Any) -> Ports:
+    """Ports over in-memory fakes; pass any of them (or `settings`) to shape the world."""
+    parts: dict[str, Any] = {
+        "settings": Settings(
+            table_name="jobs",
+            subnets=["subnet-a", "subnet-b"],
+            security_groups=["sg-1"],
+            instance_profile_arn="arn:aws:iam::123456789012:instance-profile/gpu",
+            launch_template_name="gpupilot-gpu",
+            job_role_arn="arn:aws:iam::123456789012:role/gpupilot-job-default",
+            job_execution_role_arn="arn:aws:iam::123456789012:role/gpupilot-job-execution",
+            job_role_pattern="arn:aws:iam::123456789012:role/gpupilot-job-*",
+            secret_arn_patterns=[
+                "arn:aws:secretsmanager:us-east-1:123456789012:secret:gpupilot/*",
+                "arn:aws:ssm:us-east-1:123456789012:parameter/gpupilot/*",
+            ],
+        ),
+        "jobs": FakeJobStore(),
+        "offerings": FakeOfferingMemory(),
+        "health": FakeHealthStore(),
+        "batch": FakeBatch(),
+        "pools": FakePools(),
+        "fleet": FakeFleet(),
+        "quotas": FakeQuotas(),
+        "catalog": FakeCatalog(),
+        "availability": FakeAvailability(),
+        "prices": FakePrices(),
+        "workflow": FakeWorkflow(),
+        "sweeps": FakeSweeps(),
+        "metrics": FakeMetrics(),
+    }
+    return Ports(**(parts | overrides))

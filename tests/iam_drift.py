@@ -1,0 +1,143 @@
+"""The IAM drift check: every AWS call a function makes in the tests is authorized by its role in the
+synthesized template, and (with --iam-drift=strict, as `make test` runs it) every grant is used.
+
+The local cloud and the integration harness run each function's calls through an IAM enforcer
+(gpupilot/localcloud/iam.py): a call its role does not allow fails at once with AccessDenied, naming the
+function, the action and the call site, so the test that made it fails. Every decision is also logged to
+GPUPILOT_AWS_CALL_LOG (set here for every worker and every `gpupilot serve` the tests start); at the end
+of the session this plugin reads them all and fails the run when any call was denied or, in strict mode,
+when a grant no test used is not documented as required by AWS (`Grant.required_by`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpupilot.localcloud.iam import CALL_LOG_ENV
+
+# Grants the Lambda service exercises with a function's role, never a call of the function's own code.
+PLATFORM = {
+    "logs:CreateLogStream": "the Lambda runtime writes the function's logs with its role",
+    "logs:PutLogEvents": "the Lambda runtime writes the function's logs with its role",
+    "xray:PutTraceSegments": "active tracing: Lambda sends the function's trace segments with its role",
+    "xray:PutTelemetryRecords": "active tracing: Lambda sends tracing telemetry with its role",
+    "sqs:SendMessage": "the on-failure destination: Lambda sends the failure record with the function's role "
+    "(AWS Lambda Developer Guide, 'Adding a destination')",
+}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--iam-drift",
+        choices=("calls", "strict"),
+        default="calls",
+        help="calls: fail on any AWS call a role does not grant; strict: also on grants no test used",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):
+        return  # workers inherit the controller's log directory through the environment
+    directory = Path(tempfile.mkdtemp(prefix="gpupilot-iam-calls-"))
+    os.environ[CALL_LOG_ENV] = str(directory)
+    config.stash[_DIRECTORY] = directory
+
+
+_DIRECTORY = pytest.StashKey[Path]()
+
+
+def decisions(directory: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for log in sorted(directory.glob("*.jsonl")) for line in log.read_text().splitlines()]
+
+
+def undeclared(recorded: list[dict[str, Any]]) -> list[str]:
+    """Calls whose adapter module does not list the action among its IAM_ACTIONS (or made outside an adapter)."""
+    import importlib
+
+    problems = set()
+    for decision in recorded:
+        path = decision["site"].split(":", 1)[0]
+        if not path.startswith("shared/adapters/"):
+            problems.add(f"{decision['function']}: {decision['action']} called outside an adapter ({decision['site']})")
+            continue
+        module = importlib.import_module("functions." + path.removesuffix(".py").replace("/", "."))
+        if decision["action"] not in getattr(module, "IAM_ACTIONS", ()):
+            problems.add(f"{path} needs {decision['action']} but does not list it in its IAM_ACTIONS")
+    return sorted(problems)
+
+
+def documented_grants() -> dict[tuple[str, str], str]:
+    """(function, action) -> why AWS requires it of the caller without a call of its own."""
+    from stacks.permissions import Arns, Owned, function_grants
+
+    owned = Owned("x", ("x",), "x", "x", "x", "x")
+    documented: dict[tuple[str, str], str] = {}
+    for function, grants in function_grants(Arns(prefix="gpupilot"), owned).items():
+        for grant in grants:
+            for action in grant.actions:
+                if grant.required_by:
+                    documented[(function, action)] = grant.required_by
+    return documented
+
+
+def granted_actions(template: dict[str, Any]) -> dict[str, set[str]]:
+    """Each function's granted IAM actions, from the synthesized template's policies."""
+    from gpupilot.localcloud.template import handler_keys, resources_of
+
+    functions = resources_of(template, "AWS::Lambda::Function")
+    role_of = {functions[logical]["Role"]["Fn::GetAtt"][0]: key for logical, key in handler_keys(template).items()}
+    granted: dict[str, set[str]] = defaultdict(set)
+    for policy in resources_of(template, "AWS::IAM::Policy").values():
+        for role in policy.get("Roles", []):
+            key = role_of.get(role.get("Ref", ""))
+            for statement in policy["PolicyDocument"]["Statement"] if key else []:
+                actions = statement["Action"]
+                granted[key].update(actions if isinstance(actions, list) else [actions])
+    return granted
+
+
+def unused_grants(template: dict[str, Any], used: set[tuple[str, str]]) -> list[str]:
+    """Grants no recorded call used and no AWS documentation requires: each one line."""
+    documented = documented_grants()
+    unused = []
+    for function, actions in sorted(granted_actions(template).items()):
+        for action in sorted(actions):
+            if (function, action) in used or (function, action) in documented or action in PLATFORM:
+                continue
+            unused.append(f"{function}: {action} is granted but no test's call used it")
+    return unused
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    config = session.config
+    if hasattr(config, "workerinput") or _DIRECTORY not in config.stash:
+        return
+    recorded = decisions(config.stash[_DIRECTORY])
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    problems = sorted(
+        {
+            f"{d['function']}: {d['action']} on {d['resource']} denied (called at {d['site']})"
+            for d in recorded
+            if not d["allowed"]
+        }
+    )
+    if config.getoption("--iam-drift") == "strict" and exitstatus == 0:
+        from gpupilot.localcloud.template import load_template
+
+        used = {(d["function"], d["action"]) for d in recorded if d["allowed"]}
+        problems += unused_grants(load_template(synth_if_missing=False), used)
+    if reporter is not None:
+        functions = len({d["function"] for d in recorded})
+        reporter.write_line(f"IAM drift check: {len(recorded)} authorizations recorded for {functions} functions")
+        for problem in problems:
+            reporter.write_line(f"IAM drift: {problem}", red=True)
+    if problems:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

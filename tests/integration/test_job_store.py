@@ -1,0 +1,147 @@
+"""The job store's contract, held by the DynamoDB adapter (on moto) and by the in-memory fake alike:
+every racing write is conditional. The use-case tests trust the fake because it passes these too."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from functions.shared.adapters.job_store import DynamoJobStore
+from functions.shared.adapters.table_store import DynamoOfferingMemory
+from functions.shared.domain.errors import InvalidPageToken, JobAlreadyExists, JobNotFound
+from functions.shared.domain.records import AttemptRecord, Wait
+from functions.shared.domain.requests import JobRequest
+from functions.shared.domain.vocabulary import BatchStatus, CapacityType, JobStatus, WaitPhase
+from functions.shared.ports import JobStore
+from tests.fakes import FakeJobStore, FakeOfferingMemory
+
+REQUEST = JobRequest.model_validate({"name": "train", "image": "img", "command": ["python", "train.py"]})
+
+
+def attempt(instance_type: str = "g5.xlarge", **fields: Any) -> AttemptRecord:
+    return AttemptRecord(instance_type=instance_type, capacity=CapacityType.ON_DEMAND, job_queue="q", **fields)
+
+
+@pytest.fixture(params=["dynamodb", "fake"])
+def store(request: pytest.FixtureRequest) -> Iterator[JobStore]:
+    if request.param == "fake":
+        yield FakeJobStore()
+    else:
+        deployment = request.getfixturevalue("deployment")
+        yield DynamoJobStore(deployment.table_name)
+
+
+def test_creating_a_job_twice_with_the_same_id_is_refused_and_keeps_the_first(store: JobStore) -> None:
+    # Given a job
+    store.create_job("job00000001", REQUEST)
+    # When the same id is written again
+    with pytest.raises(JobAlreadyExists):
+        store.create_job("job00000001", REQUEST.model_copy(update={"name": "second"}))
+    # Then the first one is intact
+    assert store.get_job("job00000001").name == "train"
+
+
+def test_reading_an_unknown_job_raises_job_not_found(store: JobStore) -> None:
+    with pytest.raises(JobNotFound):
+        store.get_job("nope0000000")
+
+
+def test_status_only_moves_forward_so_a_late_event_cannot_rewind_it(store: JobStore) -> None:
+    # Given a job already RUNNING on attempt 1
+    store.create_job("job00000002", REQUEST)
+    assert store.advance("job00000002", JobStatus.RUNNING, attempt=1)
+    # When a late RUNNABLE for the same attempt arrives
+    moved = store.advance("job00000002", JobStatus.RUNNABLE, attempt=1)
+    # Then it is ignored, and the timeline holds each status once
+    record = store.get_job("job00000002")
+    assert not moved
+    assert record.status == JobStatus.RUNNING
+    assert [e.status for e in record.timeline] == [JobStatus.SUBMITTED, JobStatus.RUNNING]
+
+
+def test_a_later_attempt_may_go_back_to_runnable(store: JobStore) -> None:
+    # Given attempt 1 got to RUNNABLE and the workflow fell back
+    store.create_job("job00000003", REQUEST)
+    store.advance("job00000003", JobStatus.RUNNABLE, attempt=1)
+    # When attempt 2 is provisioned / Then the job shows it
+    assert store.advance("job00000003", JobStatus.PROVISIONING, attempt=2, fields={"instance_type": "g6.xlarge"})
+    record = store.get_job("job00000003")
+    assert (record.status, record.instance_type) == (JobStatus.PROVISIONING, "g6.xlarge")
+
+
+def test_a_finished_job_keeps_its_outcome(store: JobStore) -> None:
+    # Given a cancelled job
+    store.create_job("job00000004", REQUEST)
+    assert store.finish("job00000004", JobStatus.CANCELLED)
+    # When the workflow later tries to record success
+    recorded = store.finish("job00000004", JobStatus.SUCCEEDED, fields={"error": "late"})
+    # Then the cancel stands
+    assert not recorded
+    assert store.get_job("job00000004").status == JobStatus.CANCELLED
+
+
+def test_an_attempt_is_created_once_and_a_retry_gets_the_existing_one(store: JobStore) -> None:
+    store.create_job("job00000005", REQUEST)
+    first = store.put_attempt("job00000005", 1, attempt("g5.xlarge", batch_job_id="b-1"))
+    again = store.put_attempt("job00000005", 1, attempt("g6.xlarge"))
+    assert first.batch_job_id == "b-1"
+    assert again.instance_type == "g5.xlarge"
+
+
+def test_out_of_order_batch_events_do_not_move_an_attempt_backwards(store: JobStore) -> None:
+    # Given an attempt that Batch reported SUCCEEDED
+    store.create_job("job00000006", REQUEST)
+    store.put_attempt("job00000006", 1, attempt())
+    assert store.update_attempt("job00000006", 1, {"batch_status": BatchStatus.SUCCEEDED}) is not None
+    # When the RUNNING event arrives late / Then it is dropped
+    assert store.update_attempt("job00000006", 1, {"batch_status": BatchStatus.RUNNING}) is None
+    assert store.get_job("job00000006").attempts[1].batch_status == BatchStatus.SUCCEEDED
+
+
+def test_a_field_set_only_if_missing_keeps_the_first_value(store: JobStore) -> None:
+    store.create_job("job00000007", REQUEST)
+    store.put_attempt("job00000007", 1, attempt())
+    store.update_attempt("job00000007", 1, {}, if_missing={"batch_job_id": "first"})
+    store.update_attempt("job00000007", 1, {}, if_missing={"batch_job_id": "second"})
+    assert store.get_job("job00000007").attempts[1].batch_job_id == "first"
+
+
+def test_a_spent_token_is_cleared_only_if_no_newer_wait_replaced_it(store: JobStore) -> None:
+    store.create_job("job00000008", REQUEST)
+    store.store_wait("job00000008", WaitPhase.START, Wait(attempt=1, token="old"))
+    store.store_wait("job00000008", WaitPhase.START, Wait(attempt=2, token="new"))
+    store.clear_wait("job00000008", WaitPhase.START, "old")
+    assert store.get_job("job00000008").waits[WaitPhase.START].token == "new"
+    store.clear_wait("job00000008", WaitPhase.START, "new")
+    assert store.get_job("job00000008").waits == {}
+
+
+def test_listing_pages_newest_first_and_filters_by_status(store: JobStore) -> None:
+    for index in range(5):
+        store.create_job(f"job0000010{index}", REQUEST)
+    store.finish("job00000100", JobStatus.FAILED)
+    page, token = store.list_jobs(None, 2, None)
+    rest, _ = store.list_jobs(None, 10, token)
+    failed, _ = store.list_jobs(JobStatus.FAILED, 10, None)
+    assert len(page) == 2 and token
+    assert {j.job_id for j in page} | {j.job_id for j in rest} == {f"job0000010{i}" for i in range(5)}
+    assert [j.job_id for j in failed] == ["job00000100"]
+
+
+def test_a_page_token_we_did_not_issue_is_refused(store: JobStore) -> None:
+    with pytest.raises(InvalidPageToken):
+        store.list_jobs(None, 10, "not-a-token")
+
+
+@pytest.mark.parametrize("kind", ["dynamodb", "fake"])
+def test_unavailable_offerings_are_remembered_until_their_ttl(kind: str, request: pytest.FixtureRequest) -> None:
+    memory = (
+        FakeOfferingMemory()
+        if kind == "fake"
+        else DynamoOfferingMemory(request.getfixturevalue("deployment").table_name)
+    )
+    memory.remember_unavailable("on-demand:g6.xlarge:us-east-1a", "INSUFFICIENT_CAPACITY", ttl_seconds=600)
+    memory.remember_unavailable("on-demand:g5.xlarge:us-east-1a", "INSUFFICIENT_CAPACITY", ttl_seconds=-1)
+    assert memory.unavailable_offerings() == {"on-demand:g6.xlarge:us-east-1a"}

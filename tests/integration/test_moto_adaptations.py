@@ -1,0 +1,199 @@
+"""The local cloud's adaptations of moto, each with a test that fails if moto changes under it: what moto
+does alone (so we know why the adaptation exists) and what it does adapted (so AWS's behaviour holds)."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+from moto import mock_aws
+
+from gpupilot.localcloud.dispatch import HandlerDispatcher, LocalFunction
+from gpupilot.localcloud.moto_adaptations import ComputeEnvironmentLifecycle, adapted_moto
+from tests.integration.conftest import MOTO_CONFIG, ManualClock
+
+REGION = "us-east-1"
+
+
+@pytest.fixture
+def aws() -> Iterator[dict[str, Any]]:
+    """An empty moto account with what a compute environment needs."""
+    with mock_aws(config=MOTO_CONFIG):
+        ec2 = boto3.client("ec2", region_name=REGION)
+        vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+        subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.0.0.0/24", AvailabilityZone="us-east-1a")["Subnet"]
+        group = ec2.create_security_group(GroupName="g", Description="g", VpcId=vpc)["GroupId"]
+        iam = boto3.client("iam", region_name=REGION)
+        trust = json.dumps({"Statement": [{"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}}]})
+        iam.create_role(RoleName="instance", AssumeRolePolicyDocument=trust)
+        profile = iam.create_instance_profile(InstanceProfileName="instance")["InstanceProfile"]["Arn"]
+        yield {
+            "subnet": subnet["SubnetId"],
+            "group": group,
+            "profile": profile,
+            "role": "arn:aws:iam::123456789012:role/instance",
+        }
+
+
+def create_environment(aws: dict[str, Any], name: str = "gpu-ce", service_role: str | None = None) -> str:
+    spec: dict[str, Any] = {
+        "computeEnvironmentName": name,
+        "type": "MANAGED",
+        "computeResources": {
+            "type": "EC2",
+            "minvCpus": 0,
+            "maxvCpus": 8,
+            "instanceTypes": ["g5.xlarge"],
+            "subnets": [aws["subnet"]],
+            "securityGroupIds": [aws["group"]],
+            "instanceRole": aws["profile"],
+        },
+    }
+    if service_role:
+        spec["serviceRole"] = service_role
+    return str(boto3.client("batch", region_name=REGION).create_compute_environment(**spec)["computeEnvironmentArn"])
+
+
+def status_of(name: str = "gpu-ce") -> tuple[str, str]:
+    [environment] = boto3.client("batch", region_name=REGION).describe_compute_environments(computeEnvironments=[name])[
+        "computeEnvironments"
+    ]
+    return environment["status"], environment["statusReason"]
+
+
+def create_queue(arn: str) -> None:
+    boto3.client("batch", region_name=REGION).create_job_queue(
+        jobQueueName="gpu-queue",
+        state="ENABLED",
+        priority=1,
+        computeEnvironmentOrder=[{"order": 1, "computeEnvironment": arn}],
+    )
+
+
+# -- compute environments ---------------------------------------------------------------------------
+def test_moto_alone_says_every_compute_environment_is_valid_at_once_and_requires_a_service_role(aws):
+    # Given plain moto / Then: no CREATING phase (why the adaptation exists), and serviceRole required
+    with pytest.raises(ClientError, match="ServiceRole is required"):
+        create_environment(aws)
+    create_environment(aws, service_role=aws["role"])
+    assert status_of()[0] == "VALID"
+
+
+def test_adapted_a_compute_environment_is_creating_then_valid_and_uses_batchs_service_linked_role(aws):
+    clock = ManualClock()
+    with adapted_moto(lifecycle=ComputeEnvironmentLifecycle(create_seconds=30, clock=clock)):
+        # Given a compute environment created without a service role (AWS uses its service-linked role)
+        create_environment(aws)
+        [environment] = boto3.client("batch", region_name=REGION).describe_compute_environments()["computeEnvironments"]
+        # Then it is CREATING at first, then VALID
+        assert status_of()[0] == "CREATING"
+        assert "/aws-service-role/batch.amazonaws.com/" in environment["serviceRole"]
+        clock.advance(30)
+        assert status_of()[0] == "VALID"
+
+
+def test_adapted_a_compute_environment_the_world_breaks_is_invalid_with_its_reason(aws):
+    reason = "CLIENT_ERROR - Parameter: SubnetId is invalid."
+    with adapted_moto(lifecycle=ComputeEnvironmentLifecycle(create_seconds=0, invalid_reason=lambda _t: reason)):
+        create_environment(aws)
+        assert status_of() == ("INVALID", reason)
+
+
+# -- job queues ------------------------------------------------------------------------------------
+def test_moto_alone_accepts_a_queue_on_any_compute_environment(aws):
+    create_queue(create_environment(aws, service_role=aws["role"]))
+    assert boto3.client("batch", region_name=REGION).describe_job_queues()["jobQueues"]
+
+
+def test_adapted_a_queue_on_a_compute_environment_that_is_not_valid_is_refused_as_aws_refuses_it(aws):
+    clock = ManualClock()
+    with adapted_moto(lifecycle=ComputeEnvironmentLifecycle(create_seconds=30, clock=clock)):
+        arn = create_environment(aws)
+        # When a queue is created while the compute environment is CREATING / Then Batch's ClientException
+        with pytest.raises(ClientError) as refused:
+            create_queue(arn)
+        assert refused.value.response["Error"]["Code"] == "ClientException"
+        assert "VALID" in refused.value.response["Error"]["Message"]
+        # And once it is VALID the same call succeeds
+        clock.advance(30)
+        create_queue(arn)
+
+
+def test_the_wrapped_batch_methods_keep_the_parameters_the_adaptation_relies_on():
+    from moto.batch.models import BatchBackend
+
+    create = list(inspect.signature(BatchBackend.create_compute_environment).parameters)
+    queue = list(inspect.signature(BatchBackend.create_job_queue).parameters)
+    describe = list(inspect.signature(BatchBackend.describe_compute_environments).parameters)
+    assert create == ["self", "compute_environment_name", "_type", "state", "compute_resources", "service_role", "tags"]
+    assert queue == ["self", "queue_name", "priority", "schedule_policy", "state", "compute_env_order", "tags"]
+    assert describe == ["self", "environments"]
+
+
+def test_adaptations_are_undone_when_the_block_ends(aws):
+    from moto.batch.models import BatchBackend
+
+    original = BatchBackend.create_job_queue
+    with adapted_moto():
+        assert BatchBackend.create_job_queue is not original
+    assert BatchBackend.create_job_queue is original
+
+
+# -- Lambda ------------------------------------------------------------------------------------------
+def echo(event, context):
+    return {"handled": event}
+
+
+def test_moto_alone_echoes_a_lambda_and_adapted_it_runs_the_handler(aws, monkeypatch):
+    monkeypatch.setattr("functions.api.handler.echo", echo, raising=False)
+    awslambda = boto3.client("lambda", region_name=REGION)
+    trust = json.dumps({"Statement": [{"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}}]})
+    role = boto3.client("iam", region_name=REGION).create_role(RoleName="fn", AssumeRolePolicyDocument=trust)["Role"]
+    awslambda.create_function(FunctionName="fn", Runtime="python3.11", Role=role["Arn"], Handler="x.y",
+                              Code={"ZipFile": b"PK"})  # fmt: skip
+    plain = json.loads(awslambda.invoke(FunctionName="fn", Payload=b'{"a": 1}')["Payload"].read())
+    assert plain == {"a": 1}
+    dispatcher = HandlerDispatcher(
+        {"fn": LocalFunction(key="fn", name="fn", arn="arn:fn", handler="functions.api.handler.echo", environment={})}
+    )
+    with adapted_moto(dispatcher=dispatcher):
+        adapted = json.loads(awslambda.invoke(FunctionName="fn", Payload=b'{"a": 1}')["Payload"].read())
+        queued = awslambda.invoke(FunctionName="fn", InvocationType="Event", Payload=b'{"a": 2}')
+        dispatcher.join_background()
+    assert adapted == {"handled": {"a": 1}}
+    assert queued["StatusCode"] == 202
+    assert dispatcher.invocations["functions.api.handler.echo"] == 2
+
+
+# -- Batch jobs and EC2 offerings --------------------------------------------------------------------
+def test_adapted_a_submitted_job_goes_to_the_simulator_instead_of_succeeding(aws):
+    submitted: list[Any] = []
+    with adapted_moto(on_job_submitted=submitted.append, lifecycle=ComputeEnvironmentLifecycle(create_seconds=0)):
+        create_queue(create_environment(aws))
+        batch = boto3.client("batch", region_name=REGION)
+        definition = batch.register_job_definition(
+            jobDefinitionName="d", type="container", containerProperties={"image": "i", "vcpus": 1, "memory": 512}
+        )["jobDefinitionArn"]
+        job_id = batch.submit_job(jobName="j", jobQueue="gpu-queue", jobDefinition=definition)["jobId"]
+    [job] = submitted
+    assert job.job_id == job_id
+
+
+def test_adapted_offerings_are_the_worlds_and_restored_afterwards(aws):
+    ec2 = boto3.client("ec2", region_name=REGION)
+
+    def zones_offering(instance_type: str) -> set[str]:
+        offerings = ec2.describe_instance_type_offerings(
+            LocationType="availability-zone", Filters=[{"Name": "instance-type", "Values": [instance_type]}]
+        )["InstanceTypeOfferings"]
+        return {o["Location"] for o in offerings}
+
+    before = zones_offering("g5.xlarge")
+    with adapted_moto(offerings=(REGION, ["us-east-1a", "us-east-1b"], {"g5.xlarge": ["us-east-1b"]})):
+        assert zones_offering("g5.xlarge") == {"us-east-1b"}
+    assert zones_offering("g5.xlarge") == before

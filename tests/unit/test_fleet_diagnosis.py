@@ -1,0 +1,189 @@
+"""What Batch does not say: diagnoses from a pool's EC2 instances and ECS container instances, built from
+the shapes DescribeInstances and DescribeContainerInstances return."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from functions.shared.domain.batch import (
+    BatchJobState,
+    ComputeEnvironmentState,
+    ContainerInstanceState,
+    Ec2InstanceState,
+    FleetState,
+)
+from functions.shared.domain.diagnosis import StuckJobSnapshot, diagnose
+from functions.shared.domain.fleet import QuotaState
+from functions.shared.domain.vocabulary import DiagnosisCategory
+
+Category = DiagnosisCategory
+NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+CLUSTER = "arn:aws:ecs:us-east-1:123456789012:cluster/gpupilot-od-x8664-g5-xlarge_Batch_1b2c"
+
+
+def ec2(
+    instance_id: str, minutes_ago: float, state: str = "running", instance_type: str = "g5.xlarge"
+) -> dict[str, Any]:
+    """One DescribeInstances entry, as boto3 returns it."""
+    return {
+        "InstanceId": instance_id,
+        "InstanceType": instance_type,
+        "State": {"Code": 16, "Name": state},
+        "LaunchTime": NOW - timedelta(minutes=minutes_ago),
+        "Placement": {"AvailabilityZone": "us-east-1a"},
+        "Tags": [{"Key": "gpupilot:pool", "Value": "gpupilot-od-x8664-g5-xlarge"}],
+    }
+
+
+def ecs(instance_id: str, gpus: int = 1, connected: bool = True) -> dict[str, Any]:
+    """One DescribeContainerInstances entry, as boto3 returns it."""
+    resources: list[dict[str, Any]] = [
+        {"name": "CPU", "type": "INTEGER", "integerValue": 4096},
+        {"name": "MEMORY", "type": "INTEGER", "integerValue": 15731},
+        {"name": "PORTS", "type": "STRINGSET", "stringSetValue": ["22", "2375", "2376", "51678", "51679"]},
+    ]
+    if gpus:
+        resources.append({"name": "GPU", "type": "STRINGSET", "stringSetValue": [f"GPU-{i}" for i in range(gpus)]})
+    return {
+        "containerInstanceArn": f"arn:aws:ecs:us-east-1:123456789012:container-instance/gpu/{instance_id}",
+        "ec2InstanceId": instance_id,
+        "status": "ACTIVE",
+        "agentConnected": connected,
+        "registeredResources": resources,
+        "registeredAt": NOW - timedelta(minutes=5),
+    }
+
+
+def snapshot(
+    instances: list[dict[str, Any]] = (),  # type: ignore[assignment]
+    containers: list[dict[str, Any]] = (),  # type: ignore[assignment]
+    runnable_minutes: float = 20,
+    quota: float | None = None,
+    max_vcpus: int = 256,
+    reason: str | None = None,
+) -> StuckJobSnapshot:
+    job = BatchJobState.from_batch(
+        {"jobId": "job-1", "status": "RUNNABLE", "statusReason": reason,
+         "createdAt": (NOW - timedelta(minutes=runnable_minutes)).timestamp() * 1000}
+    )  # fmt: skip
+    environment = ComputeEnvironmentState.from_batch(
+        {
+            "computeEnvironmentName": "gpupilot-od-x8664-g5-xlarge",
+            "status": "VALID",
+            "ecsClusterArn": CLUSTER,
+            "computeResources": {"type": "EC2", "maxvCpus": max_vcpus, "instanceTypes": ["g5.xlarge"]},
+        }
+    )
+    fleet = FleetState(
+        instances=[Ec2InstanceState.from_ec2(i) for i in instances],
+        container_instances=[ContainerInstanceState.from_ecs(c) for c in containers],
+    )
+    return StuckJobSnapshot(
+        job=job,
+        environment=environment,
+        at=NOW.isoformat(),
+        fleet=fleet,
+        instance_vcpus={"g5.xlarge": 4, "g5.12xlarge": 48},
+        quota=QuotaState(code="L-DB2E81BA", name="Running On-Demand G and VT instances", vcpus=quota)
+        if quota is not None
+        else None,
+    )
+
+
+def test_instances_running_past_the_grace_without_registering_are_an_ecs_agent_failure():
+    # Given two instances running 12 and 15 minutes that never joined the cluster
+    result = diagnose(snapshot([ec2("i-aaa", 12), ec2("i-bbb", 15)]))
+
+    # Then the diagnosis names them, their ages, and the likely causes (the user-data deadlock first)
+    assert result.category == Category.ECS_AGENT_NOT_REGISTERED
+    assert "2 instance(s) running but never registered with ECS (oldest 900 s)" in result.reason
+    assert [i["instance_id"] for i in result.evidence["instances_unregistered"]] == ["i-aaa", "i-bbb"]
+    assert result.evidence["instances_unregistered"][1]["age_seconds"] == 900
+    assert "cloud-init deadlock" in result.recommendation and "ECS endpoint" in result.recommendation
+
+
+def test_an_instance_still_booting_is_waiting_for_scale_up():
+    # Given an instance launched 2 minutes ago, not registered yet
+    result = diagnose(snapshot([ec2("i-aaa", 2)], runnable_minutes=3))
+
+    # Then it is normal
+    assert result.category == Category.WAITING_FOR_SCALE_UP
+    assert result.evidence["instances_booting"][0]["instance_id"] == "i-aaa"
+
+
+def test_instances_registered_without_gpus_are_a_gpu_registration_failure():
+    # Given an instance that joined the cluster without GPU resources
+    result = diagnose(snapshot([ec2("i-aaa", 12)], [ecs("i-aaa", gpus=0)]))
+
+    # Then
+    assert result.category == Category.GPU_NOT_REGISTERED
+    assert "ECS_ENABLE_GPU_SUPPORT" in result.recommendation
+    assert result.evidence["instances_gpu_less"][0]["container_instance"].endswith("/i-aaa")
+
+
+def test_a_disconnected_agent_is_named():
+    result = diagnose(snapshot([ec2("i-aaa", 12)], [ecs("i-aaa", connected=False)]))
+    assert result.category == Category.AGENT_DISCONNECTED
+
+
+def test_mixed_fleet_reports_the_unregistered_instance_with_the_gpu_less_one_in_the_evidence():
+    # Given one instance never registered and another registered without GPUs
+    result = diagnose(snapshot([ec2("i-aaa", 12), ec2("i-bbb", 12)], [ecs("i-bbb", gpus=0)]))
+
+    # Then the registration failure leads, and both instances are in the evidence
+    assert result.category == Category.ECS_AGENT_NOT_REGISTERED
+    assert [i["instance_id"] for i in result.evidence["instances_unregistered"]] == ["i-aaa"]
+    assert [i["instance_id"] for i in result.evidence["instances_gpu_less"]] == ["i-bbb"]
+
+
+def test_a_usable_instance_means_no_registration_problem_even_beside_a_broken_one():
+    # Given one healthy registered instance and one that never registered
+    result = diagnose(snapshot([ec2("i-aaa", 12), ec2("i-bbb", 12)], [ecs("i-bbb")], runnable_minutes=5))
+
+    # Then the job is waiting (for room on the healthy one), not failing on registration
+    assert result.category == Category.WAITING_FOR_SCALE_UP
+    assert result.evidence["instances_usable"] == 1
+
+
+def test_a_pool_whose_instances_fill_its_max_vcpus_is_at_max_vcpus():
+    result = diagnose(snapshot([ec2("i-aaa", 30)], [ecs("i-aaa")], max_vcpus=4))
+    assert result.category == Category.MAX_VCPUS_REACHED
+    assert (result.evidence["max_vcpus"], result.evidence["vcpus_in_use"]) == (4, 4)
+
+
+def test_no_instance_past_the_launch_grace_is_no_instances_launched_with_the_quota_as_cause():
+    # Given a VALID pool with no instance 20 minutes on, and the account's G and VT vCPU quota at 0
+    result = diagnose(snapshot(runnable_minutes=20, quota=0))
+
+    # Then the quota is named, with how to ask for more
+    assert result.category == Category.NO_INSTANCES_LAUNCHED
+    assert "L-DB2E81BA" in result.reason and "is 0" in result.reason
+    assert "request-service-quota-increase" in result.recommendation
+    assert result.evidence["quota_vcpus"] == 0
+
+
+def test_no_instance_with_room_in_the_quota_is_still_no_instances_launched():
+    result = diagnose(snapshot(runnable_minutes=20, quota=64))
+    assert result.category == Category.NO_INSTANCES_LAUNCHED
+    assert "quota" not in result.reason
+
+
+def test_no_instance_yet_within_the_launch_grace_is_waiting():
+    assert diagnose(snapshot(runnable_minutes=2)).category == Category.WAITING_FOR_SCALE_UP
+
+
+def test_batchs_own_reason_comes_before_the_fleet():
+    # Given Batch's capacity reason and an unregistered instance
+    capacity = "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY - Service cannot fulfill the capacity requested"
+    result = diagnose(snapshot([ec2("i-aaa", 12)], reason=capacity))
+
+    # Then Batch's words lead, verbatim
+    assert result.category == Category.INSUFFICIENT_CAPACITY
+    assert result.evidence["status_reason"] == capacity
+
+
+def test_terminated_instances_are_not_evidence():
+    result = diagnose(snapshot([ec2("i-aaa", 60, state="terminated")], runnable_minutes=2))
+    assert result.category == Category.WAITING_FOR_SCALE_UP
+    assert "instances_unregistered" not in result.evidence

@@ -1,0 +1,220 @@
+"""GPU job definitions: resources, NVIDIA environment, timeout, retries, roles, secrets and the GPU preflight."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from functions.shared.domain.job_definitions import (
+    PREFLIGHT,
+    PREFLIGHT_EXIT_CODE,
+    job_definition_name,
+    job_definition_spec,
+    job_resources,
+)
+from tests.unit.builders import candidate, job_request
+
+FOUR_GPU_HOST = candidate("g5.12xlarge", gpus=4, vcpus=48, memory_gib=192.0)
+DEFAULT_ROLE = "arn:aws:iam::123456789012:role/gpupilot-job-default"
+EXECUTION_ROLE = "arn:aws:iam::123456789012:role/gpupilot-job-execution"
+SECRET = "arn:aws:secretsmanager:us-east-1:123456789012:secret:gpupilot/hf-token-AbCdEf"
+PARAMETER = "arn:aws:ssm:us-east-1:123456789012:parameter/gpupilot/wandb"
+
+
+def spec(**request_fields: Any) -> dict[str, Any]:
+    return job_definition_spec(
+        "0123456789abcdef0123",
+        job_request(**request_fields),
+        candidate(),
+        job_role_arn=DEFAULT_ROLE,
+        execution_role_arn=EXECUTION_ROLE,
+        region="eu-west-1",
+    )
+
+
+def resource_requirements(definition: dict[str, Any]) -> dict[str, str]:
+    return {r["type"]: r["value"] for r in definition["containerProperties"]["resourceRequirements"]}
+
+
+def environment(definition: dict[str, Any]) -> dict[str, str]:
+    return {e["name"]: e["value"] for e in definition["containerProperties"]["environment"]}
+
+
+# -- resources --------------------------------------------------------------------------------------
+def test_resource_requirements_are_gpu_vcpu_and_memory_as_strings():
+    # Given a request for 1 GPU, 2 vCPUs and 8 GiB
+    # When building the job definition
+    definition = spec(gpus=1, vcpus=2, memory_gib=8)
+
+    # Then Batch gets its three resource types, each value a string
+    assert resource_requirements(definition) == {"GPU": "1", "VCPU": "2", "MEMORY": "8192"}
+
+
+def test_job_without_vcpus_or_memory_gets_its_gpu_share_of_the_host():
+    # Given a 2-GPU request on a 4-GPU, 48-vCPU, 192 GiB host
+    # When sizing the job
+    resources = job_resources(job_request(gpus=2), FOUR_GPU_HOST)
+
+    # Then it gets half the vCPUs and half the memory left after the host reserve
+    assert resources == {"GPU": 2, "VCPU": 24, "MEMORY": int(192 * 0.5 * 0.9 * 1024)}
+
+
+def test_job_with_explicit_vcpus_and_memory_gets_what_it_asked_for():
+    # Given / When
+    resources = job_resources(job_request(gpus=1, vcpus=6, memory_gib=32), FOUR_GPU_HOST)
+
+    # Then
+    assert resources == {"GPU": 1, "VCPU": 6, "MEMORY": 32768}
+
+
+def test_job_memory_is_at_least_512_mib():
+    # Given / When: a request for a tenth of a GiB
+    resources = job_resources(job_request(memory_gib=0.1), candidate())
+
+    # Then Batch gets its minimum
+    assert resources["MEMORY"] == 512
+
+
+# -- environment, timeout, retries --------------------------------------------------------------
+def test_nvidia_driver_capabilities_are_compute_and_utility():
+    # Given / When / Then: without 'utility', nvidia-smi is missing in the container
+    assert environment(spec())["NVIDIA_DRIVER_CAPABILITIES"] == "compute,utility"
+
+
+def test_user_environment_is_merged_with_the_nvidia_environment():
+    # Given a request with its own variables
+    # When building the job definition
+    definition = spec(environment={"EPOCHS": "3", "WANDB_MODE": "offline"})
+
+    # Then the user's, the NVIDIA and the region variables are there, sorted by name
+    assert environment(definition) == {
+        "AWS_DEFAULT_REGION": "eu-west-1",
+        "AWS_REGION": "eu-west-1",
+        "EPOCHS": "3",
+        "NVIDIA_DRIVER_CAPABILITIES": "compute,utility",
+        "WANDB_MODE": "offline",
+    }
+    names = [e["name"] for e in definition["containerProperties"]["environment"]]
+    assert names == sorted(names)
+
+
+def test_attempt_timeout_is_the_request_timeout_in_seconds():
+    # Given / When / Then
+    assert spec(timeout_minutes=90)["timeout"] == {"attemptDurationSeconds": 5400}
+
+
+def test_retry_strategy_retries_host_failures_and_the_preflight_exit_code_only():
+    # Given / When: the retry strategy
+    strategy = spec()["retryStrategy"]
+
+    # Then spot reclaims / host failures and a broken GPU retry; anything else exits
+    assert {"onStatusReason": "Host EC2*", "action": "RETRY"} in strategy["evaluateOnExit"]
+    assert {"onExitCode": str(PREFLIGHT_EXIT_CODE), "action": "RETRY"} in strategy["evaluateOnExit"]
+    assert strategy["evaluateOnExit"][-1] == {"onReason": "*", "action": "EXIT"}
+    assert strategy["attempts"] > 1
+
+
+def test_job_definition_is_named_after_the_request_and_tagged_with_the_job():
+    # Given / When
+    definition = spec(name="resnet-train")
+
+    # Then
+    assert definition["jobDefinitionName"] == "gpupilot-resnet-train"
+    assert definition["tags"] == {"gpupilot:job": "0123456789abcdef0123"}
+    assert definition["containerProperties"]["image"] == "nvidia/cuda:12.4.1-base"
+
+
+# -- the GPU preflight (opt-in) ----------------------------------------------------------------------
+def test_by_default_the_command_is_the_users_exactly_so_the_images_entrypoint_gets_it():
+    # Given a request that does not ask for the preflight
+    # When building the job definition
+    command = spec(command=["--epochs", "3"])["containerProperties"]["command"]
+
+    # Then the command is passed as given: no shell, so an ENTRYPOINT receives it as its arguments
+    assert command == ["--epochs", "3"]
+
+
+def test_preflight_wraps_the_user_command_as_positional_arguments():
+    # Given a user command with arguments and preflight asked for
+    # When building the job definition
+    command = spec(command=["python", "train.py", "--epochs", "3"], preflight=True)["containerProperties"]["command"]
+
+    # Then sh runs the preflight and the user command follows as "$@" ($0 is a label)
+    assert command == ["sh", "-c", PREFLIGHT, "gpupilot-preflight", "python", "train.py", "--epochs", "3"]
+    assert PREFLIGHT.startswith("nvidia-smi -L")
+    assert PREFLIGHT.endswith('exec "$@"')
+
+
+# -- roles and secrets -------------------------------------------------------------------------------
+def test_a_job_runs_as_the_default_job_role_unless_the_request_names_one():
+    # Given / When
+    default = spec()["containerProperties"]
+    named = spec(job_role_arn="arn:aws:iam::123456789012:role/gpupilot-job-train")["containerProperties"]
+
+    # Then the container gets its own role either way (never the instance role through IMDS)
+    assert default["jobRoleArn"] == DEFAULT_ROLE
+    assert named["jobRoleArn"] == "arn:aws:iam::123456789012:role/gpupilot-job-train"
+
+
+def test_secrets_are_passed_as_references_with_the_execution_role_that_reads_them():
+    # Given a request with a Secrets Manager secret and an SSM parameter
+    # When building the job definition
+    container = spec(secrets={"HF_TOKEN": SECRET, "WANDB_API_KEY": PARAMETER})["containerProperties"]
+
+    # Then Batch gets their ARNs (never values), the execution role reads them, and no secret is in the environment
+    assert container["secrets"] == [
+        {"name": "HF_TOKEN", "valueFrom": SECRET},
+        {"name": "WANDB_API_KEY", "valueFrom": PARAMETER},
+    ]
+    assert container["executionRoleArn"] == EXECUTION_ROLE
+    assert {"HF_TOKEN", "WANDB_API_KEY"}.isdisjoint(environment({"containerProperties": container}))
+
+
+def test_the_container_learns_its_region_from_the_environment_not_the_instance_metadata():
+    # Given / When / Then: IMDS is one hop too far for a container, so SDKs in it read AWS_REGION
+    assert {"AWS_REGION": "eu-west-1", "AWS_DEFAULT_REGION": "eu-west-1"}.items() <= environment(spec()).items()
+
+
+def test_a_job_without_secrets_needs_no_execution_role():
+    # Given / When / Then
+    container = spec()["containerProperties"]
+    assert "secrets" not in container
+    assert "executionRoleArn" not in container
+
+
+def _run_preflight(tmp_path: Path, nvidia_smi_exit: int, user_command: list[str]) -> subprocess.CompletedProcess:
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text(f"#!/bin/sh\nexit {nvidia_smi_exit}\n")
+    fake.chmod(0o755)
+    env = {"PATH": f"{tmp_path}{os.pathsep}/usr/bin{os.pathsep}/bin"}
+    command = ["sh", "-c", PREFLIGHT, "gpupilot-preflight", *user_command]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=10, check=False)
+
+
+def test_preflight_runs_the_user_command_with_its_arguments_when_the_gpu_answers(tmp_path):
+    # Given a host whose nvidia-smi works
+    # When the container runs the wrapped command
+    result = _run_preflight(tmp_path, 0, ["printf", "%s|", "a b", "c"])
+
+    # Then the user command runs with its arguments intact
+    assert (result.returncode, result.stdout) == (0, "a b|c|")
+
+
+def test_preflight_exits_with_its_retry_code_when_the_gpu_does_not_answer(tmp_path):
+    # Given a host whose nvidia-smi fails
+    # When the container runs the wrapped command
+    result = _run_preflight(tmp_path, 9, ["echo", "should not run"])
+
+    # Then it exits with the preflight code (which Batch retries) and never runs the user command
+    assert result.returncode == PREFLIGHT_EXIT_CODE
+    assert result.stdout == ""
+    assert "no working NVIDIA GPU" in result.stderr
+
+
+def test_a_long_job_name_gets_a_batch_legal_job_definition_name_that_stays_unique():
+    long_a, long_b = "a" * 127 + "x", "a" * 127 + "y"
+    assert job_definition_name("train") == "gpupilot-train"
+    assert len(job_definition_name(long_a)) == 128
+    assert job_definition_name(long_a) != job_definition_name(long_b)

@@ -1,0 +1,165 @@
+"""Running handlers locally: EMF lines to CloudWatch metric data, the handler allow-list, per-thread stdout,
+the function's own environment, and asynchronous invocations that fail into the on-failure destination."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+import threading
+
+import pytest
+from aws_lambda_powertools import Metrics
+from aws_lambda_powertools.metrics import MetricUnit
+
+from functions.shared.adapters.config import settings
+from gpupilot.localcloud.dispatch import (
+    HandlerDispatcher,
+    LocalFunction,
+    ThreadStdout,
+    current_function,
+    emf_to_metric_data,
+)
+
+
+@pytest.fixture
+def emf_line():
+    """One EMF line exactly as Powertools prints it: a dimension, a metric with two values, and one more."""
+    metrics = Metrics(namespace="UnitTest", service="svc")
+    metrics.add_dimension(name="gpu_model", value="A10G")
+    metrics.add_metric(name="JobsSubmitted", unit=MetricUnit.Count, value=2)
+    metrics.add_metric(name="JobsSubmitted", unit=MetricUnit.Count, value=3)
+    metrics.add_metric(name="CostUsd", unit=MetricUnit.NoUnit, value=0.5)
+    try:
+        yield json.dumps(metrics.serialize_metric_set())
+    finally:
+        # Powertools keeps metrics per process: leave none behind for the next test.
+        metrics.clear_metrics()
+
+
+# -- EMF ----------------------------------------------------------------------------------------------
+def test_emf_line_becomes_namespace_and_metric_data_with_dimensions_units_and_values(emf_line):
+    # Given a Powertools EMF line
+    # When converting it
+    converted = emf_to_metric_data(emf_line)
+
+    # Then each value becomes one MetricData entry, with the line's dimensions and units
+    assert converted is not None
+    namespace, data = converted
+    dimensions = [{"Name": "gpu_model", "Value": "A10G"}, {"Name": "service", "Value": "svc"}]
+    assert namespace == "UnitTest"
+    assert data == [
+        {"MetricName": "JobsSubmitted", "Dimensions": dimensions, "Value": 2.0, "Unit": "Count"},
+        {"MetricName": "JobsSubmitted", "Dimensions": dimensions, "Value": 3.0, "Unit": "Count"},
+        {"MetricName": "CostUsd", "Dimensions": dimensions, "Value": 0.5, "Unit": "None"},
+    ]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "not json at all",
+        '{"level": "INFO", "message": "wait already resumed"}',  # a Powertools log line
+        "[1, 2, 3]",
+        '{"_aws": {"CloudWatchMetrics": []}}',  # EMF envelope without metrics
+    ],
+)
+def test_lines_that_carry_no_emf_metric_give_none(line):
+    # Given / When / Then
+    assert emf_to_metric_data(line) is None
+
+
+# -- handler allow-list ---------------------------------------------------------------------------
+@pytest.mark.parametrize("handler_path", ["os.system", "subprocess.run", "gpupilot.cli.main", "functionsX.handler"])
+def test_dispatcher_refuses_handlers_outside_the_product_functions(monkeypatch, handler_path):
+    # Given a dispatcher (it installs a per-thread stdout; monkeypatch puts sys.stdout back afterwards)
+    monkeypatch.setattr(sys, "stdout", sys.stdout)
+    dispatcher = HandlerDispatcher({"evil": function("evil", handler_path)})
+
+    # When / Then: the handler is refused before anything is imported or counted
+    with pytest.raises(ValueError, match="not a GPU Pilot function"):
+        dispatcher.invoke("evil", {})
+    assert dispatcher.invocations == {}
+
+
+def function(key: str, handler: str, environment: dict[str, str] | None = None) -> LocalFunction:
+    return LocalFunction(
+        key=key, name=f"gpupilot-{key}", arn=f"arn:fn:{key}", handler=handler, environment=environment or {}
+    )
+
+
+def observe(event, context):
+    """A stand-in handler: what it saw of its environment and its name."""
+    return {"table": settings().table_name, "function": current_function.get(), "event": event}
+
+
+def fail(event, context):
+    raise RuntimeError("boom")
+
+
+def test_each_function_runs_with_its_own_environment_and_name(monkeypatch):
+    # Given two functions whose template environments differ, and a process environment that says otherwise
+    monkeypatch.setattr(sys, "stdout", sys.stdout)
+    monkeypatch.setenv("GPUPILOT_TABLE", "from-the-process")
+    here = "functions.api.handler"  # an allowed prefix is needed: point it at this module through a shim
+    monkeypatch.setattr("functions.api.handler.observe", observe, raising=False)
+    dispatcher = HandlerDispatcher(
+        {
+            "a": function("a", f"{here}.observe", {"GPUPILOT_TABLE": "table-a"}),
+            "b": function("b", f"{here}.observe", {}),
+        }
+    )
+
+    # When each runs / Then each sees only its own GPU Pilot variables, under its own name
+    assert dispatcher.invoke("a", {})[0] == {"table": "table-a", "function": "a", "event": {}}
+    assert dispatcher.invoke("b", {})[0]["table"] == "gpupilot"  # the default: b's template sets none
+
+
+def test_an_asynchronous_invocation_that_keeps_failing_goes_to_the_failure_destination(monkeypatch):
+    # Given a handler that always fails, invoked as an event
+    monkeypatch.setattr(sys, "stdout", sys.stdout)
+    monkeypatch.setattr("functions.api.handler.fail", fail, raising=False)
+    failed: list[tuple[str, dict]] = []
+    dispatcher = HandlerDispatcher(
+        {"f": function("f", "functions.api.handler.fail")},
+        failure_sink=lambda fn, record: failed.append((fn.key, record)),
+    )
+
+    # When / Then: Lambda's two retries, then the record with the request and the error
+    assert dispatcher.invoke_as_event("f", {"x": 1}) is False
+    assert dispatcher.invocations["functions.api.handler.fail"] == 3
+    [(key, record)] = failed
+    assert key == "f" and record["requestPayload"] == {"x": 1}
+    assert record["responsePayload"]["errorType"] == "RuntimeError"
+
+
+# -- ThreadStdout ---------------------------------------------------------------------------------
+def test_thread_stdout_captures_only_the_capturing_threads_writes():
+    # Given a per-thread stdout whose main thread captures
+    real = io.StringIO()
+    stdout = ThreadStdout(real)
+    buffer = stdout.capture()
+
+    # When this thread and another thread both write
+    stdout.write("from the handler\n")
+    other = threading.Thread(target=stdout.write, args=("from another thread\n",))
+    other.start()
+    other.join()
+
+    # Then the capture holds only this thread's line and the real stream the other's
+    assert buffer.getvalue() == "from the handler\n"
+    assert real.getvalue() == "from another thread\n"
+
+
+def test_thread_stdout_writes_to_the_real_stream_after_release():
+    # Given a capture that was released
+    real = io.StringIO()
+    stdout = ThreadStdout(real)
+    buffer = stdout.capture()
+    stdout.release()
+
+    # When writing
+    stdout.write("after\n")
+
+    # Then the real stream gets it
+    assert (buffer.getvalue(), real.getvalue()) == ("", "after\n")

@@ -1,0 +1,153 @@
+"""Pooled GPU compute environments and queues: names and specs (create-or-reuse: tests/unit/usecases)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from functions.shared.domain.pools import Pool, compute_environment_spec, ec2_configuration, job_queue_spec, pool_for
+from functions.shared.domain.settings import Settings
+from functions.shared.domain.vocabulary import Arch
+from tests.unit.builders import candidate
+
+BATCH_NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+SETTINGS = Settings(
+    table_name="gpupilot",
+    subnets=["subnet-a", "subnet-b"],
+    security_groups=["sg-1"],
+    instance_profile_arn="arn:aws:iam::123456789012:instance-profile/gpu",
+    max_vcpus=64,
+)
+POOL = pool_for(candidate("g5.xlarge"), Arch.X86_64, "gpupilot")
+
+
+# -- names -------------------------------------------------------------------------------------
+def test_pool_name_is_deterministic_for_the_same_candidate():
+    # Given two workflows choosing the same candidate
+    # When each derives its pool
+    first = pool_for(candidate("g5.xlarge"), "x86_64", "gpupilot")
+    second = pool_for(candidate("g5.xlarge"), "x86_64", "gpupilot")
+
+    # Then both get the same pool, which is what makes pools reusable
+    assert first == second
+    assert first.name == "gpupilot-od-x8664-g5-xlarge"
+
+
+@pytest.mark.parametrize("instance_type", ["g5.xlarge", "p6-b200.48xlarge", "g4dn.metal"])
+def test_pool_name_uses_only_characters_batch_allows(instance_type):
+    # Given / When
+    pool = pool_for(candidate(instance_type), "x86_64", "gpupilot")
+
+    # Then
+    assert BATCH_NAME.match(pool.name), pool.name
+
+
+def test_pool_names_differ_by_capacity_arch_and_type():
+    # Given / When: pools varying one thing at a time
+    names = {
+        pool_for(candidate("g5.xlarge", capacity="on-demand"), "x86_64", "gpupilot").name,
+        pool_for(candidate("g5.xlarge", capacity="spot"), "x86_64", "gpupilot").name,
+        pool_for(candidate("g5.xlarge"), "arm64", "gpupilot").name,
+        pool_for(candidate("g6.xlarge"), "x86_64", "gpupilot").name,
+    }
+
+    # Then each has its own name
+    assert len(names) == 4
+
+
+def test_pool_holds_the_candidates_type_capacity_and_arch():
+    # Given / When
+    pool = pool_for(candidate("g5g.xlarge", capacity="spot"), "arm64", "gpupilot")
+
+    # Then
+    assert (pool.instance_types, pool.capacity, pool.arch) == (["g5g.xlarge"], "spot", "arm64")
+
+
+# -- compute environment spec ---------------------------------------------------------------------
+def test_compute_environment_is_managed_scales_to_zero_and_uses_the_nvidia_ami():
+    # Given / When
+    ce = compute_environment_spec(POOL, SETTINGS)
+
+    # Then
+    resources = ce["computeResources"]
+    assert (ce["computeEnvironmentName"], ce["type"], ce["state"]) == (POOL.name, "MANAGED", "ENABLED")
+    assert (resources["minvCpus"], resources["desiredvCpus"], resources["maxvCpus"]) == (0, 0, 64)
+    assert resources["ec2Configuration"] == [{"imageType": "ECS_AL2023_NVIDIA"}]
+    assert resources["instanceTypes"] == ["g5.xlarge"]
+    assert (resources["subnets"], resources["securityGroupIds"]) == (["subnet-a", "subnet-b"], ["sg-1"])
+    assert resources["instanceRole"] == SETTINGS.instance_profile_arn
+
+
+def test_on_demand_pool_uses_ec2_best_fit_progressive():
+    # Given / When
+    resources = compute_environment_spec(POOL, SETTINGS)["computeResources"]
+
+    # Then
+    assert (resources["type"], resources["allocationStrategy"]) == ("EC2", "BEST_FIT_PROGRESSIVE")
+
+
+def test_spot_pool_uses_spot_price_capacity_optimized():
+    # Given a spot pool
+    spot_pool = pool_for(candidate("g5.xlarge", capacity="spot"), "x86_64", "gpupilot")
+
+    # When
+    resources = compute_environment_spec(spot_pool, SETTINGS)["computeResources"]
+
+    # Then
+    assert (resources["type"], resources["allocationStrategy"]) == ("SPOT", "SPOT_PRICE_CAPACITY_OPTIMIZED")
+
+
+def test_launch_template_is_used_only_when_configured():
+    # Given settings with and without a launch template
+    configured = SETTINGS.model_copy(update={"launch_template_name": "gpupilot-gpu"})
+
+    # When / Then
+    assert compute_environment_spec(POOL, configured)["computeResources"]["launchTemplate"] == {
+        "launchTemplateName": "gpupilot-gpu",
+        "version": "$Latest",
+    }
+    assert "launchTemplate" not in compute_environment_spec(POOL, SETTINGS)["computeResources"]
+
+
+def test_service_role_is_set_only_when_configured():
+    # Given settings with and without a Batch service role
+    role = "arn:aws:iam::123456789012:role/batch"
+    configured = SETTINGS.model_copy(update={"batch_service_role_arn": role})
+
+    # When / Then: without it, Batch uses its service-linked role
+    assert compute_environment_spec(POOL, configured)["serviceRole"] == role
+    assert "serviceRole" not in compute_environment_spec(POOL, SETTINGS)
+
+
+def test_pool_model_round_trips_through_the_workflow_payload():
+    # Given / When / Then: the pool is plain data the state machine carries
+    assert Pool.model_validate(POOL.model_dump()) == POOL
+
+
+def test_gpu_pools_use_batchs_al2023_nvidia_ami():
+    assert ec2_configuration(POOL, SETTINGS) == [{"imageType": "ECS_AL2023_NVIDIA"}]
+
+
+def test_graviton_pools_use_the_configured_nvidia_ami():
+    settings = SETTINGS.model_copy(update={"arm64_gpu_ami_id": "ami-0123456789abcdef0"})
+    pool = pool_for(candidate("g5g.xlarge"), Arch.ARM64, "gpupilot")
+    assert ec2_configuration(pool, settings) == [
+        {"imageType": "ECS_AL2023", "imageIdOverride": "ami-0123456789abcdef0"}
+    ]
+
+
+def test_a_pools_queue_orders_only_its_own_compute_environment():
+    # Given / When
+    spec = job_queue_spec(POOL, "arn:aws:batch:us-east-1:123456789012:compute-environment/" + POOL.name)
+
+    # Then
+    assert spec["jobQueueName"] == POOL.name
+    assert spec["computeEnvironmentOrder"] == [
+        {"order": 1, "computeEnvironment": "arn:aws:batch:us-east-1:123456789012:compute-environment/" + POOL.name}
+    ]
+
+
+def test_instances_carry_the_pool_tag_so_diagnosis_can_find_them():
+    # Given / When / Then: Batch propagates computeResources.tags to the instances it launches
+    assert compute_environment_spec(POOL, SETTINGS)["computeResources"]["tags"] == {"gpupilot:pool": POOL.name}

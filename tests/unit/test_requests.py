@@ -1,0 +1,152 @@
+"""JobRequest validation: what `POST /jobs` and `POST /plan` accept, and which field a refusal names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from functions.shared.domain.requests import JobRequest
+
+VALID = {"name": "train", "image": "nvidia/cuda:12.4.1-base", "command": ["nvidia-smi", "-L"]}
+
+
+def refused_field(**overrides: Any) -> tuple[Any, ...]:
+    """The location of the first error when validating VALID with `overrides`."""
+    with pytest.raises(ValidationError) as raised:
+        JobRequest.model_validate(VALID | overrides)
+    return raised.value.errors()[0]["loc"]
+
+
+def test_minimal_request_gets_the_documented_defaults():
+    # Given / When
+    request = JobRequest.model_validate(VALID)
+
+    # Then
+    assert (request.gpus, request.capacity, request.arch) == (1, "on-demand", "x86_64")
+    assert (request.timeout_minutes, request.stuck_after_minutes, request.environment) == (60, 15, {})
+
+
+@pytest.mark.parametrize("name", ["", "has space", "dots.not.allowed", "slash/no", "a" * 129])
+def test_names_outside_the_pattern_are_refused(name):
+    # Given / When / Then
+    assert refused_field(name=name) == ("name",)
+
+
+@pytest.mark.parametrize("name", ["a", "A_b-9", "a" * 128])
+def test_names_of_letters_digits_underscore_and_dash_up_to_128_are_accepted(name):
+    # Given / When / Then
+    assert JobRequest.model_validate(VALID | {"name": name}).name == name
+
+
+@pytest.mark.parametrize("command", [[], ["python", ""], "python train.py"])
+def test_command_must_be_a_non_empty_list_of_non_empty_strings(command):
+    # Given / When / Then
+    assert refused_field(command=command)[0] == "command"
+
+
+@pytest.mark.parametrize("gpus", [0, 9, -1])
+def test_gpus_outside_one_to_eight_are_refused(gpus):
+    # Given / When / Then
+    assert refused_field(gpus=gpus) == ("gpus",)
+
+
+@pytest.mark.parametrize("gpus", [1, 8])
+def test_gpus_from_one_to_eight_are_accepted(gpus):
+    # Given / When / Then
+    assert JobRequest.model_validate(VALID | {"gpus": gpus}).gpus == gpus
+
+
+@pytest.mark.parametrize("minutes", [0, -5])
+def test_stuck_after_minutes_must_be_positive(minutes):
+    # Given / When / Then
+    assert refused_field(stuck_after_minutes=minutes) == ("stuck_after_minutes",)
+
+
+def test_unknown_capacity_is_refused():
+    # Given / When / Then
+    assert refused_field(capacity="reserved") == ("capacity",)
+
+
+def test_unknown_arch_is_refused():
+    # Given / When / Then
+    assert refused_field(arch="riscv64") == ("arch",)
+
+
+def test_unknown_field_is_refused_naming_it():
+    # Given a typo'd field name
+    with pytest.raises(ValidationError) as raised:
+        JobRequest.model_validate(VALID | {"gpu": 2})
+
+    # Then the error is extra_forbidden on that field
+    error = raised.value.errors()[0]
+    assert (error["type"], error["loc"]) == ("extra_forbidden", ("gpu",))
+
+
+@pytest.mark.parametrize("name", ["AWS_BATCH_JOB_ID", "AWS_BATCH_CE_NAME", ""])
+def test_environment_names_reserved_by_batch_or_empty_are_refused(name):
+    # Given / When / Then
+    assert refused_field(environment={name: "x"}) == ("environment",)
+
+
+def test_ordinary_environment_names_are_accepted():
+    # Given / When / Then
+    assert JobRequest.model_validate(VALID | {"environment": {"EPOCHS": "3"}}).environment == {"EPOCHS": "3"}
+
+
+@pytest.mark.parametrize("models", [[], [""]])
+def test_gpu_models_must_be_a_non_empty_list_of_non_empty_names(models):
+    # Given / When / Then
+    assert refused_field(gpu_models=models) == ("gpu_models",)
+
+
+# -- preflight, secrets and job roles -----------------------------------------------------------------
+def test_preflight_is_off_unless_asked_for():
+    # Given / When / Then
+    assert JobRequest.model_validate(VALID).preflight is False
+    assert JobRequest.model_validate(VALID | {"preflight": True}).preflight is True
+
+
+@pytest.mark.parametrize("value", ["yes", 1, "true"])
+def test_preflight_must_be_a_boolean(value):
+    # Given / When / Then: no truthy strings or numbers
+    assert refused_field(preflight=value) == ("preflight",)
+
+
+def test_secrets_by_arn_are_accepted():
+    # Given a Secrets Manager secret (with a JSON key) and an SSM parameter
+    secrets = {
+        "HF_TOKEN": "arn:aws:secretsmanager:us-east-1:123456789012:secret:gpupilot/hf-AbCdEf:token::",
+        "WANDB_API_KEY": "arn:aws:ssm:us-east-1:123456789012:parameter/gpupilot/wandb",
+    }
+    # When / Then
+    assert JobRequest.model_validate(VALID | {"secrets": secrets}).secrets == secrets
+
+
+@pytest.mark.parametrize(
+    "secrets",
+    [
+        {"TOKEN": "plain-secret-value"},
+        {"TOKEN": "arn:aws:s3:::bucket/key"},
+        {"1BAD": "arn:aws:ssm:us-east-1:123456789012:parameter/gpupilot/x"},
+        {"AWS_BATCH_X": "arn:aws:ssm:us-east-1:123456789012:parameter/gpupilot/x"},
+    ],
+)
+def test_a_secret_must_be_a_secret_or_parameter_arn_under_a_usable_name(secrets):
+    # Given / When / Then: a value (not a reference), another service, a bad name, a reserved name
+    assert refused_field(secrets=secrets) == ("secrets",)
+
+
+def test_a_name_in_both_secrets_and_environment_is_refused():
+    # Given / When / Then
+    arn = "arn:aws:ssm:us-east-1:123456789012:parameter/gpupilot/x"
+    assert refused_field(environment={"TOKEN": "a"}, secrets={"TOKEN": arn}) == ("secrets",)
+
+
+@pytest.mark.parametrize(
+    "role", ["gpupilot-job-train", "arn:aws:iam::123456789012:user/alice", "arn:aws:iam::1:role/x"]
+)
+def test_job_role_must_be_an_iam_role_arn(role):
+    # Given / When / Then
+    assert refused_field(job_role_arn=role) == ("job_role_arn",)

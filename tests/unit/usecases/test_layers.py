@@ -1,0 +1,48 @@
+"""The house's rooms: domain and use cases do no I/O of their own; only adapters import boto3."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SHARED = Path(__file__).resolve().parents[3] / "functions" / "shared"
+IO_MODULES = ("boto3", "botocore", "functions.shared.adapters", "urllib", "requests", "socket")
+
+
+def imports_of(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+    return found
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted([*(SHARED / "usecases").glob("*.py"), *(SHARED / "domain").glob("*.py"), SHARED / "ports.py"]),
+    ids=lambda p: f"{p.parent.name}/{p.name}",
+)
+def test_domain_use_cases_and_ports_import_no_aws_sdk_and_no_adapter(path):
+    # Given / When
+    forbidden = {name for name in imports_of(path) if name.startswith(IO_MODULES)}
+
+    # Then
+    assert forbidden == set(), f"{path.name} imports {sorted(forbidden)}"
+
+
+@pytest.mark.parametrize("path", sorted(SHARED.rglob("*.py")), ids=lambda p: str(p.relative_to(SHARED)))
+def test_no_module_of_functions_shared_grows_past_its_room(path):
+    # Given / When / Then: a module over ~250 lines is two modules
+    assert len(path.read_text().splitlines()) <= 260, f"{path} has grown past 260 lines: split it"
+
+
+def test_handlers_are_thin():
+    # Given every handler module / When counting its lines / Then none holds logic of its own
+    for handler in (SHARED.parent).glob("*/handler.py"):
+        if handler.parent.name != "api":
+            assert len(handler.read_text().splitlines()) <= 40, handler

@@ -1,0 +1,95 @@
+"""RecordCost and RecordFailure: the outcome once, its cost, and no GPU left behind."""
+
+from __future__ import annotations
+
+from functions.shared.domain.records import AttemptRecord
+from functions.shared.domain.steps import RecordCostInput, RecordFailureInput, SubmittedJob, WaitResult
+from functions.shared.domain.vocabulary import BatchStatus, CapacityType, JobStatus, MetricName
+from functions.shared.usecases.outcome import record_cost, record_failure
+from tests.unit.usecases.conftest import JOB_ID, submitted
+
+
+def cost_input(ports, status: BatchStatus = BatchStatus.SUCCEEDED, exit_code: int = 0) -> RecordCostInput:
+    attempt = ports.jobs.get_job(JOB_ID).attempts[1]
+    return RecordCostInput(
+        job_id=JOB_ID,
+        batch_job=SubmittedJob(
+            batch_job_id=attempt.batch_job_id,
+            job_queue=attempt.job_queue,
+            job_definition="d",
+            attempt=1,
+            instance_type=attempt.instance_type,
+            capacity=attempt.capacity,
+        ),
+        finished=WaitResult(
+            status=status,
+            exit_code=exit_code,
+            started_at="2026-11-22T10:00:00.000Z",
+            stopped_at="2026-11-22T10:30:00.000Z",
+        ),
+    )
+
+
+def test_cost_is_hourly_price_times_runtime_times_gpu_share_and_recorded_once(ports):
+    # Given a job that ran 30 minutes on its first candidate
+    submitted(ports)
+    step = cost_input(ports)
+    hourly = ports.prices.on_demand(step.batch_job.instance_type).hourly_usd
+
+    # When RecordCost runs, and is retried
+    cost = record_cost(step, ports)
+    record_cost(step, ports)
+
+    # Then the cost is half the hourly price, the job SUCCEEDED with it, and the metrics counted it once
+    assert cost.usd == round(hourly / 2, 10)
+    record = ports.jobs.get_job(JOB_ID)
+    assert (record.status, record.cost) == (JobStatus.SUCCEEDED, cost)
+    assert ports.metrics.total(MetricName.JOBS_SUCCEEDED) == 1
+    assert ports.metrics.total(MetricName.JOB_COST_USD) == cost.usd
+
+
+def test_a_failed_container_fails_the_job_with_its_exit_code(ports):
+    # Given / When
+    submitted(ports)
+    record_cost(cost_input(ports, BatchStatus.FAILED, exit_code=3), ports)
+
+    # Then
+    record = ports.jobs.get_job(JOB_ID)
+    assert (record.status, record.error) == (JobStatus.FAILED, "container exited with 3")
+
+
+def test_record_failure_says_why_attempt_by_attempt_and_terminates_live_attempts(ports):
+    # Given a first attempt that fell back for capacity and a second one still live
+    submitted(ports)
+    ports.jobs.update_attempt(JOB_ID, 1, {"batch_status": BatchStatus.FAILED})
+    ports.jobs.put_attempt(
+        JOB_ID,
+        2,
+        AttemptRecord(
+            instance_type="g5.xlarge", capacity=CapacityType.ON_DEMAND, job_queue="q2", batch_job_id="live-2"
+        ),
+    )
+    state = {
+        "error": {"Error": "States.Timeout", "Cause": "timed out"},
+    }
+
+    # When RecordFailure runs
+    result = record_failure(RecordFailureInput(job_id=JOB_ID, state=state), ports)
+
+    # Then the error names the cause and each attempt, the job FAILED, and the live attempt is terminated
+    record = ports.jobs.get_job(JOB_ID)
+    assert record.status == JobStatus.FAILED
+    assert record.error == result["error"]
+    assert result["error"].startswith("States.Timeout: timed out | attempts: 1. ")
+    assert "2. g5.xlarge on-demand: SUBMITTED" in result["error"]
+    assert ports.batch.terminated == [("live-2", "GPU Pilot workflow failed")]
+
+
+def test_record_failure_of_an_invalid_pool_gives_its_diagnosis(ports):
+    # Given the workflow gave up on an INVALID pool (its diagnosis is in the queue step's output)
+    submitted(ports)
+    diagnosis = {"category": "COMPUTE_ENVIRONMENT_INVALID", "reason": "compute environment p is INVALID: gone"}
+
+    # When / Then
+    result = record_failure(RecordFailureInput(job_id=JOB_ID, state={"queue": {"diagnosis": diagnosis}}), ports)
+    assert result["error"].startswith("COMPUTE_ENVIRONMENT_INVALID: compute environment p is INVALID: gone")

@@ -1,0 +1,53 @@
+"""GET and DELETE /jobs/{id}: the public view, and a cancel that leaves no GPU running."""
+
+from __future__ import annotations
+
+import pytest
+
+from functions.shared.domain.errors import JobAlreadyFinished, JobNotFound
+from functions.shared.domain.requests import JobRequest
+from functions.shared.domain.vocabulary import JobStatus
+from functions.shared.usecases.queries import cancel_job, get_job, list_jobs
+from functions.shared.usecases.submit import start_job
+from tests.unit.usecases.conftest import JOB_ID, REQUEST, submitted
+
+
+def test_cancel_terminates_the_live_attempt_then_stops_the_workflow(ports):
+    # Given a job whose attempt was submitted and whose workflow runs
+    submitted(ports)
+    ports.jobs.set_execution_arn(JOB_ID, "arn:aws:states:us-east-1:123456789012:execution:GpuJob:x")
+    (batch_job_id,) = ports.batch.jobs
+
+    # When cancelled
+    view = cancel_job(JOB_ID, ports)
+
+    # Then
+    assert view.status == JobStatus.CANCELLED
+    assert ports.batch.terminated == [(batch_job_id, "cancelled by request")]
+    assert ports.workflow.stopped == ["arn:aws:states:us-east-1:123456789012:execution:GpuJob:x"]
+
+
+def test_a_finished_job_cannot_be_cancelled(ports):
+    # Given / When / Then
+    submitted(ports)
+    ports.jobs.finish(JOB_ID, JobStatus.SUCCEEDED)
+    with pytest.raises(JobAlreadyFinished):
+        cancel_job(JOB_ID, ports)
+
+
+def test_an_unknown_job_is_not_found(ports):
+    with pytest.raises(JobNotFound):
+        get_job("ffffffffffffffffffff", ports)
+
+
+def test_jobs_are_listed_newest_first_a_page_at_a_time(ports):
+    # Given three jobs
+    ids = [start_job(JobRequest.model_validate(REQUEST), ports).job_id for _ in range(3)]
+
+    # When listing two per page
+    first = list_jobs(None, 2, None, ports)
+    second = list_jobs(None, 2, first.next_token, ports)
+
+    # Then every job is listed once
+    assert sorted(j.job_id for j in first.jobs + second.jobs) == sorted(ids)
+    assert second.next_token is None
