@@ -243,7 +243,7 @@ def run(args: argparse.Namespace) -> int:
             emit(f"sweep {started['sweep_id']} started; waiting for its report")
         report = wait_for_sweep(client, started["sweep_id"], args.timeout)
         emit(json.dumps(report, indent=2) if args.json else render.health(report))
-        return 0
+        return 4 if report.get("status") == "FAILED" else 0
     if args.action == "costs":
         report = _checked(client.request("GET", "/costs", query={"from": args.date_from, "to": args.date_to}))
         emit(json.dumps(report, indent=2) if args.json else render.costs(report))

@@ -52,6 +52,20 @@ CUSTOM_ALARMS: tuple[MetricAlarm, ...] = (
         1,
         "A GPU Pilot pool's compute environment is INVALID: jobs fall back to other GPU types meanwhile",
     ),
+    MetricAlarm(
+        MetricName.UNREGISTERED_INSTANCES,
+        "Maximum",
+        Op.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        1,
+        "GPU instances ran past the grace period without joining ECS (user data, route to ECS, instance role)",
+    ),
+    MetricAlarm(
+        MetricName.GPU_LESS_INSTANCES,
+        "Maximum",
+        Op.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        1,
+        "GPU instances joined ECS without their GPUs (ECS_ENABLE_GPU_SUPPORT, NVIDIA AMI)",
+    ),
 )
 
 
@@ -157,6 +171,9 @@ class Observability(Construct):
                 left=[
                     service_metric(MetricName.STUCK_JOBS, "Maximum"),
                     service_metric(MetricName.INVALID_COMPUTE_ENVIRONMENTS, "Maximum"),
+                    service_metric(MetricName.UNREGISTERED_INSTANCES, "Maximum"),
+                    service_metric(MetricName.GPU_LESS_INSTANCES, "Maximum"),
+                    service_metric(MetricName.DISCONNECTED_AGENTS, "Maximum"),
                     service_metric(MetricName.FALLBACKS, "Sum"),
                 ],
                 width=12,

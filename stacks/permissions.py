@@ -17,6 +17,7 @@ from typing import Any
 from aws_cdk import Aws
 
 from functions.shared.constants import STATE_MACHINE_NAME
+from functions.shared.domain.pools import POOL_TAG
 
 WHY_DESCRIBE = (
     "Read-only {service} calls ({actions}) have no resource types in the Service Authorization Reference, "
@@ -142,6 +143,10 @@ class Arns:
         return f"arn:{self.partition}:ecs:{self.region}:{self.account}:container-instance/*"
 
     @property
+    def instances(self) -> str:
+        return f"arn:{self.partition}:ec2:{self.region}:{self.account}:instance/*"
+
+    @property
     def ec2_quotas(self) -> str:
         return f"arn:{self.partition}:servicequotas:{self.region}:{self.account}:ec2/*"
 
@@ -167,13 +172,17 @@ WHY_CLUSTERS = (
     "The ECS cluster behind a compute environment is named by AWS Batch when it creates it, so fleet reads "
     "are scoped to this account and region's clusters and container instances rather than to one name."
 )
+WHY_POOL_INSTANCES = (
+    "Batch names the instances it launches; only those carrying GPU Pilot's pool tag ({tag}={prefix}-*, which "
+    "Batch propagates from the compute environment) may be terminated."
+)
 WHY_QUOTAS = "Only EC2's quotas are read (the GPU vCPU quotas); their codes differ by family and capacity type."
 
 
 def fleet_reads(arns: Arns) -> list[Grant]:
     """What the diagnosis reads of a pool's fleet: its EC2 instances, its cluster's container instances, quotas."""
     return [
-        describe("Amazon EC2", "ec2:DescribeInstances"),
+        describe("Amazon EC2", "ec2:DescribeInstances", "ec2:DescribeTags"),
         Grant(actions=("ecs:ListContainerInstances",), resources=(arns.clusters,), reason=WHY_CLUSTERS),
         Grant(actions=("ecs:DescribeContainerInstances",), resources=(arns.container_instances,), reason=WHY_CLUSTERS),
         Grant(actions=("servicequotas:GetServiceQuota",), resources=(arns.ec2_quotas,), reason=WHY_QUOTAS),
@@ -316,8 +325,32 @@ def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
         "record_failure": [read_write, terminate_jobs(arns)],
         "health_sweep": [
             RESUME_WAITS,
+            # Reports, job records, and offerings remembered as unavailable.
             owned.items("GetItem", "PutItem", "UpdateItem"),
             owned.queries(),
-            describe("AWS Batch", "batch:DescribeJobs", "batch:DescribeComputeEnvironments"),
+            describe(
+                "AWS Batch",
+                "batch:DescribeJobs",
+                "batch:ListJobs",
+                "batch:DescribeComputeEnvironments",
+                "batch:DescribeJobQueues",
+            ),
+            *fleet_reads(arns),
+            describe("Amazon EC2", "ec2:DescribeInstanceTypes"),
+            # Remediation: jobs stuck past the hard limit, instances that never registered, dead agents.
+            terminate_jobs(arns),
+            Grant(
+                actions=("ec2:TerminateInstances",),
+                resources=(arns.instances,),
+                reason=WHY_POOL_INSTANCES.format(tag=POOL_TAG, prefix=arns.prefix),
+                conditions={"StringLike": {f"ec2:ResourceTag/{POOL_TAG}": f"{arns.prefix}-*"}},
+            ),
+            Grant(actions=("ecs:DeregisterContainerInstance",), resources=(arns.clusters,), reason=WHY_CLUSTERS),
+            # A record whose Batch job vanished is failed, and its workflow stopped.
+            Grant(
+                actions=("states:StopExecution",),
+                resources=(arns.executions(STATE_MACHINE_NAME),),
+                reason=WHY_EXECUTIONS,
+            ),
         ],
     }

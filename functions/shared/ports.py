@@ -12,8 +12,6 @@ from typing import Any, Protocol
 from functions.shared.domain.batch import (
     BatchJobState,
     ComputeEnvironmentState,
-    ContainerInstanceState,
-    Ec2InstanceState,
     FleetState,
 )
 from functions.shared.domain.catalog import GpuType
@@ -125,6 +123,10 @@ class BatchJobs(Protocol):
 
     def describe_jobs(self, job_ids: list[str]) -> list[BatchJobState]: ...
 
+    def list_jobs(self, job_queue: str, status: str) -> list[BatchJobState]:
+        """Every job of that status in the queue (ListJobs, a page of 100 at a time)."""
+        ...
+
     def terminate_job(self, job_id: str, reason: str) -> None: ...
 
 
@@ -134,6 +136,10 @@ class BatchPools(Protocol):
     def describe_compute_environment(self, name: str) -> ComputeEnvironmentState | None: ...
 
     def compute_environments(self, prefix: str) -> list[ComputeEnvironmentState]: ...
+
+    def job_queues(self, prefix: str) -> list[str]:
+        """Names of the job queues GPU Pilot created (under the prefix)."""
+        ...
 
     def create_compute_environment(self, spec: dict[str, Any]) -> None:
         """Create it; a pool created meanwhile by another workflow is not an error."""
@@ -151,13 +157,13 @@ class BatchPools(Protocol):
 class Fleet(Protocol):
     """A pool's EC2 instances (by the pool tag) and its ECS cluster's container instances."""
 
-    def instances(self, pools: list[str]) -> dict[str, list[Ec2InstanceState]]: ...
-
-    def container_instances(self, cluster_arn: str) -> list[ContainerInstanceState]: ...
-
     def fleets(self, pools: dict[str, str | None]) -> dict[str, FleetState]:
         """pool -> its fleet (pools given with their cluster ARN, None when there is none yet)."""
         ...
+
+    def terminate_instances(self, instance_ids: list[str]) -> None: ...
+
+    def deregister_container_instance(self, cluster_arn: str, container_instance_arn: str) -> None: ...
 
 
 class Quotas(Protocol):
@@ -207,6 +213,10 @@ class Sweeps(Protocol):
 
 class Metrics(Protocol):
     def add(self, name: MetricName, value: float, unit: str = "Count") -> None: ...
+
+    def add_for_pool(self, name: MetricName, pool: str, value: float) -> None:
+        """A count with the pool as a dimension (low cardinality: pools are few; never a job id)."""
+        ...
 
 
 @dataclass(frozen=True)

@@ -110,6 +110,8 @@ def required(
         checks += [(action, machine), ("states:DescribeExecution", execution)]
     elif service == "stepfunctions" and "executionArn" in params:
         checks.append((action, params["executionArn"]))
+    elif service == "ec2" and operation == "TerminateInstances":
+        checks.extend((action, arn("ec2", "instance/", instance)) for instance in params["InstanceIds"])
     elif service == "ecs" and operation == "DescribeContainerInstances":
         cluster = arn("ecs", "cluster/", params["cluster"])
         checks.extend((action, arn("ecs", f"container-instance/{cluster.rsplit('/', 1)[1]}/", instance))

@@ -14,6 +14,8 @@ the local cloud makes moto behave like AWS:
    moto accepts it. Here it is refused as AWS refuses it.
 5. EC2 offerings: the instance type offerings per zone come from the world, not moto's static data.
 6. Service Quotas: moto knows only VPC quotas; EC2's GPU vCPU quotas are served from the world.
+7. Batch ListJobs: moto returns every job in one answer and ignores maxResults; AWS pages (nextToken),
+   so the sweep's paging, and its call count, are exercised here as AWS would make them.
 
 tests/unit/test_moto_adaptations.py holds one test per adaptation that fails if moto changes under it.
 """
@@ -227,6 +229,32 @@ def world_quotas(patches: _Patches, quotas: dict[str, int]) -> None:
     patches.replace(ServiceQuotasBackend, "get_service_quota", get_service_quota)
 
 
+LIST_JOBS_DEFAULT_PAGE = 100
+
+
+def paginated_list_jobs(patches: _Patches) -> None:
+    """7. ListJobs answers a page of maxResults summaries and a nextToken for the rest."""
+    import json
+
+    from moto.batch.responses import BatchResponse
+
+    def listjobs(self: Any) -> str:
+        jobs = self.batch_backend.list_jobs(
+            job_queue_name=self._get_param("jobQueue"),
+            array_job_id=self._get_param("arrayJobId"),
+            job_status=self._get_param("jobStatus"),
+            filters=self._get_param("filters"),
+        )
+        size = int(self._get_param("maxResults") or LIST_JOBS_DEFAULT_PAGE)
+        start = int(self._get_param("nextToken") or 0)
+        page: dict[str, Any] = {"jobSummaryList": [job.describe_short() for job in jobs[start : start + size]]}
+        if start + size < len(jobs):
+            page["nextToken"] = str(start + size)
+        return json.dumps(page)
+
+    patches.replace(BatchResponse, "listjobs", listjobs)
+
+
 @contextlib.contextmanager
 def adapted_moto(
     *,
@@ -247,6 +275,7 @@ def adapted_moto(
         if offerings is not None:
             world_offerings(patches, *offerings)
         world_quotas(patches, quotas or {})
+        paginated_list_jobs(patches)
         yield
     finally:
         patches.undo()

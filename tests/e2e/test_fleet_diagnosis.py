@@ -3,6 +3,7 @@ through the HTTP API, the CLI and the local cloud's own EC2 and ECS endpoints.""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -15,6 +16,11 @@ from tests.e2e.conftest import RunningCloud
 pytestmark = pytest.mark.e2e
 JOB = {"name": "fleet", "image": "nvidia/cuda:12.4.1-base-ubuntu22.04", "command": ["nvidia-smi", "-L"]}
 FIRST = "g4dn.xlarge"
+REMEDIATION = {
+    "ECS_AGENT_NOT_REGISTERED": "terminated",
+    "GPU_NOT_REGISTERED": "remembered",
+    "AGENT_DISCONNECTED": "deregistered",
+}
 
 
 def aws(cloud: RunningCloud, service: str) -> Any:
@@ -52,15 +58,30 @@ def test_a_fleet_that_cannot_run_the_job_is_diagnosed_with_evidence_and_the_job_
     assert first["diagnosis"]["recommendation"]
     assert last["instance_type"] != FIRST and last["status"] == "SUCCEEDED"
     # And the instances named are there for anyone to see, with the tags GPU Pilot gave the pool
-    described = aws(cloud, "ec2").describe_instances(InstanceIds=[i["instance_id"] for i in instances])
+    ids = [i["instance_id"] for i in instances]
+    described = aws(cloud, "ec2").describe_instances(InstanceIds=ids)
     tags = {t["Key"]: t["Value"] for r in described["Reservations"] for i in r["Instances"] for t in i["Tags"]}
     assert tags["gpupilot:pool"] == first["job_queue"]
+    # And the next sweep reports the pool's broken instances and acts on them
+    swept = cloud.cli("--json", "sweep")
+    assert swept.returncode == 0, swept.stderr
+    [finding] = [f for f in json.loads(swept.stdout)["findings"] if f["kind"] == category]
+    assert finding["resource"] == first["job_queue"] and set(ids) <= set(finding["instances"])
+    assert REMEDIATION[category] in finding["action"]
+    states = aws(cloud, "ec2").describe_instances(InstanceIds=ids)["Reservations"][0]["Instances"]
+    if category == "ECS_AGENT_NOT_REGISTERED":
+        assert {i["State"]["Name"] for i in states} == {"terminated"}
 
 
 @pytest.mark.parametrize(
     ("world", "category", "evidence"),
     [
         ({"instance_types": {FIRST: {"gpu_registration": "missing"}}}, "GPU_NOT_REGISTERED", "instances_gpu_less"),
+        (
+            {"instance_types": {FIRST: {"ecs_agent": "never_registers"}}},
+            "ECS_AGENT_NOT_REGISTERED",
+            "instances_unregistered",
+        ),
         ({"quotas": {"L-DB2E81BA": 0}}, "NO_INSTANCES_LAUNCHED", "quota_code"),
     ],
 )

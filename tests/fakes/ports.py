@@ -55,6 +55,8 @@ class FakeHealthStore:
     def save_report(self, report: HealthReport) -> None:
         assert report.sweep_id is not None
         self.reports[report.sweep_id] = report
+        if report.status != "COMPLETE":
+            return
         if self.latest is None or (self.latest.swept_at or "") < (report.swept_at or ""):
             self.latest = report
 
@@ -74,6 +76,7 @@ class FakeBatch:
     jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
     definitions: list[dict[str, Any]] = field(default_factory=list)
     terminated: list[tuple[str, str]] = field(default_factory=list)
+    listed: list[tuple[str, str]] = field(default_factory=list)
     _ids: Any = field(default_factory=lambda: itertools.count(1))
 
     def register_job_definition(self, spec: dict[str, Any]) -> str:
@@ -107,6 +110,14 @@ class FakeBatch:
     def terminate_job(self, job_id: str, reason: str) -> None:
         self.terminated.append((job_id, reason))
 
+    def list_jobs(self, job_queue: str, status: str) -> list[BatchJobState]:
+        self.listed.append((job_queue, status))
+        return [
+            BatchJobState.from_batch(job)
+            for job in self.jobs.values()
+            if job["jobQueue"] == job_queue and job["status"] == status
+        ]
+
     def set_status(self, job_id: str, status: str, **fields: Any) -> BatchJobState:
         self.jobs[job_id] |= {"status": status, **fields}
         return BatchJobState.from_batch(self.jobs[job_id])
@@ -128,6 +139,9 @@ class FakePools:
         return [
             ComputeEnvironmentState.from_batch(e) for n, e in self.environments.items() if n.startswith(prefix + "-")
         ]
+
+    def job_queues(self, prefix: str) -> list[str]:
+        return [name for name in self.queues if name.startswith(prefix + "-")]
 
     def create_compute_environment(self, spec: dict[str, Any]) -> None:
         name = spec["computeEnvironmentName"]
@@ -166,6 +180,19 @@ class FakeFleet:
 
     by_pool: dict[str, list[Ec2InstanceState]] = field(default_factory=dict)
     by_cluster: dict[str, list[ContainerInstanceState]] = field(default_factory=dict)
+    terminated: list[str] = field(default_factory=list)
+    deregistered: list[str] = field(default_factory=list)
+
+    def terminate_instances(self, instance_ids: list[str]) -> None:
+        self.terminated += instance_ids
+        for instances in self.by_pool.values():
+            instances[:] = [i for i in instances if i.instance_id not in instance_ids]
+
+    def deregister_container_instance(self, cluster_arn: str, container_instance_arn: str) -> None:
+        self.deregistered.append(container_instance_arn)
+        self.by_cluster[cluster_arn] = [
+            c for c in self.by_cluster.get(cluster_arn, []) if c.arn != container_instance_arn
+        ]
 
     def instances(self, pools: list[str]) -> dict[str, list[Ec2InstanceState]]:
         return {pool: list(self.by_pool.get(pool, [])) for pool in pools}
@@ -275,12 +302,16 @@ class FakeSweeps:
 @dataclass
 class FakeMetrics:
     added: list[tuple[MetricName, float, str]] = field(default_factory=list)
+    by_pool: dict[tuple[MetricName, str], float] = field(default_factory=dict)
 
     def add(self, name: MetricName, value: float, unit: str = "Count") -> None:
         self.added.append((name, value, unit))
 
     def total(self, name: MetricName) -> float:
         return sum(value for metric, value, _ in self.added if metric == name)
+
+    def add_for_pool(self, name: MetricName, pool: str, value: float) -> None:
+        self.by_pool[(name, pool)] = self.by_pool.get((name, pool), 0) + value
 
 
 def fake_ports(**overrides: Any) -> Ports:

@@ -197,3 +197,25 @@ def test_adapted_offerings_are_the_worlds_and_restored_afterwards(aws):
     with adapted_moto(offerings=(REGION, ["us-east-1a", "us-east-1b"], {"g5.xlarge": ["us-east-1b"]})):
         assert zones_offering("g5.xlarge") == {"us-east-1b"}
     assert zones_offering("g5.xlarge") == before
+
+
+def test_moto_alone_lists_every_job_at_once_and_adapted_it_pages_as_aws_does(aws):
+    submitted: list[Any] = []
+    batch = boto3.client("batch", region_name=REGION)
+
+    def listed_pages() -> list[int]:
+        pages = batch.get_paginator("list_jobs").paginate(
+            jobQueue="gpu-queue", jobStatus="SUBMITTED", PaginationConfig={"PageSize": 2}
+        )
+        return [len(page["jobSummaryList"]) for page in pages]
+
+    with adapted_moto(on_job_submitted=submitted.append, lifecycle=ComputeEnvironmentLifecycle(create_seconds=0)):
+        create_queue(create_environment(aws))
+        definition = batch.register_job_definition(
+            jobDefinitionName="d", type="container", containerProperties={"image": "i", "vcpus": 1, "memory": 512}
+        )["jobDefinitionArn"]
+        for index in range(5):
+            batch.submit_job(jobName=f"j{index}", jobQueue="gpu-queue", jobDefinition=definition)
+        adapted = listed_pages()
+    assert adapted == [2, 2, 1]
+    assert listed_pages() == [5]

@@ -285,6 +285,62 @@ def test_the_sweep_replays_a_missed_batch_event_and_resumes_the_wait(cloud: Clou
     assert record.waits == {}
 
 
+def test_the_sweep_describes_a_finished_job_the_lists_no_longer_show_and_resumes_its_wait(
+    cloud: Cloud, store: Any
+) -> None:
+    # Given a parked finish wait, and a Batch job that ended while its event was lost
+    _, batch_job = submitted(cloud)
+    store.store_wait(JOB, WaitPhase.FINISH, Wait(attempt=1, token="token-of-an-ended-execution"))
+    job = moto_job(batch_job["batch_job_id"], "SUCCEEDED")
+    job.job_stopped = True
+    # When the sweep runs / Then DescribeJobs finds what ListJobs (live jobs only) cannot, and the wait resumes
+    report = cloud.invoke("health_sweep", {"source": "aws.events", "detail-type": "Scheduled Event"})
+    assert report["summary"]["reconciled_events"] == 1
+    assert store.get_job(JOB).attempts[1].batch_status == "SUCCEEDED"
+    assert store.get_job(JOB).waits == {}
+
+
+def test_the_sweep_fails_a_record_whose_batch_job_vanished(cloud: Cloud, store: Any) -> None:
+    # Given a submitted job whose Batch job Batch no longer knows, and its workflow
+    _, batch_job = submitted(cloud)
+    store.set_execution_arn(JOB, "arn:aws:states:us-east-1:123456789012:execution:GpuJob:gone")
+    from moto.batch.models import batch_backends
+
+    del batch_backends["123456789012"]["us-east-1"]._jobs[batch_job["batch_job_id"]]
+    # When the sweep runs / Then the record fails with the reason (stopping an execution that is gone is harmless)
+    report = cloud.invoke("health_sweep", {"source": "aws.events", "detail-type": "Scheduled Event"})
+    record = store.get_job(JOB)
+    assert record.status == JobStatus.FAILED and "is gone" in record.error
+    assert report["summary"]["vanished_jobs"] == 1
+
+
+def test_the_sweep_cancels_a_foreign_job_stuck_past_the_hard_limit_and_reads_the_quota_of_an_empty_pool(
+    cloud: Cloud, store: Any
+) -> None:
+    # Given someone else's job in a GPU Pilot queue, RUNNABLE for two days, and a pool without instances
+    state = provisioned(cloud)
+    batch = boto3.client("batch")
+    definition = batch.register_job_definition(
+        jobDefinitionName="someone-else",
+        type="container",
+        containerProperties={"image": "i", "vcpus": 1, "memory": 512},
+    )["jobDefinitionArn"]
+    queue = state["queue"]["job_queue"]
+    foreign = batch.submit_job(jobName="someone-else", jobQueue=queue, jobDefinition=definition)["jobId"]
+    job = moto_job(foreign, "RUNNABLE")
+    from datetime import datetime, timedelta
+
+    job.job_created_at = datetime.now() - timedelta(days=2)
+    # When the sweep runs
+    report = cloud.invoke("health_sweep", {"source": "aws.events", "detail-type": "Scheduled Event"})
+    # Then the finding says no instance was launched (the quota read), and the job was cancelled
+    [finding] = [f for f in report["findings"] if f["jobs"]]
+    assert (finding["kind"], finding["resource"], finding["jobs"]) == ("NO_INSTANCES_LAUNCHED", queue, [foreign])
+    assert finding["evidence"]["quota_code"] == "L-DB2E81BA" and finding["evidence"]["foreign_jobs"] == 1
+    assert "cancelled 1 job(s)" in finding["action"]
+    assert job.stop is True and "NO_INSTANCES_LAUNCHED" in job.job_stopped_reason
+
+
 def test_the_sweep_trusts_a_newer_event_over_an_older_describe(cloud: Cloud, store: Any) -> None:
     # Given the record already RUNNING (its event came) while DescribeJobs still says STARTING
     _, batch_job = submitted(cloud)

@@ -6,7 +6,9 @@ from typing import Any
 
 from functions.shared.domain.batch import BatchJobState, ComputeEnvironmentState
 from functions.shared.domain.clock import iso_from_millis
-from functions.shared.domain.health import invalid_environment_finding, stuck_finding, summarize
+from functions.shared.domain.diagnosis import StuckJobSnapshot, diagnose
+from functions.shared.domain.health import StuckTally, grouped, invalid_environment_finding, summarize
+from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.views import Finding
 from functions.shared.domain.vocabulary import DiagnosisCategory, Severity
 from tests.unit.builders import job_request
@@ -35,6 +37,16 @@ def batch_job(status: str = "RUNNABLE", minutes_ago: float = 20, **fields: Any) 
     )
 
 
+def stuck(job_id: str, request: JobRequest, job: BatchJobState, environment: ComputeEnvironmentState) -> Finding | None:
+    """The sweep's finding for one job, or None when it has not waited its stuck_after yet (or is not RUNNABLE)."""
+    snapshot = StuckJobSnapshot(job=job, environment=environment, at=NOW)
+    if job.status != "RUNNABLE" or snapshot.runnable_seconds < request.stuck_after_minutes * 60:
+        return None
+    tally = StuckTally(diagnose(snapshot), environment.name)
+    tally.add(job_id, foreign=False)
+    return tally.finding()
+
+
 def finding(kind: DiagnosisCategory) -> Finding:
     return Finding(kind=kind, severity=Severity.WARNING, resource="r", recommendation="x")
 
@@ -45,13 +57,13 @@ def test_runnable_job_past_its_stuck_after_minutes_is_a_finding():
     job = batch_job(minutes_ago=20, statusReason="CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY - none")
 
     # When sweeping
-    result = stuck_finding("job-a", job_request(), job, ENVIRONMENT, NOW)
+    result = stuck("job-a", job_request(), job, ENVIRONMENT)
 
     # Then the finding names the diagnosis, the queue and the job
     assert result is not None
     assert result.kind == DiagnosisCategory.INSUFFICIENT_CAPACITY
     assert result.severity == "critical"
-    assert result.resource == job.job_queue
+    assert result.resource == ENVIRONMENT.name
     assert result.jobs == ["job-a"]
     assert result.evidence["reason"] == "AWS Batch says: CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY - none"
     assert result.evidence["runnable_seconds"] == 1200
@@ -60,7 +72,7 @@ def test_runnable_job_past_its_stuck_after_minutes_is_a_finding():
 def test_runnable_job_younger_than_its_stuck_after_minutes_is_not_a_finding():
     # Given a job RUNNABLE for 10 minutes and the default 15-minute threshold
     # When / Then
-    assert stuck_finding("job-a", job_request(), batch_job(minutes_ago=10), ENVIRONMENT, NOW) is None
+    assert stuck("job-a", job_request(), batch_job(minutes_ago=10), ENVIRONMENT) is None
 
 
 def test_threshold_is_the_requests_own_stuck_after_minutes():
@@ -68,7 +80,7 @@ def test_threshold_is_the_requests_own_stuck_after_minutes():
     request = job_request(stuck_after_minutes=5)
 
     # When
-    result = stuck_finding("job-a", request, batch_job(minutes_ago=10), ENVIRONMENT, NOW)
+    result = stuck("job-a", request, batch_job(minutes_ago=10), ENVIRONMENT)
 
     # Then it is stuck, and without a Batch reason it is waiting for scale up (informational)
     assert result is not None
@@ -78,7 +90,7 @@ def test_threshold_is_the_requests_own_stuck_after_minutes():
 def test_jobs_that_are_not_runnable_are_never_stuck():
     # Given a job RUNNING for an hour
     # When / Then
-    assert stuck_finding("job-a", job_request(), batch_job("RUNNING", minutes_ago=60), ENVIRONMENT, NOW) is None
+    assert stuck("job-a", job_request(), batch_job("RUNNING", minutes_ago=60), ENVIRONMENT) is None
 
 
 def test_stuck_job_in_an_invalid_environment_is_diagnosed_as_such():
@@ -86,11 +98,23 @@ def test_stuck_job_in_an_invalid_environment_is_diagnosed_as_such():
     environment = ENVIRONMENT.model_copy(update={"status": "INVALID", "status_reason": "CLIENT_ERROR - bad subnet"})
 
     # When
-    result = stuck_finding("job-a", job_request(), batch_job(minutes_ago=20), environment, NOW)
+    result = stuck("job-a", job_request(), batch_job(minutes_ago=20), environment)
 
     # Then
     assert result is not None
     assert result.kind == DiagnosisCategory.COMPUTE_ENVIRONMENT_INVALID
+
+
+def test_stuck_jobs_are_one_finding_per_pool_and_cause_with_every_job_counted():
+    # Given 60 jobs stuck for capacity in one pool
+    capacity = batch_job(minutes_ago=20, statusReason="CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY - none")
+    each = [stuck(f"job-{n}", job_request(), capacity, ENVIRONMENT) for n in range(60)]
+
+    # When they are grouped
+    [result] = grouped([f for f in each if f])
+
+    # Then one finding names the first 50 and counts all 60
+    assert len(result.jobs) == 50 and result.evidence["jobs_stuck"] == 60
 
 
 # -- invalid_environment_finding ----------------------------------------------------------------------

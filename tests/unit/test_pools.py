@@ -151,3 +151,17 @@ def test_a_pools_queue_orders_only_its_own_compute_environment():
 def test_instances_carry_the_pool_tag_so_diagnosis_can_find_them():
     # Given / When / Then: Batch propagates computeResources.tags to the instances it launches
     assert compute_environment_spec(POOL, SETTINGS)["computeResources"]["tags"] == {"gpupilot:pool": POOL.name}
+
+
+def test_queues_carry_batchs_own_runnable_time_limits_within_what_batch_accepts():
+    # Given / When
+    spec = job_queue_spec(POOL, "arn:aws:batch:us-east-1:123456789012:compute-environment/" + POOL.name)
+    # Then every reason Batch supports cancels a job RUNNABLE for a day, the longest Batch allows
+    actions = spec["jobStateTimeLimitActions"]
+    assert {a["reason"] for a in actions} == {
+        "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY",
+        "MISCONFIGURATION:COMPUTE_ENVIRONMENT_MAX_RESOURCE",
+        "MISCONFIGURATION:JOB_RESOURCE_REQUIREMENT",
+    }
+    assert all(a["state"] == "RUNNABLE" and a["action"] == "CANCEL" for a in actions)
+    assert all(600 <= a["maxTimeSeconds"] <= 86400 for a in actions)

@@ -32,6 +32,7 @@ IAM_ACTIONS = (
     "iam:PassRole",
 )
 DESCRIBE_JOBS_PAGE = 100  # DescribeJobs takes at most 100 job ids
+LIST_JOBS_PAGE = 100
 
 
 def _already_exists(error: ClientError) -> bool:
@@ -62,6 +63,17 @@ class BatchJobsAdapter(ClientAdapter):
             described.extend(BatchJobState.from_batch(job) for job in page)
         return described
 
+    def list_jobs(self, job_queue: str, status: str) -> list[BatchJobState]:
+        pages = self._aws.get_paginator("list_jobs").paginate(
+            jobQueue=job_queue, jobStatus=status, PaginationConfig={"PageSize": LIST_JOBS_PAGE}
+        )
+        # A summary does not name its queue: the listing does.
+        return [
+            BatchJobState.from_batch(summary | {"jobQueue": job_queue})
+            for page in pages
+            for summary in page["jobSummaryList"]
+        ]
+
     def terminate_job(self, job_id: str, reason: str) -> None:
         self._aws.terminate_job(jobId=job_id, reason=reason)
 
@@ -82,6 +94,15 @@ class BatchPoolsAdapter(ClientAdapter):
             for page in pages
             for environment in page["computeEnvironments"]
             if environment["computeEnvironmentName"].startswith(prefix + "-")
+        ]
+
+    def job_queues(self, prefix: str) -> list[str]:
+        pages = self._aws.get_paginator("describe_job_queues").paginate()
+        return [
+            str(queue["jobQueueName"])
+            for page in pages
+            for queue in page["jobQueues"]
+            if queue["jobQueueName"].startswith(prefix + "-")
         ]
 
     def create_compute_environment(self, spec: dict[str, Any]) -> None:

@@ -72,6 +72,9 @@ def _settings(variables: tuple[tuple[str, str], ...], region: str) -> Settings:
         sweep_function_name=env.get(c.ENV_SWEEP_FUNCTION, ""),
         registration_grace_seconds=float(env.get(c.ENV_REGISTRATION_GRACE_SECONDS, "600")),
         launch_grace_seconds=float(env.get(c.ENV_LAUNCH_GRACE_SECONDS, "600")),
+        terminate_unregistered=env.get(c.ENV_TERMINATE_UNREGISTERED, "true").lower() == "true",
+        deregister_disconnected=env.get(c.ENV_DEREGISTER_DISCONNECTED, "true").lower() == "true",
+        cancel_stuck_after_minutes=float(env.get(c.ENV_CANCEL_STUCK_AFTER_MINUTES, "1440")),
     )
 
 

@@ -12,7 +12,17 @@ from functions.shared.domain.batch import ContainerInstanceState, Ec2InstanceSta
 from functions.shared.domain.pools import POOL_TAG
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
-IAM_ACTIONS = ("ec2:DescribeInstances", "ecs:ListContainerInstances", "ecs:DescribeContainerInstances")
+IAM_ACTIONS = (
+    "ec2:DescribeInstances",
+    "ec2:DescribeTags",
+    "ecs:ListContainerInstances",
+    "ecs:DescribeContainerInstances",
+    # The sweep's remediation: instances that never registered, container instances whose agent left.
+    "ec2:TerminateInstances",
+    "ecs:DeregisterContainerInstance",
+)
+FILTER_VALUES = 200  # values per EC2 filter
+TERMINATE_PAGE = 1000  # TerminateInstances takes at most 1000 ids
 DESCRIBE_PAGE = 100  # DescribeContainerInstances takes at most 100
 
 
@@ -29,24 +39,38 @@ class Ec2EcsFleet(ClientAdapter):
     def _ecs(self) -> Any:
         return self._ecs_given or client("ecs")
 
-    def instances(self, pools: list[str]) -> dict[str, list[Ec2InstanceState]]:
-        """Live instances of each pool, in one paginated DescribeInstances."""
+    def instances(self, pools: list[str], instance_ids: list[str] | None = None) -> dict[str, list[Ec2InstanceState]]:
+        """Live instances of each pool (or only those of `instance_ids`), in one paginated DescribeInstances."""
         found: dict[str, list[Ec2InstanceState]] = {pool: [] for pool in pools}
-        if not pools:
+        if not pools or instance_ids == []:
             return found
-        pages = self._aws.get_paginator("describe_instances").paginate(
-            Filters=[
-                {"Name": f"tag:{POOL_TAG}", "Values": pools},
-                {"Name": "instance-state-name", "Values": ["pending", "running"]},
-            ]
-        )
-        for page in pages:
+        filters = [
+            {"Name": f"tag:{POOL_TAG}", "Values": pools},
+            {"Name": "instance-state-name", "Values": ["pending", "running"]},
+        ]
+        if instance_ids is not None:
+            filters.append({"Name": "instance-id", "Values": instance_ids})
+        for page in self._aws.get_paginator("describe_instances").paginate(Filters=filters):
             for reservation in page["Reservations"]:
                 for instance in reservation["Instances"]:
                     pool = next((t["Value"] for t in instance.get("Tags", []) if t["Key"] == POOL_TAG), None)
                     if pool in found:
                         found[pool].append(Ec2InstanceState.from_ec2(instance))
         return found
+
+    def tagged_instances(self, pools: list[str]) -> dict[str, str]:
+        """instance id -> pool, for every instance carrying a pool's tag (DescribeTags: ids only, cheap)."""
+        tagged: dict[str, str] = {}
+        for start in range(0, len(pools), FILTER_VALUES):
+            pages = self._aws.get_paginator("describe_tags").paginate(
+                Filters=[
+                    {"Name": "resource-type", "Values": ["instance"]},
+                    {"Name": "key", "Values": [POOL_TAG]},
+                    {"Name": "value", "Values": pools[start : start + FILTER_VALUES]},
+                ]
+            )
+            tagged |= {tag["ResourceId"]: tag["Value"] for page in pages for tag in page["Tags"]}
+        return tagged
 
     def container_instances(self, cluster_arn: str) -> list[ContainerInstanceState]:
         arns = [
@@ -63,12 +87,32 @@ class Ec2EcsFleet(ClientAdapter):
         return described
 
     def fleets(self, pools: dict[str, str | None]) -> dict[str, FleetState]:
-        """pool -> its fleet, for pools given with their cluster ARN (None: no cluster yet)."""
-        instances = self.instances(sorted(pools))
+        """pool -> its fleet, for pools given with their cluster ARN (None: no cluster yet).
+
+        ECS describes every registered instance (type, zone, GPUs, agent); EC2 is asked only about the
+        tagged instances ECS does not know, which are the ones a diagnosis is about. A healthy fleet of any
+        size costs one DescribeTags and two ECS calls per pool.
+        """
+        containers = {pool: self.container_instances(cluster) if cluster else [] for pool, cluster in pools.items()}
+        registered = {c.ec2_instance_id for found in containers.values() for c in found if c.registered}
+        tagged = self.tagged_instances(sorted(pools))
+        unknown = sorted(instance_id for instance_id in tagged if instance_id not in registered)
+        described = self.instances(sorted(pools), unknown)
         return {
             pool: FleetState(
-                instances=instances.get(pool, []),
-                container_instances=self.container_instances(cluster) if cluster else [],
+                instances=described.get(pool, [])
+                + [Ec2InstanceState.from_container_instance(c) for c in containers[pool] if c.registered],
+                container_instances=containers[pool],
             )
-            for pool, cluster in pools.items()
+            for pool in pools
         }
+
+    def terminate_instances(self, instance_ids: list[str]) -> None:
+        for start in range(0, len(instance_ids), TERMINATE_PAGE):
+            self._aws.terminate_instances(InstanceIds=instance_ids[start : start + TERMINATE_PAGE])
+
+    def deregister_container_instance(self, cluster_arn: str, container_instance_arn: str) -> None:
+        # force: Batch's tasks on it (if any) are orphaned rather than keeping a dead instance registered.
+        self._ecs.deregister_container_instance(
+            cluster=cluster_arn, containerInstance=container_instance_arn, force=True
+        )

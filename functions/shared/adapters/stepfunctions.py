@@ -33,7 +33,12 @@ class StepFunctionsWorkflow(ClientAdapter):
         return str(response["executionArn"])
 
     def stop_execution(self, execution_arn: str, error: str, cause: str) -> None:
-        self._aws.stop_execution(executionArn=execution_arn, error=error, cause=cause)
+        try:
+            self._aws.stop_execution(executionArn=execution_arn, error=error, cause=cause)
+        except ClientError as failure:
+            # An execution that is gone (expired from history, or never started) is as stopped as it gets.
+            if failure.response.get("Error", {}).get("Code") != "ExecutionDoesNotExist":
+                raise
 
     def send_task_success(self, token: str, output: str) -> bool:
         try:

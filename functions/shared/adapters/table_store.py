@@ -78,9 +78,12 @@ class DynamoHealthStore(_Table):
                   ExpressionAttributeNames={"#pk": c.TABLE_PK})  # fmt: skip
 
     def save_report(self, report: HealthReport) -> None:
-        """Store the sweep's report, and make it the latest unless a newer sweep finished first."""
+        """Store the sweep's report, and make it the latest unless a newer sweep finished first (a FAILED
+        sweep is kept by its id only: the latest findings stay the last complete sweep's)."""
         assert report.sweep_id is not None and report.swept_at is not None
         self._put(self._item(_sweep_key(report.sweep_id), report))
+        if report.status != SweepStatus.COMPLETE:
+            return
         self._put(
             self._item(LATEST_KEY, report) | {"swept_at": {"S": report.swept_at}},
             ConditionExpression="attribute_not_exists(swept_at) OR swept_at < :at",

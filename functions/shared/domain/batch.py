@@ -142,6 +142,17 @@ class Ec2InstanceState(BaseModel):
             spot=instance.get("InstanceLifecycle") == "spot",
         )
 
+    @classmethod
+    def from_container_instance(cls, container: ContainerInstanceState) -> Ec2InstanceState:
+        """A registered instance as ECS shows it (its agent runs, so the instance does)."""
+        return cls(
+            instance_id=container.ec2_instance_id,
+            instance_type=container.instance_type,
+            state="running",
+            launched_at=container.registered_at,
+            zone=container.zone,
+        )
+
     @property
     def alive(self) -> bool:
         return self.state in ("pending", "running")
@@ -156,6 +167,12 @@ class ContainerInstanceState(BaseModel):
     agent_connected: bool = False
     gpus: int = Field(default=0, description="GPUs registered with ECS (0: registered without GPU resources)")
     registered_at: str | None = None
+    instance_type: str = Field(default="", description="ECS's ecs.instance-type attribute")
+    zone: str = Field(default="", description="ECS's ecs.availability-zone attribute")
+
+    @property
+    def registered(self) -> bool:
+        return self.status in ("ACTIVE", "DRAINING")
 
     @classmethod
     def from_ecs(cls, container_instance: dict[str, Any]) -> ContainerInstanceState:
@@ -165,7 +182,10 @@ class ContainerInstanceState(BaseModel):
             0,
         )  # fmt: skip
         registered = container_instance.get("registeredAt")
+        attributes = {a.get("name"): a.get("value") for a in container_instance.get("attributes") or []}
         return cls(
+            instance_type=str(attributes.get("ecs.instance-type") or ""),
+            zone=str(attributes.get("ecs.availability-zone") or ""),
             arn=str(container_instance.get("containerInstanceArn") or ""),
             ec2_instance_id=str(container_instance.get("ec2InstanceId") or ""),
             status=str(container_instance.get("status") or ""),

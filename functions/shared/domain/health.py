@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 from functions.shared.domain.batch import BatchJobState, ComputeEnvironmentState
-from functions.shared.domain.diagnosis import StuckJobSnapshot, diagnose, invalid_environment
+from functions.shared.domain.diagnosis import (
+    DISCONNECTED_RECOMMENDATION,
+    GPU_LESS_RECOMMENDATION,
+    UNREGISTERED_RECOMMENDATION,
+    Diagnosis,
+    invalid_environment,
+)
+from functions.shared.domain.fleet import FleetAnalysis
 from functions.shared.domain.records import AttemptRecord
-from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.views import Finding, HealthReport
 from functions.shared.domain.vocabulary import DiagnosisCategory, FindingKind, Severity, SweepStatus
 
+MAX_LISTED = 50  # jobs or instances named in one finding (the count is always whole)
+FLEET_PROBLEMS = (
+    ("unregistered", FindingKind.ECS_AGENT_NOT_REGISTERED, UNREGISTERED_RECOMMENDATION),
+    ("gpu_less", FindingKind.GPU_NOT_REGISTERED, GPU_LESS_RECOMMENDATION),
+    ("disconnected", FindingKind.AGENT_DISCONNECTED, DISCONNECTED_RECOMMENDATION),
+)
 SEVERITY = {
     DiagnosisCategory.WAITING_FOR_SCALE_UP: Severity.INFO,
     DiagnosisCategory.MAX_VCPUS_REACHED: Severity.WARNING,
@@ -22,24 +34,75 @@ def missed_event(attempt: AttemptRecord, batch_job: BatchJobState) -> bool:
     return batch_job.status != recorded
 
 
-def stuck_finding(
-    job_id: str, request: JobRequest, batch_job: BatchJobState, environment: ComputeEnvironmentState, at: str
-) -> Finding | None:
-    """A finding for a job RUNNABLE past its own stuck_after_minutes, or None."""
-    if batch_job.status != "RUNNABLE":
-        return None
-    snapshot = StuckJobSnapshot(job=batch_job, environment=environment, at=at)
-    if snapshot.runnable_seconds < request.stuck_after_minutes * 60:
-        return None
-    diagnosis = diagnose(snapshot)
-    return Finding(
-        kind=diagnosis.category,
-        severity=SEVERITY.get(diagnosis.category, Severity.CRITICAL),
-        resource=batch_job.job_queue or "unknown",
-        jobs=[job_id],
-        evidence=diagnosis.evidence | {"reason": diagnosis.reason},
-        recommendation=diagnosis.recommendation,
-    )
+class StuckTally:
+    """The stuck jobs one diagnosis stands for (the first MAX_LISTED named, all counted), as one finding."""
+
+    def __init__(self, diagnosis: Diagnosis, pool: str) -> None:
+        self.diagnosis, self.pool = diagnosis, pool
+        self.jobs: list[str] = []
+        self.count = self.foreign = 0
+        self.past_limit: list[BatchJobState] = []
+
+    def add(self, job_id: str, foreign: bool) -> None:
+        self.count += 1
+        self.foreign += foreign
+        if len(self.jobs) < MAX_LISTED:
+            self.jobs.append(job_id)
+
+    def finding(self) -> Finding:
+        diagnosis = self.diagnosis
+        return Finding(
+            kind=diagnosis.category,
+            severity=SEVERITY.get(diagnosis.category, Severity.CRITICAL),
+            resource=self.pool,
+            jobs=self.jobs,
+            evidence=diagnosis.evidence
+            | {"reason": diagnosis.reason, "jobs_stuck": self.count, "foreign_jobs": self.foreign},
+            recommendation=diagnosis.recommendation,
+        )
+
+
+def grouped(findings: list[Finding]) -> list[Finding]:
+    """One finding per (pool, kind): its jobs listed (the first MAX_LISTED), the first one's evidence kept."""
+    groups: dict[tuple[str, FindingKind], Finding] = {}
+    counts: dict[tuple[str, FindingKind], int] = {}
+    for finding in findings:
+        key = (finding.resource, finding.kind)
+        counts[key] = counts.get(key, 0) + int(finding.evidence.get("jobs_stuck", len(finding.jobs)))
+        if key not in groups:
+            groups[key] = finding.model_copy(deep=True)
+        else:
+            merged = groups[key]
+            merged.jobs += finding.jobs[: MAX_LISTED - len(merged.jobs)]
+            merged.evidence["foreign_jobs"] = merged.evidence.get("foreign_jobs", 0) + finding.evidence.get(
+                "foreign_jobs", 0
+            )
+    for key, finding in groups.items():
+        finding.evidence["jobs_stuck"] = counts[key]
+    return list(groups.values())
+
+
+def fleet_findings(pool: ComputeEnvironmentState, analysis: FleetAnalysis) -> list[Finding]:
+    """The pool's instances that cannot run jobs: never registered, registered without GPUs, disconnected."""
+    found = []
+    for attribute, kind, recommendation in FLEET_PROBLEMS:
+        instances = getattr(analysis, attribute)
+        if instances:
+            found.append(
+                Finding(
+                    kind=kind,
+                    severity=Severity.CRITICAL,
+                    resource=pool.name,
+                    instances=[i.instance_id for i in instances],
+                    evidence={
+                        "instances": [i.model_dump(exclude_none=True) for i in instances[:MAX_LISTED]],
+                        "count": len(instances),
+                        "oldest_seconds": max(i.age_seconds for i in instances),
+                    },
+                    recommendation=recommendation,
+                )
+            )
+    return found
 
 
 def invalid_environment_finding(environment: ComputeEnvironmentState) -> Finding | None:

@@ -34,3 +34,13 @@ class Settings(BaseModel):
     launch_grace_seconds: float = Field(
         default=600, gt=0, description="A RUNNABLE job without any instance this long: none is being launched"
     )
+    # The sweep's remediation (safe defaults: what it undoes is only ever waste or a dead registration).
+    terminate_unregistered: bool = Field(
+        default=True, description="Terminate pool instances that never registered with ECS past the grace period"
+    )
+    deregister_disconnected: bool = Field(
+        default=True, description="Deregister container instances whose ECS agent disconnected"
+    )
+    cancel_stuck_after_minutes: float = Field(
+        default=1440, ge=0, description="Cancel a job RUNNABLE this long, with the diagnosis as reason (0: never)"
+    )

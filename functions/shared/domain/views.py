@@ -89,6 +89,7 @@ class HealthReport(BaseModel):
     swept_at: str | None = None
     findings: list[Finding]
     summary: dict[str, int]
+    error: str | None = Field(default=None, description="Why a FAILED sweep failed")
 
 
 class SweepStarted(BaseModel):

@@ -137,3 +137,7 @@ class MetricName(StrEnum):
     STUCK_JOBS = "StuckJobs"
     INVALID_COMPUTE_ENVIRONMENTS = "InvalidComputeEnvironments"
     RECONCILED_EVENTS = "ReconciledEvents"
+    UNREGISTERED_INSTANCES = "UnregisteredInstances"
+    GPU_LESS_INSTANCES = "GpuLessInstances"
+    DISCONNECTED_AGENTS = "DisconnectedAgents"
+    REMEDIATIONS = "RemediationActions"

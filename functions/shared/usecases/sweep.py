@@ -8,20 +8,32 @@ from __future__ import annotations
 
 import uuid
 
-from functions.shared.domain.batch import BatchJobEvent, BatchJobState, ComputeEnvironmentState
-from functions.shared.domain.clock import now_iso
+from functions.shared.domain.batch import ComputeEnvironmentState, FleetState
+from functions.shared.domain.clock import now_iso, seconds_between
+from functions.shared.domain.diagnosis import SCALE_UP_GRACE_SECONDS, StuckJobSnapshot, diagnose
+from functions.shared.domain.fleet import analyse_fleet
 from functions.shared.domain.health import (
+    StuckTally,
+    fleet_findings,
+    grouped,
     invalid_environment_finding,
-    missed_event,
     report,
-    stuck_finding,
 )
-from functions.shared.domain.records import AttemptRecord, JobRecord
+from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.views import Finding, HealthReport, SweepStarted
-from functions.shared.domain.vocabulary import FindingKind, MetricName, Severity
-from functions.shared.observability import logger
+from functions.shared.domain.vocabulary import BatchStatus, FindingKind, MetricName, Severity, SweepStatus
 from functions.shared.ports import Ports
-from functions.shared.usecases.track import record_batch_event, resume
+from functions.shared.usecases.evidence import read_snapshot
+from functions.shared.usecases.remediate import cancel_past_limit, remediate_fleet
+from functions.shared.usecases.sweep_jobs import SweptJobs, sweep_jobs
+
+# Jobs others submitted into GPU Pilot's queues have no stuck_after of their own.
+DEFAULT_STUCK_AFTER_MINUTES = JobRequest.model_fields["stuck_after_minutes"].default
+FLEET_METRICS = {
+    FindingKind.ECS_AGENT_NOT_REGISTERED: MetricName.UNREGISTERED_INSTANCES,
+    FindingKind.GPU_NOT_REGISTERED: MetricName.GPU_LESS_INSTANCES,
+    FindingKind.AGENT_DISCONNECTED: MetricName.DISCONNECTED_AGENTS,
+}
 
 
 def new_sweep_id() -> str:
@@ -45,42 +57,102 @@ def health(sweep_id: str | None, ports: Ports) -> HealthReport:
 
 
 def run_sweep(sweep_id: str | None, ports: Ports) -> HealthReport:
-    """Replay missed Batch events, find stuck jobs and INVALID pools, record and emit them."""
+    """Every GPU Pilot pool: its fleet, its queue's live jobs (ours and others'), the records of unfinished
+    jobs; find what is stuck or broken, act where it is safe, record and emit it all.
+
+    A sweep that fails is recorded FAILED with the error (so whoever waits on it stops waiting), then raised
+    (so Lambda retries it and, in the end, its on-failure queue keeps it)."""
     sweep_id = sweep_id or new_sweep_id()
-    environments = {e.name: e for e in ports.pools.compute_environments(ports.settings.resource_prefix)}
-    latest: dict[str, tuple[JobRecord, AttemptRecord]] = {}
-    for record in ports.jobs.active_jobs():
-        found = record.latest_attempt()
-        if found is not None and found[1].batch_job_id:
-            latest[found[1].batch_job_id] = (record, found[1])
-    findings: list[Finding] = [f for f in map(invalid_environment_finding, environments.values()) if f]
-    reconciled = 0
+    try:
+        return _sweep(sweep_id, ports)
+    except Exception as error:
+        failed = HealthReport(
+            sweep_id=sweep_id,
+            status=SweepStatus.FAILED,
+            swept_at=now_iso(),
+            findings=[],
+            summary={"findings": 0},
+            error=f"{type(error).__name__}: {error}"[:1000],
+        )
+        ports.health.save_report(failed)
+        raise
+
+
+def _sweep(sweep_id: str, ports: Ports) -> HealthReport:
     at = now_iso()
-    for batch_job in ports.batch.describe_jobs(list(latest)):
-        record, attempt = latest[batch_job.job_id]
-        try:
-            reconciled += _reconcile(record, attempt, batch_job, at, ports)
-        except Exception:
-            # One job's trouble must not stop the sweep of the others.
-            logger.exception("could not reconcile job", extra={"job_id": record.job_id})
-        environment = environments.get(attempt.job_queue) or ComputeEnvironmentState(name=attempt.job_queue)
-        finding = stuck_finding(record.job_id, record.request, batch_job, environment, at)
-        if finding:
+    settings = ports.settings
+    pools = {e.name: e for e in ports.pools.compute_environments(settings.resource_prefix)}
+    fleets = ports.fleet.fleets({name: e.ecs_cluster_arn for name, e in pools.items() if e.ecs_cluster_arn})
+    swept = sweep_jobs(ports.pools.job_queues(settings.resource_prefix), at, ports)
+    instance_vcpus = {name: gpu.vcpus for name, gpu in ports.catalog.gpu_types().items()}
+    findings: list[Finding] = [f for f in map(invalid_environment_finding, pools.values()) if f]
+    for name, fleet in fleets.items():
+        analysis = analyse_fleet(fleet, at, instance_vcpus, settings.registration_grace_seconds)
+        zones = {i.instance_id: i.zone for i in fleet.instances}
+        for finding in fleet_findings(pools[name], analysis):
+            remediate_fleet(finding, pools[name], zones, ports)
             findings.append(finding)
-    result = report(sweep_id, at, findings, reconciled)
+            ports.metrics.add_for_pool(FLEET_METRICS[finding.kind], name, len(finding.instances))
+    findings += _stuck_findings(swept, pools, fleets, at, ports)
+    result = report(sweep_id, at, findings, swept.reconciled)
+    result.summary["vanished_jobs"] = len(swept.vanished)
+    result.summary["live_jobs"] = len(swept.live)
     ports.health.save_report(result)
-    ports.metrics.add(MetricName.STUCK_JOBS, sum(1 for f in findings if f.jobs and f.severity != Severity.INFO))
+    _emit(findings, swept.reconciled, ports)
+    return result
+
+
+def _stuck_findings(
+    swept: SweptJobs, pools: dict[str, ComputeEnvironmentState], fleets: dict[str, FleetState], at: str, ports: Ports
+) -> list[Finding]:
+    """Jobs RUNNABLE past their stuck_after (GPU Pilot's) or the default (others'), one finding per pool and cause.
+
+    A diagnosis depends on the job only through its statusReason and how long it has waited against the
+    diagnosis' thresholds, so one diagnosis per pool, reason and threshold side serves all the jobs that share
+    them: the sweep's cost per job is a lookup, whatever the number of jobs.
+    """
+    snapshots: dict[str, StuckJobSnapshot] = {}
+    tallies: dict[tuple[str, str | None, bool, bool], StuckTally] = {}
+    limit_seconds = ports.settings.cancel_stuck_after_minutes * 60
+    launch_grace = ports.settings.launch_grace_seconds
+    for batch_job in swept.live.values():
+        if batch_job.status != BatchStatus.RUNNABLE or not batch_job.created_at:
+            continue
+        owner = swept.owners.get(batch_job.job_id)
+        waited = seconds_between(batch_job.created_at, at)
+        if waited < (owner.request.stuck_after_minutes if owner else DEFAULT_STUCK_AFTER_MINUTES) * 60:
+            continue
+        pool = batch_job.job_queue.rsplit("/", 1)[-1]
+        key = (pool, batch_job.status_reason, waited >= SCALE_UP_GRACE_SECONDS, waited >= launch_grace)
+        tally = tallies.get(key)
+        if tally is None:
+            if pool not in snapshots:
+                environment = pools.get(pool) or ComputeEnvironmentState(name=pool)
+                snapshots[pool] = read_snapshot(batch_job, environment, fleets.get(pool), at, ports)
+            snapshot = snapshots[pool].model_copy(update={"job": batch_job})
+            tally = tallies[key] = StuckTally(diagnose(snapshot), snapshots[pool].environment.name)
+        tally.add(owner.job_id if owner else batch_job.job_id, owner is None)
+        if limit_seconds and waited >= limit_seconds:
+            tally.past_limit.append(batch_job)
+    findings = grouped([tally.finding() for tally in tallies.values()])
+    for finding in findings:
+        group = (finding.resource, finding.kind)
+        past_limit = [job for t in tallies.values() if (t.pool, t.diagnosis.category) == group for job in t.past_limit]
+        if past_limit:
+            cancel_past_limit(finding, past_limit, ports)
+    return findings
+
+
+def _emit(findings: list[Finding], reconciled: int, ports: Ports) -> None:
+    """Service-wide counts (alarmed), and the stuck jobs per pool."""
+    stuck = [f for f in findings if f.jobs and f.severity != Severity.INFO]
+    ports.metrics.add(MetricName.STUCK_JOBS, sum(int(f.evidence.get("jobs_stuck", len(f.jobs))) for f in stuck))
+    for finding in stuck:
+        ports.metrics.add_for_pool(MetricName.STUCK_JOBS, finding.resource, finding.evidence.get("jobs_stuck", 1))
     ports.metrics.add(
         MetricName.INVALID_COMPUTE_ENVIRONMENTS,
         sum(1 for f in findings if f.kind == FindingKind.COMPUTE_ENVIRONMENT_INVALID),
     )
+    for kind, metric in FLEET_METRICS.items():
+        ports.metrics.add(metric, sum(len(f.instances) for f in findings if f.kind == kind))
     ports.metrics.add(MetricName.RECONCILED_EVENTS, reconciled)
-    return result
-
-
-def _reconcile(record: JobRecord, attempt: AttemptRecord, batch_job: BatchJobState, at: str, ports: Ports) -> int:
-    """1 when the sweep caught up on something the events missed: a status, or a lost SendTaskSuccess."""
-    if missed_event(attempt, batch_job):
-        record_batch_event(BatchJobEvent(at=at, job=batch_job), ports)
-        return 1
-    return 1 if resume(record, ports) else 0

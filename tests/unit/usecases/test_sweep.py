@@ -72,3 +72,149 @@ def test_an_invalid_pool_is_a_finding(ports):
     result = run_sweep(None, ports)
     assert result.summary["COMPUTE_ENVIRONMENT_INVALID"] == 1
     assert ports.metrics.total(MetricName.INVALID_COMPUTE_ENVIRONMENTS) == 1
+
+
+# -- the fleet and its remediation ------------------------------------------------------------------
+POOL = "gpupilot-od-x8664-g4dn-xlarge"
+CLUSTER = "arn:aws:ecs:us-east-1:123456789012:cluster/OnDemand_Batch_1"
+LONG_AGO = "2026-01-01T00:00:00.000Z"
+LONG_AGO_MS = 1_767_225_600_000
+
+
+def pool(ports, **settings_overrides):
+    """A VALID pool of g4dn.xlarge with its queue (and the settings overridden)."""
+    ports.pools.environments[POOL] = {
+        "computeEnvironmentName": POOL,
+        "computeEnvironmentArn": f"arn:aws:batch:us-east-1:123456789012:compute-environment/{POOL}",
+        "status": "VALID",
+        "ecsClusterArn": CLUSTER,
+        "computeResources": {"type": "EC2", "instanceTypes": ["g4dn.xlarge"], "maxvCpus": 256},
+    }
+    ports.pools.queues[POOL] = {"jobQueueName": POOL, "status": "VALID"}
+    if settings_overrides:
+        object.__setattr__(ports, "settings", ports.settings.model_copy(update=settings_overrides))
+    return ports
+
+
+def test_instances_that_never_registered_are_a_finding_terminated_and_their_offering_remembered(ports):
+    # Given a pool instance running for months that never joined its cluster
+    pool(ports)
+    ports.fleet.launch(POOL, "i-never", launched_at=LONG_AGO)
+
+    # When the sweep runs
+    result = run_sweep(None, ports)
+
+    # Then it is named, terminated, its offering skipped by new selections, and counted for the pool
+    [finding] = [f for f in result.findings if f.kind == "ECS_AGENT_NOT_REGISTERED"]
+    assert (finding.resource, finding.instances) == (POOL, ["i-never"])
+    assert "terminated 1 instance(s)" in finding.action
+    assert ports.fleet.terminated == ["i-never"]
+    assert "on-demand:g4dn.xlarge:us-east-1a" in ports.offerings.unavailable_offerings()
+    assert ports.metrics.total(MetricName.UNREGISTERED_INSTANCES) == 1
+    assert ports.metrics.by_pool[(MetricName.UNREGISTERED_INSTANCES, POOL)] == 1
+
+
+def test_with_remediation_switched_off_the_sweep_only_reports(ports):
+    # Given the same instance, and a deployment that does not let the sweep terminate instances
+    pool(ports, terminate_unregistered=False)
+    ports.fleet.launch(POOL, "i-never", launched_at=LONG_AGO)
+
+    # When / Then
+    [finding] = [f for f in run_sweep(None, ports).findings if f.kind == "ECS_AGENT_NOT_REGISTERED"]
+    assert ports.fleet.terminated == [] and "terminated" not in (finding.action or "")
+
+
+def test_a_disconnected_agent_is_deregistered_and_gpu_less_instances_are_reported(ports):
+    # Given one instance whose agent disconnected and one registered without its GPU
+    pool(ports)
+    ports.fleet.launch(POOL, "i-gone", launched_at=LONG_AGO)
+    ports.fleet.register(CLUSTER, "i-gone", connected=False)
+    ports.fleet.launch(POOL, "i-nogpu", launched_at=LONG_AGO)
+    ports.fleet.register(CLUSTER, "i-nogpu", gpus=0)
+
+    # When
+    result = run_sweep(None, ports)
+
+    # Then
+    kinds = {f.kind: f for f in result.findings}
+    assert kinds["AGENT_DISCONNECTED"].instances == ["i-gone"]
+    assert ports.fleet.deregistered == ["arn:aws:ecs:us-east-1:123456789012:container-instance/i-gone"]
+    assert kinds["GPU_NOT_REGISTERED"].instances == ["i-nogpu"]
+    assert ports.metrics.total(MetricName.GPU_LESS_INSTANCES) == 1
+    assert ports.metrics.total(MetricName.DISCONNECTED_AGENTS) == 1
+
+
+def test_a_job_someone_else_submitted_into_a_gpupilot_queue_is_swept_and_cancelled_past_the_hard_limit(ports):
+    # Given a foreign job RUNNABLE for months for lack of capacity
+    pool(ports)
+    reason = "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY - none"
+    ports.batch.jobs["foreign-1"] = {
+        "jobId": "foreign-1",
+        "jobName": "someone",
+        "jobQueue": POOL,
+        "status": "RUNNABLE",
+        "statusReason": reason,
+        "createdAt": LONG_AGO_MS,
+    }
+
+    # When the sweep runs
+    result = run_sweep(None, ports)
+
+    # Then it is a finding of its pool, and it was cancelled with the diagnosis as Batch's reason
+    [finding] = [f for f in result.findings if f.jobs]
+    assert (finding.kind, finding.resource, finding.jobs) == ("INSUFFICIENT_CAPACITY", POOL, ["foreign-1"])
+    assert finding.evidence["foreign_jobs"] == 1
+    assert "cancelled 1 job(s)" in finding.action
+    assert ports.batch.terminated == [("foreign-1", "GPU Pilot: RUNNABLE past 1440 minutes: INSUFFICIENT_CAPACITY")]
+    assert ports.metrics.total(MetricName.STUCK_JOBS) == 1
+
+
+def test_a_record_whose_batch_job_vanished_is_failed_and_its_workflow_stopped(ports):
+    # Given a running job whose Batch job Batch no longer knows
+    submitted(ports)
+    (batch_job_id,) = ports.batch.jobs
+    ports.jobs.set_execution_arn(JOB_ID, "arn:aws:states:us-east-1:123456789012:execution:GpuJob:x")
+    del ports.batch.jobs[batch_job_id]
+
+    # When
+    result = run_sweep(None, ports)
+
+    # Then
+    record = ports.jobs.get_job(JOB_ID)
+    assert record.status == JobStatus.FAILED and batch_job_id in record.error
+    assert ports.workflow.stopped == ["arn:aws:states:us-east-1:123456789012:execution:GpuJob:x"]
+    assert result.summary["vanished_jobs"] == 1
+
+
+def test_the_sweep_lists_each_queue_by_status_and_never_describes_a_listed_job(ports):
+    # Given a RUNNABLE GPU Pilot job, listed by Batch
+    submitted(ports)
+    (batch_job_id,) = ports.batch.jobs
+    ports.batch.set_status(batch_job_id, "RUNNABLE")
+    queue = ports.batch.jobs[batch_job_id]["jobQueue"]
+    ports.pools.queues[queue] = {"jobQueueName": queue, "status": "VALID"}
+    described: list[list[str]] = []
+    original = ports.batch.describe_jobs
+    ports.batch.describe_jobs = lambda ids: described.append(ids) or original(ids)  # type: ignore[method-assign]
+
+    # When / Then
+    run_sweep(None, ports)
+    assert sorted(ports.batch.listed) == [(queue, "RUNNABLE"), (queue, "RUNNING"), (queue, "STARTING")]
+    assert described == []
+
+
+def test_a_sweep_that_fails_is_recorded_failed_with_its_error_and_raised(ports):
+    # Given a sweep started by the API, and Batch failing under it
+    started = start_sweep(ports)
+
+    def refuse(prefix):
+        raise RuntimeError("Batch is down")
+
+    ports.pools.compute_environments = refuse  # type: ignore[method-assign]
+
+    # When / Then: the error reaches Lambda (retries, on-failure queue), and whoever waits sees it
+    with pytest.raises(RuntimeError):
+        run_sweep(started.sweep_id, ports)
+    failed = health(started.sweep_id, ports)
+    assert (failed.status, failed.error) == (SweepStatus.FAILED, "RuntimeError: Batch is down")
+    assert health(None, ports).swept_at is None

@@ -1,0 +1,76 @@
+"""The sweep's remediation: what it does about a finding, each action written into the finding itself.
+
+Safe by default and each switchable (settings): terminate pool instances that never registered with ECS
+past the grace period (they cost money and can never run a job), deregister container instances whose
+agent disconnected (Batch stops placing jobs on them only then), remember a pool whose instances fail to
+register as an unavailable offering (new jobs' selections skip it for the TTL), and cancel jobs RUNNABLE
+past the hard limit with the diagnosis as the reason.
+"""
+
+from __future__ import annotations
+
+from functions.shared.domain.batch import BatchJobState, ComputeEnvironmentState
+from functions.shared.domain.selection import UNAVAILABLE_TTL_SECONDS, offering_key
+from functions.shared.domain.views import Finding
+from functions.shared.domain.vocabulary import CapacityType, FindingKind, MetricName
+from functions.shared.observability import logger
+from functions.shared.ports import Ports
+
+REGISTRATION_FAILURES = (FindingKind.ECS_AGENT_NOT_REGISTERED, FindingKind.GPU_NOT_REGISTERED)
+
+
+def remediate_fleet(finding: Finding, pool: ComputeEnvironmentState, zones: dict[str, str], ports: Ports) -> None:
+    """Act on one fleet finding of the pool; `zones` is instance id -> zone, for the offerings remembered."""
+    settings = ports.settings
+    done: list[str] = []
+    try:
+        if finding.kind in REGISTRATION_FAILURES:
+            _remember_offerings(finding, pool, zones, ports)
+            done.append(f"remembered {pool.name}'s offerings as unavailable")
+        if finding.kind == FindingKind.ECS_AGENT_NOT_REGISTERED and settings.terminate_unregistered:
+            ports.fleet.terminate_instances(finding.instances)
+            done.append(f"terminated {len(finding.instances)} instance(s) that never registered")
+        if finding.kind == FindingKind.AGENT_DISCONNECTED and settings.deregister_disconnected and pool.ecs_cluster_arn:
+            for item in finding.evidence.get("instances", []):
+                if item.get("container_instance"):
+                    ports.fleet.deregister_container_instance(pool.ecs_cluster_arn, item["container_instance"])
+            done.append(f"deregistered {len(finding.instances)} container instance(s) whose agent disconnected")
+    except Exception as error:
+        logger.exception("remediation failed", extra={"pool": pool.name, "kind": finding.kind.value})
+        done.append(f"remediation failed: {type(error).__name__}")
+    _record(finding, done, ports)
+
+
+def cancel_past_limit(finding: Finding, jobs: list[BatchJobState], ports: Ports) -> None:
+    """Cancel the finding's jobs that are RUNNABLE past the hard limit, with the diagnosis as Batch's reason."""
+    limit_minutes = ports.settings.cancel_stuck_after_minutes
+    if not limit_minutes:
+        return
+    reason = f"GPU Pilot: RUNNABLE past {limit_minutes:g} minutes: {finding.kind.value}"
+    cancelled = 0
+    for job in jobs:
+        try:
+            ports.batch.terminate_job(job.job_id, reason[:1024])
+            cancelled += 1
+        except Exception:
+            logger.exception("could not cancel a stuck job", extra={"batch_job_id": job.job_id})
+    if cancelled:
+        _record(finding, [f"cancelled {cancelled} job(s) RUNNABLE past {limit_minutes:g} minutes"], ports)
+
+
+def _remember_offerings(finding: Finding, pool: ComputeEnvironmentState, zones: dict[str, str], ports: Ports) -> None:
+    capacity = CapacityType.SPOT if pool.spot else CapacityType.ON_DEMAND
+    offerings = {
+        offering_key(capacity, item["instance_type"], zones[item["instance_id"]])
+        for item in finding.evidence.get("instances", [])
+        if zones.get(item["instance_id"])
+    }
+    for key in sorted(offerings):
+        ports.offerings.remember_unavailable(key, finding.kind.value, UNAVAILABLE_TTL_SECONDS)
+
+
+def _record(finding: Finding, done: list[str], ports: Ports) -> None:
+    if not done:
+        return
+    finding.action = "; ".join(filter(None, [finding.action, *done]))
+    ports.metrics.add(MetricName.REMEDIATIONS, len(done))

@@ -1,0 +1,207 @@
+"""The local cloud's GPU fleet on moto's own Batch, EC2 and ECS, ticked by hand on its timeline clock."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from functions.shared.domain.pools import POOL_TAG
+from gpupilot.localcloud.fleet import FleetSimulator, Timeline
+from gpupilot.localcloud.moto_adaptations import ComputeEnvironmentLifecycle, adapted_moto
+from gpupilot.localcloud.world import World
+from tests.integration.conftest import MOTO_CONFIG
+
+REGION = "us-east-1"
+POOL = "gpupilot-od-x8664-g4dn-xlarge"
+TIMELINE = Timeline(start_delay=0.1, boot=1.0, disconnect_after=0.5, idle=5.0)
+
+
+class Fleet:
+    """A pool (compute environment + queue) of g4dn.xlarge and a simulator over it, on a manual clock."""
+
+    def __init__(self, world: World) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.simulator = FleetSimulator(world, self.events.append, "123456789012", timeline=TIMELINE)
+        self.batch = boto3.client("batch", region_name=REGION)
+        self.ec2 = boto3.client("ec2", region_name=REGION)
+        self.ecs = boto3.client("ecs", region_name=REGION)
+        self.t0 = time.monotonic()
+
+    def create_pool(self) -> None:
+        vpc = self.ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+        subnet = self.ec2.create_subnet(VpcId=vpc, CidrBlock="10.0.0.0/24", AvailabilityZone="us-east-1a")
+        group = self.ec2.create_security_group(GroupName="g", Description="g", VpcId=vpc)["GroupId"]
+        iam = boto3.client("iam", region_name=REGION)
+        iam.create_role(RoleName="instance", AssumeRolePolicyDocument="{}")
+        profile = iam.create_instance_profile(InstanceProfileName="instance")["InstanceProfile"]["Arn"]
+        arn = self.batch.create_compute_environment(
+            computeEnvironmentName=POOL,
+            type="MANAGED",
+            computeResources={
+                "type": "EC2",
+                "minvCpus": 0,
+                "maxvCpus": 64,
+                "instanceTypes": ["g4dn.xlarge"],
+                "subnets": [subnet["Subnet"]["SubnetId"]],
+                "securityGroupIds": [group],
+                "instanceRole": profile,
+                "tags": {POOL_TAG: POOL},
+            },
+        )["computeEnvironmentArn"]
+        self.batch.create_job_queue(
+            jobQueueName=POOL,
+            state="ENABLED",
+            priority=1,
+            computeEnvironmentOrder=[{"order": 1, "computeEnvironment": arn}],
+        )
+
+    def submit(self, gpus: int = 1) -> str:
+        definition = self.batch.register_job_definition(
+            jobDefinitionName="gpupilot-train",
+            type="container",
+            containerProperties={
+                "image": "nvidia/cuda",
+                "resourceRequirements": [
+                    {"type": "GPU", "value": str(gpus)},
+                    {"type": "VCPU", "value": "4"},
+                    {"type": "MEMORY", "value": "8192"},
+                ],
+            },
+        )["jobDefinitionArn"]
+        job_id = str(self.batch.submit_job(jobName="train", jobQueue=POOL, jobDefinition=definition)["jobId"])
+        self.t0 = time.monotonic()  # the timeline starts with the submission
+        return job_id
+
+    def at(self, seconds: float) -> None:
+        """Tick the fleet as it stands `seconds` after the submission."""
+        self.simulator.tick(self.t0 + seconds)
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        return dict(self.batch.describe_jobs(jobs=[job_id])["jobs"][0])
+
+    def instances(self) -> list[dict[str, Any]]:
+        reservations = self.ec2.describe_instances(Filters=[{"Name": f"tag:{POOL_TAG}", "Values": [POOL]}])
+        return [i for r in reservations["Reservations"] for i in r["Instances"]]
+
+    def container_instances(self) -> list[dict[str, Any]]:
+        cluster = self.batch.describe_compute_environments(computeEnvironments=[POOL])["computeEnvironments"][0][
+            "ecsClusterArn"
+        ]
+        arns = self.ecs.list_container_instances(cluster=cluster)["containerInstanceArns"]
+        if not arns:
+            return []
+        return list(
+            self.ecs.describe_container_instances(cluster=cluster, containerInstances=arns)["containerInstances"]
+        )
+
+
+@pytest.fixture
+def fleet_in(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """fleet_in(world_dict) -> a Fleet whose pool exists, on moto adapted as the local cloud adapts it."""
+    with mock_aws(config=MOTO_CONFIG):
+        stack = []
+
+        def make(world: dict[str, Any] | None = None) -> Fleet:
+            fleet = Fleet(World.model_validate(world or {}))
+            context = adapted_moto(
+                on_job_submitted=fleet.simulator.submit,
+                lifecycle=ComputeEnvironmentLifecycle(create_seconds=0),
+                quotas=(world or {}).get("quotas"),
+            )
+            context.__enter__()
+            stack.append(context)
+            fleet.create_pool()
+            return fleet
+
+        yield make
+        for context in reversed(stack):
+            context.__exit__(None, None, None)
+
+
+def test_a_gpu_job_launches_a_tagged_instance_that_registers_its_gpu_runs_and_scales_in(fleet_in) -> None:
+    fleet = fleet_in({"jobs": {"runtime_seconds": 2}})
+    job_id = fleet.submit()
+    # RUNNABLE, then an instance of the pool's type launches, tagged as Batch tags it
+    fleet.at(0.2)
+    [instance] = fleet.instances()
+    assert fleet.job(job_id)["status"] == "RUNNABLE"
+    assert instance["InstanceType"] == "g4dn.xlarge"
+    assert {"Key": POOL_TAG, "Value": POOL} in instance["Tags"]
+    # After its boot it registers with its GPU, and the job is placed on it
+    fleet.at(1.3)
+    [registered] = fleet.container_instances()
+    assert registered["ec2InstanceId"] == instance["InstanceId"] and registered["agentConnected"] is True
+    assert [len(r["stringSetValue"]) for r in registered["registeredResources"] if r["name"] == "GPU"] == [1]
+    assert fleet.job(job_id)["status"] == "STARTING"
+    fleet.at(1.4)
+    assert fleet.job(job_id)["status"] == "RUNNING"
+    # It ends after its runtime, and the idle instance is terminated after the idle period
+    fleet.at(3.5)
+    assert fleet.job(job_id)["status"] == "SUCCEEDED"
+    fleet.at(9.0)
+    assert fleet.instances()[0]["State"]["Name"] == "terminated"
+    # And each change was emitted as Batch emits it (queued for the delivery thread, not started here)
+    emitted = [e["detail"]["status"] for e in list(fleet.simulator._events.queue) if e]
+    assert emitted == ["RUNNABLE", "STARTING", "RUNNING", "SUCCEEDED"]
+
+
+def test_an_instance_whose_agent_never_registers_runs_while_the_job_waits_without_a_reason(fleet_in) -> None:
+    fleet = fleet_in({"instance_types": {"g4dn.xlarge": {"ecs_agent": "never_registers"}}})
+    job_id = fleet.submit()
+    for second in (0.2, 2.0, 10.0):
+        fleet.at(second)
+    assert [i["State"]["Name"] for i in fleet.instances()] == ["running"]
+    assert fleet.container_instances() == []
+    job = fleet.job(job_id)
+    assert job["status"] == "RUNNABLE" and "statusReason" not in job
+
+
+def test_an_instance_without_gpu_support_registers_without_gpus_and_the_job_waits(fleet_in) -> None:
+    fleet = fleet_in({"instance_types": {"g4dn.xlarge": {"gpu_registration": "missing"}}})
+    job_id = fleet.submit()
+    for second in (0.2, 2.0, 4.0):
+        fleet.at(second)
+    [registered] = fleet.container_instances()
+    assert not [r for r in registered["registeredResources"] if r["name"] == "GPU"]
+    assert fleet.job(job_id)["status"] == "RUNNABLE"
+
+
+def test_an_agent_that_disconnects_before_placement_leaves_the_job_waiting(fleet_in) -> None:
+    fleet = fleet_in({"instance_types": {"g4dn.xlarge": {"ecs_agent": "disconnects"}}})
+    job_id = fleet.submit()
+    for second in (0.2, 1.2, 2.0):
+        fleet.at(second)
+    [registered] = fleet.container_instances()
+    assert registered["agentConnected"] is False
+    assert fleet.job(job_id)["status"] == "RUNNABLE"
+
+
+def test_no_capacity_keeps_the_job_runnable_with_batchs_own_reason_and_launches_nothing(fleet_in) -> None:
+    fleet = fleet_in({"instance_types": {"g4dn.xlarge": {"capacity": "none"}}})
+    job_id = fleet.submit()
+    fleet.at(0.2)
+    fleet.at(0.3)
+    assert fleet.instances() == []
+    assert fleet.job(job_id)["statusReason"].startswith("CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY")
+
+
+def test_a_vcpu_quota_of_zero_launches_nothing_and_batch_gives_no_reason(fleet_in) -> None:
+    fleet = fleet_in({"quotas": {"L-DB2E81BA": 0}})
+    job_id = fleet.submit()
+    for second in (0.2, 2.0):
+        fleet.at(second)
+    assert fleet.instances() == []
+    assert "statusReason" not in fleet.job(job_id)
+
+
+def test_a_job_larger_than_any_instance_type_gets_batchs_resource_requirement_reason(fleet_in) -> None:
+    fleet = fleet_in()
+    job_id = fleet.submit(gpus=8)
+    fleet.at(0.2)
+    fleet.at(0.3)
+    assert fleet.job(job_id)["statusReason"].startswith("MISCONFIGURATION:JOB_RESOURCE_REQUIREMENT")
