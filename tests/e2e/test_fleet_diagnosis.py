@@ -130,3 +130,39 @@ def test_a_running_job_shows_what_the_simulated_fleet_gave_it(cloud_factory: Cal
     ]
     assert any(r["name"] == "GPU" and len(r["stringSetValue"]) == 1 for r in registered)
     assert cloud.api.request("DELETE", f"/jobs/{job_id}").status == 202
+
+
+def test_a_job_waiting_for_capacity_shows_batchs_reason_within_seconds(
+    cloud_factory: Callable[..., RunningCloud],
+) -> None:
+    # Given no capacity for the only GPU type a job accepts, and a long stuck_after
+    cloud = cloud_factory({"instance_types": {FIRST: {"capacity": "none"}}})
+    body = JOB | {"instance_types": [FIRST], "stuck_after_minutes": 30}
+    job_id = cloud.api.request("POST", "/jobs", body).body["job_id"]
+    # When the user looks at it for a few seconds / Then Batch's own words are there, before any diagnosis
+    deadline = time.monotonic() + 15
+    job: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        job = cloud.api.request("GET", f"/jobs/{job_id}").body
+        if (job.get("reason") or "").startswith("CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY"):
+            break
+        time.sleep(0.3)
+    assert (job["reason"] or "").startswith("CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY"), job
+    assert job["status"] == "RUNNABLE" and job["attempts"][0]["diagnosis"] is None
+    printed = cloud.cli("status", job_id)
+    assert "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY" in printed.stdout
+    assert cloud.api.request("DELETE", f"/jobs/{job_id}").status == 202
+
+
+def test_spot_reclaims_fail_the_attempt_with_batchs_host_terminated_reason_after_batchs_retries(
+    cloud_factory: Callable[..., RunningCloud],
+) -> None:
+    # Given spot g4dn.xlarge instances reclaimed after 1 second, and a job that needs 30
+    world = {"spot": {FIRST: {"interrupt_after_seconds": 1}}, "jobs": {"runtime_seconds": 30}}
+    cloud = cloud_factory(world)
+    body = JOB | {"instance_types": [FIRST], "capacity": "spot"}
+    # When it runs / Then each of Batch's attempts loses its host, and the job fails saying so
+    job = cloud.wait_for(cloud.api.request("POST", "/jobs", body).body["job_id"], {"SUCCEEDED", "FAILED"}, 90)
+    [attempt] = job["attempts"]
+    assert (job["status"], attempt["capacity"]) == ("FAILED", "spot"), job
+    assert attempt["status_reason"].startswith("Host EC2 (instance i-") and "terminated" in attempt["status_reason"]

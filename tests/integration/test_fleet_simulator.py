@@ -32,7 +32,7 @@ class Fleet:
         self.ecs = boto3.client("ecs", region_name=REGION)
         self.t0 = time.monotonic()
 
-    def create_pool(self) -> None:
+    def create_pool(self, spot: bool = False) -> None:
         vpc = self.ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
         subnet = self.ec2.create_subnet(VpcId=vpc, CidrBlock="10.0.0.0/24", AvailabilityZone="us-east-1a")
         group = self.ec2.create_security_group(GroupName="g", Description="g", VpcId=vpc)["GroupId"]
@@ -43,7 +43,7 @@ class Fleet:
             computeEnvironmentName=POOL,
             type="MANAGED",
             computeResources={
-                "type": "EC2",
+                "type": "SPOT" if spot else "EC2",
                 "minvCpus": 0,
                 "maxvCpus": 64,
                 "instanceTypes": ["g4dn.xlarge"],
@@ -106,7 +106,7 @@ def fleet_in(request: pytest.FixtureRequest) -> Iterator[Any]:
     with mock_aws(config=MOTO_CONFIG):
         stack = []
 
-        def make(world: dict[str, Any] | None = None) -> Fleet:
+        def make(world: dict[str, Any] | None = None, spot: bool = False) -> Fleet:
             fleet = Fleet(World.model_validate(world or {}))
             context = adapted_moto(
                 on_job_submitted=fleet.simulator.submit,
@@ -115,7 +115,7 @@ def fleet_in(request: pytest.FixtureRequest) -> Iterator[Any]:
             )
             context.__enter__()
             stack.append(context)
-            fleet.create_pool()
+            fleet.create_pool(spot)
             return fleet
 
         yield make
@@ -205,3 +205,21 @@ def test_a_job_larger_than_any_instance_type_gets_batchs_resource_requirement_re
     fleet.at(0.2)
     fleet.at(0.3)
     assert fleet.job(job_id)["statusReason"].startswith("MISCONFIGURATION:JOB_RESOURCE_REQUIREMENT")
+
+
+def test_a_reclaimed_spot_instance_fails_its_jobs_attempt_as_batch_reports_it_and_the_job_is_retried(fleet_in) -> None:
+    fleet = fleet_in(
+        {"spot": {"g4dn.xlarge": {"interrupt_after_seconds": 2}}, "jobs": {"runtime_seconds": 30}}, spot=True
+    )
+    job_id = fleet.submit()
+    for second in (0.2, 1.3, 1.4):
+        fleet.at(second)
+    [first] = fleet.instances()
+    assert fleet.simulator.instances()[0].spot is True  # moto's DescribeInstances does not show InstanceLifecycle
+    assert fleet.job(job_id)["status"] == "RUNNING"
+    # When EC2 reclaims the instance / Then the attempt fails with the host-termination reason, the job is RUNNABLE
+    fleet.at(2.5)
+    job = fleet.job(job_id)
+    assert job["status"] == "RUNNABLE"
+    assert job["attempts"][-1]["statusReason"] == f"Host EC2 (instance {first['InstanceId']}) terminated."
+    assert [i["State"]["Name"] for i in fleet.instances() if i["InstanceId"] == first["InstanceId"]] == ["terminated"]
