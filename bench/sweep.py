@@ -155,8 +155,12 @@ def run(jobs: int = JOBS, queues: int = QUEUES, instances: int = INSTANCES) -> d
         sweeps, listings = [], []
         if os.environ.get("BENCH_PROFILE"):
             import cProfile
+            import pstats
+            import sys
 
-            cProfile.runctx("run_sweep(None, ports)", globals(), locals(), sort="cumulative")
+            profile = cProfile.Profile()
+            profile.runcall(run_sweep, None, ports)
+            pstats.Stats(profile, stream=sys.stderr).sort_stats("cumulative").print_stats(45)
         for _ in range(RUNS):
             began = time.perf_counter()
             list_live_jobs(names, ports)

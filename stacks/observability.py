@@ -66,6 +66,13 @@ CUSTOM_ALARMS: tuple[MetricAlarm, ...] = (
         1,
         "GPU instances joined ECS without their GPUs (ECS_ENABLE_GPU_SUPPORT, NVIDIA AMI)",
     ),
+    MetricAlarm(
+        MetricName.DISABLED_POOLS,
+        "Maximum",
+        Op.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        1,
+        "A GPU Pilot pool's job queue is DISABLED (its instances kept failing to register): fix, then enable it",
+    ),
 )
 
 
@@ -174,6 +181,8 @@ class Observability(Construct):
                     service_metric(MetricName.UNREGISTERED_INSTANCES, "Maximum"),
                     service_metric(MetricName.GPU_LESS_INSTANCES, "Maximum"),
                     service_metric(MetricName.DISCONNECTED_AGENTS, "Maximum"),
+                    service_metric(MetricName.DISABLED_POOLS, "Maximum"),
+                    service_metric(MetricName.IDLE_INSTANCES, "Maximum"),
                     service_metric(MetricName.FALLBACKS, "Sum"),
                 ],
                 width=12,

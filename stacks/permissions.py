@@ -346,6 +346,13 @@ def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
                 conditions={"StringLike": {f"ec2:ResourceTag/{POOL_TAG}": f"{arns.prefix}-*"}},
             ),
             Grant(actions=("ecs:DeregisterContainerInstance",), resources=(arns.clusters,), reason=WHY_CLUSTERS),
+            # A pool whose instances keep failing to register: its queue is disabled (state only, so the
+            # call names no compute environment and needs no grant on one).
+            Grant(
+                actions=("batch:UpdateJobQueue",),
+                resources=(arns.job_queues,),
+                reason=prefix_reason,
+            ),
             # A record whose Batch job vanished is failed, and its workflow stopped.
             Grant(
                 actions=("states:StopExecution",),

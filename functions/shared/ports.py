@@ -13,10 +13,12 @@ from functions.shared.domain.batch import (
     BatchJobState,
     ComputeEnvironmentState,
     FleetState,
+    JobQueueState,
 )
 from functions.shared.domain.catalog import GpuType
 from functions.shared.domain.cost import PriceQuote
 from functions.shared.domain.fleet import QuotaState
+from functions.shared.domain.pool_health import PoolState
 from functions.shared.domain.records import AttemptRecord, JobRecord, Wait
 from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.selection import AvailabilitySnapshot
@@ -92,6 +94,18 @@ class OfferingMemory(Protocol):
     def unavailable_offerings(self) -> set[str]: ...
 
 
+class PoolStates(Protocol):
+    """What the sweep remembers of each pool between sweeps (idle since, registration failures in a row)."""
+
+    def pool_states(self) -> dict[str, PoolState]:
+        """pool -> its state, in one read."""
+        ...
+
+    def save_pool_state(self, state: PoolState) -> bool:
+        """Write it if nobody wrote that pool since it was read (its version); False when someone did."""
+        ...
+
+
 class HealthStore(Protocol):
     """Health sweep reports: each by its id, and the latest."""
 
@@ -137,20 +151,24 @@ class BatchPools(Protocol):
 
     def compute_environments(self, prefix: str) -> list[ComputeEnvironmentState]: ...
 
-    def job_queues(self, prefix: str) -> list[str]:
-        """Names of the job queues GPU Pilot created (under the prefix)."""
+    def job_queues(self, prefix: str) -> list[JobQueueState]:
+        """The job queues GPU Pilot created (under the prefix)."""
         ...
 
     def create_compute_environment(self, spec: dict[str, Any]) -> None:
         """Create it; a pool created meanwhile by another workflow is not an error."""
         ...
 
-    def job_queue_status(self, name: str) -> str | None:
-        """The queue's status, or None when it does not exist."""
+    def job_queue(self, name: str) -> JobQueueState | None:
+        """The queue, or None when it does not exist."""
         ...
 
     def create_job_queue(self, spec: dict[str, Any]) -> None:
         """Create it; a queue created meanwhile by another workflow is not an error."""
+        ...
+
+    def disable_job_queue(self, name: str) -> None:
+        """Stop the queue taking new jobs (jobs already in it can still finish)."""
         ...
 
 
@@ -227,6 +245,7 @@ class Ports:
     jobs: JobStore
     offerings: OfferingMemory
     health: HealthStore
+    pool_states: PoolStates
     batch: BatchJobs
     pools: BatchPools
     fleet: Fleet

@@ -300,6 +300,11 @@ class FleetSimulator:
     def _advance_instance(self, instance: SimInstance, now: float) -> None:
         if instance.terminated:
             return
+        if self._terminated_elsewhere(instance):
+            # Terminated through EC2 (the sweep's remediation, an operator): Batch sees the host go, fails
+            # the attempts that ran there, and launches another instance for the jobs still RUNNABLE.
+            self._reclaim(instance, now)
+            return
         behaviour = self.world.instance(instance.instance_type)
         booted = now - instance.launched_at >= self.timeline.boot
         if instance.container_instance_arn is None and booted and behaviour.ecs_agent != "never_registers":
@@ -315,7 +320,8 @@ class FleetSimulator:
             self._reclaim(instance, now)
 
     def _reclaim(self, instance: SimInstance, now: float) -> None:
-        """A spot interruption: the host goes, its jobs' attempts fail the way Batch reports it, and are retried."""
+        """The host goes (a spot interruption, or terminated through EC2): its jobs' attempts fail the way Batch
+        reports it, and are retried."""
         self._terminate(instance)
         for job_id in list(instance.jobs):
             sim = self._jobs[job_id]
@@ -329,6 +335,13 @@ class FleetSimulator:
             else:
                 job.job_stopped_reason = HOST_TERMINATED.format(instance.instance_id)
                 self._set(job, "RUNNABLE")
+
+    def _terminated_elsewhere(self, instance: SimInstance) -> bool:
+        try:
+            state = self._ec2().get_instance(instance.instance_id).state
+        except Exception:
+            return True  # moto no longer knows it: gone
+        return state in ("shutting-down", "terminated", "stopping", "stopped")
 
     def _retire_if_idle(self, instance: SimInstance, now: float) -> None:
         if instance.terminated or instance.jobs or not instance.usable:

@@ -143,6 +143,12 @@ def _batch_resources(operation: str, params: Mapping[str, Any], arn: Arn) -> lis
         order = params["computeEnvironmentOrder"]
         environments = [arn("batch", "compute-environment/", entry["computeEnvironment"]) for entry in order]
         return [arn("batch", "job-queue/", params["jobQueueName"]), *environments]
+    if operation in ("UpdateJobQueue", "DeleteJobQueue"):
+        environments = [
+            arn("batch", "compute-environment/", entry["computeEnvironment"])
+            for entry in params.get("computeEnvironmentOrder") or []
+        ]
+        return [arn("batch", "job-queue/", params["jobQueue"]), *environments]
     if operation in ("TerminateJob", "CancelJob"):
         return [arn("batch", "job/", params["jobId"])]
     return ["*"]

@@ -16,8 +16,13 @@ the local cloud makes moto behave like AWS:
 6. Service Quotas: moto knows only VPC quotas; EC2's GPU vCPU quotas are served from the world.
 7. Batch ListJobs: moto returns every job in one answer and ignores maxResults; AWS pages (nextToken),
    so the sweep's paging, and its call count, are exercised here as AWS would make them.
+8. Batch SubmitJob: moto takes a job into a DISABLED queue; AWS does not ("new jobs can't be added to the
+   queue, but jobs already in the queue can finish": UpdateJobQueue, state). Here it is refused.
+9. Batch job queues' jobStateTimeLimitActions: moto drops them; here CreateJobQueue keeps them and
+   DescribeJobQueues shows them, so the backstop GPU Pilot sets is visible as on AWS (nothing acts on
+   them: their shortest limit, 10 minutes, is longer than any local run).
 
-tests/unit/test_moto_adaptations.py holds one test per adaptation that fails if moto changes under it.
+tests/integration/test_moto_adaptations.py holds one test per adaptation that fails if moto changes under it.
 """
 
 from __future__ import annotations
@@ -255,6 +260,52 @@ def paginated_list_jobs(patches: _Patches) -> None:
     patches.replace(BatchResponse, "listjobs", listjobs)
 
 
+def keep_time_limit_actions(patches: _Patches) -> None:
+    """9. CreateJobQueue's jobStateTimeLimitActions are kept and described."""
+    from moto.batch.models import JobQueue
+    from moto.batch.responses import BatchResponse
+
+    original_create = BatchResponse.createjobqueue
+    original_describe = JobQueue.describe
+
+    def createjobqueue(self: Any) -> str:
+        answer = original_create(self)
+        actions = self._get_param("jobStateTimeLimitActions")
+        if actions:
+            self.batch_backend.get_job_queue(self._get_param("jobQueueName")).time_limit_actions = actions
+        return answer
+
+    def describe(self: Any) -> dict[str, Any]:
+        described = original_describe(self)
+        actions = getattr(self, "time_limit_actions", None)
+        return described | ({"jobStateTimeLimitActions": actions} if actions else {})
+
+    patches.replace(BatchResponse, "createjobqueue", createjobqueue)
+    patches.replace(JobQueue, "describe", describe)
+
+
+DISABLED_QUEUE_MESSAGE = "Job queue {arn} is DISABLED: it does not accept new jobs"
+
+
+def refuse_disabled_queues(patches: _Patches) -> None:
+    """8. SubmitJob into a DISABLED queue is a ClientException (the jobs already in it still run)."""
+    from moto.batch.exceptions import ClientException
+    from moto.batch.models import BatchBackend
+    from moto.batch_simple.models import BatchSimpleBackend
+
+    for backend in (BatchBackend, BatchSimpleBackend):
+        original = backend.submit_job
+
+        def submit(self: Any, job_name: str, job_def_id: str, job_queue: str, *args: Any,
+                   _original: Any = original, **kwargs: Any) -> Any:  # fmt: skip
+            queue = self.get_job_queue(job_queue)
+            if queue is not None and queue.state == "DISABLED":
+                raise ClientException(DISABLED_QUEUE_MESSAGE.format(arn=queue.arn))
+            return _original(self, job_name, job_def_id, job_queue, *args, **kwargs)
+
+        patches.replace(backend, "submit_job", submit)
+
+
 @contextlib.contextmanager
 def adapted_moto(
     *,
@@ -276,6 +327,8 @@ def adapted_moto(
             world_offerings(patches, *offerings)
         world_quotas(patches, quotas or {})
         paginated_list_jobs(patches)
+        refuse_disabled_queues(patches)
+        keep_time_limit_actions(patches)
         yield
     finally:
         patches.undo()

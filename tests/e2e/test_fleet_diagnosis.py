@@ -166,3 +166,56 @@ def test_spot_reclaims_fail_the_attempt_with_batchs_host_terminated_reason_after
     [attempt] = job["attempts"]
     assert (job["status"], attempt["capacity"]) == ("FAILED", "spot"), job
     assert attempt["status_reason"].startswith("Host EC2 (instance i-") and "terminated" in attempt["status_reason"]
+
+
+def test_a_pool_whose_instances_keep_failing_to_register_is_disabled_and_new_jobs_fall_back_from_it(
+    cloud_factory: Callable[..., RunningCloud],
+) -> None:
+    # Given the cheapest type's instances never join ECS, and a job patient enough to stay in that pool
+    cloud = cloud_factory({"instance_types": {FIRST: {"ecs_agent": "never_registers"}}, "jobs": {"runtime_seconds": 1}})
+    patient = cloud.api.request("POST", "/jobs", JOB | {"stuck_after_minutes": 30}).body["job_id"]
+    # When sweep after sweep finds its instances unregistered (Batch launches new ones for the waiting job)
+    findings: list[dict[str, Any]] = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any(f["kind"] == "POOL_DISABLED" for f in findings):
+        swept = cloud.cli("--json", "sweep")
+        assert swept.returncode == 0, swept.stderr
+        findings = json.loads(swept.stdout)["findings"]
+        time.sleep(0.5)
+    # Then the pool's queue is DISABLED in Batch, and the sweep says what it did, why, and how to undo it
+    [disabled] = [f for f in findings if f["kind"] == "POOL_DISABLED"]
+    pool = disabled["resource"]
+    [queue] = aws(cloud, "batch").describe_job_queues(jobQueues=[pool])["jobQueues"]
+    assert queue["state"] == "DISABLED"
+    [failing] = [f for f in findings if f["kind"] == "ECS_AGENT_NOT_REGISTERED"]
+    assert f"disabled job queue {pool}" in failing["action"]
+    assert "--state ENABLED" in disabled["recommendation"]
+    # And the job already in it still waits there (a DISABLED queue keeps its jobs)
+    assert cloud.api.request("GET", f"/jobs/{patient}").body["status"] == "RUNNABLE"
+    # And once the offering memory has expired (30 minutes deployed), a new job for that type is not sent
+    # into the disabled pool: its attempt says why, and the job runs on the next type
+    forget_unavailable_offerings(cloud)
+    job_id = cloud.api.request("POST", "/jobs", JOB).body["job_id"]
+    job = cloud.wait_for(job_id, {"SUCCEEDED", "FAILED"}, 90)
+    first, last = job["attempts"][0], job["attempts"][-1]
+    assert (first["instance_type"], first["status"]) == (FIRST, "NOT_SUBMITTED")
+    assert first["diagnosis"]["category"] == "POOL_DISABLED"
+    assert job["status"] == "SUCCEEDED" and last["instance_type"] != FIRST
+    assert cloud.api.request("DELETE", f"/jobs/{patient}").status == 202
+
+
+def forget_unavailable_offerings(cloud: RunningCloud) -> None:
+    """What DynamoDB's TTL does to the offering memory after 30 minutes."""
+    from functions.shared import constants as c
+    from functions.shared.adapters.table_store import OFFERINGS_PARTITION
+    from gpupilot.localcloud.deploy import TABLE_NAME
+
+    table = aws(cloud, "dynamodb")
+    items = table.query(
+        TableName=TABLE_NAME,
+        KeyConditionExpression="#pk = :p",
+        ExpressionAttributeNames={"#pk": c.TABLE_PK},
+        ExpressionAttributeValues={":p": {"S": OFFERINGS_PARTITION}},
+    )["Items"]
+    for item in items:
+        table.delete_item(TableName=TABLE_NAME, Key={c.TABLE_PK: item[c.TABLE_PK], c.TABLE_SK: item[c.TABLE_SK]})

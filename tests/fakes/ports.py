@@ -15,11 +15,13 @@ from functions.shared.domain.batch import (
     ContainerInstanceState,
     Ec2InstanceState,
     FleetState,
+    JobQueueState,
 )
 from functions.shared.domain.catalog import GpuType
 from functions.shared.domain.cost import PriceQuote
 from functions.shared.domain.errors import SweepNotFound
 from functions.shared.domain.fleet import QUOTA_NAMES, QuotaState
+from functions.shared.domain.pool_health import PoolState
 from functions.shared.domain.selection import AvailabilitySnapshot
 from functions.shared.domain.settings import Settings
 from functions.shared.domain.views import HealthReport
@@ -39,6 +41,23 @@ class FakeOfferingMemory:
 
     def unavailable_offerings(self) -> set[str]:
         return {key for key, (_, expires) in self.remembered.items() if expires > time.time()}
+
+
+class FakePoolStates:
+    """Pool states by pool, versioned as the table is."""
+
+    def __init__(self) -> None:
+        self.states: dict[str, PoolState] = {}
+
+    def pool_states(self) -> dict[str, PoolState]:
+        return dict(self.states)
+
+    def save_pool_state(self, state: PoolState) -> bool:
+        stored = self.states.get(state.pool)
+        if stored is not None and stored.version != state.version:
+            return False
+        self.states[state.pool] = state.model_copy(update={"version": state.version + 1})
+        return True
 
 
 class FakeHealthStore:
@@ -140,8 +159,8 @@ class FakePools:
             ComputeEnvironmentState.from_batch(e) for n, e in self.environments.items() if n.startswith(prefix + "-")
         ]
 
-    def job_queues(self, prefix: str) -> list[str]:
-        return [name for name in self.queues if name.startswith(prefix + "-")]
+    def job_queues(self, prefix: str) -> list[JobQueueState]:
+        return [JobQueueState.from_batch(q) for name, q in self.queues.items() if name.startswith(prefix + "-")]
 
     def create_compute_environment(self, spec: dict[str, Any]) -> None:
         name = spec["computeEnvironmentName"]
@@ -154,9 +173,9 @@ class FakePools:
             },
         )
 
-    def job_queue_status(self, name: str) -> str | None:
+    def job_queue(self, name: str) -> JobQueueState | None:
         found = self.queues.get(name)
-        return str(found["status"]) if found else None
+        return JobQueueState.from_batch(found) if found else None
 
     def create_job_queue(self, spec: dict[str, Any]) -> None:
         for entry in spec["computeEnvironmentOrder"]:
@@ -164,6 +183,9 @@ class FakePools:
             if self.environments.get(name, {}).get("status") != "VALID":
                 raise AssertionError(f"a job queue on compute environment {name} that is not VALID: AWS refuses it")
         self.queues.setdefault(spec["jobQueueName"], spec | {"status": "VALID"})
+
+    def disable_job_queue(self, name: str) -> None:
+        self.queues[name] |= {"state": "DISABLED"}
 
     def make_valid(self, name: str | None = None) -> None:
         for key, environment in self.environments.items():
@@ -334,6 +356,7 @@ def fake_ports(**overrides: Any) -> Ports:
         "jobs": FakeJobStore(),
         "offerings": FakeOfferingMemory(),
         "health": FakeHealthStore(),
+        "pool_states": FakePoolStates(),
         "batch": FakeBatch(),
         "pools": FakePools(),
         "fleet": FakeFleet(),

@@ -161,6 +161,23 @@ def test_an_instance_whose_agent_never_registers_runs_while_the_job_waits_withou
     assert job["status"] == "RUNNABLE" and "statusReason" not in job
 
 
+def test_an_instance_terminated_through_ec2_is_replaced_for_the_job_still_waiting(fleet_in) -> None:
+    # Given a job waiting on an instance whose agent never registers
+    fleet = fleet_in({"instance_types": {"g4dn.xlarge": {"ecs_agent": "never_registers"}}})
+    job_id = fleet.submit()
+    fleet.at(0.2)
+    [first] = fleet.instances()
+    # When someone terminates it through EC2 (the sweep's remediation, an operator)
+    fleet.ec2.terminate_instances(InstanceIds=[first["InstanceId"]])
+    fleet.at(2.0)
+    fleet.at(2.2)
+    # Then Batch launches another for the job, which still waits
+    states = {i["InstanceId"]: i["State"]["Name"] for i in fleet.instances()}
+    assert states.pop(first["InstanceId"]) == "terminated"
+    assert list(states.values()) == ["running"]
+    assert fleet.job(job_id)["status"] == "RUNNABLE"
+
+
 def test_an_instance_without_gpu_support_registers_without_gpus_and_the_job_waits(fleet_in) -> None:
     fleet = fleet_in({"instance_types": {"g4dn.xlarge": {"gpu_registration": "missing"}}})
     job_id = fleet.submit()

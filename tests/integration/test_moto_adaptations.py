@@ -219,3 +219,50 @@ def test_moto_alone_lists_every_job_at_once_and_adapted_it_pages_as_aws_does(aws
         adapted = listed_pages()
     assert adapted == [2, 2, 1]
     assert listed_pages() == [5]
+
+
+def test_moto_alone_takes_a_job_into_a_disabled_queue_and_adapted_it_is_refused_as_aws_refuses_it(aws):
+    submitted: list[Any] = []
+    batch = boto3.client("batch", region_name=REGION)
+    with adapted_moto(on_job_submitted=submitted.append, lifecycle=ComputeEnvironmentLifecycle(create_seconds=0)):
+        create_queue(create_environment(aws))
+        definition = batch.register_job_definition(
+            jobDefinitionName="d", type="container", containerProperties={"image": "i", "vcpus": 1, "memory": 512}
+        )["jobDefinitionArn"]
+        batch.submit_job(jobName="before", jobQueue="gpu-queue", jobDefinition=definition)
+        # When the queue is disabled / Then a new job is refused with Batch's ClientException
+        batch.update_job_queue(jobQueue="gpu-queue", state="DISABLED")
+        with pytest.raises(ClientError) as refused:
+            batch.submit_job(jobName="after", jobQueue="gpu-queue", jobDefinition=definition)
+        assert refused.value.response["Error"]["Code"] == "ClientException"
+        assert "DISABLED" in refused.value.response["Error"]["Message"]
+    # And the job already in it is still there; moto alone would have taken the new one
+    assert [job.job_name for job in submitted] == ["before"]
+    assert batch.submit_job(jobName="after", jobQueue="gpu-queue", jobDefinition=definition)["jobId"]
+
+
+def test_moto_alone_drops_a_queues_time_limit_actions_and_adapted_they_are_described(aws):
+    batch = boto3.client("batch", region_name=REGION)
+    actions = [
+        {
+            "reason": "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY",
+            "state": "RUNNABLE",
+            "maxTimeSeconds": 600,
+            "action": "CANCEL",
+        }
+    ]
+
+    def create(name: str, arn: str) -> dict[str, Any]:
+        batch.create_job_queue(
+            jobQueueName=name,
+            state="ENABLED",
+            priority=1,
+            computeEnvironmentOrder=[{"order": 1, "computeEnvironment": arn}],
+            jobStateTimeLimitActions=actions,
+        )
+        return dict(batch.describe_job_queues(jobQueues=[name])["jobQueues"][0])
+
+    arn = create_environment(aws, service_role=aws["role"])
+    assert "jobStateTimeLimitActions" not in create("alone", arn)
+    with adapted_moto(lifecycle=ComputeEnvironmentLifecycle(create_seconds=0)):
+        assert create("adapted", arn)["jobStateTimeLimitActions"] == actions

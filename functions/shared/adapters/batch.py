@@ -2,7 +2,7 @@
 
 IAM (Service Authorization Reference for AWS Batch): ListJobs, DescribeJobs, DescribeComputeEnvironments
 and DescribeJobQueues have no resource types (grant on `*`); RegisterJobDefinition, SubmitJob,
-TerminateJob, Create/Update/DeleteComputeEnvironment and CreateJobQueue are scoped to the resources they
+TerminateJob, Create/Update/DeleteComputeEnvironment and Create/UpdateJobQueue are scoped to the resources they
 name (SubmitJob: the job definition and the queue; CreateJobQueue: the queue and its compute
 environments), and tags given at creation also need batch:TagResource.
 """
@@ -14,7 +14,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from functions.shared.adapters.base import ClientAdapter
-from functions.shared.domain.batch import BatchJobState, ComputeEnvironmentState
+from functions.shared.domain.batch import BatchJobState, ComputeEnvironmentState, JobQueueState
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
 IAM_ACTIONS = (
@@ -27,6 +27,8 @@ IAM_ACTIONS = (
     "batch:DescribeJobQueues",
     "batch:CreateComputeEnvironment",
     "batch:CreateJobQueue",
+    # The sweep disables a pool whose instances keep failing to register with ECS.
+    "batch:UpdateJobQueue",
     # Checked by AWS without a call of their own: tags given at creation, roles passed to Batch and ECS.
     "batch:TagResource",
     "iam:PassRole",
@@ -96,10 +98,10 @@ class BatchPoolsAdapter(ClientAdapter):
             if environment["computeEnvironmentName"].startswith(prefix + "-")
         ]
 
-    def job_queues(self, prefix: str) -> list[str]:
+    def job_queues(self, prefix: str) -> list[JobQueueState]:
         pages = self._aws.get_paginator("describe_job_queues").paginate()
         return [
-            str(queue["jobQueueName"])
+            JobQueueState.from_batch(queue)
             for page in pages
             for queue in page["jobQueues"]
             if queue["jobQueueName"].startswith(prefix + "-")
@@ -113,9 +115,9 @@ class BatchPoolsAdapter(ClientAdapter):
             if not _already_exists(error):
                 raise
 
-    def job_queue_status(self, name: str) -> str | None:
+    def job_queue(self, name: str) -> JobQueueState | None:
         found = self._aws.describe_job_queues(jobQueues=[name])["jobQueues"]
-        return str(found[0].get("status")) if found else None
+        return JobQueueState.from_batch(found[0]) if found else None
 
     def create_job_queue(self, spec: dict[str, Any]) -> None:
         try:
@@ -123,3 +125,7 @@ class BatchPoolsAdapter(ClientAdapter):
         except ClientError as error:
             if not _already_exists(error):
                 raise
+
+    def disable_job_queue(self, name: str) -> None:
+        # Batch takes no new job into a DISABLED queue (SubmitJob fails); the jobs in it can still run.
+        self._aws.update_job_queue(jobQueue=name, state="DISABLED")

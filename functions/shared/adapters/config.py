@@ -74,6 +74,8 @@ def _settings(variables: tuple[tuple[str, str], ...], region: str) -> Settings:
         launch_grace_seconds=float(env.get(c.ENV_LAUNCH_GRACE_SECONDS, "600")),
         terminate_unregistered=env.get(c.ENV_TERMINATE_UNREGISTERED, "true").lower() == "true",
         deregister_disconnected=env.get(c.ENV_DEREGISTER_DISCONNECTED, "true").lower() == "true",
+        disable_pool_after_failures=int(env.get(c.ENV_DISABLE_POOL_AFTER_FAILURES, "2")),
+        idle_grace_seconds=float(env.get(c.ENV_IDLE_GRACE_SECONDS, "1800")),
         cancel_stuck_after_minutes=float(env.get(c.ENV_CANCEL_STUCK_AFTER_MINUTES, "1440")),
     )
 

@@ -1,8 +1,9 @@
-"""The rest of the table: the unavailable-offerings memory and the health sweeps' reports."""
+"""The rest of the table: the unavailable-offerings memory, the pools' states and the health sweeps' reports."""
 
 from __future__ import annotations
 
 import time
+import zlib
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -12,12 +13,14 @@ from functions.shared.adapters.base import ClientAdapter
 from functions.shared.adapters.dynamodb_codec import deserialize_item, serialize
 from functions.shared.adapters.job_store import is_conditional_failure
 from functions.shared.domain.errors import SweepNotFound
+from functions.shared.domain.pool_health import PoolState
 from functions.shared.domain.views import HealthReport
 from functions.shared.domain.vocabulary import SweepStatus
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
 IAM_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query")
 OFFERINGS_PARTITION = "UNAVAILABLE_OFFERINGS"
+POOLS_PARTITION = "POOLS"
 LATEST_KEY = {c.TABLE_PK: {"S": "HEALTH"}, c.TABLE_SK: {"S": "LATEST"}}
 SWEEP_HISTORY_DAYS = 30
 
@@ -69,6 +72,36 @@ class DynamoOfferingMemory(_Table):
         return {item[c.TABLE_SK]["S"] for page in pages for item in page.get("Items", [])}
 
 
+class DynamoPoolStates(_Table):
+    """Implements ports.PoolStates: one item per pool under one partition (a few dozen pools at most: Batch
+    allows 50 compute environments per region), each write conditional on the version it was read at."""
+
+    def pool_states(self) -> dict[str, PoolState]:
+        pages = self._aws.get_paginator("query").paginate(
+            TableName=self._table,
+            KeyConditionExpression="#pk = :p",
+            ExpressionAttributeNames={"#pk": c.TABLE_PK},
+            ExpressionAttributeValues={":p": {"S": POOLS_PARTITION}},
+            ConsistentRead=True,
+        )
+        states = [PoolState.model_validate(deserialize_item(item)["state"]) for page in pages for item in page["Items"]]
+        return {state.pool: state for state in states}
+
+    def save_pool_state(self, state: PoolState) -> bool:
+        item = {
+            c.TABLE_PK: {"S": POOLS_PARTITION},
+            c.TABLE_SK: {"S": state.pool},
+            "state": serialize(state.model_copy(update={"version": state.version + 1})),
+            "version": {"N": str(state.version + 1)},
+        }
+        return self._put(
+            item,
+            ConditionExpression="attribute_not_exists(#pk) OR version = :read",
+            ExpressionAttributeNames={"#pk": c.TABLE_PK},
+            ExpressionAttributeValues={":read": {"N": str(state.version)}},
+        )
+
+
 class DynamoHealthStore(_Table):
     """Implements ports.HealthStore: a report per sweep (kept SWEEP_HISTORY_DAYS) and a copy of the latest."""
 
@@ -94,13 +127,23 @@ class DynamoHealthStore(_Table):
         response = self._aws.get_item(TableName=self._table, Key=_sweep_key(sweep_id), ConsistentRead=True)
         if "Item" not in response:
             raise SweepNotFound(sweep_id)
-        return HealthReport.model_validate(deserialize_item(response["Item"])["report"])
+        return _report(response["Item"])
 
     def latest_report(self) -> HealthReport | None:
         response = self._aws.get_item(TableName=self._table, Key=LATEST_KEY, ConsistentRead=True)
-        return HealthReport.model_validate(deserialize_item(response["Item"])["report"]) if "Item" in response else None
+        return _report(response["Item"]) if "Item" in response else None
 
     @staticmethod
     def _item(key: dict[str, Any], report: HealthReport) -> dict[str, Any]:
         expires = int(time.time()) + SWEEP_HISTORY_DAYS * 86400
-        return key | {"report": serialize(report), c.TTL_ATTRIBUTE: {"N": str(expires)}}
+        # One compressed JSON attribute: a report names up to 50 jobs per finding, which as a nested map is
+        # slow to marshal and, with many pools, could near DynamoDB's 400 KB item limit.
+        blob = zlib.compress(report.model_dump_json(exclude_none=True).encode())
+        return key | {"report_z": {"B": blob}, c.TTL_ATTRIBUTE: {"N": str(expires)}}
+
+
+def _report(item: dict[str, Any]) -> HealthReport:
+    """A stored report: compressed JSON, or (written before it was) a nested map."""
+    if "report_z" in item:
+        return HealthReport.model_validate_json(zlib.decompress(item["report_z"]["B"]))
+    return HealthReport.model_validate(deserialize_item(item)["report"])

@@ -14,7 +14,7 @@ from functions.shared.adapters.prices import SnapshotPrices
 from functions.shared.adapters.quotas import ServiceQuotas
 from functions.shared.adapters.stepfunctions import StepFunctionsWorkflow
 from functions.shared.adapters.sweeps import LambdaSweeps
-from functions.shared.adapters.table_store import DynamoHealthStore, DynamoOfferingMemory
+from functions.shared.adapters.table_store import DynamoHealthStore, DynamoOfferingMemory, DynamoPoolStates
 from functions.shared.domain.settings import Settings
 from functions.shared.ports import Ports
 
@@ -32,6 +32,7 @@ def _ports(config_json: str) -> Ports:
         jobs=DynamoJobStore(config.table_name),
         offerings=DynamoOfferingMemory(config.table_name),
         health=DynamoHealthStore(config.table_name),
+        pool_states=DynamoPoolStates(config.table_name),
         batch=BatchJobsAdapter(),
         pools=BatchPoolsAdapter(),
         fleet=Ec2EcsFleet(),

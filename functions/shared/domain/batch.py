@@ -102,6 +102,31 @@ class ComputeEnvironmentState(BaseModel):
         )
 
 
+class JobQueueState(BaseModel):
+    """One job queue as `DescribeJobQueues` shows it: `state` is ENABLED or DISABLED (whether it takes new
+    jobs), `status` is Batch's progress on it (CREATING, UPDATING, VALID, INVALID, ...)."""
+
+    name: str
+    arn: str = ""
+    state: str | None = None
+    status: str | None = None
+    status_reason: str | None = None
+
+    @property
+    def disabled(self) -> bool:
+        return self.state == "DISABLED"
+
+    @classmethod
+    def from_batch(cls, queue: dict[str, Any]) -> JobQueueState:
+        return cls(
+            name=str(queue.get("jobQueueName") or ""),
+            arn=str(queue.get("jobQueueArn") or ""),
+            state=queue.get("state"),
+            status=queue.get("status"),
+            status_reason=queue.get("statusReason"),
+        )
+
+
 class BatchJobEvent(BaseModel):
     """A `Batch Job State Change` event: when EventBridge saw it, and the job as it was then."""
 

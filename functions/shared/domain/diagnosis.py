@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from functions.shared.domain.batch import BatchJobState, ComputeEnvironmentState, FleetState
+from functions.shared.domain.batch import BatchJobState, ComputeEnvironmentState, FleetState, JobQueueState
 from functions.shared.domain.clock import seconds_between
 from functions.shared.domain.fleet import (
     LAUNCH_GRACE_SECONDS,
@@ -38,6 +38,7 @@ FALLBACK_CATEGORIES = frozenset(
         Category.NO_INSTANCES_LAUNCHED,
         Category.COMPUTE_ENVIRONMENT_INVALID,
         Category.JOB_TOO_LARGE,
+        Category.POOL_DISABLED,
     }
 )
 # Causes that time can cure: keep waiting, a bounded number of times.
@@ -64,6 +65,12 @@ GPU_LESS_RECOMMENDATION = (
 DISCONNECTED_RECOMMENDATION = (
     "The instances' ECS agents lost their connection: check the route to the ECS endpoint and the agent's "
     "log on the instance (Session Manager). GPU Pilot falls back meanwhile; the sweep deregisters them."
+)
+
+DISABLED_RECOMMENDATION = (
+    "The pool's job queue is DISABLED, so it takes no new jobs: GPU Pilot's sweep disables a pool whose "
+    "instances keep failing to register with ECS (GET /health shows the findings), or an operator did. Fix the "
+    "cause, then `aws batch update-job-queue --job-queue {queue} --state ENABLED`. GPU Pilot falls back meanwhile."
 )
 
 _BATCH_REASONS: list[tuple[str, Category, str]] = [
@@ -108,12 +115,15 @@ class StuckJobSnapshot(BaseModel):
     quota: QuotaState | None = None
     registration_grace_seconds: float = REGISTRATION_GRACE_SECONDS
     launch_grace_seconds: float = LAUNCH_GRACE_SECONDS
+    fleet_analysis: FleetAnalysis | None = Field(default=None, description="The fleet, analysed already")
 
     @property
     def runnable_seconds(self) -> float:
         return seconds_between(self.job.created_at, self.at) if self.job.created_at else 0.0
 
     def analysis(self) -> FleetAnalysis:
+        if self.fleet_analysis is not None:
+            return self.fleet_analysis
         return analyse_fleet(self.fleet or FleetState(), self.at, self.instance_vcpus, self.registration_grace_seconds)
 
 
@@ -130,6 +140,16 @@ def invalid_environment(environment: ComputeEnvironmentState, evidence: dict[str
             "compute_environment_reason": environment.status_reason,
         },
         recommendation=INVALID_RECOMMENDATION,
+    )
+
+
+def disabled_queue(queue: JobQueueState) -> Diagnosis:
+    """The diagnosis of a pool whose job queue is DISABLED: nothing can be submitted to it."""
+    return Diagnosis(
+        category=Category.POOL_DISABLED,
+        reason=f"job queue {queue.name} is DISABLED: it takes no new jobs",
+        evidence={"job_queue": queue.name, "job_queue_state": queue.state, "job_queue_status": queue.status},
+        recommendation=DISABLED_RECOMMENDATION.format(queue=queue.name),
     )
 
 

@@ -46,7 +46,7 @@ def analyse_fleet(
     fleet: FleetState, at: str, instance_vcpus: dict[str, int], grace_seconds: float = REGISTRATION_GRACE_SECONDS
 ) -> FleetAnalysis:
     """Sort the pool's live instances: usable, booting, never registered, registered without GPUs, disconnected."""
-    registered = {c.ec2_instance_id: c for c in fleet.container_instances if c.status != "INACTIVE"}
+    registered = {c.ec2_instance_id: c for c in fleet.container_instances if c.registered}
     analysis = FleetAnalysis()
     for instance in fleet.instances:
         if not instance.alive:

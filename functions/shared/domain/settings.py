@@ -41,6 +41,15 @@ class Settings(BaseModel):
     deregister_disconnected: bool = Field(
         default=True, description="Deregister container instances whose ECS agent disconnected"
     )
+    disable_pool_after_failures: int = Field(
+        default=2,
+        ge=0,
+        description="Disable a pool's job queue once this many sweeps in a row (each within an hour of the last) "
+        "found its instances failing to register with ECS (0: never)",
+    )
+    idle_grace_seconds: float = Field(
+        default=1800, gt=0, description="A pool's instances alive this long with no job in its queue are waste"
+    )
     cancel_stuck_after_minutes: float = Field(
         default=1440, ge=0, description="Cancel a job RUNNABLE this long, with the diagnosis as reason (0: never)"
     )

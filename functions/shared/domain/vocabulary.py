@@ -92,6 +92,11 @@ class DiagnosisCategory(StrEnum):
     SERVICE_ROLE_PERMISSIONS = "SERVICE_ROLE_PERMISSIONS"
     WAITING_FOR_SCALE_UP = "WAITING_FOR_SCALE_UP"
     UNDETERMINED = "UNDETERMINED"
+    # The pool's job queue takes no new jobs: the sweep disabled it (its instances kept failing to register
+    # with ECS) or an operator did. A diagnosis of a job that would go there, and a finding while it lasts.
+    POOL_DISABLED = "POOL_DISABLED"
+    # A finding only: a pool with no live job (its idle instances, if any, cost money without serving one).
+    IDLE_POOL = "IDLE_POOL"
 
 
 # A finding's kind is a diagnosis category: the sweep and the workflow speak the same words.
@@ -141,3 +146,6 @@ class MetricName(StrEnum):
     GPU_LESS_INSTANCES = "GpuLessInstances"
     DISCONNECTED_AGENTS = "DisconnectedAgents"
     REMEDIATIONS = "RemediationActions"
+    DISABLED_POOLS = "DisabledPools"
+    IDLE_POOLS = "IdlePools"
+    IDLE_INSTANCES = "IdleInstances"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functions.shared.domain.batch import BatchJobState, ComputeEnvironmentState, FleetState
 from functions.shared.domain.diagnosis import StuckJobSnapshot
-from functions.shared.domain.fleet import vcpu_quota_code
+from functions.shared.domain.fleet import FleetAnalysis, vcpu_quota_code
 from functions.shared.ports import Ports
 
 
@@ -14,6 +14,7 @@ def read_snapshot(
     fleet: FleetState | None,
     at: str,
     ports: Ports,
+    analysis: FleetAnalysis | None = None,
 ) -> StuckJobSnapshot:
     """The snapshot diagnosis reads. The quota is read only when the pool has no instance at all."""
     instance_vcpus = {name: gpu.vcpus for name, gpu in ports.catalog.gpu_types().items()}
@@ -30,6 +31,7 @@ def read_snapshot(
         quota=quota,
         registration_grace_seconds=ports.settings.registration_grace_seconds,
         launch_grace_seconds=ports.settings.launch_grace_seconds,
+        fleet_analysis=analysis,
     )
 
 

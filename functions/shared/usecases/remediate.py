@@ -3,20 +3,20 @@
 Safe by default and each switchable (settings): terminate pool instances that never registered with ECS
 past the grace period (they cost money and can never run a job), deregister container instances whose
 agent disconnected (Batch stops placing jobs on them only then), remember a pool whose instances fail to
-register as an unavailable offering (new jobs' selections skip it for the TTL), and cancel jobs RUNNABLE
-past the hard limit with the diagnosis as the reason.
+register as an unavailable offering (new jobs' selections skip it for the TTL), disable the job queue of a
+pool whose instances keep failing to register (sweep after sweep), and cancel jobs RUNNABLE past the hard
+limit with the diagnosis as the reason.
 """
 
 from __future__ import annotations
 
-from functions.shared.domain.batch import BatchJobState, ComputeEnvironmentState
+from functions.shared.domain.batch import BatchJobState, ComputeEnvironmentState, JobQueueState
+from functions.shared.domain.pool_health import REGISTRATION_FAILURES
 from functions.shared.domain.selection import UNAVAILABLE_TTL_SECONDS, offering_key
 from functions.shared.domain.views import Finding
 from functions.shared.domain.vocabulary import CapacityType, FindingKind, MetricName
 from functions.shared.observability import logger
 from functions.shared.ports import Ports
-
-REGISTRATION_FAILURES = (FindingKind.ECS_AGENT_NOT_REGISTERED, FindingKind.GPU_NOT_REGISTERED)
 
 
 def remediate_fleet(finding: Finding, pool: ComputeEnvironmentState, zones: dict[str, str], ports: Ports) -> None:
@@ -39,6 +39,21 @@ def remediate_fleet(finding: Finding, pool: ComputeEnvironmentState, zones: dict
         logger.exception("remediation failed", extra={"pool": pool.name, "kind": finding.kind.value})
         done.append(f"remediation failed: {type(error).__name__}")
     _record(finding, done, ports)
+
+
+def disable_failing_pool(finding: Finding, queue: JobQueueState, failures: int, ports: Ports) -> bool:
+    """Disable the queue of a pool whose instances failed to register in `failures` sweeps in a row: new jobs
+    go elsewhere (EnsureJobQueue falls back from a DISABLED queue); the jobs in it can still finish."""
+    try:
+        ports.pools.disable_job_queue(queue.name)
+    except Exception as error:
+        logger.exception("could not disable a failing pool", extra={"pool": queue.name})
+        _record(finding, [f"disabling job queue {queue.name} failed: {type(error).__name__}"], ports)
+        return False
+    _record(
+        finding, [f"disabled job queue {queue.name}: {failures} sweeps in a row found instances not registering"], ports
+    )
+    return True
 
 
 def cancel_past_limit(finding: Finding, jobs: list[BatchJobState], ports: Ports) -> None:

@@ -11,7 +11,7 @@ import uuid
 from functions.shared.domain.batch import ComputeEnvironmentState, FleetState
 from functions.shared.domain.clock import now_iso, seconds_between
 from functions.shared.domain.diagnosis import SCALE_UP_GRACE_SECONDS, StuckJobSnapshot, diagnose
-from functions.shared.domain.fleet import analyse_fleet
+from functions.shared.domain.fleet import FleetAnalysis, analyse_fleet
 from functions.shared.domain.health import (
     StuckTally,
     fleet_findings,
@@ -26,6 +26,7 @@ from functions.shared.ports import Ports
 from functions.shared.usecases.evidence import read_snapshot
 from functions.shared.usecases.remediate import cancel_past_limit, remediate_fleet
 from functions.shared.usecases.sweep_jobs import SweptJobs, sweep_jobs
+from functions.shared.usecases.sweep_pools import pool_findings
 
 # Jobs others submitted into GPU Pilot's queues have no stuck_after of their own.
 DEFAULT_STUCK_AFTER_MINUTES = JobRequest.model_fields["stuck_after_minutes"].default
@@ -82,18 +83,24 @@ def _sweep(sweep_id: str, ports: Ports) -> HealthReport:
     at = now_iso()
     settings = ports.settings
     pools = {e.name: e for e in ports.pools.compute_environments(settings.resource_prefix)}
+    queues = {q.name: q for q in ports.pools.job_queues(settings.resource_prefix)}
     fleets = ports.fleet.fleets({name: e.ecs_cluster_arn for name, e in pools.items() if e.ecs_cluster_arn})
-    swept = sweep_jobs(ports.pools.job_queues(settings.resource_prefix), at, ports)
+    swept = sweep_jobs(sorted(queues), at, ports)
     instance_vcpus = {name: gpu.vcpus for name, gpu in ports.catalog.gpu_types().items()}
+    analyses = {
+        name: analyse_fleet(fleet, at, instance_vcpus, settings.registration_grace_seconds)
+        for name, fleet in fleets.items()
+    }
     findings: list[Finding] = [f for f in map(invalid_environment_finding, pools.values()) if f]
-    for name, fleet in fleets.items():
-        analysis = analyse_fleet(fleet, at, instance_vcpus, settings.registration_grace_seconds)
-        zones = {i.instance_id: i.zone for i in fleet.instances}
+    fleet_found: list[Finding] = []
+    for name, analysis in analyses.items():
+        zones = {i.instance_id: i.zone for i in fleets[name].instances}
         for finding in fleet_findings(pools[name], analysis):
             remediate_fleet(finding, pools[name], zones, ports)
-            findings.append(finding)
+            fleet_found.append(finding)
             ports.metrics.add_for_pool(FLEET_METRICS[finding.kind], name, len(finding.instances))
-    findings += _stuck_findings(swept, pools, fleets, at, ports)
+    findings += fleet_found + pool_findings(queues, fleets, swept, fleet_found, at, ports)
+    findings += _stuck_findings(swept, pools, fleets, analyses, at, ports)
     result = report(sweep_id, at, findings, swept.reconciled)
     result.summary["vanished_jobs"] = len(swept.vanished)
     result.summary["live_jobs"] = len(swept.live)
@@ -103,7 +110,12 @@ def _sweep(sweep_id: str, ports: Ports) -> HealthReport:
 
 
 def _stuck_findings(
-    swept: SweptJobs, pools: dict[str, ComputeEnvironmentState], fleets: dict[str, FleetState], at: str, ports: Ports
+    swept: SweptJobs,
+    pools: dict[str, ComputeEnvironmentState],
+    fleets: dict[str, FleetState],
+    analyses: dict[str, FleetAnalysis],
+    at: str,
+    ports: Ports,
 ) -> list[Finding]:
     """Jobs RUNNABLE past their stuck_after (GPU Pilot's) or the default (others'), one finding per pool and cause.
 
@@ -128,7 +140,9 @@ def _stuck_findings(
         if tally is None:
             if pool not in snapshots:
                 environment = pools.get(pool) or ComputeEnvironmentState(name=pool)
-                snapshots[pool] = read_snapshot(batch_job, environment, fleets.get(pool), at, ports)
+                snapshots[pool] = read_snapshot(
+                    batch_job, environment, fleets.get(pool), at, ports, analysis=analyses.get(pool)
+                )
             snapshot = snapshots[pool].model_copy(update={"job": batch_job})
             tally = tallies[key] = StuckTally(diagnose(snapshot), snapshots[pool].environment.name)
         tally.add(owner.job_id if owner else batch_job.job_id, owner is None)

@@ -127,3 +127,29 @@ def test_an_invalid_pool_for_the_last_candidate_gives_up(ports):
 
     # Then the workflow gives up with the diagnosis
     assert (status.remedy, status.next_index) == (Remedy.GIVE_UP, last)
+
+
+def test_a_disabled_queue_is_diagnosed_on_its_attempt_remembered_and_the_workflow_falls_back(ports):
+    # Given the first candidate's pool is ready, then its queue is disabled (by the sweep or an operator)
+    payload, first = ensure(ports)
+    ports.pools.make_valid()
+    ensure_job_queue(payload, ports)
+    ports.pools.disable_job_queue(first.job_queue)
+
+    # When ensuring it again
+    status = ensure_job_queue(payload, ports)
+
+    # Then nothing is submitted to it: the attempt says why, its offering is skipped, the next candidate is next
+    attempt = ports.jobs.get_job(JOB_ID).attempts[1]
+    assert attempt.status == AttemptStatus.NOT_SUBMITTED and attempt.batch_job_id is None
+    assert attempt.diagnosis is not None and attempt.diagnosis.category == DiagnosisCategory.POOL_DISABLED
+    assert attempt.diagnosis.evidence["job_queue_state"] == "DISABLED"
+    assert f"--job-queue {first.job_queue} --state ENABLED" in attempt.diagnosis.recommendation
+    assert (status.ready, status.remedy, status.next_index, status.status) == (
+        False,
+        Remedy.FALL_BACK,
+        1,
+        "VALID/DISABLED",
+    )
+    candidate = payload.selection.current()
+    assert f"on-demand:{candidate.instance_type}:{candidate.zones[0]}" in ports.offerings.unavailable_offerings()

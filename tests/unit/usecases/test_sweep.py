@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from functions.shared.domain.errors import SweepNotFound
+from functions.shared.domain.pool_health import PoolState
 from functions.shared.domain.records import Wait
 from functions.shared.domain.vocabulary import BatchStatus, JobStatus, MetricName, SweepStatus, WaitPhase
 from functions.shared.usecases.sweep import health, run_sweep, start_sweep
@@ -218,3 +219,84 @@ def test_a_sweep_that_fails_is_recorded_failed_with_its_error_and_raised(ports):
     failed = health(started.sweep_id, ports)
     assert (failed.status, failed.error) == (SweepStatus.FAILED, "RuntimeError: Batch is down")
     assert health(None, ports).swept_at is None
+
+
+# -- pools: failing, disabled, idle ------------------------------------------------------------------
+def test_a_pool_whose_instances_keep_failing_to_register_has_its_queue_disabled_once(ports):
+    # Given a pool whose instances never join ECS, sweep after sweep (each replaced after termination)
+    pool(ports)
+    ports.fleet.launch(POOL, "i-never-1", launched_at=LONG_AGO)
+    first = run_sweep(None, ports)
+    ports.fleet.launch(POOL, "i-never-2", launched_at=LONG_AGO)
+
+    # When the next sweep finds it again
+    second = run_sweep(None, ports)
+
+    # Then the first sweep only terminated; the second disabled the pool's queue and says so
+    assert "disabled" not in next(f for f in first.findings if f.kind == "ECS_AGENT_NOT_REGISTERED").action
+    failing = next(f for f in second.findings if f.kind == "ECS_AGENT_NOT_REGISTERED")
+    assert f"disabled job queue {POOL}: 2 sweeps in a row" in failing.action
+    assert ports.pools.queues[POOL]["state"] == "DISABLED"
+    [disabled] = [f for f in second.findings if f.kind == "POOL_DISABLED"]
+    assert disabled.resource == POOL and disabled.evidence["disabled_by_sweep_at"] == second.swept_at
+    assert ports.metrics.total(MetricName.DISABLED_POOLS) == 1
+
+    # And a later sweep keeps reporting the disabled pool without disabling it again
+    ports.fleet.launch(POOL, "i-never-3", launched_at=LONG_AGO)
+    third = run_sweep(None, ports)
+    assert "disabled" not in next(f for f in third.findings if f.kind == "ECS_AGENT_NOT_REGISTERED").action
+    assert [f.kind for f in third.findings if f.kind == "POOL_DISABLED"] == ["POOL_DISABLED"]
+
+
+def test_with_disabling_switched_off_a_failing_pool_stays_enabled(ports):
+    pool(ports, disable_pool_after_failures=0)
+    for instance in ("i-never-1", "i-never-2", "i-never-3"):
+        ports.fleet.launch(POOL, instance, launched_at=LONG_AGO)
+        run_sweep(None, ports)
+    assert ports.pools.queues[POOL].get("state") != "DISABLED"
+
+
+def test_an_idle_pool_is_reported_and_its_state_written_only_when_it_changes(ports):
+    # Given a pool with no job and no instance
+    pool(ports)
+    saved: list[str] = []
+    original = ports.pool_states.save_pool_state
+    ports.pool_states.save_pool_state = lambda s: saved.append(s.pool) or original(s)  # type: ignore[method-assign]
+
+    # When two sweeps run
+    first = run_sweep(None, ports)
+    second = run_sweep(None, ports)
+
+    # Then both report it idle since the first, as information; only the first wrote its state
+    [idle] = [f for f in second.findings if f.kind == "IDLE_POOL"]
+    assert (idle.resource, idle.severity, idle.evidence["idle_since"]) == (POOL, "info", first.swept_at)
+    assert saved == [POOL]
+    assert ports.metrics.total(MetricName.IDLE_POOLS) == 2
+
+
+def test_instances_alive_in_a_pool_idle_past_the_grace_period_are_a_warning_and_counted(ports):
+    # Given a pool idle for an hour with a registered, healthy instance Batch has not scaled in
+    pool(ports, idle_grace_seconds=1800)
+    ports.fleet.launch(POOL, "i-idle", launched_at=LONG_AGO)
+    ports.fleet.register(CLUSTER, "i-idle")
+    ports.pool_states.states[POOL] = PoolState(pool=POOL, idle_since="2026-11-01T00:00:00.000Z", version=1)
+
+    # When
+    result = run_sweep(None, ports)
+
+    # Then
+    [idle] = [f for f in result.findings if f.kind == "IDLE_POOL"]
+    assert (idle.severity, idle.instances) == ("warning", ["i-idle"])
+    assert ports.metrics.by_pool[(MetricName.IDLE_INSTANCES, POOL)] == 1
+
+
+def test_a_pool_with_a_live_job_is_not_idle(ports):
+    # Given a pool whose queue holds a RUNNING job
+    pool(ports)
+    ports.pool_states.states[POOL] = PoolState(pool=POOL, idle_since="2026-11-01T00:00:00.000Z", version=1)
+    ports.batch.jobs["busy-1"] = {"jobId": "busy-1", "jobName": "b", "jobQueue": POOL, "status": "RUNNING"}
+
+    # When / Then: no idle finding, and the pool's memory forgets it was idle
+    result = run_sweep(None, ports)
+    assert not [f for f in result.findings if f.kind == "IDLE_POOL"]
+    assert ports.pool_states.states[POOL].idle_since is None

@@ -1,0 +1,66 @@
+"""The pools' states and the sweeps' reports, held by the DynamoDB adapter (on moto) and by the fakes alike:
+a pool's state is written only over the version it was read at, so two sweeps cannot lose each other's."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import boto3
+import pytest
+
+from functions.shared import constants as c
+from functions.shared.adapters.dynamodb_codec import serialize
+from functions.shared.adapters.table_store import DynamoHealthStore, DynamoPoolStates
+from functions.shared.domain.pool_health import PoolState
+from functions.shared.domain.views import Finding, HealthReport
+from functions.shared.domain.vocabulary import FindingKind, Severity, SweepStatus
+from functions.shared.ports import PoolStates
+from tests.fakes import FakePoolStates
+
+POOL = "gpupilot-od-x8664-g5-xlarge"
+
+
+@pytest.fixture(params=["dynamodb", "fake"])
+def pools(request: pytest.FixtureRequest) -> Iterator[PoolStates]:
+    if request.param == "fake":
+        yield FakePoolStates()
+    else:
+        yield DynamoPoolStates(request.getfixturevalue("deployment").table_name)
+
+
+def test_a_pool_state_is_read_back_with_its_new_version(pools: PoolStates) -> None:
+    assert pools.pool_states() == {}
+    assert pools.save_pool_state(PoolState(pool=POOL, idle_since="2026-11-23T10:00:00.000Z"))
+    stored = pools.pool_states()[POOL]
+    assert (stored.idle_since, stored.version) == ("2026-11-23T10:00:00.000Z", 1)
+
+
+def test_of_two_sweeps_that_read_the_same_version_only_the_first_write_lands(pools: PoolStates) -> None:
+    # Given a pool state both sweeps read at version 1
+    pools.save_pool_state(PoolState(pool=POOL))
+    read = pools.pool_states()[POOL]
+    # When both write over it
+    first = pools.save_pool_state(read.model_copy(update={"registration_failures": 1}))
+    second = pools.save_pool_state(read.model_copy(update={"idle_since": "2026-11-23T10:00:00.000Z"}))
+    # Then the second is refused and the first stands
+    assert (first, second) == (True, False)
+    stored = pools.pool_states()[POOL]
+    assert (stored.registration_failures, stored.idle_since, stored.version) == (1, None, 2)
+
+
+def test_a_report_is_stored_compressed_and_one_written_as_a_map_still_reads(deployment) -> None:
+    store = DynamoHealthStore(deployment.table_name)
+    finding = Finding(kind=FindingKind.IDLE_POOL, severity=Severity.INFO, resource=POOL, recommendation="none")
+    report = HealthReport(
+        sweep_id="sweep-new", swept_at="2026-11-23T10:00:00.000Z", findings=[finding], summary={"findings": 1}
+    )
+    store.save_report(report)
+    assert store.get_report("sweep-new") == report
+    assert store.latest_report() == report
+    # A report an earlier version wrote as a nested map
+    old = report.model_copy(update={"sweep_id": "sweep-old", "status": SweepStatus.COMPLETE})
+    boto3.client("dynamodb").put_item(
+        TableName=deployment.table_name,
+        Item={c.TABLE_PK: {"S": "SWEEP#sweep-old"}, c.TABLE_SK: {"S": "REPORT"}, "report": serialize(old)},
+    )
+    assert store.get_report("sweep-old") == old
