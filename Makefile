@@ -10,7 +10,7 @@ STACK_SOURCES := app.py cdk.json $(wildcard stacks/*.py) $(wildcard statemachine
 	$(wildcard functions/*/*.py) $(wildcard functions/shared/*.py) $(wildcard functions/shared/*/*.py) \
 	$(wildcard functions/shared/data/*.json)
 
-.PHONY: setup synth demo serve test test-fast lint bench openapi clean
+.PHONY: setup synth demo serve test test-fast lint bench openapi catalog prices clean
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,13 @@ openapi: setup
 
 bench: synth
 	$(PY) -m bench.run
+
+# Refresh the bundled snapshots from a real account (your AWS credentials; read-only calls).
+catalog: setup
+	$(PY) -m gpupilot.snapshots catalog --region $(or $(REGION),us-east-1)
+
+prices: setup
+	$(PY) -m gpupilot.snapshots prices --region $(or $(REGION),us-east-1)
 
 clean:
 	rm -rf cdk.out .build .gpupilot

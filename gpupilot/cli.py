@@ -57,6 +57,9 @@ def _job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stuck-after-minutes", type=float)
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--arch", choices=["x86_64", "arm64"])
+    parser.add_argument("--zone", action="append", dest="zones", help="repeat: zones the job may run in")
+    parser.add_argument("--max-attempts", type=int, help="GPU offerings tried at most (default 6)")
+    parser.add_argument("--give-up-after-minutes", type=float, help="fail the job if not started by then")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command and its arguments")
 
 
@@ -134,7 +137,8 @@ def job_body(args: argparse.Namespace) -> dict[str, Any]:
             raise UsageError(f"--file {args.file} must hold a JSON object")
     for field in (
         "name", "image", "gpus", "min_gpu_memory_gib", "vcpus", "memory_gib", "gpu_models", "instance_types",
-        "capacity", "max_hourly_usd", "timeout_minutes", "stuck_after_minutes", "arch",
+        "capacity", "max_hourly_usd", "timeout_minutes", "stuck_after_minutes", "arch", "zones", "max_attempts",
+        "give_up_after_minutes",
     ):  # fmt: skip
         value = getattr(args, field)
         if value is not None:
@@ -211,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
         headers = {"Idempotency-Key": args.idempotency_key} if args.idempotency_key else None
         submitted = _checked(client.request("POST", "/jobs", body, headers=headers))
         if not args.wait:
-            emit(json.dumps(submitted, indent=2) if args.json else f"submitted {submitted['job_id']}")
+            emit(json.dumps(submitted, indent=2) if args.json else render.submitted(submitted))
             return 0
         job = follow(client, quote(submitted["job_id"], safe=""), (lambda _: None) if args.json else emit)
         emit(json.dumps(job, indent=2) if args.json else render.job_summary(job))

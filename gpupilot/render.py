@@ -31,18 +31,30 @@ def reason_line(reason: str, elapsed_seconds: float) -> str:
 
 
 def plan_table(plan: dict[str, Any], top: int = 10) -> str:
+    """Candidates in attempt order with price, capacity, score and why; then the warnings."""
     rows = [
         (
-            c["instance_type"], f"{c['gpus']}x {c['gpu_model']}", f"{c['gpu_memory_gib']:g}",
-            c["vcpus"], f"{c['memory_gib']:g}", c["capacity"], f"{c['hourly_usd']:.4f}", ",".join(c["zones"]),
-            f"{c['score']:.3f}",
+            position, c["instance_type"], f"{c['gpus']}x {c['gpu_model']}", f"{c['gpu_memory_gib']:g}", c["vcpus"],
+            c["capacity"], "?" if c.get("hourly_usd") is None else f"{c['hourly_usd']:.4f}", f"{c['score']:.3f}",
+            c.get("why", ""),
         )
-        for c in plan["candidates"][:top]
+        for position, c in enumerate(plan["candidates"][:top], start=1)
     ]  # fmt: skip
-    out = table(("instance type", "GPUs", "GiB/GPU", "vCPU", "GiB", "capacity", "$/hour", "zones", "score"), rows)
+    out = table(("#", "instance type", "GPUs", "GiB/GPU", "vCPU", "capacity", "$/hour", "score", "why"), rows)
     more = len(plan["candidates"]) - top
-    suffix = f"\n  ... {more} more candidates" if more > 0 else ""
-    return f"{out}{suffix}\n  {len(plan['rejected'])} instance types rejected (see --json for reasons)"
+    lines = [out]
+    if more > 0:
+        lines.append(f"  ... {more} more candidates")
+    lines.append(f"  {len(plan['rejected'])} instance types rejected (see --json for reasons)")
+    lines.extend(f"  warning: {warning}" for warning in plan.get("warnings", []))
+    return "\n".join(lines)
+
+
+def submitted(answer: dict[str, Any]) -> str:
+    """What `gpupilot submit` prints: the job id, and what may keep it waiting."""
+    lines = [f"submitted {answer['job_id']}"]
+    lines.extend(f"  warning: {warning}" for warning in answer.get("warnings", []))
+    return "\n".join(lines)
 
 
 def _runtime(seconds: float) -> str:

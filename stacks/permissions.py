@@ -224,6 +224,15 @@ def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
     offerings = describe(
         "Amazon EC2", "ec2:DescribeInstanceTypes", "ec2:DescribeInstanceTypeOfferings", "ec2:DescribeSubnets"
     )
+    # Ranking: spot prices and placement scores (spot requests), the GPU vCPU quotas (every request).
+    market = [
+        describe(
+            "Amazon EC2", "ec2:DescribeSpotPriceHistory", "ec2:GetSpotPlacementScores", "ec2:DescribeAvailabilityZones"
+        ),
+        Grant(actions=("servicequotas:GetServiceQuota",), resources=(arns.ec2_quotas,), reason=WHY_QUOTAS),
+    ]
+    # On-demand prices: the Price List API, cached in the table (an item per region, rewritten daily).
+    price_list = describe("AWS Price List", "pricing:GetProducts")
     read_write = owned.items("GetItem", "UpdateItem")
     return {
         "api": [
@@ -231,6 +240,8 @@ def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
             owned.items("GetItem", "PutItem", "UpdateItem", "DeleteItem"),
             owned.queries(),
             offerings,
+            market[0],
+            price_list,
             # GET /jobs/{id}?explain=true diagnoses a waiting job now.
             describe("AWS Batch", "batch:DescribeJobs", "batch:DescribeComputeEnvironments"),
             *fleet_reads(arns),
@@ -252,7 +263,13 @@ def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
             # POST /sweep starts a sweep in the sweep function (asynchronously).
             Grant(actions=("lambda:InvokeFunction",), resources=(owned.sweep_function,)),
         ],
-        "select_gpu": [owned.items("UpdateItem"), owned.queries(), offerings],
+        "select_gpu": [
+            owned.items("GetItem", "PutItem", "UpdateItem"),
+            owned.queries(),
+            offerings,
+            *market,
+            price_list,
+        ],
         "ensure_queue": [
             # The job's progress, an INVALID pool's attempt, and the offering it leaves behind.
             owned.items("GetItem", "PutItem", "UpdateItem"),
@@ -274,6 +291,8 @@ def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
                 required_by=DOC_TAG_ON_CREATE,
             ),
             describe("AWS Batch", "batch:DescribeComputeEnvironments", "batch:DescribeJobQueues"),
+            # A job limited to zones gets a pool on those zones' subnets only.
+            describe("Amazon EC2", "ec2:DescribeSubnets"),
             Grant(actions=("iam:PassRole",), resources=(owned.instance_role,), required_by=DOC_PASS_INSTANCE_ROLE),
             # The first compute environment of an account without Batch's service-linked role creates it.
             Grant(
@@ -321,7 +340,7 @@ def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
             describe("Amazon EC2", "ec2:DescribeInstanceTypes"),
             terminate_jobs(arns),
         ],
-        "record_cost": [read_write],
+        "record_cost": [owned.items("GetItem", "PutItem", "UpdateItem"), price_list],
         "record_failure": [read_write, terminate_jobs(arns)],
         "health_sweep": [
             RESUME_WAITS,

@@ -22,6 +22,7 @@ from functions.shared.domain.errors import (
     InvalidPageToken,
     JobAlreadyFinished,
     JobNotFound,
+    NoCandidate,
     RequestRefused,
     SweepNotFound,
 )
@@ -88,6 +89,17 @@ def _bad_request(error: BadRequest) -> Response:
 @app.exception_handler(RequestRefused)
 def _refused(error: RequestRefused) -> Response:
     return _error(400, "RequestRefused", f"{error.field}: {error.message}", error.field)
+
+
+@app.exception_handler(NoCandidate)
+def _no_candidate(error: NoCandidate) -> Response:
+    body = ErrorBody(
+        error="NoCandidate",
+        field=error.field,
+        message=f"no GPU offering can serve this request: {error.message}",
+        rejected=error.rejected,
+    )
+    return _json(400, body)
 
 
 @app.exception_handler(JobNotFound)

@@ -15,16 +15,13 @@ from functions.shared.domain.batch import (
     FleetState,
     JobQueueState,
 )
-from functions.shared.domain.catalog import GpuType
-from functions.shared.domain.cost import PriceQuote
-from functions.shared.domain.fleet import QuotaState
 from functions.shared.domain.pool_health import PoolState
 from functions.shared.domain.records import AttemptRecord, JobRecord, Wait
 from functions.shared.domain.requests import JobRequest
-from functions.shared.domain.selection import AvailabilitySnapshot
 from functions.shared.domain.settings import Settings
 from functions.shared.domain.views import HealthReport
 from functions.shared.domain.vocabulary import BatchStatus, JobStatus, MetricName, WaitPhase
+from functions.shared.ports_market import Availability, Catalog, Prices, Quotas
 
 
 class JobStore(Protocol):
@@ -179,34 +176,13 @@ class Fleet(Protocol):
         """pool -> its fleet (pools given with their cluster ARN, None when there is none yet)."""
         ...
 
+    def running_types(self, spot: bool) -> dict[str, int]:
+        """instance type -> how many of the account's instances of it run (spot ones, or on-demand ones)."""
+        ...
+
     def terminate_instances(self, instance_ids: list[str]) -> None: ...
 
     def deregister_container_instance(self, cluster_arn: str, container_instance_arn: str) -> None: ...
-
-
-class Quotas(Protocol):
-    def vcpu_quota(self, code: str) -> QuotaState | None:
-        """The account's EC2 vCPU quota of that code, or None when Service Quotas does not know it."""
-        ...
-
-
-class Catalog(Protocol):
-    """NVIDIA GPU instance types."""
-
-    @property
-    def source(self) -> str: ...
-
-    def gpu_types(self) -> dict[str, GpuType]: ...
-
-
-class Availability(Protocol):
-    """What the region offers now in the deployment's zones."""
-
-    def snapshot(self, instance_types: list[str], unavailable: set[str]) -> AvailabilitySnapshot: ...
-
-
-class Prices(Protocol):
-    def on_demand(self, instance_type: str) -> PriceQuote | None: ...
 
 
 class Workflow(Protocol):

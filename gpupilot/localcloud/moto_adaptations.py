@@ -22,6 +22,15 @@ the local cloud makes moto behave like AWS:
    DescribeJobQueues shows them, so the backstop GPU Pilot sets is visible as on AWS (nothing acts on
    them: their shortest limit, 10 minutes, is longer than any local run).
 
+10. EC2's spot market: moto prices every spot offering at $0.00001 from its own offerings, and has no
+   GetSpotPlacementScores; here spot prices and placement scores come from the world (`spot.<type>`):
+   `hourly_usd` (default: 40% of the type's on-demand snapshot price), `placement_score` (default 9; 1
+   where the world's spot `capacity` is `none`), for the zones that offer the type.
+
+11. The AWS Price List API: not in moto at all; here GetProducts answers, in the Price List's own shape,
+   the on-demand Linux prices of the bundled snapshot for its region (other regions have none), both to
+   the embedded server (the local cloud) and to in-process mocks (tests).
+
 tests/integration/test_moto_adaptations.py holds one test per adaptation that fails if moto changes under it.
 """
 
@@ -306,6 +315,134 @@ def refuse_disabled_queues(patches: _Patches) -> None:
         patches.replace(backend, "submit_job", submit)
 
 
+# What a simulated spot offering costs when the world does not say: spot is typically well below on-demand.
+DEFAULT_SPOT_FRACTION = 0.4
+
+
+@dataclass
+class SpotMarket:
+    """10. The world's spot market: price and placement score by type, and the zones that offer each."""
+
+    offered: Callable[[str], list[str]]
+    hourly_usd: dict[str, float] = field(default_factory=dict)
+    placement_score: dict[str, int] = field(default_factory=dict)
+
+    def price(self, instance_type: str) -> float | None:
+        if instance_type in self.hourly_usd:
+            return self.hourly_usd[instance_type]
+        from functions.shared.adapters.prices import SnapshotPrices
+
+        quote = SnapshotPrices().on_demand(instance_type)
+        return round(quote.hourly_usd * DEFAULT_SPOT_FRACTION, 4) if quote else None
+
+
+def world_spot_market(patches: _Patches, market: SpotMarket) -> None:
+    """10. DescribeSpotPriceHistory and GetSpotPlacementScores answer from the world."""
+    from datetime import UTC, datetime
+
+    from moto.core.responses import ActionResult
+    from moto.ec2.responses import EC2Response
+
+    def describe_spot_price_history(self: Any) -> ActionResult:
+        types = self._get_param("InstanceTypes", []) or []
+        zones = self._filters_from_querystring().get("availability-zone")
+        now = datetime.now(UTC).isoformat()
+        history = [
+            {"InstanceType": t, "ProductDescription": "Linux/UNIX", "SpotPrice": f"{price:.6f}",
+             "AvailabilityZone": zone, "Timestamp": now}
+            for t in types
+            for price in [market.price(t)]
+            if price is not None
+            for zone in market.offered(t)
+            if zones is None or zone in zones
+        ]  # fmt: skip
+        return ActionResult({"SpotPriceHistory": history})
+
+    def get_spot_placement_scores(self: Any) -> ActionResult:
+        types = self._get_param("InstanceTypes", []) or []
+        zone_ids = {z.name: z.zone_id for z in self.ec2_backend.describe_availability_zones()}
+        scores = []
+        for zone, zone_id in sorted(zone_ids.items()):
+            # A set of types is as likely as its likeliest type offered in the zone.
+            offering = [t for t in types if zone in market.offered(t)]
+            if offering:
+                score = max(market.placement_score.get(t, 9) for t in offering)
+                scores.append({"Region": self.region, "AvailabilityZoneId": zone_id, "Score": score})
+        return ActionResult({"SpotPlacementScores": scores})
+
+    patches.replace(EC2Response, "describe_spot_price_history", describe_spot_price_history)
+    if hasattr(EC2Response, "get_spot_placement_scores"):
+        patches.replace(EC2Response, "get_spot_placement_scores", get_spot_placement_scores)
+    else:
+        EC2Response.get_spot_placement_scores = get_spot_placement_scores  # type: ignore[attr-defined]
+        patches.on_exit(lambda: delattr(EC2Response, "get_spot_placement_scores"))
+
+
+PRICE_LIST_TARGET = "AWSPriceListService."
+
+
+def price_list_answer(target: str, body: bytes) -> tuple[int, dict[str, str], str]:
+    """11. The Price List API's GetProducts over the bundled on-demand snapshot."""
+    import json
+    import zlib
+
+    from functions.shared.adapters.prices import snapshot_table
+
+    headers = {"Content-Type": "application/x-amz-json-1.1"}
+    if not target.endswith(".GetProducts"):
+        error = {"__type": "InvalidParameterException", "Message": f"{target} is not served by the local cloud"}
+        return 400, headers, json.dumps(error)
+    request = json.loads(body or b"{}")
+    wanted = {f["Field"]: f["Value"] for f in request.get("Filters", [])}
+    region, prices = snapshot_table()
+    products = []
+    if request.get("ServiceCode") == "AmazonEC2" and wanted.get("regionCode", region) == region:
+        for instance_type, hourly in sorted(prices.items()):
+            if wanted.get("instanceType", instance_type) != instance_type:
+                continue
+            sku = f"SKU{zlib.crc32(instance_type.encode()):010d}"
+            dimension = {"unit": "Hrs", "pricePerUnit": {"USD": f"{hourly:.10f}"}}
+            products.append(json.dumps({
+                "product": {"sku": sku, "productFamily": "Compute Instance", "attributes": {
+                    "instanceType": instance_type, "regionCode": region, "operatingSystem": "Linux",
+                    "tenancy": "Shared", "preInstalledSw": "NA", "capacitystatus": "Used",
+                    "instanceFamily": "GPU instance", "marketoption": "OnDemand"}},
+                "terms": {"OnDemand": {f"{sku}.JRTCKXETXF": {"priceDimensions": {
+                    f"{sku}.JRTCKXETXF.6YS6EN2CT7": dimension}}}},
+            }))  # fmt: skip
+    return 200, headers, json.dumps({"FormatVersion": "aws_v1", "PriceList": products})
+
+
+def serve_price_list(patches: _Patches) -> None:
+    """11. GetProducts answered to the embedded server and to in-process mocks alike."""
+    from moto.core.botocore_stubber import BotocoreStubber
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication
+
+    original_process = BotocoreStubber.process_request
+    original_call = DomainDispatcherApplication.__call__
+
+    def process_request(self: Any, request: Any) -> Any:
+        target = request.headers.get("X-Amz-Target") or ""
+        if isinstance(target, bytes):
+            target = target.decode()
+        if target.startswith(PRICE_LIST_TARGET):
+            body = request.body if isinstance(request.body, bytes) else (request.body or "").encode()
+            return price_list_answer(target, body)
+        return original_process(self, request)
+
+    def call(self: Any, environ: dict[str, Any], start_response: Any) -> Any:
+        target = environ.get("HTTP_X_AMZ_TARGET", "")
+        if not target.startswith(PRICE_LIST_TARGET):
+            return original_call(self, environ, start_response)
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        status, headers, body = price_list_answer(target, environ["wsgi.input"].read(length))
+        start_response(f"{status} {'OK' if status == 200 else 'Bad Request'}", list(headers.items()))
+        return [body.encode()]
+
+    patches.replace(BotocoreStubber, "process_request", process_request)
+    patches.replace(DomainDispatcherApplication, "__call__", call)
+
+
 @contextlib.contextmanager
 def adapted_moto(
     *,
@@ -314,6 +451,7 @@ def adapted_moto(
     lifecycle: ComputeEnvironmentLifecycle | None = None,
     offerings: tuple[str, list[str], dict[str, list[str]]] | None = None,
     quotas: dict[str, int] | None = None,
+    spot_market: SpotMarket | None = None,
 ) -> Iterator[None]:
     """moto, behaving like AWS where GPU Pilot depends on it, until the block ends."""
     patches = _Patches()
@@ -329,6 +467,9 @@ def adapted_moto(
         paginated_list_jobs(patches)
         refuse_disabled_queues(patches)
         keep_time_limit_actions(patches)
+        if spot_market is not None:
+            world_spot_market(patches, spot_market)
+        serve_price_list(patches)
         yield
     finally:
         patches.undo()

@@ -18,7 +18,7 @@ from gpupilot.localcloud.dispatch import HandlerDispatcher, LocalFunction
 from gpupilot.localcloud.fleet import FleetSimulator
 from gpupilot.localcloud.http_api import ApiServer
 from gpupilot.localcloud.iam import IamEnforcer, enforcer_for
-from gpupilot.localcloud.moto_adaptations import ComputeEnvironmentLifecycle, adapted_moto
+from gpupilot.localcloud.moto_adaptations import ComputeEnvironmentLifecycle, SpotMarket, adapted_moto
 from gpupilot.localcloud.template import load_template
 from gpupilot.localcloud.world import World
 
@@ -120,6 +120,13 @@ class LocalCloud:
                 lifecycle=lifecycle,
                 offerings=(self.world.region, self.world.zones, self._offerings()),
                 quotas=self.world.quotas,
+                spot_market=SpotMarket(
+                    offered=self.world.offered_zones,
+                    hourly_usd={t: s.hourly_usd for t, s in self.world.spot.items() if s.hourly_usd is not None},
+                    placement_score={
+                        t: 1 if s.capacity == "none" else s.placement_score for t, s in self.world.spot.items()
+                    },
+                ),
             )
         )
         import boto3

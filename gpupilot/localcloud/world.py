@@ -64,8 +64,13 @@ class World(_Strict):
 
     @model_validator(mode="after")
     def _known_types_zones_and_codes(self) -> World:
+        import boto3
+
         from functions.shared.adapters.ec2 import load_snapshot
 
+        regions = boto3.session.Session().get_available_regions("ec2")
+        if self.region not in regions:
+            raise ValueError(f"region: unknown region {self.region!r}; valid: {', '.join(sorted(regions))}")
         known = load_snapshot()
         for section, names in (("instance_types", self.instance_types), ("spot", self.spot)):
             unknown = sorted(set(names) - set(known))

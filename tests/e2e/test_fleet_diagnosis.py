@@ -82,7 +82,11 @@ def test_a_fleet_that_cannot_run_the_job_is_diagnosed_with_evidence_and_the_job_
             "ECS_AGENT_NOT_REGISTERED",
             "instances_unregistered",
         ),
-        ({"quotas": {"L-DB2E81BA": 0}}, "NO_INSTANCES_LAUNCHED", "quota_code"),
+        (
+            {"quotas": {"L-DB2E81BA": 4}, "jobs": {"runtime_seconds": 120}},
+            "NO_INSTANCES_LAUNCHED",
+            "quota_code",
+        ),
     ],
 )
 def test_explain_diagnoses_a_waiting_job_now_and_the_cli_prints_it(
@@ -90,7 +94,15 @@ def test_explain_diagnoses_a_waiting_job_now_and_the_cli_prints_it(
 ) -> None:
     # Given a job that cannot start, with a long wait before the workflow diagnoses it
     cloud = cloud_factory(world)
-    job_id = cloud.api.request("POST", "/jobs", JOB | {"stuck_after_minutes": 30}).body["job_id"]
+    body = JOB | {"stuck_after_minutes": 30}
+    if category == "NO_INSTANCES_LAUNCHED":
+        # A quota of one instance, taken by another job's: the next pool can launch nothing (the plan saw
+        # room for one, and warned that parallel jobs would wait for each other)
+        blocker = cloud.api.request("POST", "/jobs", JOB | {"instance_types": ["g4dn.xlarge"]}).body["job_id"]
+        cloud.wait_for(blocker, {"RUNNING"})
+        body |= {"instance_types": ["g5.xlarge"]}
+        assert any("allows 1 g5.xlarge at once" in w for w in cloud.api.request("POST", "/plan", body).body["warnings"])
+    job_id = cloud.api.request("POST", "/jobs", body).body["job_id"]
     # When the user asks why it waits (the fleet needs its launch or registration grace first)
     deadline = time.monotonic() + 60
     explanation: dict[str, Any] = {}

@@ -205,6 +205,12 @@ class FakeFleet:
     terminated: list[str] = field(default_factory=list)
     deregistered: list[str] = field(default_factory=list)
 
+    def running_types(self, spot: bool) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for instance in (i for instances in self.by_pool.values() for i in instances if i.alive):
+            counts[instance.instance_type] = counts.get(instance.instance_type, 0) + 1
+        return counts
+
     def terminate_instances(self, instance_ids: list[str]) -> None:
         self.terminated += instance_ids
         for instances in self.by_pool.values():
@@ -271,6 +277,13 @@ class FakeAvailability:
     def __init__(self, zones: list[str] | None = None, offered: dict[str, list[str]] | None = None) -> None:
         self.zones = zones or list(ZONES)
         self.offered = offered
+        self.scores: dict[str, int] = {}
+
+    def subnets_in(self, zones: list[str]) -> list[str]:
+        return [f"subnet-{zone[-1]}" for zone in self.zones if zone in zones]
+
+    def placement_scores(self, instance_types: list[str]) -> dict[str, dict[str, int]]:
+        return {t: {z: self.scores[t] for z in self.zones} for t in instance_types if t in self.scores}
 
     def snapshot(self, instance_types: list[str], unavailable: set[str]) -> AvailabilitySnapshot:
         offered = self.offered if self.offered is not None else {t: list(self.zones) for t in instance_types}
@@ -278,8 +291,16 @@ class FakeAvailability:
 
 
 class FakePrices:
-    def __init__(self, table: dict[str, float] | None = None) -> None:
+    def __init__(self, table: dict[str, float] | None = None, spot_table: dict[str, float] | None = None) -> None:
         self._table = table
+        self.spot_table = spot_table or {}
+
+    def spot(self, instance_types: list[str], zones: list[str]) -> dict[str, dict[str, PriceQuote]]:
+        return {
+            t: {z: PriceQuote(hourly_usd=self.spot_table[t], pricing=f"test spot price in {z}") for z in zones}
+            for t in instance_types
+            if t in self.spot_table
+        }
 
     def on_demand(self, instance_type: str) -> PriceQuote | None:
         if self._table is None:

@@ -16,7 +16,7 @@ from functions.shared.adapters.wiring import reset_ports
 from gpupilot.localcloud.deploy import ACCOUNT_ID, Deployment, deploy
 from gpupilot.localcloud.dispatch import HandlerDispatcher
 from gpupilot.localcloud.iam import IamEnforcer, enforcer_for
-from gpupilot.localcloud.moto_adaptations import ComputeEnvironmentLifecycle, adapted_moto
+from gpupilot.localcloud.moto_adaptations import ComputeEnvironmentLifecycle, SpotMarket, adapted_moto
 from gpupilot.localcloud.template import load_template
 
 MOTO_CONFIG: Any = {
@@ -79,7 +79,11 @@ def cloud(template: dict[str, Any]) -> Iterator[Cloud]:
     captured: list[tuple[str, list[dict[str, Any]]]] = []
     dispatcher = HandlerDispatcher(metric_sink=lambda namespace, data: captured.append((namespace, data)))
     lifecycle = ComputeEnvironmentLifecycle(create_seconds=CREATE_SECONDS, clock=clock)
-    with mock_aws(config=MOTO_CONFIG), adapted_moto(dispatcher=dispatcher, lifecycle=lifecycle):
+    spot_market = SpotMarket(offered=lambda instance_type: list(ZONES))
+    with (
+        mock_aws(config=MOTO_CONFIG),
+        adapted_moto(dispatcher=dispatcher, lifecycle=lifecycle, spot_market=spot_market),
+    ):
         deployed = deploy(boto3.session.Session(), template, ZONES)
         dispatcher.functions = dict(deployed.functions)
         enforcer = enforcer_for(

@@ -12,7 +12,7 @@ from functions.shared.adapters.job_store import DynamoJobStore
 from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.vocabulary import JobStatus
 from gpupilot.localcloud.http_api import proxy_event
-from tests.integration.conftest import Cloud
+from tests.integration.conftest import ZONES, Cloud
 
 BODY = {"name": "train", "image": "nvidia/cuda:12.4.1-base-ubuntu22.04", "command": ["nvidia-smi"]}
 ALLOWED_SECRET = "arn:aws:secretsmanager:us-east-1:123456789012:secret:gpupilot/hf-token-AbCdEf"
@@ -219,3 +219,36 @@ def test_a_submit_whose_workflow_could_not_start_can_be_retried_with_its_idempot
     # Then the key is released (not stuck IN_PROGRESS): the retry is a new attempt, which fails the same way
     with pytest.raises(HandlerError, match="StateMachineDoesNotExist"):
         call(cloud, "POST", "/jobs", BODY, headers)
+
+
+def test_a_job_no_offering_can_serve_is_a_400_listing_every_rejection_and_starts_nothing(cloud: Cloud) -> None:
+    status, body = call(cloud, "POST", "/jobs", BODY | {"min_gpu_memory_gib": 1000})
+    assert (status, body["error"], body["field"]) == (400, "NoCandidate", "min_gpu_memory_gib")
+    assert body["rejected"] and all({"instance_type", "reason"} <= set(r) for r in body["rejected"])
+    assert (
+        boto3.client("stepfunctions").list_executions(stateMachineArn=cloud.deployment.state_machine_arn)["executions"]
+        == []
+    )
+
+
+def test_an_unknown_gpu_model_is_a_400_listing_the_known_ones(cloud: Cloud) -> None:
+    status, body = call(cloud, "POST", "/plan", BODY | {"gpu_models": ["H9000"]})
+    assert (status, body["field"]) == (400, "gpu_models")
+    assert "H9000" in body["message"] and "A10G" in body["message"]
+
+
+def test_a_spot_plan_is_priced_from_spot_history_scored_and_explained(cloud: Cloud) -> None:
+    status, plan = call(cloud, "POST", "/plan", BODY | {"capacity": "spot-first", "gpu_models": ["A10G"]})
+    assert status == 200
+    first, second = plan["candidates"][:2]
+    assert (first["capacity"], second["capacity"]) == ("spot", "on-demand")
+    assert first["instance_type"] == second["instance_type"]
+    assert first["pricing"].startswith("spot price history") and first["hourly_usd"] < second["hourly_usd"]
+    assert "spot placement score 9/10" in first["why"] and first["placement_score"] == 9
+    assert isinstance(plan["warnings"], list)
+
+
+def test_a_job_answers_with_its_warnings(cloud: Cloud) -> None:
+    status, body = call(cloud, "POST", "/jobs", BODY | {"zones": [ZONES[0]]})
+    assert status == 202
+    assert any("one zone only" in w for w in body["warnings"])

@@ -266,3 +266,30 @@ def test_moto_alone_drops_a_queues_time_limit_actions_and_adapted_they_are_descr
     assert "jobStateTimeLimitActions" not in create("alone", arn)
     with adapted_moto(lifecycle=ComputeEnvironmentLifecycle(create_seconds=0)):
         assert create("adapted", arn)["jobStateTimeLimitActions"] == actions
+
+
+# -- EC2's spot market -------------------------------------------------------------------------------
+def test_moto_alone_prices_spot_at_a_token_and_adapted_the_worlds_market_answers(aws):
+    from gpupilot.localcloud.moto_adaptations import SpotMarket
+
+    ec2 = boto3.client("ec2", region_name=REGION)
+
+    def prices() -> dict[tuple[str, str], str]:
+        history = ec2.describe_spot_price_history(InstanceTypes=["g5.xlarge"], ProductDescriptions=["Linux/UNIX"])
+        return {(p["InstanceType"], p["AvailabilityZone"]): p["SpotPrice"] for p in history["SpotPriceHistory"]}
+
+    assert set(prices().values()) == {"0.00001"}
+    market = SpotMarket(offered=lambda t: ["us-east-1a", "us-east-1b"], hourly_usd={"g5.xlarge": 0.35},
+                        placement_score={"g5.xlarge": 3})  # fmt: skip
+    with adapted_moto(spot_market=market):
+        assert prices() == {("g5.xlarge", "us-east-1a"): "0.350000", ("g5.xlarge", "us-east-1b"): "0.350000"}
+        scores = ec2.get_spot_placement_scores(
+            InstanceTypes=["g5.xlarge"], TargetCapacity=1, SingleAvailabilityZone=True, RegionNames=[REGION]
+        )["SpotPlacementScores"]
+        assert [s["Score"] for s in scores] == [3, 3]
+        # And a type the world does not price costs a share of its on-demand snapshot price
+        unpriced = ec2.describe_spot_price_history(InstanceTypes=["g6.xlarge"])["SpotPriceHistory"]
+        assert {float(p["SpotPrice"]) for p in unpriced} == {round(0.8048 * 0.4, 4)}
+    # moto alone has no placement scores at all
+    with pytest.raises(NotImplementedError):
+        ec2.get_spot_placement_scores(InstanceTypes=["g5.xlarge"], TargetCapacity=1, RegionNames=[REGION])

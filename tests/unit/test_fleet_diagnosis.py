@@ -187,3 +187,16 @@ def test_terminated_instances_are_not_evidence():
     result = diagnose(snapshot([ec2("i-aaa", 60, state="terminated")], runnable_minutes=2))
     assert result.category == Category.WAITING_FOR_SCALE_UP
     assert "instances_unregistered" not in result.evidence
+
+
+def test_no_instance_because_other_instances_use_up_the_quota_names_the_quota_and_its_use():
+    # Given a quota of 8 vCPUs, 8 of them taken by the account's other G instances
+    given = snapshot(runnable_minutes=20, quota=8)
+    assert given.quota is not None
+    given.quota.used_vcpus = 8
+
+    # When / Then
+    result = diagnose(given)
+    assert result.category == Category.NO_INSTANCES_LAUNCHED
+    assert "L-DB2E81BA" in result.reason and "is 8, 8 of them in use" in result.reason
+    assert result.evidence["quota_used_vcpus"] == 8

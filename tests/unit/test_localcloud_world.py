@@ -72,3 +72,10 @@ def test_missing_world_file_raises_world_error_naming_the_file(tmp_path):
     missing = tmp_path / "absent.json"
     with pytest.raises(WorldError, match=f"cannot read world file {missing}"):
         load_world(missing)
+
+
+def test_a_made_up_region_is_an_error_listing_the_valid_ones(tmp_path):
+    path = tmp_path / "world.json"
+    path.write_text('{"region": "mars-1", "zones": ["mars-1a"]}')
+    with pytest.raises(WorldError, match=r"region: .*unknown region 'mars-1'; valid: .*us-east-1"):
+        load_world(path)

@@ -93,3 +93,35 @@ def test_summary_shows_each_attempts_diagnosis():
 
     # Then
     assert line(summary, "diagnosis g6.xlarge").endswith("INSUFFICIENT_CAPACITY: AWS Batch says: CAPACITY:...")
+
+
+def test_the_plan_table_shows_price_capacity_score_why_and_warnings():
+    from gpupilot.render import plan_table
+
+    plan = {
+        "candidates": [
+            {"instance_type": "g5.xlarge", "gpus": 1, "gpu_model": "A10G", "gpu_memory_gib": 24.0, "vcpus": 4,
+             "capacity": "spot", "hourly_usd": 0.4, "score": 0.9, "why": "$0.4/h; spot placement score 9/10"},
+            {"instance_type": "g6.xlarge", "gpus": 1, "gpu_model": "L4", "gpu_memory_gib": 24.0, "vcpus": 4,
+             "capacity": "on-demand", "hourly_usd": None, "score": 0.5, "why": "no known price"},
+        ],
+        "rejected": [{"instance_type": "p5.48xlarge", "reason": "..."}],
+        "warnings": ["g5.xlarge is offered in one zone only (us-east-1a): a shortage there stops it"],
+    }  # fmt: skip
+    printed = plan_table(plan)
+    lines = printed.splitlines()
+    assert lines[0].split() == [
+        "#",
+        "instance",
+        "type",
+        "GPUs",
+        "GiB/GPU",
+        "vCPU",
+        "capacity",
+        "$/hour",
+        "score",
+        "why",
+    ]
+    assert "spot" in lines[2] and "0.4000" in lines[2] and "placement score 9/10" in lines[2]
+    assert "?" in lines[3] and "no known price" in lines[3]
+    assert lines[-1] == "  warning: g5.xlarge is offered in one zone only (us-east-1a): a shortage there stops it"

@@ -6,7 +6,8 @@ import itertools
 
 from functions.shared.adapters.ec2 import load_snapshot
 from functions.shared.adapters.prices import SnapshotPrices
-from functions.shared.domain.selection import AvailabilitySnapshot, Plan, offering_key, plan
+from functions.shared.domain.cost import PriceQuote
+from functions.shared.domain.selection import AvailabilitySnapshot, MarketSignals, Plan, offering_key, plan
 from tests.unit.builders import ZONES, catalog, gpu_type, job_request, offered_everywhere, prices
 
 on_demand_price = SnapshotPrices().on_demand
@@ -22,13 +23,30 @@ PRICES = {"g5.xlarge": 1.006, "g5.2xlarge": 1.212, "g6.xlarge": 0.805, "g4dn.xla
 PRICES["g5.12xlarge"] = 5.672
 
 
-def plan_for(request_fields: dict, *types, availability: AvailabilitySnapshot | None = None, table=None) -> Plan:
+def plan_for(
+    request_fields: dict,
+    *types,
+    availability: AvailabilitySnapshot | None = None,
+    table=None,
+    market: MarketSignals | None = None,
+) -> Plan:
     cat = catalog(*types)
     return plan(
         job_request(**request_fields),
         cat,
         availability or offered_everywhere(cat),
         prices(PRICES if table is None else table),
+        market=market,
+    )
+
+
+def spot_market(**prices_by_type: float) -> MarketSignals:
+    """Spot prices (the same in every zone) for the given types, written g5_xlarge=0.4."""
+    return MarketSignals(
+        spot_prices={
+            name.replace("_", "."): {z: PriceQuote(hourly_usd=price, pricing="spot history") for z in ZONES}
+            for name, price in prices_by_type.items()
+        }
     )
 
 
@@ -93,13 +111,13 @@ def test_gpu_model_preference_order_beats_price():
     assert candidate_types(result) == ["g5.xlarge", "g6.xlarge", "g4dn.xlarge"]
 
 
-def test_price_orders_candidates_of_the_same_preferred_model():
-    # Given two A10G sizes and A10G preferred
+def test_the_preferred_model_goes_first_and_the_next_attempt_tries_another_family():
+    # Given two A10G sizes and A10G preferred over L4
     # When planning
     result = plan_for({"gpu_models": ["A10G", "L4"]}, A10G_2X, A10G, L4)
 
-    # Then within the A10G preference the cheaper size comes first
-    assert candidate_types(result) == ["g5.xlarge", "g5.2xlarge", "g6.xlarge"]
+    # Then the cheaper A10G first, then the L4 (a g5 shortage would likely stop the larger g5 too), then it
+    assert candidate_types(result) == ["g5.xlarge", "g6.xlarge", "g5.2xlarge"]
 
 
 def test_gpu_types_with_fewer_gpus_than_requested_are_rejected_with_the_reason():
@@ -161,14 +179,22 @@ def test_memory_request_within_the_usable_memory_fits():
 
 
 # -- price ------------------------------------------------------------------------------------
-def test_gpu_type_without_a_known_price_is_rejected():
+def test_gpu_type_without_a_known_price_is_a_candidate_after_the_priced_ones():
     # Given a price table that does not know g6.xlarge
     # When planning
     result = plan_for({}, A10G, L4, table={"g5.xlarge": 1.006})
 
-    # Then g6.xlarge is rejected for its unknown price
+    # Then g6.xlarge is still tried, after the priced g5, and says it has no price
+    assert candidate_types(result) == ["g5.xlarge", "g6.xlarge"]
+    unpriced = result.candidates[1]
+    assert (unpriced.hourly_usd, unpriced.pricing) == (None, None)
+    assert "no known price" in unpriced.why
+
+
+def test_a_budget_rejects_a_type_without_a_known_price():
+    result = plan_for({"max_hourly_usd": 5}, A10G, L4, table={"g5.xlarge": 1.006})
     assert candidate_types(result) == ["g5.xlarge"]
-    assert rejection(result, "g6.xlarge") == "no known hourly price"
+    assert rejection(result, "g6.xlarge") == "no known on-demand price to hold against max_hourly_usd $5.0"
 
 
 def test_gpu_type_above_max_hourly_usd_is_rejected_naming_both_prices():
@@ -178,7 +204,7 @@ def test_gpu_type_above_max_hourly_usd_is_rejected_naming_both_prices():
 
     # Then the A10G is rejected for its price
     assert candidate_types(result) == ["g6.xlarge"]
-    assert rejection(result, "g5.xlarge") == "$1.006/h exceeds max_hourly_usd $0.9"
+    assert rejection(result, "g5.xlarge") == "on-demand $1.006/h exceeds max_hourly_usd $0.9"
 
 
 def test_gpu_type_priced_exactly_at_max_hourly_usd_fits():
@@ -277,27 +303,42 @@ def test_on_demand_request_yields_only_on_demand_candidates():
     assert len(result.candidates) == 2
 
 
-def test_spot_request_yields_only_spot_candidates():
-    # Given / When: a spot request over two types
-    result = plan_for({"capacity": "spot"}, A10G, L4)
+def test_spot_request_yields_only_spot_candidates_priced_at_spot_rates():
+    # Given / When: a spot request over two types whose spot prices are known
+    result = plan_for({"capacity": "spot"}, A10G, L4, market=spot_market(g5_xlarge=0.30, g6_xlarge=0.35))
 
-    # Then every candidate is spot
-    assert [(c.instance_type, c.capacity) for c in result.candidates] == [
-        ("g6.xlarge", "spot"),
-        ("g5.xlarge", "spot"),
+    # Then every candidate is spot, priced from spot history, cheapest first
+    assert [(c.instance_type, c.capacity, c.hourly_usd) for c in result.candidates] == [
+        ("g5.xlarge", "spot", 0.30),
+        ("g6.xlarge", "spot", 0.35),
     ]
+    assert result.candidates[0].pricing == "spot history"
 
 
-def test_spot_first_lists_every_spot_candidate_before_any_on_demand_one():
+def test_a_spot_candidate_is_priced_at_the_lowest_latest_price_among_its_zones():
+    market = MarketSignals(
+        spot_prices={
+            "g5.xlarge": {
+                "us-east-1a": PriceQuote(hourly_usd=0.41, pricing="spot us-east-1a"),
+                "us-east-1b": PriceQuote(hourly_usd=0.38, pricing="spot us-east-1b"),
+                "us-east-1c": PriceQuote(hourly_usd=0.10, pricing="a zone the deployment does not use"),
+            }
+        }
+    )
+    [spot] = plan_for({"capacity": "spot"}, A10G, market=market).candidates
+    assert (spot.hourly_usd, spot.pricing) == (0.38, "spot us-east-1b")
+
+
+def test_spot_first_tries_each_type_on_spot_then_on_demand_before_the_next_type():
     # Given / When: a spot-first request over two types
-    result = plan_for({"capacity": "spot-first"}, A10G, L4)
+    result = plan_for({"capacity": "spot-first"}, A10G, L4, market=spot_market(g5_xlarge=0.30, g6_xlarge=0.35))
 
-    # Then all spot offerings come first (cheapest first), then the on-demand ones
+    # Then each type is tried on spot, then on on-demand, the best type first
     assert [(c.instance_type, c.capacity) for c in result.candidates] == [
-        ("g6.xlarge", "spot"),
         ("g5.xlarge", "spot"),
-        ("g6.xlarge", "on-demand"),
         ("g5.xlarge", "on-demand"),
+        ("g6.xlarge", "spot"),
+        ("g6.xlarge", "on-demand"),
     ]
 
 
@@ -349,24 +390,24 @@ def test_best_candidate_scores_one_and_scores_never_increase_down_the_list():
     assert all(later < earlier for earlier, later in itertools.pairwise(scores))
 
 
-def test_scores_fall_with_price_relative_to_the_cheapest_fit():
+def test_scores_fall_with_price_per_gpu_hour_relative_to_the_cheapest_fit():
     # Given two types, the second twice the price of the first
     # When planning
     result = plan_for({}, A10G, L4, table={"g6.xlarge": 1.0, "g5.xlarge": 2.0})
 
-    # Then the second scores half, divided by its rank factor 1.1
-    assert [c.score for c in result.candidates] == [1.0, round(0.5 / 1.1, 4)]
+    # Then the second scores half, and says what it costs per GPU-hour
+    assert [c.score for c in result.candidates] == [1.0, 0.5]
+    assert "$2/h, $2 per GPU-hour" in result.candidates[1].why
 
 
-def test_best_candidate_scores_one_even_when_model_preference_beats_price():
+def test_model_preference_beats_score():
     # Given A10G ($1.006) preferred over the cheaper L4 ($0.805)
     # When planning
     result = plan_for({"gpu_models": ["A10G", "L4"]}, A10G, L4)
 
-    # Then the preferred (first) candidate still scores 1.0 and the next one lower
-    scores = [c.score for c in result.candidates]
-    assert scores[0] == 1.0
-    assert scores[1] < scores[0]
+    # Then the preferred A10G goes first although the L4 scores higher
+    assert candidate_types(result) == ["g5.xlarge", "g6.xlarge"]
+    assert result.candidates[0].score < result.candidates[1].score == 1.0
 
 
 def test_nothing_fits_gives_no_candidates_and_rejects_every_type():

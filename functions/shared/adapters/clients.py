@@ -29,22 +29,24 @@ _session: boto3.session.Session | None = None
 _observers: list[tuple[str, CallObserver]] = []
 
 
-def client(service: str) -> Any:
-    """A cached boto3 client for `service`.
+def client(service: str, region: str | None = None) -> Any:
+    """A cached boto3 client for `service`, in the process's region unless the API answers elsewhere only
+    (the Price List API: us-east-1).
 
     Clients are thread-safe, sessions are not: one session makes every client, under the lock. One
     session also loads botocore's data files once, which halves a cold start that makes four clients.
     """
     global _session
     with _lock:
-        existing = _clients.get(service)
+        name = service if region is None else f"{service}@{region}"
+        existing = _clients.get(name)
         if existing is None:
             if _session is None:
                 _session = boto3.session.Session()
                 for event, observer in _observers:
                     _session.events.register(event, observer)
-            existing = _session.client(service, region_name=aws_region(), config=RETRY_CONFIG)
-            _clients[service] = existing
+            existing = _session.client(service, region_name=region or aws_region(), config=RETRY_CONFIG)
+            _clients[name] = existing
         return existing
 
 

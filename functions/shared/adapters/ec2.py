@@ -11,7 +11,8 @@ import time
 from importlib import resources
 from typing import Any
 
-from functions.shared.adapters.base import ClientAdapter
+from functions.shared.adapters.base import ClientAdapter, TtlCache
+from functions.shared.adapters.spot import Ec2SpotMarket
 from functions.shared.domain.catalog import GpuType, catalog_from_descriptions
 from functions.shared.domain.selection import AvailabilitySnapshot
 
@@ -19,6 +20,7 @@ from functions.shared.domain.selection import AvailabilitySnapshot
 IAM_ACTIONS = ("ec2:DescribeInstanceTypes", "ec2:DescribeSubnets", "ec2:DescribeInstanceTypeOfferings")
 SNAPSHOT_FILE = "gpu_catalog.json"
 LIVE_TTL_SECONDS = 3600
+OFFERINGS_TTL_SECONDS = 600
 GPU_FAMILY_PATTERNS = ["g*", "p*"]
 
 
@@ -73,19 +75,42 @@ class Ec2Availability(ClientAdapter):
 
     service = "ec2"
 
-    def __init__(self, subnets: list[str], ec2: Any | None = None) -> None:
+    def __init__(self, subnets: list[str], spot_market: Ec2SpotMarket, ec2: Any | None = None) -> None:
         super().__init__(ec2)
         self._subnets = subnets
+        self._spot = spot_market
+        self._subnet_zones: dict[str, str] | None = None
+        # Which zones offer which types changes over days, not minutes (shortages are the memory's job).
+        self._offered = TtlCache(OFFERINGS_TTL_SECONDS)
+
+    def placement_scores(self, instance_types: list[str]) -> dict[str, dict[str, int]]:
+        return self._spot.placement_scores(instance_types)
 
     def zones(self) -> list[str]:
         """Zones GPU instances can launch in: those of the deployment's subnets (none without subnets)."""
+        return sorted(set(self._zone_of().values()))
+
+    def subnets_in(self, zones: list[str]) -> list[str]:
+        return [subnet for subnet, zone in self._zone_of().items() if zone in zones]
+
+    def _zone_of(self) -> dict[str, str]:
+        """subnet -> its zone; a deployment's subnets keep their zones: asked once per process."""
         if not self._subnets:
-            return []
-        found = self._aws.describe_subnets(SubnetIds=self._subnets)["Subnets"]
-        return sorted({s["AvailabilityZone"] for s in found})
+            return {}
+        if self._subnet_zones is None:
+            found = self._aws.describe_subnets(SubnetIds=self._subnets)["Subnets"]
+            self._subnet_zones = {s["SubnetId"]: s["AvailabilityZone"] for s in found}
+        return dict(self._subnet_zones)
 
     def snapshot(self, instance_types: list[str], unavailable: set[str]) -> AvailabilitySnapshot:
         zones = self.zones()
+        offered = self._offered.get(tuple(instance_types))
+        if offered is None:
+            offered = self._offerings(zones, instance_types)
+            self._offered.put(tuple(instance_types), offered)
+        return AvailabilitySnapshot(zones=zones, offered=offered, unavailable=unavailable)
+
+    def _offerings(self, zones: list[str], instance_types: list[str]) -> dict[str, list[str]]:
         offered: dict[str, set[str]] = {}
         if zones and instance_types:
             pages = self._aws.get_paginator("describe_instance_type_offerings").paginate(
@@ -95,6 +120,4 @@ class Ec2Availability(ClientAdapter):
             for page in pages:
                 for offering in page["InstanceTypeOfferings"]:
                     offered.setdefault(offering["InstanceType"], set()).add(offering["Location"])
-        return AvailabilitySnapshot(
-            zones=zones, offered={t: sorted(z) for t, z in offered.items()}, unavailable=unavailable
-        )
+        return {t: sorted(z) for t, z in offered.items()}

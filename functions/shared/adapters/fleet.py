@@ -107,6 +107,19 @@ class Ec2EcsFleet(ClientAdapter):
             for pool in pools
         }
 
+    def running_types(self, spot: bool) -> dict[str, int]:
+        """What a vCPU quota counts: the account's pending and running instances of one capacity type."""
+        filters = [{"Name": "instance-state-name", "Values": ["pending", "running"]}]
+        if spot:
+            filters.append({"Name": "instance-lifecycle", "Values": ["spot"]})
+        counts: dict[str, int] = {}
+        for page in self._aws.get_paginator("describe_instances").paginate(Filters=filters):
+            for reservation in page["Reservations"]:
+                for instance in reservation["Instances"]:
+                    if spot or instance.get("InstanceLifecycle") != "spot":
+                        counts[instance["InstanceType"]] = counts.get(instance["InstanceType"], 0) + 1
+        return counts
+
     def terminate_instances(self, instance_ids: list[str]) -> None:
         for start in range(0, len(instance_ids), TERMINATE_PAGE):
             self._aws.terminate_instances(InstanceIds=instance_ids[start : start + TERMINATE_PAGE])

@@ -1,15 +1,45 @@
-"""Hourly prices: the bundled, dated on-demand snapshot (functions/shared/data/prices_on_demand.json)."""
+"""Hourly prices. On-demand: the AWS Price List API for the deployment's region (GetProducts, cached in the
+table for a day and in the process for an hour), else the bundled, dated snapshot when it is of that region
+(functions/shared/data/prices_on_demand.json), else none: a region GPU Pilot has no data for is never priced
+as another. Spot: EC2's spot price history (spot.py).
+
+IAM: pricing:GetProducts has no resource types (grant on `*`); the Price List API answers in us-east-1.
+"""
 
 from __future__ import annotations
 
 import json
+import threading
+import time
+import zlib
 from functools import cache
 from importlib import resources
 from typing import Any
 
-from functions.shared.domain.cost import PriceQuote
+from botocore.exceptions import BotoCoreError, ClientError
 
+from functions.shared import constants as c
+from functions.shared.adapters.base import ClientAdapter
+from functions.shared.adapters.clients import client
+from functions.shared.adapters.spot import Ec2SpotMarket
+from functions.shared.domain.cost import PriceQuote
+from functions.shared.observability import logger
+
+# What this module's calls are authorized against (the IAM drift check holds it to that).
+IAM_ACTIONS = ("pricing:GetProducts", "dynamodb:GetItem", "dynamodb:PutItem")
 SNAPSHOT_FILE = "prices_on_demand.json"
+PRICE_LIST_REGION = "us-east-1"
+TABLE_TTL_SECONDS = 86400
+PROCESS_TTL_SECONDS = 3600
+PRICES_PARTITION = "PRICES"
+# Linux, shared tenancy, nothing pre-installed, not a capacity reservation: what Batch's instances are.
+FILTERS = {
+    "operatingSystem": "Linux",
+    "tenancy": "Shared",
+    "preInstalledSw": "NA",
+    "capacitystatus": "Used",
+    "instanceFamily": "GPU instance",
+}
 
 
 @cache
@@ -17,15 +47,99 @@ def _snapshot() -> dict[str, Any]:
     return json.loads(resources.files("functions.shared.data").joinpath(SNAPSHOT_FILE).read_text())
 
 
+def snapshot_table() -> tuple[str, dict[str, float]]:
+    """(the snapshot's region, instance type -> hourly USD)."""
+    snapshot = _snapshot()
+    return str(snapshot["region"]), {t: float(p) for t, p in snapshot["prices"].items()}
+
+
 class SnapshotPrices:
-    """Implements ports.Prices from the bundled snapshot."""
+    """On-demand prices from the bundled snapshot, for its own region only."""
+
+    def __init__(self, region: str = "us-east-1") -> None:
+        self._region = region
 
     def on_demand(self, instance_type: str) -> PriceQuote | None:
         snapshot = _snapshot()
-        hourly = snapshot["prices"].get(instance_type)
+        hourly = snapshot["prices"].get(instance_type) if snapshot["region"] == self._region else None
         if hourly is None:
             return None
         return PriceQuote(
             hourly_usd=float(hourly),
             pricing=f"on-demand {snapshot['region']} price snapshot of {snapshot['as_of']}",
         )
+
+
+def price_list_products(pricing: Any, region: str) -> dict[str, float]:
+    """instance type -> on-demand Linux hourly USD of every GPU instance in `region`, from GetProducts."""
+    filters = [{"Type": "TERM_MATCH", "Field": "regionCode", "Value": region}]
+    filters += [{"Type": "TERM_MATCH", "Field": field, "Value": value} for field, value in FILTERS.items()]
+    found: dict[str, float] = {}
+    for page in pricing.get_paginator("get_products").paginate(ServiceCode="AmazonEC2", Filters=filters):
+        for raw in page["PriceList"]:
+            product = json.loads(raw)
+            instance_type = product.get("product", {}).get("attributes", {}).get("instanceType")
+            for term in (product.get("terms", {}).get("OnDemand") or {}).values():
+                for dimension in (term.get("priceDimensions") or {}).values():
+                    usd = float(dimension.get("pricePerUnit", {}).get("USD", 0) or 0)
+                    if instance_type and usd > 0:
+                        found[instance_type] = usd
+    return found
+
+
+class MarketPrices(ClientAdapter):
+    """Implements ports.Prices: on-demand from the Price List (cached), spot from the live spot market."""
+
+    service = "dynamodb"
+
+    def __init__(
+        self, region: str, table_name: str, spot_market: Ec2SpotMarket, dynamodb: Any | None = None,
+        pricing: Any | None = None,
+    ) -> None:  # fmt: skip
+        super().__init__(dynamodb)
+        self._region, self._table_name, self._spot = region, table_name, spot_market
+        self._pricing = pricing
+        self._snapshot = SnapshotPrices(region)
+        self._lock = threading.Lock()
+        self._cached: tuple[float, dict[str, PriceQuote]] | None = None
+
+    def on_demand(self, instance_type: str) -> PriceQuote | None:
+        return self._table().get(instance_type) or self._snapshot.on_demand(instance_type)
+
+    def spot(self, instance_types: list[str], zones: list[str]) -> dict[str, dict[str, PriceQuote]]:
+        return self._spot.spot_prices(instance_types, zones)
+
+    def _table(self) -> dict[str, PriceQuote]:
+        with self._lock:
+            if self._cached is None or time.monotonic() - self._cached[0] >= PROCESS_TTL_SECONDS:
+                self._cached = (time.monotonic(), self._read())
+            return self._cached[1]
+
+    def _read(self) -> dict[str, PriceQuote]:
+        key = {c.TABLE_PK: {"S": PRICES_PARTITION}, c.TABLE_SK: {"S": self._region}}
+        item = self._aws.get_item(TableName=self._table_name, Key=key).get("Item")
+        if item and int(item[c.TTL_ATTRIBUTE]["N"]) > time.time():
+            fetched_at, prices = item["fetched_at"]["S"], json.loads(zlib.decompress(item["prices_z"]["B"]))
+        else:
+            try:
+                prices = price_list_products(self._pricing or client("pricing", PRICE_LIST_REGION), self._region)
+            except (BotoCoreError, ClientError) as error:
+                logger.warning(
+                    "Price List unavailable: on-demand prices from the snapshot", extra={"error": str(error)}
+                )
+                return {}
+            fetched_at = time.strftime("%Y-%m-%d", time.gmtime())
+            self._store(key, prices, fetched_at)
+        source = f"on-demand {self._region} AWS Price List of {fetched_at}"
+        return {t: PriceQuote(hourly_usd=usd, pricing=source) for t, usd in prices.items()}
+
+    def _store(self, key: dict[str, Any], prices: dict[str, float], fetched_at: str) -> None:
+        item = key | {
+            "prices_z": {"B": zlib.compress(json.dumps(prices, sort_keys=True).encode())},
+            "fetched_at": {"S": fetched_at},
+            c.TTL_ATTRIBUTE: {"N": str(int(time.time()) + TABLE_TTL_SECONDS)},
+        }
+        try:
+            self._aws.put_item(TableName=self._table_name, Item=item)
+        except ClientError as error:  # a cache: the next reader asks the Price List again
+            logger.warning("could not cache the Price List's prices", extra={"error": str(error)})

@@ -10,8 +10,9 @@ from functions.shared.adapters.ec2 import Ec2Availability, Ec2Catalog
 from functions.shared.adapters.fleet import Ec2EcsFleet
 from functions.shared.adapters.job_store import DynamoJobStore
 from functions.shared.adapters.metrics import PowertoolsMetrics
-from functions.shared.adapters.prices import SnapshotPrices
+from functions.shared.adapters.prices import MarketPrices
 from functions.shared.adapters.quotas import ServiceQuotas
+from functions.shared.adapters.spot import Ec2SpotMarket
 from functions.shared.adapters.stepfunctions import StepFunctionsWorkflow
 from functions.shared.adapters.sweeps import LambdaSweeps
 from functions.shared.adapters.table_store import DynamoHealthStore, DynamoOfferingMemory, DynamoPoolStates
@@ -27,6 +28,7 @@ def live_ports() -> Ports:
 @cache
 def _ports(config_json: str) -> Ports:
     config = Settings.model_validate_json(config_json)
+    spot_market = Ec2SpotMarket(config.region)
     return Ports(
         settings=config,
         jobs=DynamoJobStore(config.table_name),
@@ -39,8 +41,8 @@ def _ports(config_json: str) -> Ports:
         quotas=ServiceQuotas(),
         # The catalog is cached per process: one per settings keeps its cache alive across invocations.
         catalog=Ec2Catalog(),
-        availability=Ec2Availability(config.subnets),
-        prices=SnapshotPrices(),
+        availability=Ec2Availability(config.subnets, spot_market),
+        prices=MarketPrices(config.region, config.table_name, spot_market),
         workflow=StepFunctionsWorkflow(config.state_machine_arn),
         sweeps=LambdaSweeps(config.sweep_function_name),
         metrics=PowertoolsMetrics(),

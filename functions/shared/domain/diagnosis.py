@@ -222,8 +222,11 @@ def _no_instances(snapshot: StuckJobSnapshot, evidence: dict[str, Any]) -> Diagn
     )
     if quota is not None:
         evidence = evidence | {"quota_code": quota.code, "quota_name": quota.name, "quota_vcpus": quota.vcpus}
-        if quota.vcpus < smallest:
-            cause += f": the account's vCPU quota {quota.code} ({quota.name}) is {quota.vcpus:g}"
+        if quota.used_vcpus is not None:
+            evidence["quota_used_vcpus"] = quota.used_vcpus
+        if quota.free_vcpus < smallest:
+            used = f", {quota.used_vcpus:g} of them in use" if quota.used_vcpus else ""
+            cause += f": the account's vCPU quota {quota.code} ({quota.name}) is {quota.vcpus:g}{used}"
             recommendation = (
                 f"Ask for more: `aws service-quotas request-service-quota-increase --service-code ec2 "
                 f"--quota-code {quota.code} --desired-value {smallest * 4}`. GPU Pilot falls back meanwhile."

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class JobNotFound(Exception):
     """No job with this id."""
@@ -28,5 +30,15 @@ class RequestRefused(Exception):
 
     def __init__(self, field: str, message: str) -> None:
         super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+class NoCandidate(Exception):
+    """No GPU offering can serve the request: a 400 with every offering left out and why; nothing starts."""
+
+    def __init__(self, rejected: list[Any], field: str, message: str) -> None:
+        super().__init__(message)
+        self.rejected = rejected
         self.field = field
         self.message = message

@@ -78,6 +78,11 @@ class QuotaState(BaseModel):
     code: str
     name: str
     vcpus: float
+    used_vcpus: float | None = Field(default=None, description="vCPUs of the account's running instances it counts")
+
+    @property
+    def free_vcpus(self) -> float:
+        return self.vcpus - (self.used_vcpus or 0)
 
 
 QUOTA_NAMES = {

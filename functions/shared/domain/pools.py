@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from functions.shared.domain.diagnosis import Diagnosis
 from functions.shared.domain.selection import Candidate
@@ -40,6 +40,7 @@ class Pool(BaseModel):
     instance_types: list[str]
     capacity: CapacityType
     arch: Arch
+    zones: list[str] | None = Field(default=None, description="Zones its subnets are limited to (the request's)")
 
 
 class QueueStatus(BaseModel):
@@ -60,15 +61,18 @@ class QueueNotReady(Exception):
     """The pool did not become VALID within the bounded number of checks."""
 
 
-def pool_for(candidate: Candidate, arch: Arch, prefix: str) -> Pool:
-    """The pool a candidate runs in (same candidate, same pool: that is what makes it reusable)."""
+def pool_for(candidate: Candidate, arch: Arch, prefix: str, zones: list[str] | None = None) -> Pool:
+    """The pool a candidate runs in (same candidate, same zones, same pool: that is what makes it reusable).
+    A request limited to zones gets a pool whose subnets are those zones' only, named after them."""
     capacity = "od" if candidate.capacity == CapacityType.ON_DEMAND else "spot"
     type_part = re.sub(r"[^A-Za-z0-9]", "-", candidate.instance_type)
+    zone_part = "".join(f"-{zone.rsplit('-', 1)[-1]}" for zone in sorted(zones or []))
     return Pool(
-        name=f"{prefix}-{capacity}-{Arch(arch).value.replace('_', '')}-{type_part}",
+        name=f"{prefix}-{capacity}-{Arch(arch).value.replace('_', '')}-{type_part}{zone_part}",
         instance_types=[candidate.instance_type],
         capacity=candidate.capacity,
         arch=arch,
+        zones=sorted(zones) if zones else None,
     )
 
 
@@ -82,7 +86,7 @@ def ec2_configuration(pool: Pool, settings: Settings) -> list[dict[str, str]]:
     return [{"imageType": IMAGE_TYPE}]
 
 
-def compute_environment_spec(pool: Pool, settings: Settings) -> dict[str, Any]:
+def compute_environment_spec(pool: Pool, settings: Settings, subnets: list[str] | None = None) -> dict[str, Any]:
     """`CreateComputeEnvironment` arguments for a GPU pool: managed, scales to zero, NVIDIA AMI.
 
     The pool tag in `computeResources.tags` is propagated by Batch to every instance it launches, which is
@@ -95,7 +99,7 @@ def compute_environment_spec(pool: Pool, settings: Settings) -> dict[str, Any]:
         "desiredvCpus": 0,
         "maxvCpus": settings.max_vcpus,
         "instanceTypes": pool.instance_types,
-        "subnets": settings.subnets,
+        "subnets": subnets or settings.subnets,
         "securityGroupIds": settings.security_groups,
         "instanceRole": settings.instance_profile_arn,
         "ec2Configuration": ec2_configuration(pool, settings),

@@ -67,6 +67,15 @@ class JobRequest(BaseModel):
     job_role_arn: str | None = Field(
         default=None, description="IAM role the job's container runs as (default: the stack's minimal job role)"
     )
+    zones: list[str] | None = Field(
+        default=None,
+        description="Availability zones the job may run in (non-empty): restricts the candidates and the subnets of "
+        "the pool's compute environment",
+    )
+    max_attempts: int = Field(default=6, ge=1, le=20, description="GPU offerings tried at most (fallbacks included)")
+    give_up_after_minutes: float | None = Field(
+        default=None, gt=0, le=10080, description="Fail the job if it has not started this long after submission"
+    )
 
     @field_validator("name", "image")
     @classmethod
@@ -82,7 +91,7 @@ class JobRequest(BaseModel):
             raise ValueError(f"command must be at most {MAX_COMMAND_CHARS} characters in all")
         return [_encodable(part) for part in value]
 
-    @field_validator("gpu_models", "instance_types")
+    @field_validator("gpu_models", "instance_types", "zones")
     @classmethod
     def _non_empty_lists(cls, value: list[str] | None) -> list[str] | None:
         if value is not None and (not value or any(not item for item in value)):

@@ -10,6 +10,7 @@ from functions.shared.domain.cost import Cost
 from functions.shared.domain.diagnosis import Diagnosis
 from functions.shared.domain.records import JobRecord, TimelineEntry
 from functions.shared.domain.requests import JobRequest
+from functions.shared.domain.selection import Rejected
 from functions.shared.domain.vocabulary import (
     AttemptStatus,
     CapacityType,
@@ -62,12 +63,16 @@ class SubmitResponse(BaseModel):
     job_id: str
     status: JobStatus
     execution_arn: str
+    warnings: list[str] = Field(default_factory=list, description="What may keep the job waiting (see /plan)")
 
 
 class ErrorBody(BaseModel):
     error: str
     field: str | None = None
     message: str
+    rejected: list[Rejected] | None = Field(
+        default=None, description="NoCandidate only: every GPU offering left out, with its reason (as /plan)"
+    )
 
 
 class Finding(BaseModel):

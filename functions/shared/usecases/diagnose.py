@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functions.shared.domain.batch import BatchJobEvent, BatchJobState
-from functions.shared.domain.clock import now_iso
+from functions.shared.domain.clock import now_iso, seconds_between
 from functions.shared.domain.diagnosis import diagnose, remedy
 from functions.shared.domain.records import DiagnosisOutcome
 from functions.shared.domain.steps import DiagnoseInput
@@ -21,7 +21,8 @@ def _started(job: BatchJobState) -> bool:
 def diagnose_stuck_job(payload: DiagnoseInput, ports: Ports) -> DiagnosisOutcome:
     """Say why the attempt is still waiting; on a cause another GPU type can cure, cancel it and fall back."""
     number = payload.batch_job.attempt
-    recorded = ports.jobs.get_job(payload.job_id).attempts.get(number)
+    record = ports.jobs.get_job(payload.job_id)
+    recorded = record.attempts.get(number)
     if recorded is not None and recorded.fell_back is not None:
         # A retry of a diagnosis that already cancelled this attempt: answer what it answered.
         return recorded.fell_back
@@ -45,6 +46,12 @@ def diagnose_stuck_job(payload: DiagnoseInput, ports: Ports) -> DiagnosisOutcome
         )
     diagnosis = diagnose(pool_evidence(job, payload.queue.compute_environment, at, ports))
     chosen, next_index = remedy(diagnosis, payload.selection.index, len(payload.selection.candidates), checks_spent)
+    give_up_after = payload.request.give_up_after_minutes
+    if chosen != Remedy.GIVE_UP and give_up_after and seconds_between(record.created_at, at) >= give_up_after * 60:
+        # The request bounds its total wait: no further attempt, however curable the cause.
+        chosen, next_index = Remedy.GIVE_UP, payload.selection.index
+        diagnosis.evidence["give_up_after_minutes"] = give_up_after
+        diagnosis.reason += f" (and the job has waited its give_up_after_minutes, {give_up_after:g})"
     outcome = DiagnosisOutcome(
         **diagnosis.model_dump(),
         remedy=chosen,

@@ -21,7 +21,15 @@ def read_snapshot(
     quota = None
     alive = fleet is not None and any(instance.alive for instance in fleet.instances)
     if fleet is not None and not alive and environment.instance_types:
-        quota = ports.quotas.vcpu_quota(vcpu_quota_code(environment.instance_types[0], environment.spot))
+        code = vcpu_quota_code(environment.instance_types[0], environment.spot)
+        quota = ports.quotas.vcpu_quota(code)
+        if quota is not None:
+            # What the quota counts: every running instance of its families and capacity type in the account.
+            running = ports.fleet.running_types(environment.spot)
+            used = sum(
+                n * instance_vcpus.get(t, 0) for t, n in running.items() if vcpu_quota_code(t, environment.spot) == code
+            )
+            quota = quota.model_copy(update={"used_vcpus": float(used)})
     return StuckJobSnapshot(
         job=job,
         environment=environment,

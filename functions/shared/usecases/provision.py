@@ -34,7 +34,7 @@ BROKEN_STATUS = {
 def ensure_job_queue(payload: EnsureQueueInput, ports: Ports) -> QueueStatus:
     """Create what is missing of the pool, in Batch's order; say whether it can take the job yet."""
     candidate = payload.selection.current()
-    pool = pool_for(candidate, payload.request.arch, ports.settings.resource_prefix)
+    pool = pool_for(candidate, payload.request.arch, ports.settings.resource_prefix, payload.request.zones)
     previous = payload.previous or {}
     checks = int(previous.get("checks", 0)) if previous.get("compute_environment") == pool.name else 0
     ports.jobs.advance(
@@ -45,7 +45,8 @@ def ensure_job_queue(payload: EnsureQueueInput, ports: Ports) -> QueueStatus:
     )
     environment = ports.pools.describe_compute_environment(pool.name)
     if environment is None:
-        ports.pools.create_compute_environment(compute_environment_spec(pool, ports.settings))
+        subnets = ports.availability.subnets_in(pool.zones) if pool.zones else None
+        ports.pools.create_compute_environment(compute_environment_spec(pool, ports.settings, subnets))
         environment = ports.pools.describe_compute_environment(pool.name)
     environment_status = (environment.status if environment else None) or ComputeEnvironmentStatus.CREATING
     if environment is not None and environment_status == ComputeEnvironmentStatus.INVALID:

@@ -1,34 +1,100 @@
-"""POST /plan and SelectGpuType: rank the GPU offerings that fit a request against live availability."""
+"""POST /plan, the check of POST /jobs, and SelectGpuType: rank the GPU offerings that fit a request against
+what the account and the region say now (offerings, quotas, spot prices and placement scores)."""
 
 from __future__ import annotations
 
+from functions.shared.domain.errors import NoCandidate, RequestRefused
+from functions.shared.domain.fleet import QuotaState, vcpu_quota_code
 from functions.shared.domain.requests import JobRequest
-from functions.shared.domain.selection import WORKFLOW_CANDIDATES, Plan, plan, within_filters
+from functions.shared.domain.selection import (
+    MarketSignals,
+    Plan,
+    Rejected,
+    capacities_for,
+    fits,
+    plan,
+    within_filters,
+)
 from functions.shared.domain.steps import NoGpuTypeAvailable, SelectInput, Selection
-from functions.shared.domain.vocabulary import JobStatus
+from functions.shared.domain.vocabulary import CapacityType, JobStatus
 from functions.shared.ports import Ports
+
+# The workflow carries its candidates in every state's input: a bound on the attempts, whatever is asked.
+MAX_WORKFLOW_CANDIDATES = 20
 
 
 def plan_request(request: JobRequest, ports: Ports) -> Plan:
-    """Every GPU offering for `request`, best first, and every type left out with its reason."""
+    """Every GPU offering for `request`, in attempt order, and every one left out with its reason.
+
+    RequestRefused when the request names what this deployment does not know (a GPU model, a zone)."""
     gpu_types = ports.catalog.gpu_types()
+    known_models = sorted({gpu.gpu_model for gpu in gpu_types.values()})
+    unknown = [m for m in request.gpu_models or [] if m.lower() not in {k.lower() for k in known_models}]
+    if unknown:
+        raise RequestRefused("gpu_models", f"unknown GPU model {', '.join(unknown)}; known: {', '.join(known_models)}")
     snapshot = ports.availability.snapshot(sorted(gpu_types), ports.offerings.unavailable_offerings())
-    return plan(request, gpu_types, snapshot, ports.prices.on_demand, arm64_ami=bool(ports.settings.arm64_gpu_ami_id))
+    outside = [z for z in request.zones or [] if z not in snapshot.zones]
+    if outside:
+        deployed = ", ".join(snapshot.zones) or "none"
+        raise RequestRefused("zones", f"{', '.join(outside)} is not a zone of this deployment's subnets ({deployed})")
+    fitting = sorted(t for t, gpu in gpu_types.items() if fits(request, gpu))
+    market = MarketSignals(max_vcpus=ports.settings.max_vcpus, quotas=_quotas(request, fitting, ports))
+    arm64_ami = bool(ports.settings.arm64_gpu_ami_id)
+    planned = plan(request, gpu_types, snapshot, ports.prices.on_demand, arm64_ami=arm64_ami, market=market)
+    if CapacityType.SPOT not in capacities_for(request.capacity) or not fitting:
+        return planned
+    zones = [z for z in snapshot.zones if not request.zones or z in request.zones]
+    market.spot_prices = ports.prices.spot(fitting, zones)
+    planned = plan(request, gpu_types, snapshot, ports.prices.on_demand, arm64_ami=arm64_ami, market=market)
+    # Placement scores are asked one type at a time: only for the spot offerings the job would try.
+    tried = [c for c in planned.candidates[: request.max_attempts] if c.capacity == CapacityType.SPOT]
+    market.placement_scores = ports.availability.placement_scores(sorted({c.instance_type for c in tried}))
+    return plan(request, gpu_types, snapshot, ports.prices.on_demand, arm64_ami=arm64_ami, market=market)
+
+
+def _quotas(request: JobRequest, fitting: list[str], ports: Ports) -> dict[str, QuotaState | None]:
+    """The vCPU quotas that bound the fitting types on the request's capacity types (at most four codes)."""
+    codes = {
+        vcpu_quota_code(instance_type, capacity == CapacityType.SPOT)
+        for instance_type in fitting
+        for capacity in capacities_for(request.capacity)
+    }
+    return {code: ports.quotas.vcpu_quota(code) for code in sorted(codes)}
+
+
+def check_plannable(request: JobRequest, ports: Ports) -> Plan:
+    """POST /jobs: the plan a job would start with; NoCandidate (a 400, nothing started) when it is empty."""
+    found = plan_request(request, ports)
+    if not found.candidates:
+        raise NoCandidate(found.rejected, _telling_field(found, request, ports), _summary(found, request, ports))
+    return found
 
 
 def select_gpu_type(payload: SelectInput, ports: Ports) -> Selection:
-    """SelectGpuType: the ranked offerings the workflow will try in order."""
+    """SelectGpuType: the ranked offerings the workflow will try in order, at most `max_attempts`."""
     ports.jobs.advance(payload.job_id, JobStatus.SELECTING, attempt=0)
     ranked = plan_request(payload.request, ports)
     if not ranked.candidates:
-        # Types the request's own filters left out say least about why nothing fits: show the others first.
-        gpu_types = ports.catalog.gpu_types()
-        telling = sorted(
-            ranked.rejected,
-            key=lambda r: (
-                r.instance_type not in gpu_types or not within_filters(payload.request, gpu_types[r.instance_type])
-            ),
-        )
-        reasons = "; ".join(f"{r.instance_type}: {r.reason}" for r in telling[:5])
-        raise NoGpuTypeAvailable(f"no GPU instance type fits the request ({reasons})")
-    return Selection(candidates=ranked.candidates[:WORKFLOW_CANDIDATES], index=0, catalog=ports.catalog.source)
+        raise NoGpuTypeAvailable(f"no GPU instance type fits the request ({_summary(ranked, payload.request, ports)})")
+    bound = min(payload.request.max_attempts, MAX_WORKFLOW_CANDIDATES)
+    return Selection(candidates=ranked.candidates[:bound], index=0, catalog=ports.catalog.source)
+
+
+def _telling(found: Plan, request: JobRequest, ports: Ports) -> list[Rejected]:
+    """Rejections, the most telling first: types the request's own filters left out say least about why."""
+    gpu_types = ports.catalog.gpu_types()
+    return sorted(
+        found.rejected,
+        key=lambda r: r.instance_type in gpu_types and not within_filters(request, gpu_types[r.instance_type]),
+    )
+
+
+def _summary(found: Plan, request: JobRequest, ports: Ports) -> str:
+    return "; ".join(f"{r.instance_type}: {r.reason}" for r in _telling(found, request, ports)[:5])
+
+
+def _telling_field(found: Plan, request: JobRequest, ports: Ports) -> str:
+    """The request field most rejections of the most telling kind point at ("body" when none does)."""
+    telling = _telling(found, request, ports)
+    fields = [r.field for r in telling if r.field]
+    return fields[0] if fields else "body"

@@ -13,6 +13,7 @@ from functions.shared.domain.steps import ExecutionInput, Timeouts
 from functions.shared.domain.views import SubmitResponse
 from functions.shared.domain.vocabulary import JobStatus
 from functions.shared.ports import Ports
+from functions.shared.usecases.select import check_plannable
 
 # Batch may run the job RETRY_ATTEMPTS times, each up to its timeout after an image pull.
 FINISH_GRACE_SECONDS = 600
@@ -39,12 +40,22 @@ def check_deployable(request: JobRequest, settings: Settings) -> None:
         )
 
 
+def _stuck_after_minutes(request: JobRequest) -> float:
+    """A job bounded by give_up_after_minutes is diagnosed by then at the latest."""
+    if request.give_up_after_minutes is None:
+        return request.stuck_after_minutes
+    return min(request.stuck_after_minutes, request.give_up_after_minutes)
+
+
 def execution_input(job_id: str, request: JobRequest, settings: Settings) -> ExecutionInput:
     return ExecutionInput(
         job_id=job_id,
         request=request,
         timeouts=Timeouts(
-            stuck_after_seconds=max(1, round(request.stuck_after_minutes * 60)),
+            # A job bounded by give_up_after_minutes is diagnosed by then at the latest.
+            stuck_after_seconds=max(
+                1, round(min(request.stuck_after_minutes, request.give_up_after_minutes or 1e9) * 60)
+            ),
             finish_after_seconds=RETRY_ATTEMPTS * (request.timeout_minutes * 60 + FINISH_GRACE_SECONDS),
             queue_poll_seconds=settings.queue_poll_seconds,
         ),
@@ -52,8 +63,10 @@ def execution_input(job_id: str, request: JobRequest, settings: Settings) -> Exe
 
 
 def start_job(request: JobRequest, ports: Ports) -> SubmitResponse:
-    """Record the job, then start its workflow (named after the job, so it starts once)."""
+    """Check the request could start, record the job, then start its workflow (named after the job, so it
+    starts once). NoCandidate (nothing recorded or started) when no GPU offering can serve it."""
     check_deployable(request, ports.settings)
+    planned = check_plannable(request, ports)
     job_id = new_job_id()
     ports.jobs.create_job(job_id, request)
     try:
@@ -64,4 +77,6 @@ def start_job(request: JobRequest, ports: Ports) -> SubmitResponse:
         ports.jobs.finish(job_id, JobStatus.FAILED, fields={"error": f"could not start the workflow: {error}"})
         raise
     ports.jobs.set_execution_arn(job_id, execution_arn)
-    return SubmitResponse(job_id=job_id, status=JobStatus.SUBMITTED, execution_arn=execution_arn)
+    return SubmitResponse(
+        job_id=job_id, status=JobStatus.SUBMITTED, execution_arn=execution_arn, warnings=planned.warnings
+    )

@@ -116,3 +116,19 @@ def test_a_stuck_job_in_an_invalid_pool_falls_back(ports):
     # Then
     assert (outcome.category, outcome.remedy) == (DiagnosisCategory.COMPUTE_ENVIRONMENT_INVALID, Remedy.FALL_BACK)
     assert outcome.evidence["compute_environment_reason"] == "CLIENT_ERROR - launch template gpupilot-gpu not found"
+
+
+def test_a_job_past_its_give_up_after_minutes_gives_up_however_curable_the_cause(ports):
+    # Given a job that may wait 1 minute in all, created two minutes ago, stuck for lack of capacity
+    step = submitted(ports, give_up_after_minutes=1)
+    record = ports.jobs.records[JOB_ID]
+    ports.jobs.records[JOB_ID] = record.model_copy(update={"created_at": "2020-01-01T00:00:00.000Z"})
+    (batch_job_id,) = ports.batch.jobs
+    ports.batch.set_status(batch_job_id, "RUNNABLE", statusReason=CAPACITY)
+
+    # When diagnosing it
+    outcome = diagnose_stuck_job(diagnose_input(ports, step), ports)
+
+    # Then it does not fall back: it gives up, and says why
+    assert (outcome.category, outcome.remedy) == (DiagnosisCategory.INSUFFICIENT_CAPACITY, Remedy.GIVE_UP)
+    assert "give_up_after_minutes" in outcome.reason and outcome.evidence["give_up_after_minutes"] == 1

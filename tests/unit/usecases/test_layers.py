@@ -24,7 +24,7 @@ def imports_of(path: Path) -> set[str]:
 
 @pytest.mark.parametrize(
     "path",
-    sorted([*(SHARED / "usecases").glob("*.py"), *(SHARED / "domain").glob("*.py"), SHARED / "ports.py"]),
+    sorted([*(SHARED / "usecases").glob("*.py"), *(SHARED / "domain").glob("*.py"), *SHARED.glob("ports*.py")]),
     ids=lambda p: f"{p.parent.name}/{p.name}",
 )
 def test_domain_use_cases_and_ports_import_no_aws_sdk_and_no_adapter(path):

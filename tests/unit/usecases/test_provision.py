@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from functions.shared.domain.pools import MAX_READY_CHECKS, QueueNotReady, QueueStatus
-from functions.shared.domain.selection import WORKFLOW_CANDIDATES
 from functions.shared.domain.steps import EnsureQueueInput, Selection
 from functions.shared.domain.vocabulary import AttemptStatus, DiagnosisCategory, MetricName, Remedy
 from functions.shared.ports import Ports
@@ -21,7 +20,7 @@ def ensure(ports: Ports, index: int = 0) -> tuple[EnsureQueueInput, QueueStatus]
     if not ports.jobs.records:
         selected(ports)
     record = ports.jobs.get_job(JOB_ID)
-    selection = Selection(candidates=plan_request(record.request, ports).candidates[:WORKFLOW_CANDIDATES], index=index)
+    selection = Selection(candidates=plan_request(record.request, ports).candidates[:6], index=index)
     payload = EnsureQueueInput(job_id=JOB_ID, request=record.request, selection=selection)
     return payload, ensure_job_queue(payload, ports)
 
@@ -153,3 +152,22 @@ def test_a_disabled_queue_is_diagnosed_on_its_attempt_remembered_and_the_workflo
     )
     candidate = payload.selection.current()
     assert f"on-demand:{candidate.instance_type}:{candidate.zones[0]}" in ports.offerings.unavailable_offerings()
+
+
+def test_the_workflow_tries_at_most_max_attempts_offerings(ports):
+    from tests.unit.usecases.conftest import selected as select_job
+
+    _, selection = select_job(ports, max_attempts=2)
+    assert len(selection.candidates) == 2
+    assert selection.candidates[0].family != selection.candidates[1].family
+
+
+def test_a_job_limited_to_zones_gets_a_pool_of_those_zones_subnets_only(ports):
+    from tests.unit.usecases.conftest import selected as select_job
+
+    request, selection = select_job(ports, zones=["us-east-1b"])
+    payload = EnsureQueueInput(job_id=JOB_ID, request=request, selection=selection)
+    status = ensure_job_queue(payload, ports)
+    assert status.compute_environment.endswith("-1b")
+    spec = ports.pools.environments[status.compute_environment]
+    assert spec["computeResources"]["subnets"] == ["subnet-b"]

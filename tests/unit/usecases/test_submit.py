@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from functions.shared.domain.errors import RequestRefused
+from functions.shared.domain.errors import NoCandidate, RequestRefused
 from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.vocabulary import JobStatus
 from functions.shared.usecases.submit import start_job
@@ -76,3 +76,57 @@ def test_a_workflow_that_cannot_start_leaves_a_failed_job_not_a_silent_one(ports
         start_job(request(), ports)
     (record,) = ports.jobs.records.values()
     assert (record.status, record.error) == (JobStatus.FAILED, "could not start the workflow: ExecutionLimitExceeded")
+
+
+# -- fail fast: what could never start is a 400, and nothing is recorded or started -------------------
+def test_a_request_no_offering_can_serve_is_refused_with_every_rejection_and_nothing_starts(ports):
+    # Given a budget below every price
+    with pytest.raises(NoCandidate) as refused:
+        start_job(request(max_hourly_usd=0.01), ports)
+
+    # Then the refusal names the field and lists why each offering was left out; nothing was recorded
+    assert refused.value.field == "max_hourly_usd"
+    by_budget = [r for r in refused.value.rejected if r.field == "max_hourly_usd"]
+    assert len(by_budget) > 10 and all("max_hourly_usd $0.01" in r.reason for r in by_budget)
+    assert ports.jobs.records == {} and ports.workflow.executions == {}
+
+
+def test_an_instance_type_that_is_not_a_gpu_is_refused_naming_it(ports):
+    with pytest.raises(NoCandidate) as refused:
+        start_job(request(instance_types=["m5.large"]), ports)
+    assert refused.value.field == "instance_types"
+    assert next(r.instance_type for r in refused.value.rejected if r.field == "instance_types") == "m5.large"
+
+
+def test_an_unknown_gpu_model_is_refused_listing_the_known_ones(ports):
+    with pytest.raises(RequestRefused) as refused:
+        start_job(request(gpu_models=["H9000"]), ports)
+    assert refused.value.field == "gpu_models"
+    assert "H9000" in refused.value.message and "A10G" in refused.value.message and "L4" in refused.value.message
+
+
+def test_a_zone_outside_the_deployment_is_refused(ports):
+    with pytest.raises(RequestRefused) as refused:
+        start_job(request(zones=["us-west-2a"]), ports)
+    assert refused.value.field == "zones" and "us-east-1a" in refused.value.message
+
+
+def test_a_quota_of_zero_is_refused_with_how_to_raise_it(ports):
+    ports.quotas.values["L-DB2E81BA"] = 0
+    ports.quotas.values["L-417A185B"] = 0
+    with pytest.raises(NoCandidate) as refused:
+        start_job(request(), ports)
+    assert refused.value.field == "capacity"
+    assert "request-service-quota-increase" in refused.value.message
+
+
+def test_a_job_that_can_start_answers_with_its_warnings(ports):
+    # Given a request only one zone can serve
+    response = start_job(request(zones=["us-east-1a"]), ports)
+    assert any("one zone only (us-east-1a)" in w for w in response.warnings)
+
+
+def test_give_up_after_minutes_shortens_the_first_wait(ports):
+    response = start_job(request(stuck_after_minutes=15, give_up_after_minutes=2), ports)
+    execution_input = json.loads(ports.workflow.executions[response.execution_arn])
+    assert execution_input["timeouts"]["stuck_after_seconds"] == 120

@@ -1,0 +1,140 @@
+"""Planning a GPU job: the AWS calls a plan makes, cold and warm, and how long POST /plan takes.
+
+In one process, on moto adapted as the local cloud adapts it (offerings, quotas, spot market and Price
+List served in their AWS shapes), with the deployed template's api function environment:
+
+- aws_calls_cold: every AWS call of the first plan of a fresh process (clients made, nothing cached),
+  baseline = the distinct operations among them, so 1.0 would mean no operation is called twice.
+- aws_calls_warm: the calls of a later plan in the same process, baseline = the goal (3), so a ratio
+  <= 1 meets it. Both for a default (on-demand) request; spot requests add the spot market's calls,
+  reported in the details.
+- plan_ms_p50 / plan_ms_p95: POST /plan through the api handler (a proxy event, as API Gateway sends it),
+  RUNS times, baseline = the same percentile of GET /jobs?limit=1 through the same handler in the same
+  run (the API's own floor: routing, validation, one DynamoDB query).
+
+    python -m bench.plan
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import statistics
+import time
+from typing import Any
+
+from bench import environment, metric, utc_now
+
+NAME = "plan"
+RUNS = 40
+WARM_GOAL = 3
+REGION = "us-east-1"
+BODY = {"name": "bench", "image": "nvidia/cuda:12.4.1-base-ubuntu22.04", "command": ["nvidia-smi", "-L"]}
+
+
+def _percentile(samples: list[float], fraction: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+def run(runs: int = RUNS) -> dict[str, Any]:
+    import boto3
+    from moto import mock_aws
+
+    from functions.api.handler import handler
+    from functions.shared.adapters.clients import observe_calls, reset_clients, stop_observing
+    from functions.shared.adapters.config import reset_settings
+    from functions.shared.adapters.wiring import live_ports, reset_ports
+    from functions.shared.domain.requests import JobRequest
+    from functions.shared.usecases.select import plan_request
+    from gpupilot.localcloud.deploy import deploy
+    from gpupilot.localcloud.dispatch import LocalContext
+    from gpupilot.localcloud.http_api import proxy_event
+    from gpupilot.localcloud.moto_adaptations import ComputeEnvironmentLifecycle, SpotMarket, adapted_moto
+    from gpupilot.localcloud.server import MOTO_CONFIG
+    from gpupilot.localcloud.template import load_template
+
+    os.environ.update(AWS_DEFAULT_REGION=REGION, AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench")
+    zones = [f"{REGION}a", f"{REGION}b"]
+    calls: list[str] = []
+
+    def count(params: Any, model: Any, **_: Any) -> None:
+        calls.append(model.name)
+
+    def invoke(method: str, path: str, body: dict[str, Any] | None = None) -> float:
+        began = time.perf_counter()
+        event = proxy_event(method, path, {}, json.dumps(body) if body else None)
+        answer = handler(event, LocalContext("api", f"arn:aws:lambda:{REGION}:123456789012:function:api"))
+        elapsed = time.perf_counter() - began
+        if answer["statusCode"] >= 300:
+            raise RuntimeError(f"{method} {path}: {answer['statusCode']} {answer['body'][:300]}")
+        return elapsed * 1000
+
+    with (
+        contextlib.redirect_stdout(io.StringIO()),
+        mock_aws(config=MOTO_CONFIG),  # type: ignore[call-overload]
+        adapted_moto(
+            lifecycle=ComputeEnvironmentLifecycle(0), spot_market=SpotMarket(offered=lambda instance_type: zones)
+        ),
+    ):
+        deployed = deploy(boto3.session.Session(), load_template(), zones)
+        os.environ.update(deployed.functions["api"].environment)
+        reset_settings()
+        reset_clients()
+        reset_ports()
+        observe_calls(count)
+        request = JobRequest.model_validate(BODY)
+        plan_request(request, live_ports())
+        cold = list(calls)
+        calls.clear()
+        plan_request(request, live_ports())
+        warm = list(calls)
+        calls.clear()
+        plan_request(request.model_copy(update={"capacity": "spot-first"}), live_ports())
+        spot_warm = list(calls)
+        stop_observing(count)
+        invoke("GET", "/jobs?limit=1")  # the handler's own imports and first clients: not measured
+        plans, floors = [], []
+        for _ in range(runs):
+            floors.append(invoke("GET", "/jobs?limit=1"))
+            plans.append(invoke("POST", "/plan", BODY))
+    p50, p95 = _percentile(plans, 0.5), _percentile(plans, 0.95)
+    return {
+        "benchmark": NAME,
+        "measured_at": utc_now(),
+        "method": __doc__.split("\n\n    python")[0].strip() if __doc__ else "",
+        "environment": environment(),
+        "metrics": {
+            "aws_calls_cold": metric(len(cold), "AWS calls", len(set(cold))),
+            "aws_calls_warm": metric(len(warm), "AWS calls", WARM_GOAL),
+            "plan_ms_p50": metric(p50, "ms", _percentile(floors, 0.5)),
+            "plan_ms_p95": metric(p95, "ms", _percentile(floors, 0.95)),
+        },
+        "details": {
+            "cold_calls": _by_operation(cold),
+            "warm_calls": _by_operation(warm),
+            "spot_first_warm_calls": _by_operation(spot_warm),
+            "runs": runs,
+            "plan_ms_median_of_runs": round(statistics.median(plans), 2),
+        },
+    }
+
+
+def _by_operation(calls: list[str]) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for name in calls:
+        found[name] = found.get(name, 0) + 1
+    return dict(sorted(found.items()))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=RUNS)
+    print(json.dumps(run(parser.parse_args().runs), indent=2))
+
+
+if __name__ == "__main__":
+    main()

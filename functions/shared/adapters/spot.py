@@ -1,0 +1,98 @@
+"""Amazon EC2's spot market: the latest spot price per type and zone, and spot placement scores.
+
+IAM: ec2:DescribeSpotPriceHistory, ec2:GetSpotPlacementScores and ec2:DescribeAvailabilityZones have no
+resource types (grant on `*`). GetSpotPlacementScores scores a set of types together, for the zones of the
+region, and AWS limits how many configurations may be asked a day: one call per plan, cached ten minutes.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from functions.shared.adapters.base import ClientAdapter, TtlCache
+from functions.shared.domain.cost import PriceQuote
+
+# What this module's calls are authorized against (the IAM drift check holds it to that).
+IAM_ACTIONS = ("ec2:DescribeSpotPriceHistory", "ec2:GetSpotPlacementScores", "ec2:DescribeAvailabilityZones")
+PRODUCT = "Linux/UNIX"
+PRICE_TTL_SECONDS = 300
+SCORE_TTL_SECONDS = 600
+
+
+class Ec2SpotMarket(ClientAdapter):
+    """The spot side of ports.Prices and ports.Availability."""
+
+    service = "ec2"
+
+    def __init__(self, region: str, ec2: Any | None = None) -> None:
+        super().__init__(ec2)
+        self._region = region
+        self._prices = TtlCache(PRICE_TTL_SECONDS)
+        self._scores = TtlCache(SCORE_TTL_SECONDS)
+        self._zone_names: dict[str, str] | None = None
+
+    def spot_prices(self, instance_types: list[str], zones: list[str]) -> dict[str, dict[str, PriceQuote]]:
+        """instance type -> zone -> the latest spot price there, in one paginated DescribeSpotPriceHistory."""
+        key = (tuple(instance_types), tuple(zones))
+        cached = self._prices.get(key)
+        if cached is not None:
+            return dict(cached)
+        latest: dict[tuple[str, str], dict[str, Any]] = {}
+        if instance_types and zones:
+            pages = self._aws.get_paginator("describe_spot_price_history").paginate(
+                InstanceTypes=instance_types,
+                ProductDescriptions=[PRODUCT],
+                StartTime=datetime.now(UTC),
+                Filters=[{"Name": "availability-zone", "Values": zones}],
+            )
+            for page in pages:
+                for entry in page["SpotPriceHistory"]:
+                    where = (entry["InstanceType"], entry["AvailabilityZone"])
+                    if where not in latest or _stamp(entry) > _stamp(latest[where]):
+                        latest[where] = entry
+        found: dict[str, dict[str, PriceQuote]] = {}
+        for (instance_type, zone), entry in latest.items():
+            if zone in zones:
+                found.setdefault(instance_type, {})[zone] = PriceQuote(
+                    hourly_usd=float(entry["SpotPrice"]),
+                    pricing=f"spot price history, {zone}, {_stamp(entry).isoformat(timespec='seconds')}",
+                )
+        self._prices.put(key, found)
+        return found
+
+    def placement_scores(self, instance_types: list[str]) -> dict[str, dict[str, int]]:
+        """instance type -> zone name -> placement score (1-10) of the types as one flexible request: AWS scores
+        a set of types together (and scores fewer than three types low), so each type gets its set's score."""
+        key = tuple(sorted(instance_types))
+        scores = self._scores.get(key)
+        if scores is None:
+            scores = {}
+            if key:
+                answer = self._aws.get_spot_placement_scores(
+                    InstanceTypes=list(key),
+                    TargetCapacity=1,
+                    TargetCapacityUnitType="units",
+                    SingleAvailabilityZone=True,
+                    RegionNames=[self._region],
+                )
+                names = self._zone_name_of()
+                scores = {
+                    names[s["AvailabilityZoneId"]]: int(s["Score"])
+                    for s in answer.get("SpotPlacementScores", [])
+                    if s.get("AvailabilityZoneId") in names
+                }
+            self._scores.put(key, scores)
+        return {instance_type: dict(scores) for instance_type in instance_types if scores}
+
+    def _zone_name_of(self) -> dict[str, str]:
+        """Zone id (use1-az1) -> zone name (us-east-1a): placement scores name zones by id."""
+        if self._zone_names is None:
+            zones = self._aws.describe_availability_zones()["AvailabilityZones"]
+            self._zone_names = {z["ZoneId"]: z["ZoneName"] for z in zones}
+        return self._zone_names
+
+
+def _stamp(entry: dict[str, Any]) -> datetime:
+    stamp = entry["Timestamp"]
+    return stamp if isinstance(stamp, datetime) else datetime.fromisoformat(str(stamp))

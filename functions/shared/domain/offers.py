@@ -1,0 +1,74 @@
+"""What selection works with and answers, as plain data: the region's offerings, the market's signals,
+candidates, rejections and plans. selection.py decides; ranking.py orders and explains."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from functions.shared.domain.cost import PriceQuote
+from functions.shared.domain.fleet import QuotaState
+from functions.shared.domain.vocabulary import CapacityType
+
+
+class AvailabilitySnapshot(BaseModel):
+    """What the region offers right now, as plain data."""
+
+    zones: list[str]
+    offered: dict[str, list[str]] = Field(description="instance type -> zones that offer it")
+    unavailable: set[str] = Field(default_factory=set, description="'capacity:type:zone' remembered as unavailable")
+
+
+class MarketSignals(BaseModel):
+    """What the account and the market say about running a type now, as plain data (None: not asked)."""
+
+    spot_prices: dict[str, dict[str, PriceQuote]] = Field(
+        default_factory=dict, description="instance type -> zone -> latest spot price there"
+    )
+    quotas: dict[str, QuotaState | None] | None = Field(
+        default=None, description="Service Quotas code -> the account's vCPU quota (None: Service Quotas has none)"
+    )
+    placement_scores: dict[str, dict[str, int]] = Field(
+        default_factory=dict, description="instance type -> zone -> spot placement score (1-10)"
+    )
+    max_vcpus: int | None = Field(default=None, description="maxvCpus of a pool's compute environment")
+
+
+class Candidate(BaseModel):
+    """A GPU offering that can run the request, with why it ranks where it does."""
+
+    instance_type: str
+    gpu_model: str
+    gpus: int
+    gpu_memory_gib: float
+    vcpus: int
+    memory_gib: float
+    capacity: CapacityType
+    hourly_usd: float | None = Field(description="None: no known price (ranked after priced offerings)")
+    zones: list[str]
+    score: float
+    why: str = Field(default="", description="What the score weighed")
+    pricing: str | None = Field(default=None, description="Where the hourly price came from")
+    placement_score: int | None = Field(default=None, description="Spot placement score, best zone (1-10)")
+    quota_code: str | None = Field(default=None, description="Service Quotas code bounding its vCPUs")
+    quota_instances: int | None = Field(default=None, description="Instances of this type the quota allows at once")
+    unavailable_zones: list[str] = Field(
+        default_factory=list, description="Zones that offer it where this capacity was recently unavailable"
+    )
+
+    @property
+    def family(self) -> str:
+        return self.instance_type.split(".", 1)[0]
+
+
+class Rejected(BaseModel):
+    instance_type: str
+    reason: str
+    field: str | None = Field(default=None, description="The request field that rules it out, if one does")
+
+
+class Plan(BaseModel):
+    """Answer of `POST /plan`: candidates in attempt order, why the others were left out, what may go wrong."""
+
+    candidates: list[Candidate]
+    rejected: list[Rejected]
+    warnings: list[str] = Field(default_factory=list)

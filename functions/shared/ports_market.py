@@ -1,0 +1,51 @@
+"""Ports to what the market and the account say about GPU offerings: the catalog, offerings and spot
+placement per zone, prices, quotas. Part of functions/shared/ports.py (which re-exports them)."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from functions.shared.domain.catalog import GpuType
+from functions.shared.domain.cost import PriceQuote
+from functions.shared.domain.fleet import QuotaState
+from functions.shared.domain.selection import AvailabilitySnapshot
+
+
+class Quotas(Protocol):
+    def vcpu_quota(self, code: str) -> QuotaState | None:
+        """The account's EC2 vCPU quota of that code, or None when Service Quotas does not know it."""
+        ...
+
+
+class Catalog(Protocol):
+    """NVIDIA GPU instance types."""
+
+    @property
+    def source(self) -> str: ...
+
+    def gpu_types(self) -> dict[str, GpuType]: ...
+
+
+class Availability(Protocol):
+    """What the region offers now in the deployment's zones."""
+
+    def snapshot(self, instance_types: list[str], unavailable: set[str]) -> AvailabilitySnapshot: ...
+
+    def subnets_in(self, zones: list[str]) -> list[str]:
+        """The deployment's subnets in those zones."""
+        ...
+
+    def placement_scores(self, instance_types: list[str]) -> dict[str, dict[str, int]]:
+        """instance type -> zone -> spot placement score (1-10) for one instance, in the deployment's region."""
+        ...
+
+
+class Prices(Protocol):
+    def on_demand(self, instance_type: str) -> PriceQuote | None: ...
+
+    def spot(self, instance_types: list[str], zones: list[str]) -> dict[str, dict[str, PriceQuote]]:
+        """instance type -> zone -> the latest spot price there (Linux/UNIX)."""
+        ...
+
+
+__all__ = ["Availability", "Catalog", "Prices", "Quotas"]

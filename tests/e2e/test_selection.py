@@ -1,0 +1,117 @@
+"""Pick a GPU that will actually start, on the local cloud: what could never start is refused at once, spot
+falls back to on-demand, and a job nothing can serve fails within its bound having tried several families."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable
+
+import pytest
+
+from tests.e2e.conftest import RunningCloud
+
+pytestmark = pytest.mark.e2e
+JOB = {"name": "pick", "image": "nvidia/cuda:12.4.1-base-ubuntu22.04", "command": ["nvidia-smi", "-L"]}
+
+
+def test_an_account_whose_gpu_quota_is_zero_is_told_at_once_and_how_to_raise_it(
+    cloud_factory: Callable[..., RunningCloud],
+) -> None:
+    # Given a new account: no on-demand GPU vCPUs at all
+    cloud = cloud_factory({"quotas": {"L-DB2E81BA": 0, "L-417A185B": 0}})
+    # When a job is submitted / Then it is a 400 naming the field and every quota, and nothing runs
+    answer = cloud.api.request("POST", "/jobs", JOB)
+    assert (answer.status, answer.body["error"], answer.body["field"]) == (400, "NoCandidate", "capacity")
+    reasons = [r["reason"] for r in answer.body["rejected"] if r["field"] == "capacity"]
+    assert reasons and all("request-service-quota-increase" in r for r in reasons)
+    assert cloud.api.request("GET", "/jobs").body["jobs"] == []
+    # And the CLI says it in one line and exits 2
+    printed = cloud.cli("submit", "--name", "pick", "--image", JOB["image"], "--", "nvidia-smi", "-L")
+    assert printed.returncode == 2 and "quota" in printed.stderr and len(printed.stderr.strip().splitlines()) == 1
+
+
+def test_spot_first_falls_back_to_on_demand_of_the_same_type_when_spot_has_no_capacity(
+    cloud_factory: Callable[..., RunningCloud],
+) -> None:
+    # Given no spot capacity for the T4, and a spot-first job that may wait 3 seconds per attempt
+    cloud = cloud_factory({"spot": {"g4dn.xlarge": {"capacity": "none"}}, "jobs": {"runtime_seconds": 1}})
+    body = JOB | {"capacity": "spot-first", "instance_types": ["g4dn.xlarge"], "stuck_after_minutes": 0.05}
+    # When it is planned, then submitted
+    plan = cloud.api.request("POST", "/plan", body).body
+    job_id = cloud.api.request("POST", "/jobs", body).body["job_id"]
+    job = cloud.wait_for(job_id, {"SUCCEEDED", "FAILED"}, 90)
+    # Then spot came first (and its poor placement score was said), then on-demand ran it
+    assert [(c["instance_type"], c["capacity"]) for c in plan["candidates"]] == [
+        ("g4dn.xlarge", "spot"),
+        ("g4dn.xlarge", "on-demand"),
+    ]
+    assert any("placement score 1/10" in w for w in plan["warnings"])
+    first, last = job["attempts"][0], job["attempts"][-1]
+    assert job["status"] == "SUCCEEDED", job
+    assert (first["capacity"], first["diagnosis"]["category"]) == ("spot", "INSUFFICIENT_CAPACITY")
+    assert (last["capacity"], last["instance_type"]) == ("on-demand", "g4dn.xlarge")
+
+
+def test_a_job_nothing_can_serve_fails_within_its_bound_after_trying_several_families(
+    cloud_factory: Callable[..., RunningCloud],
+) -> None:
+    # Given no capacity for any of the job's types, in three families
+    types = ["g4dn.xlarge", "g4dn.2xlarge", "g5.xlarge", "g6.xlarge"]
+    cloud = cloud_factory({"instance_types": {t: {"capacity": "none"} for t in types}})
+    body = JOB | {"instance_types": types, "stuck_after_minutes": 0.05, "max_attempts": 3, "give_up_after_minutes": 1}
+    # When submitted
+    job_id = cloud.api.request("POST", "/jobs", body).body["job_id"]
+    job = cloud.wait_for(job_id, {"SUCCEEDED", "FAILED"}, 90)
+    # Then it failed after at most 3 attempts, no two in a row of one family, and says so in one place
+    attempts = job["attempts"]
+    families = [a["instance_type"].split(".")[0] for a in attempts]
+    assert job["status"] == "FAILED" and 2 <= len(attempts) <= 3, job
+    assert len(set(families)) >= 2 and all(a != b for a, b in itertools.pairwise(families))
+    for attempt in attempts:
+        assert attempt["instance_type"] in job["error"]
+    assert "INSUFFICIENT_CAPACITY" in job["error"]
+    printed = cloud.cli("--json", "status", job_id)
+    assert json.loads(printed.stdout)["status"] == "FAILED"
+
+
+def test_a_job_limited_to_a_zone_runs_in_a_pool_on_that_zones_subnets_only(
+    cloud_factory: Callable[..., RunningCloud],
+) -> None:
+    import boto3
+
+    cloud = cloud_factory({"jobs": {"runtime_seconds": 1}})
+    job_id = cloud.api.request("POST", "/jobs", JOB | {"zones": ["us-east-1b"]}).body["job_id"]
+    job = cloud.wait_for(job_id, {"SUCCEEDED", "FAILED"}, 60)
+    assert job["status"] == "SUCCEEDED", job
+    pool = job["attempts"][-1]["job_queue"]
+    aws = {"endpoint_url": cloud.aws_url, "region_name": "us-east-1", "aws_access_key_id": "local",
+           "aws_secret_access_key": "local"}  # fmt: skip
+    [environment] = boto3.client("batch", **aws).describe_compute_environments(computeEnvironments=[pool])[
+        "computeEnvironments"
+    ]
+    subnets = environment["computeResources"]["subnets"]
+    zones = {s["AvailabilityZone"] for s in boto3.client("ec2", **aws).describe_subnets(SubnetIds=subnets)["Subnets"]}
+    assert pool.endswith("-1b") and zones == {"us-east-1b"}
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "words"),
+    [
+        ({"gpu_models": ["H9000"]}, "gpu_models", "known: "),
+        ({"instance_types": ["m5.large"]}, "instance_types", "not an NVIDIA GPU instance type"),
+        ({"min_gpu_memory_gib": 1000}, "min_gpu_memory_gib", "GiB per GPU, request needs 1000"),
+        ({"max_hourly_usd": 0.01}, "max_hourly_usd", "exceeds max_hourly_usd $0.01"),
+        ({"zones": ["us-east-1f"]}, "zones", "not a zone of this deployment"),
+        ({"zones": []}, "zones", "non-empty"),
+        ({"gpus": 8, "instance_types": ["g5.xlarge"]}, "gpus", "1 GPU(s), request needs 8"),
+    ],
+)
+def test_a_request_that_could_never_start_is_refused_at_once_naming_the_field(
+    cloud: RunningCloud, change: dict[str, object], field: str, words: str
+) -> None:
+    before = len(cloud.api.request("GET", "/jobs", query={"limit": 100}).body["jobs"])
+    answer = cloud.api.request("POST", "/jobs", JOB | change)
+    assert (answer.status, answer.body["field"]) == (400, field), answer.body
+    assert words in answer.body["message"] or any(words in r["reason"] for r in answer.body.get("rejected") or [])
+    assert len(cloud.api.request("GET", "/jobs", query={"limit": 100}).body["jobs"]) == before

@@ -1,0 +1,68 @@
+"""On-demand prices from the AWS Price List (the local cloud serves GetProducts in its shape), cached in the
+table for a day; the snapshot only for its own region; a region without data is never priced as another."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import EndpointConnectionError
+
+from functions.shared.adapters.prices import MarketPrices, price_list_products
+from functions.shared.adapters.spot import Ec2SpotMarket
+from tests.integration.conftest import Cloud
+
+REGION = "us-east-1"
+
+
+def prices_for(cloud: Cloud, region: str = REGION, pricing: Any = None) -> tuple[MarketPrices, list[str]]:
+    """A fresh adapter (a cold process) and the AWS operations its calls made."""
+    calls: list[str] = []
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    pricing = pricing or boto3.client("pricing", region_name="us-east-1")
+    for client in (dynamodb, pricing):
+        if hasattr(client, "meta"):
+            client.meta.events.register("before-call", lambda model, **_: calls.append(model.name))
+    adapter = MarketPrices(region, cloud.deployment.table_name, Ec2SpotMarket(region), dynamodb, pricing)
+    return adapter, calls
+
+
+@pytest.fixture
+def cloud_prices(cloud: Cloud) -> Iterator[Cloud]:
+    """The integration cloud: moto adapted, the Price List served in its own shape."""
+    yield cloud
+
+
+def test_the_price_list_is_read_once_then_served_from_the_table(cloud_prices: Cloud) -> None:
+    cold, calls = prices_for(cloud_prices)
+    quote = cold.on_demand("g5.xlarge")
+    assert quote is not None and quote.hourly_usd == 1.006
+    assert quote.pricing.startswith("on-demand us-east-1 AWS Price List of ")
+    assert calls[0] == "GetItem" and "GetProducts" in calls and calls[-1] == "PutItem"
+    # Another process within the day reads the table only, once, whatever it prices next
+    warm, calls = prices_for(cloud_prices)
+    assert warm.on_demand("g6.xlarge") is not None and warm.on_demand("g4dn.xlarge") is not None
+    assert calls == ["GetItem"]
+
+
+def test_a_region_without_price_data_is_priced_as_no_other(cloud_prices: Cloud) -> None:
+    adapter, _ = prices_for(cloud_prices, region="eu-north-1")
+    assert adapter.on_demand("g5.xlarge") is None
+
+
+def test_without_the_price_list_the_snapshot_prices_its_own_region(cloud_prices: Cloud) -> None:
+    class Unreachable:
+        def get_paginator(self, name: str) -> Any:
+            raise EndpointConnectionError(endpoint_url="https://api.pricing.us-east-1.amazonaws.com")
+
+    adapter, _ = prices_for(cloud_prices, pricing=Unreachable())
+    quote = adapter.on_demand("g5.xlarge")
+    assert quote is not None and "price snapshot of" in quote.pricing
+    assert prices_for(cloud_prices, region="eu-north-1", pricing=Unreachable())[0].on_demand("g5.xlarge") is None
+
+
+def test_a_price_list_product_is_read_from_its_on_demand_terms(cloud_prices: Cloud) -> None:
+    found = price_list_products(boto3.client("pricing", region_name="us-east-1"), REGION)
+    assert found["g5.xlarge"] == 1.006 and all(usd > 0 for usd in found.values())

@@ -1,0 +1,40 @@
+"""The spot market adapter against the local cloud's EC2 (moto adapted): one price per type and zone, the
+latest; placement scores by zone name although EC2 answers by zone id; answers cached."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from functions.shared.adapters.spot import Ec2SpotMarket
+from gpupilot.localcloud.moto_adaptations import SpotMarket, adapted_moto
+
+REGION = "us-east-1"
+ZONES = ["us-east-1a", "us-east-1b"]
+
+
+@pytest.fixture
+def market() -> Iterator[Ec2SpotMarket]:
+    world = SpotMarket(offered=lambda t: ZONES if t != "g6.xlarge" else ZONES[:1], hourly_usd={"g5.xlarge": 0.42},
+                       placement_score={"g5.xlarge": 6})  # fmt: skip
+    with mock_aws(), adapted_moto(spot_market=world):
+        yield Ec2SpotMarket(REGION, boto3.client("ec2", region_name=REGION))
+
+
+def test_spot_prices_are_per_type_and_zone_of_the_zones_asked(market: Ec2SpotMarket) -> None:
+    prices = market.spot_prices(["g5.xlarge", "g6.xlarge"], ["us-east-1b"])
+    assert {t: {z: q.hourly_usd for z, q in by_zone.items()} for t, by_zone in prices.items()} == {
+        "g5.xlarge": {"us-east-1b": 0.42}
+    }
+    assert prices["g5.xlarge"]["us-east-1b"].pricing.startswith("spot price history, us-east-1b, ")
+
+
+def test_placement_scores_name_zones_and_are_cached(market: Ec2SpotMarket) -> None:
+    assert market.placement_scores(["g5.xlarge"]) == {"g5.xlarge": {"us-east-1a": 6, "us-east-1b": 6}}
+    calls: list[str] = []
+    market._aws.meta.events.register("before-call.ec2", lambda model, **_: calls.append(model.name))
+    assert market.placement_scores(["g5.xlarge"]) == {"g5.xlarge": {"us-east-1a": 6, "us-east-1b": 6}}
+    assert calls == []
