@@ -31,8 +31,24 @@ DEMO_JOB: dict[str, Any] = {
 }
 
 
+# Exit codes (README): the job's outcome when waited for, else whether the call worked.
+EXIT_OK = 0
+EXIT_JOB_FAILED = 1  # the job (or a sweep) ended FAILED or CANCELLED
+EXIT_BAD_REQUEST = 2  # bad input: a flag, a file, or a 4xx from the API
+EXIT_NOT_FOUND = 3  # no such job or sweep (404)
+EXIT_SERVICE = 4  # the service failed or could not be reached (5xx, connection, time-out, a FAILED sweep)
+
+
 class UsageError(Exception):
     """Bad input: exit 2 with one line."""
+
+
+class NotFound(Exception):
+    """The API has no such job or sweep: exit 3 with one line."""
+
+
+class ServiceError(Exception):
+    """The API failed or timed out: exit 4 with one line."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -117,9 +133,11 @@ def build_parser() -> Parser:
     health.add_argument("--sweep-id")
     sweep = command("sweep", help="run a health sweep now, wait for it, print its report")
     sweep.add_argument("--timeout", type=float, default=300, help="seconds to wait for the report")
-    costs = command("costs", help="daily cost by GPU type and by job name")
+    costs = command("costs", help="what every ended attempt cost: per day, or grouped; --csv for one row each")
     costs.add_argument("--from", dest="date_from")
     costs.add_argument("--to", dest="date_to")
+    costs.add_argument("--group-by", choices=["day", "gpu_type", "job_name", "capacity_type"])
+    costs.add_argument("--csv", action="store_true", help="one CSV row per priced attempt")
     return parser
 
 
@@ -161,8 +179,10 @@ def _checked(response: ApiResponse) -> Any:
     if response.ok:
         return response.body
     if 400 <= response.status < 500:
+        if response.status == 404:
+            raise NotFound(response.error_line())
         raise UsageError(response.error_line())
-    raise RuntimeError(response.error_line())
+    raise ServiceError(response.error_line())
 
 
 def follow(
@@ -183,7 +203,7 @@ def follow(
         if job["status"] in FINISHED:
             return dict(job)
         if limit_seconds and time.monotonic() - started > limit_seconds:
-            raise RuntimeError(f"job {job_id} still {job['status']} after {limit_seconds:.0f} s")
+            raise ServiceError(f"job {job_id} still {job['status']} after {limit_seconds:.0f} s")
         time.sleep(poll_seconds)
 
 
@@ -195,7 +215,7 @@ def wait_for_sweep(client: ApiClient, sweep_id: str, limit_seconds: float, poll_
         if report.get("status") != "RUNNING":
             return dict(report)
         if time.monotonic() - started > limit_seconds:
-            raise RuntimeError(f"sweep {sweep_id} still RUNNING after {limit_seconds:.0f} s")
+            raise ServiceError(f"sweep {sweep_id} still RUNNING after {limit_seconds:.0f} s")
         time.sleep(poll_seconds)
 
 
@@ -219,7 +239,7 @@ def run(args: argparse.Namespace) -> int:
             return 0
         job = follow(client, quote(submitted["job_id"], safe=""), (lambda _: None) if args.json else emit)
         emit(json.dumps(job, indent=2) if args.json else render.job_summary(job))
-        return 0 if job["status"] == "SUCCEEDED" else 1
+        return EXIT_OK if job["status"] == "SUCCEEDED" else EXIT_JOB_FAILED
     job_path = f"/jobs/{quote(args.job_id, safe='')}" if hasattr(args, "job_id") else ""
     if args.action == "status":
         if args.wait:
@@ -227,7 +247,9 @@ def run(args: argparse.Namespace) -> int:
         else:
             job = _checked(client.request("GET", job_path, query={"explain": "true"} if args.explain else None))
         emit(json.dumps(job, indent=2) if args.json else render.job_summary(job))
-        return 0
+        if args.wait:
+            return EXIT_OK if job["status"] == "SUCCEEDED" else EXIT_JOB_FAILED
+        return EXIT_OK
     if args.action == "list":
         query = {"status": args.status, "limit": args.limit, "next_token": args.next_token}
         result = _checked(client.request("GET", "/jobs", query=query))
@@ -247,9 +269,13 @@ def run(args: argparse.Namespace) -> int:
             emit(f"sweep {started['sweep_id']} started; waiting for its report")
         report = wait_for_sweep(client, started["sweep_id"], args.timeout)
         emit(json.dumps(report, indent=2) if args.json else render.health(report))
-        return 4 if report.get("status") == "FAILED" else 0
+        return EXIT_SERVICE if report.get("status") == "FAILED" else EXIT_OK
     if args.action == "costs":
-        report = _checked(client.request("GET", "/costs", query={"from": args.date_from, "to": args.date_to}))
+        query = {"from": args.date_from, "to": args.date_to, "group_by": args.group_by}
+        if args.csv:
+            print(_checked(client.request("GET", "/costs", query=query, headers={"Accept": "text/csv"})), end="")
+            return EXIT_OK
+        report = _checked(client.request("GET", "/costs", query=query))
         emit(json.dumps(report, indent=2) if args.json else render.costs(report))
         return 0
     raise UsageError(f"unknown command {args.action}")
@@ -318,14 +344,17 @@ def main(argv: list[str] | None = None) -> int:
         return run(args)
     except (UsageError, InvalidEndpoint) as error:
         print(f"gpupilot: {error}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_REQUEST
+    except NotFound as error:
+        print(f"gpupilot: {error}", file=sys.stderr)
+        return EXIT_NOT_FOUND
     except ApiUnreachable as error:
         hint = "" if args.endpoint else " (start the local cloud with `gpupilot serve`, or pass --endpoint)"
         print(f"gpupilot: {error}{hint}", file=sys.stderr)
-        return 1
-    except RuntimeError as error:
+        return EXIT_SERVICE
+    except (ServiceError, RuntimeError) as error:
         print(f"gpupilot: {error}", file=sys.stderr)
-        return 1
+        return EXIT_SERVICE
 
 
 if __name__ == "__main__":

@@ -132,10 +132,20 @@ def health(report: dict[str, Any]) -> str:
 
 
 def costs(report: dict[str, Any]) -> str:
-    rows = [
-        (day["date"], kind, key, f"{usd:.6f}")
-        for day in report.get("days", [])
-        for kind, field in (("gpu type", "by_gpu_type"), ("job name", "by_job_name"))
-        for key, usd in sorted(day.get(field, {}).items())
-    ]
-    return table(("date", "by", "key", "usd"), rows) + f"\ntotal ${report.get('total_usd', 0):.6f}"
+    """The report's groups when it has them, else each day by GPU type, job name and capacity type."""
+    if report.get("groups"):
+        groups = [(g["key"], g["attempts"], f"{g['usd']:.6f}") for g in report["groups"]]
+        out = table((report.get("group_by") or "key", "attempts", "usd"), groups)
+    else:
+        rows: list[tuple[Any, ...]] = [
+            (day["date"], kind, key, f"{usd:.6f}")
+            for day in report.get("days", [])
+            for kind, field in (
+                ("gpu type", "by_gpu_type"),
+                ("job name", "by_job_name"),
+                ("capacity", "by_capacity_type"),
+            )
+            for key, usd in sorted(day.get(field, {}).items())
+        ]
+        out = table(("date", "by", "key", "usd"), rows)
+    return out + f"\ntotal ${report.get('total_usd', 0):.6f}"

@@ -233,6 +233,11 @@ def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
     ]
     # On-demand prices: the Price List API, cached in the table (an item per region, rewritten daily).
     price_list = describe("AWS Price List", "pricing:GetProducts")
+    # Pricing an attempt that ended (events, the sweep's replays): its type's shape, its price.
+    pricing = [
+        describe("Amazon EC2", "ec2:DescribeInstanceTypes", "ec2:DescribeSpotPriceHistory"),
+        price_list,
+    ]
     read_write = owned.items("GetItem", "UpdateItem")
     return {
         "api": [
@@ -330,7 +335,7 @@ def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
         ],
         # Parks its token and clears spent ones: both are updates that return the record.
         "wait_for_job": [owned.items("UpdateItem"), RESUME_WAITS],
-        "job_events": [read_write, RESUME_WAITS],
+        "job_events": [owned.items("GetItem", "PutItem", "UpdateItem"), RESUME_WAITS, *pricing],
         "diagnose": [
             RESUME_WAITS,
             owned.items("GetItem", "PutItem", "UpdateItem"),
@@ -355,7 +360,8 @@ def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
                 "batch:DescribeJobQueues",
             ),
             *fleet_reads(arns),
-            describe("Amazon EC2", "ec2:DescribeInstanceTypes"),
+            # The catalog's vCPUs weigh fleets; replayed events price the attempts they end.
+            *pricing,
             # Remediation: jobs stuck past the hard limit, instances that never registered, dead agents.
             terminate_jobs(arns),
             Grant(

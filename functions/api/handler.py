@@ -182,13 +182,19 @@ def plan() -> BaseModel:
     return select.plan_request(_request_body(), _ports())
 
 
-def costs_report() -> BaseModel:
+def costs_report() -> BaseModel | Response:
     today = datetime.now(UTC).date()
     date_from = _date_param("from", (today - timedelta(days=30)).isoformat())
     date_to = _date_param("to", today.isoformat())
     if date_from > date_to:
         raise BadRequest("from", "from must not be after to")
-    return costs.cost_report(date_from, date_to, _ports())
+    group_by = app.current_event.get_query_string_value("group_by")
+    if group_by is not None and group_by not in costs.GROUPS:
+        raise BadRequest("group_by", f"group_by must be one of {', '.join(costs.GROUPS)}")
+    if "text/csv" in (app.current_event.headers.get("Accept") or ""):
+        csv_text = costs.cost_csv(date_from, date_to, _ports())
+        return Response(status_code=200, content_type="text/csv; charset=utf-8", body=csv_text)
+    return costs.cost_report(date_from, date_to, _ports(), group_by)
 
 
 def _date_param(name: str, default: str) -> str:
@@ -210,7 +216,7 @@ def start_sweep() -> BaseModel:
     return sweep.start_sweep(_ports())
 
 
-OPERATIONS: dict[str, Callable[..., BaseModel]] = {
+OPERATIONS: dict[str, Callable[..., BaseModel | Response]] = {
     "submit_job": submit_job,
     "list_jobs": list_jobs,
     "get_job": get_job,
@@ -226,7 +232,8 @@ def _register(route: Route) -> None:
     operation = OPERATIONS[route.operation_id]
 
     def endpoint(**path_params: str) -> Response:
-        return _json(route.status, operation(**path_params))
+        answer = operation(**path_params)
+        return answer if isinstance(answer, Response) else _json(route.status, answer)
 
     app.route(route.resolver_path, method=route.method)(endpoint)
 

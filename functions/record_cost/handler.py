@@ -19,4 +19,4 @@ from functions.shared.usecases.outcome import record_cost
 @retry_transient
 def handler(event: dict[str, Any], context: LambdaContext, ports: Ports | None = None) -> Any:
     result = record_cost(RecordCostInput.model_validate(event), ports or live_ports())
-    return result.model_dump(mode="json")
+    return result.model_dump(mode="json") if result is not None else None

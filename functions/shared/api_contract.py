@@ -49,6 +49,7 @@ class Route:
     query: tuple[QueryParam, ...] = ()
     errors: tuple[int, ...] = (400,)
     headers: tuple[QueryParam, ...] = ()
+    csv: bool = False  # also answers text/csv when asked (Accept)
 
     @property
     def json_body(self) -> bool:
@@ -137,12 +138,19 @@ ROUTES: tuple[Route, ...] = (
         "costs",
         "GET",
         "/costs",
-        "Daily cost by GPU type and by job name",
+        "What every ended attempt cost: per day by GPU type, job name and capacity type, or by group_by; "
+        "Accept: text/csv for one row per attempt",
         CostReport,
         query=(
             QueryParam("from", "First day, YYYY-MM-DD (default: 30 days ago)", {"type": "string", "format": "date"}),
             QueryParam("to", "Last day, YYYY-MM-DD (default: today)", {"type": "string", "format": "date"}),
+            QueryParam(
+                "group_by",
+                "Group the total by",
+                {"type": "string", "enum": ["day", "gpu_type", "job_name", "capacity_type"]},
+            ),
         ),
+        csv=True,
     ),
 )
 
@@ -169,6 +177,8 @@ def openapi_document() -> dict[str, Any]:
             for h in route.headers
         ]
         responses: dict[str, Any] = {str(route.status): _json_response(route.response, "Success")}
+        if route.csv:
+            responses[str(route.status)]["content"]["text/csv"] = {"schema": {"type": "string"}}
         for status in route.errors:
             responses[str(status)] = _json_response(ErrorBody, "The request was refused; `field` names why")
         operation: dict[str, Any] = {

@@ -43,3 +43,34 @@ def test_sweep_health_and_costs_through_the_cli(cloud_factory: Callable[..., Run
     assert costs["days"][0]["by_gpu_type"] == {job["instance_type"]: pytest.approx(job["cost"]["usd"])}
     assert costs["days"][0]["by_job_name"] == {"costed": pytest.approx(job["cost"]["usd"])}
     assert table.returncode == 0 and job["instance_type"] in table.stdout
+
+
+def test_a_cancelled_running_job_has_a_cost_and_every_attempt_is_in_the_costs(
+    cloud_factory: Callable[..., RunningCloud],
+) -> None:
+    # Given a job cancelled while it ran, and one that finished
+    cloud = cloud_factory({"jobs": {"runtime_seconds": 30}})
+    running = cloud.api.request("POST", "/jobs", JOB | {"name": "cancelled"}).body["job_id"]
+    cloud.wait_for(running, {"RUNNING"})
+    time.sleep(1.5)
+    assert cloud.api.request("DELETE", f"/jobs/{running}").status == 202
+    # When Batch has said the attempt ended / Then the attempt and the job carry what it cost
+    deadline = time.monotonic() + 30
+    job = cloud.api.request("GET", f"/jobs/{running}").body
+    while job["attempts"][0].get("cost") is None and time.monotonic() < deadline:
+        time.sleep(0.3)
+        job = cloud.api.request("GET", f"/jobs/{running}").body
+    assert job["status"] == "CANCELLED"
+    attempt = job["attempts"][0]
+    assert attempt["cost"]["usd"] > 0 and attempt["cost"]["runtime_seconds"] > 0
+    assert job["cost"]["usd"] == attempt["cost"]["usd"]
+    # And /costs counts it, grouped by capacity type, and as CSV through the API and the CLI
+    today = datetime.now(UTC).date().isoformat()
+    query = {"from": today, "to": today, "group_by": "capacity_type"}
+    report = cloud.api.request("GET", "/costs", query=query).body
+    assert report["total_usd"] == attempt["cost"]["usd"]
+    assert report["groups"] == [{"key": "on-demand", "usd": attempt["cost"]["usd"], "attempts": 1}]
+    printed = cloud.cli("costs", "--csv", "--from", today, "--to", today)
+    rows = printed.stdout.strip().splitlines()
+    assert printed.returncode == 0 and rows[0].startswith("date,job_id,job_name,attempt,gpu_type")
+    assert len(rows) == 2 and running in rows[1] and "cancelled" in rows[1]

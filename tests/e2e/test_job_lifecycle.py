@@ -88,11 +88,11 @@ def test_bad_cli_input_exits_2_with_one_line(cloud: RunningCloud) -> None:
     assert "gpus" in result.stderr
 
 
-def test_an_unknown_job_is_a_404_and_a_cli_exit_2(cloud: RunningCloud) -> None:
+def test_an_unknown_job_is_a_404_and_a_cli_exit_3(cloud: RunningCloud) -> None:
     response = cloud.api.request("GET", "/jobs/nosuchjob")
     result = cloud.cli("status", "nosuchjob")
     assert response.status == 404 and response.body["field"] == "job_id"
-    assert result.returncode == 2
+    assert result.returncode == 3 and result.stderr.count("\n") == 1
 
 
 def test_plan_through_the_cli_launches_nothing(cloud: RunningCloud) -> None:

@@ -3,6 +3,7 @@ function run with the environment the synthesized template gives it."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import boto3
@@ -300,6 +301,25 @@ def test_the_sweep_describes_a_finished_job_the_lists_no_longer_show_and_resumes
     assert report["summary"]["reconciled_events"] == 1
     assert store.get_job(JOB).attempts[1].batch_status == "SUCCEEDED"
     assert store.get_job(JOB).waits == {}
+
+
+def test_the_sweep_prices_the_spot_attempt_whose_end_it_replays(cloud: Cloud, store: Any) -> None:
+    # Given a spot attempt that ran ten minutes and ended while its event was lost
+    spot = REQUEST | {"capacity": "spot", "instance_types": ["g5.xlarge"]}
+    state = {"job_id": JOB, "request": spot, "selection": select(cloud, spot)}
+    state["queue"] = cloud.invoke("ensure_queue", state)
+    cloud.clock.advance()
+    state["queue"] = cloud.invoke("ensure_queue", state | {"previous": state["queue"]})
+    batch_job = cloud.invoke("submit_job", state)
+    job = moto_job(batch_job["batch_job_id"], "FAILED")
+    job.job_stopped = True
+    job.job_started_at = datetime(2026, 11, 22, 10, 0)
+    job.job_stopped_at = datetime(2026, 11, 22, 10, 10)
+    # When the sweep replays the end / Then the attempt is priced at the spot price of its zones
+    cloud.invoke("health_sweep", {"source": "aws.events", "detail-type": "Scheduled Event"})
+    cost = store.get_job(JOB).attempts[1].cost
+    assert cost is not None and cost.pricing.startswith("spot price history")
+    assert cost.usd == round(cost.hourly_usd * cost.runtime_seconds / 3600 * cost.gpu_share, 12)
 
 
 def test_the_sweep_fails_a_record_whose_batch_job_vanished(cloud: Cloud, store: Any) -> None:

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from gpupilot.cli import UsageError, build_parser, job_body, main
-from gpupilot.client import ApiClient, ApiResponse
+from gpupilot.client import ApiClient, ApiResponse, ApiUnreachable
 
 
 def body_of(*argv: str) -> dict:
@@ -173,5 +173,45 @@ def test_a_job_id_is_sent_as_one_path_segment(monkeypatch):
         return ApiResponse(404, {"error": "JobNotFound", "field": "job_id", "message": "no job"})
 
     monkeypatch.setattr(ApiClient, "request", fake_request)
-    assert main(["status", "a b?limit=1"]) == 2
+    assert main(["status", "a b?limit=1"]) == 3  # the API has no such job: exit 3 (README)
     assert seen == ["/jobs/a%20b%3Flimit%3D1"]
+
+
+# -- exit codes: 0 succeeded, 1 job failed, 2 bad request, 3 not found, 4 service error -------------
+@pytest.mark.parametrize(
+    ("argv", "answer", "code"),
+    [
+        (["status", "--wait", "j1"], ApiResponse(200, {"job_id": "j1", "status": "SUCCEEDED", "timeline": []}), 0),
+        (["status", "--wait", "j1"], ApiResponse(200, {"job_id": "j1", "status": "FAILED", "timeline": []}), 1),
+        (["status", "--wait", "j1"], ApiResponse(200, {"job_id": "j1", "status": "CANCELLED", "timeline": []}), 1),
+        (["status", "j1"], ApiResponse(200, {"job_id": "j1", "status": "FAILED", "timeline": []}), 0),
+        (["status", "j1"], ApiResponse(400, {"error": "BadRequest", "field": "x", "message": "no"}), 2),
+        (["status", "j1"], ApiResponse(404, {"error": "JobNotFound", "field": "job_id", "message": "no job"}), 3),
+        (["status", "j1"], ApiResponse(502, {"error": "InternalError", "message": "boom"}), 4),
+    ],
+)
+def test_the_cli_exits_with_its_documented_codes(monkeypatch, capsys, argv, answer, code):
+    monkeypatch.setattr(ApiClient, "request", lambda self, *a, **k: answer)
+    assert main(["--json", *argv]) == code
+
+
+def test_an_unreachable_api_is_a_service_error(monkeypatch, capsys):
+    def unreachable(self, *args, **kwargs):
+        raise ApiUnreachable("cannot reach http://127.0.0.1:1: refused")
+
+    monkeypatch.setattr(ApiClient, "request", unreachable)
+    assert main(["list"]) == 4
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_costs_as_csv_prints_the_apis_csv_as_it_is(monkeypatch, capsys):
+    seen = []
+
+    def csv_answer(self, method, path, body=None, query=None, headers=None):
+        seen.append((path, query, headers))
+        return ApiResponse(200, "date,job_id\n2026-11-23,j1\n")
+
+    monkeypatch.setattr(ApiClient, "request", csv_answer)
+    assert main(["costs", "--csv", "--group-by", "gpu_type"]) == 0
+    assert capsys.readouterr().out == "date,job_id\n2026-11-23,j1\n"
+    assert seen[0][2] == {"Accept": "text/csv"} and seen[0][1]["group_by"] == "gpu_type"

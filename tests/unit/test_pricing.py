@@ -99,3 +99,40 @@ def test_on_demand_price_label_names_the_region_and_snapshot_date():
 def test_on_demand_price_of_an_unknown_type_is_none():
     # Given / When / Then
     assert on_demand_price("x99.huge") is None
+
+
+# -- the share of the instance a job holds, and exact sums -----------------------------------------
+def test_the_share_is_the_largest_of_the_gpu_vcpu_and_memory_fractions():
+    from functions.shared.domain.cost import instance_share
+
+    # One GPU of eight, but all 192 vCPUs of a g6.48xlarge: it held the whole instance
+    assert instance_share({"gpus": 1, "vcpus": 192, "memory": 64}, {"gpus": 8, "vcpus": 192, "memory": 768}) == (
+        1.0,
+        "vcpus",
+    )
+    # Memory-heavy: half the memory of a 4-GPU instance with one GPU
+    assert instance_share({"gpus": 1, "vcpus": 4, "memory": 96}, {"gpus": 4, "vcpus": 48, "memory": 192}) == (
+        0.5,
+        "memory",
+    )
+    # A GPU-only job: its GPU fraction
+    assert instance_share({"gpus": 1, "vcpus": 12, "memory": 43.2}, {"gpus": 4, "vcpus": 48, "memory": 192}) == (
+        0.25,
+        "gpus",
+    )
+
+
+def test_a_total_is_the_exact_sum_of_its_parts():
+    from functions.shared.domain.cost import Cost, total_cost, usd_sum
+
+    parts = [0.1, 0.2, 0.3]
+    assert usd_sum(parts) == 0.6 != sum(parts)  # float addition gives 0.6000000000000001
+    costs = [Cost(usd=u, hourly_usd=1, runtime_seconds=1, gpu_share=1, pricing="p") for u in parts]
+    total = total_cost(costs)
+    assert total is not None and total.usd == 0.6 and total.pricing.startswith("3 attempts")
+
+
+def test_an_attempt_cost_is_computed_in_decimals():
+    cost = attempt_cost(PriceQuote(hourly_usd=0.526, pricing="x"), runtime_seconds=10, share=(0.25, "gpus"))
+    assert cost.usd == 0.000365277778  # 0.526 x 10 / 3600 x 0.25, to a millionth of a cent
+    assert (cost.gpu_share, cost.share_by) == (0.25, "gpus")

@@ -1,8 +1,20 @@
-"""What an attempt cost: hourly price x runtime x the share of the instance it held. Pure."""
+"""What an attempt cost: hourly price x runtime x the share of the instance it held. Pure.
+
+The share is the largest of the job's GPU, vCPU and memory fractions of the instance: what it kept others
+from using (one GPU with 192 vCPUs of a g6.48xlarge holds the whole instance, not an eighth). Money is
+computed in Decimal and summed in Decimal from each part's stored value, so a total is the sum of its
+parts to the last digit; only the API's JSON turns it into a number.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from decimal import Decimal
+
 from pydantic import BaseModel, Field
+
+SECONDS_PER_HOUR = Decimal(3600)
+PLACES = Decimal("1e-12")  # kept per attempt: a millionth of a cent
 
 
 class PriceQuote(BaseModel):
@@ -14,12 +26,23 @@ class Cost(BaseModel):
     usd: float
     hourly_usd: float
     runtime_seconds: float
-    gpu_share: float
+    gpu_share: float = Field(description="Share of the instance the job held: its largest of GPU, vCPU, memory")
+    share_by: str = Field(default="gpus", description="Which of gpus, vcpus or memory set the share")
     pricing: str = Field(description="Where the hourly price came from")
 
 
 class PriceUnknown(Exception):
     """No hourly price is known for an instance type, so its cost cannot be computed."""
+
+
+def dollars(value: float | Decimal) -> Decimal:
+    """A stored amount as the Decimal it was written as (a float's shortest repr, not its binary value)."""
+    return value if isinstance(value, Decimal) else Decimal(repr(float(value)))
+
+
+def usd_sum(values: Iterable[float | Decimal]) -> float:
+    """The exact sum of amounts, as a number for the API."""
+    return float(sum((dollars(v) for v in values), Decimal(0)))
 
 
 def gpu_share(job_gpus: int, instance_gpus: int) -> float:
@@ -29,14 +52,43 @@ def gpu_share(job_gpus: int, instance_gpus: int) -> float:
     return min(1.0, job_gpus / instance_gpus)
 
 
-def attempt_cost(quote: PriceQuote, runtime_seconds: float, job_gpus: int, instance_gpus: int) -> Cost:
-    """Cost of one attempt: hourly price x runtime x (job GPUs / instance GPUs)."""
+def instance_share(held: dict[str, float], instance: dict[str, float]) -> tuple[float, str]:
+    """(share, by what): the largest fraction of the instance's gpus, vcpus and memory the job held."""
+    fractions = {
+        k: (held[k] / instance[k] if instance.get(k) else 1.0) for k in ("gpus", "vcpus", "memory") if k in held
+    }
+    by = max(fractions, key=lambda k: (fractions[k], k == "gpus"))
+    return min(1.0, fractions[by]), by
+
+
+def attempt_cost(
+    quote: PriceQuote, runtime_seconds: float, job_gpus: int = 1, instance_gpus: int = 1,
+    share: tuple[float, str] | None = None,
+) -> Cost:  # fmt: skip
+    """Cost of one attempt: hourly price x runtime x share (by default, job GPUs / instance GPUs)."""
     runtime = max(0.0, runtime_seconds)
-    share = gpu_share(job_gpus, instance_gpus)
+    fraction, by = share or (gpu_share(job_gpus, instance_gpus), "gpus")
+    usd = dollars(quote.hourly_usd) * dollars(runtime) / SECONDS_PER_HOUR * dollars(fraction)
     return Cost(
-        usd=round(quote.hourly_usd * runtime / 3600 * share, 10),
+        usd=float(usd.quantize(PLACES)),
         hourly_usd=quote.hourly_usd,
         runtime_seconds=runtime,
-        gpu_share=share,
+        gpu_share=fraction,
+        share_by=by,
         pricing=quote.pricing,
+    )
+
+
+def total_cost(costs: list[Cost]) -> Cost | None:
+    """A job's cost: the exact sum of its attempts' (the last attempt's price, share and source shown)."""
+    if not costs:
+        return None
+    last = costs[-1]
+    pricing = last.pricing if len(costs) == 1 else f"{len(costs)} attempts; last: {last.pricing}"
+    return last.model_copy(
+        update={
+            "usd": usd_sum(c.usd for c in costs),
+            "runtime_seconds": float(sum(dollars(c.runtime_seconds) for c in costs)),
+            "pricing": pricing,
+        }
     )

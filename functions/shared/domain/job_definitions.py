@@ -41,10 +41,15 @@ def job_definition_name(job_name: str) -> str:
 
 def job_resources(request: JobRequest, candidate: Candidate) -> dict[str, int]:
     """vCPUs, memory (MiB) and GPUs for the job: what it asked for, else its GPU share of the host."""
-    share = request.gpus / candidate.gpus
-    vcpus = request.vcpus or max(1, math.floor(candidate.vcpus * share))
-    memory_gib = request.memory_gib or candidate.memory_gib * share * (1 - HOST_MEMORY_RESERVE)
-    return {"GPU": request.gpus, "VCPU": vcpus, "MEMORY": max(512, int(memory_gib * 1024))}
+    return resources_on(request, candidate.gpus, candidate.vcpus, candidate.memory_gib)
+
+
+def resources_on(request: JobRequest, gpus: int, vcpus: int, memory_gib: float) -> dict[str, int]:
+    """job_resources on an instance of that shape."""
+    share = request.gpus / gpus if gpus else 1.0
+    held_vcpus = request.vcpus or max(1, math.floor(vcpus * share))
+    held_memory_gib = request.memory_gib or memory_gib * share * (1 - HOST_MEMORY_RESERVE)
+    return {"GPU": request.gpus, "VCPU": held_vcpus, "MEMORY": max(512, int(held_memory_gib * 1024))}
 
 
 def container_command(request: JobRequest) -> list[str]:

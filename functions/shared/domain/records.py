@@ -59,7 +59,9 @@ class AttemptRecord(BaseModel):
     started_at: str | None = None
     stopped_at: str | None = None
     exit_code: int | None = None
+    container_reason: str | None = Field(default=None, description="Batch's reason for the container's end")
     runtime_seconds: float | None = None
+    cost: Cost | None = Field(default=None, description="What the attempt cost, once it ended")
     diagnosis: Diagnosis | None = None
     fell_back: DiagnosisOutcome | None = Field(
         default=None, description="The diagnosis that cancelled this attempt (a retried diagnosis repeats it)"

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from functions.shared.domain.cost import Cost
+from functions.shared.domain.cost import Cost, total_cost
 from functions.shared.domain.diagnosis import Diagnosis
 from functions.shared.domain.records import JobRecord, TimelineEntry
 from functions.shared.domain.requests import JobRequest
@@ -29,7 +29,9 @@ class Attempt(BaseModel):
     status: AttemptStatus
     status_reason: str | None = None
     exit_code: int | None = None
+    container_reason: str | None = Field(default=None, description="Batch's reason for the container's end")
     diagnosis: Diagnosis | None = None
+    cost: Cost | None = Field(default=None, description="What the attempt cost, once it ended (0 if it never ran)")
 
 
 class JobView(BaseModel):
@@ -109,15 +111,26 @@ class DailyCost(BaseModel):
     usd: float
     by_gpu_type: dict[str, float]
     by_job_name: dict[str, float]
+    by_capacity_type: dict[str, float] = Field(default_factory=dict)
+
+
+class CostGroup(BaseModel):
+    key: str
+    usd: float
+    attempts: int
 
 
 class CostReport(BaseModel):
-    """Body of `GET /costs`: what finished jobs cost, per day (UTC, by creation date)."""
+    """Body of `GET /costs`: what every ended attempt of the jobs created in the range cost (whatever the job
+    came to: succeeded, failed, cancelled, fallen back), per UTC day of the job's creation, and by `group_by`.
+    Every total is the exact sum of its attempts."""
 
     date_from: str = Field(serialization_alias="from")
     date_to: str = Field(serialization_alias="to")
     total_usd: float
     days: list[DailyCost]
+    group_by: str | None = Field(default=None, description="day, gpu_type, job_name or capacity_type")
+    groups: list[CostGroup] = Field(default_factory=list, description="One per key of group_by, costliest first")
 
 
 def ordered_timeline(entries: list[TimelineEntry]) -> list[TimelineEntry]:
@@ -144,6 +157,12 @@ def current_reason(record: JobRecord) -> str | None:
     return attempt.status_reason
 
 
+def job_cost(record: JobRecord) -> Cost | None:
+    """What the job cost: the exact sum of its attempts' costs (RecordCost's, for records priced before
+    attempts were)."""
+    return total_cost([a.cost for _, a in record.ordered_attempts() if a.cost is not None]) or record.cost
+
+
 def job_view(record: JobRecord) -> JobView:
     """The public shape of a job record."""
     return JobView(
@@ -162,11 +181,13 @@ def job_view(record: JobRecord) -> JobView:
                 status=attempt.status,
                 status_reason=attempt.status_reason,
                 exit_code=attempt.exit_code,
+                container_reason=attempt.container_reason,
                 diagnosis=attempt.diagnosis,
+                cost=attempt.cost,
             )
             for _, attempt in record.ordered_attempts()
         ],
-        cost=record.cost,
+        cost=job_cost(record),
         timeline=ordered_timeline(record.timeline),
         execution_arn=record.execution_arn,
         error=record.error,

@@ -6,33 +6,38 @@ import json
 from typing import Any
 
 from functions.shared.domain.clock import now_iso
-from functions.shared.domain.cost import Cost, PriceUnknown, attempt_cost
+from functions.shared.domain.cost import Cost, total_cost
 from functions.shared.domain.records import AttemptRecord, JobRecord
 from functions.shared.domain.steps import RecordCostInput, RecordFailureInput
 from functions.shared.domain.vocabulary import BatchStatus, JobStatus, MetricName
+from functions.shared.observability import logger
 from functions.shared.ports import Ports
+from functions.shared.usecases.costing import record_attempt_cost
 
 MAX_ERROR_CHARS = 1000
 
 
-def record_cost(payload: RecordCostInput, ports: Ports) -> Cost:
-    """Price the attempt, and record the job's final status with its cost (once)."""
-    record = ports.jobs.get_job(payload.job_id)
-    attempt = record.attempts.get(payload.batch_job.attempt)
+def record_cost(payload: RecordCostInput, ports: Ports) -> Cost | None:
+    """Price the final attempt, and record the job's final status with its cost: every attempt's (once).
+    A type without a known price ends without a cost (and says so in its log), never without its status."""
+    number = payload.batch_job.attempt
     finished = payload.finished
-    quote = ports.prices.on_demand(payload.batch_job.instance_type)
-    if quote is None:
-        raise PriceUnknown(f"no hourly price known for {payload.batch_job.instance_type}")
-    instance_gpus = attempt.instance_gpus if attempt else record.request.gpus
-    cost = attempt_cost(quote, finished.billed_seconds(), record.request.gpus, instance_gpus)
+    ports.jobs.update_attempt(payload.job_id, number, {}, if_missing={"runtime_seconds": finished.billed_seconds()})
+    record_attempt_cost(payload.job_id, number, ports)
+    record = ports.jobs.get_job(payload.job_id)
+    cost = total_cost([a.cost for _, a in record.ordered_attempts() if a.cost is not None])
+    if cost is None:
+        logger.warning("no hourly price known: the job is recorded without a cost",
+                       extra={"instance_type": payload.batch_job.instance_type})  # fmt: skip
     status = JobStatus.SUCCEEDED if finished.status == BatchStatus.SUCCEEDED else JobStatus.FAILED
     fields: dict[str, Any] = {"cost": cost}
     if status == JobStatus.FAILED:
         fields["error"] = finished.status_reason or f"container exited with {finished.exit_code}"
     # Emitted only by the call that records the outcome, so a retried RecordCost never counts twice.
     if ports.jobs.finish(payload.job_id, status, at=finished.stopped_at or now_iso(), fields=fields):
-        ports.metrics.add(MetricName.JOB_COST_USD, cost.usd, unit="None")
-        ports.metrics.add(MetricName.JOB_RUNTIME_SECONDS, cost.runtime_seconds, unit="Seconds")
+        if cost is not None:
+            ports.metrics.add(MetricName.JOB_COST_USD, cost.usd, unit="None")
+            ports.metrics.add(MetricName.JOB_RUNTIME_SECONDS, cost.runtime_seconds, unit="Seconds")
         ports.metrics.add(MetricName.JOBS_SUCCEEDED if status == JobStatus.SUCCEEDED else MetricName.JOBS_FAILED, 1)
     return cost
 

@@ -16,6 +16,7 @@ from functions.shared.domain.records import AttemptRecord, JobRecord, Wait
 from functions.shared.domain.steps import WaitInput, WaitResult
 from functions.shared.domain.vocabulary import AttemptStatus, BatchStatus, WaitPhase
 from functions.shared.ports import Ports
+from functions.shared.usecases.costing import record_attempt_cost
 
 
 def wait_result(attempt: AttemptRecord) -> WaitResult:
@@ -74,6 +75,7 @@ def record_batch_event(event: BatchJobEvent, ports: Ports) -> dict[str, Any]:
             "started_at": job.started_at,
             "stopped_at": job.stopped_at,
             "exit_code": job.exit_code,
+            "container_reason": job.container_reason,
             "runtime_seconds": job.runtime_seconds,
         },
         # A submit whose record write failed still gets its Batch job id, so it can be terminated.
@@ -97,6 +99,9 @@ def record_batch_event(event: BatchJobEvent, ports: Ports) -> dict[str, Any]:
         return {"ignored": "stale or duplicate event", "job_id": job_id, "resumed": resume(record, ports)}
     moment = job.started_at if status == BatchStatus.RUNNING and job.started_at else event.at
     _advance_for_batch(job_id, number, status, moment, ports, reason=job.status_reason)
+    if status.ended:
+        # Every attempt that ends is priced, whether the job succeeded, failed, fell back or was cancelled.
+        record_attempt_cost(job_id, number, ports)
     return {"job_id": job_id, "attempt": number, "status": status, "resumed": resume(record, ports)}
 
 

@@ -93,3 +93,60 @@ def test_record_failure_of_an_invalid_pool_gives_its_diagnosis(ports):
     # When / Then
     result = record_failure(RecordFailureInput(job_id=JOB_ID, state={"queue": {"diagnosis": diagnosis}}), ports)
     assert result["error"].startswith("COMPUTE_ENVIRONMENT_INVALID: compute environment p is INVALID: gone")
+
+
+# -- every attempt has a cost, whatever its end ----------------------------------------------------
+def ended(ports, status: str, started_ms: int | None = None, stopped_ms: int | None = None):
+    from functions.shared.domain.batch import BatchJobEvent, BatchJobState
+    from functions.shared.usecases.track import record_batch_event
+
+    attempt = ports.jobs.get_job(JOB_ID).attempts[1]
+    detail = {"jobId": attempt.batch_job_id, "jobName": f"gpupilot-{JOB_ID}-a1", "status": status,
+              "container": {"exitCode": 137, "reason": "Essential container in task exited"}}  # fmt: skip
+    if started_ms is not None:
+        detail |= {"startedAt": started_ms, "stoppedAt": stopped_ms}
+    return record_batch_event(BatchJobEvent(at="2026-11-22T10:00:00.000Z", job=BatchJobState.from_batch(detail)), ports)
+
+
+def test_a_cancelled_job_that_ran_is_priced_from_its_attempts_end(ports):
+    from functions.shared.domain.views import job_view
+
+    # Given a job running for 10 minutes, then cancelled (Batch reports its attempt FAILED)
+    submitted(ports)
+    ports.jobs.finish(JOB_ID, JobStatus.CANCELLED)
+    ended(ports, "FAILED", started_ms=1_800_000_000_000, stopped_ms=1_800_000_600_000)
+
+    # Then the attempt carries its cost, and so does the job, with Batch's container reason
+    view = job_view(ports.jobs.get_job(JOB_ID))
+    attempt = view.attempts[0]
+    hourly = ports.prices.on_demand(attempt.instance_type).hourly_usd
+    assert attempt.cost is not None and attempt.cost.usd == round(hourly / 6, 12)
+    assert view.cost is not None and view.cost.usd == attempt.cost.usd
+    assert (attempt.exit_code, attempt.container_reason) == (137, "Essential container in task exited")
+
+
+def test_an_attempt_that_never_ran_costs_nothing_and_the_job_pays_for_the_one_that_did(ports):
+    # Given a first attempt cancelled while RUNNABLE (a fallback), priced when Batch said it ended
+    submitted(ports)
+    ended(ports, "FAILED")
+    first = ports.jobs.get_job(JOB_ID).attempts[1]
+    assert first.cost is not None and first.cost.usd == 0.0
+
+    # When the job's run is recorded on that attempt number / Then the job's cost is every attempt's sum
+    cost = record_cost(cost_input(ports), ports)
+    assert cost is not None and cost.usd == ports.jobs.get_job(JOB_ID).attempts[1].cost.usd
+
+
+def test_a_spot_attempt_is_priced_at_the_spot_price(ports):
+    ports.prices.spot_table["g4dn.xlarge"] = 0.2
+    submitted(ports, capacity="spot", instance_types=["g4dn.xlarge"])
+    cost = record_cost(cost_input(ports), ports)
+    assert cost is not None and (cost.hourly_usd, cost.usd) == (0.2, 0.1)
+    assert cost.pricing.startswith("test spot price")
+
+
+def test_a_type_without_a_price_ends_without_a_cost_not_without_its_status(ports):
+    submitted(ports)
+    ports.prices._table = {}
+    assert record_cost(cost_input(ports), ports) is None
+    assert ports.jobs.get_job(JOB_ID).status == JobStatus.SUCCEEDED

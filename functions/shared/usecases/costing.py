@@ -1,0 +1,53 @@
+"""What each attempt cost, whatever its end (succeeded, failed, cancelled, fallen back): priced once, when
+Batch says it ended, at its capacity type's price (on-demand from the Price List, spot from spot price
+history in its zones) for its runtime, by the share of the instance it held."""
+
+from __future__ import annotations
+
+from functions.shared.domain.cost import Cost, PriceQuote, attempt_cost, gpu_share, instance_share
+from functions.shared.domain.job_definitions import resources_on
+from functions.shared.domain.records import AttemptRecord
+from functions.shared.domain.requests import JobRequest
+from functions.shared.domain.vocabulary import CapacityType
+from functions.shared.ports import Ports
+
+
+def quote_for(attempt: AttemptRecord, ports: Ports) -> PriceQuote | None:
+    """The attempt's hourly price: on-demand, or the lowest latest spot price in its zones."""
+    if attempt.capacity == CapacityType.ON_DEMAND:
+        return ports.prices.on_demand(attempt.instance_type)
+    by_zone = ports.prices.spot([attempt.instance_type], attempt.zones).get(attempt.instance_type, {})
+    return min(by_zone.values(), key=lambda quote: quote.hourly_usd) if by_zone else None
+
+
+def price_attempt(
+    request: JobRequest, attempt: AttemptRecord, runtime_seconds: float | None, ports: Ports
+) -> Cost | None:
+    """The attempt's cost (zero if it never ran), or None when no price is known for it."""
+    quote = quote_for(attempt, ports)
+    if quote is None:
+        return None
+    gpu = ports.catalog.gpu_types().get(attempt.instance_type)
+    if gpu is None:
+        share = gpu_share(request.gpus, attempt.instance_gpus), "gpus"
+    else:
+        held = resources_on(request, gpu.gpus, gpu.vcpus, gpu.memory_gib)
+        share = instance_share(
+            {"gpus": request.gpus, "vcpus": held["VCPU"], "memory": held["MEMORY"] / 1024},
+            {"gpus": gpu.gpus, "vcpus": gpu.vcpus, "memory": gpu.memory_gib},
+        )
+    return attempt_cost(quote, runtime_seconds or 0.0, share=share)
+
+
+def record_attempt_cost(job_id: str, number: int, ports: Ports) -> Cost | None:
+    """Price an ended attempt once (the first writer wins: events, the sweep and RecordCost may all try)."""
+    record = ports.jobs.get_job(job_id)
+    attempt = record.attempts.get(number)
+    if attempt is None:
+        return None
+    if attempt.cost is not None:
+        return attempt.cost
+    cost = price_attempt(record.request, attempt, attempt.runtime_seconds, ports)
+    if cost is not None:
+        ports.jobs.update_attempt(job_id, number, {}, if_missing={"cost": cost})
+    return cost

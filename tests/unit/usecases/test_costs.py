@@ -1,0 +1,49 @@
+"""GET /costs: every priced attempt, per day and grouped, totals exactly the sum of the parts; CSV too."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from functions.shared.domain.cost import Cost
+from functions.shared.domain.records import AttemptRecord
+from functions.shared.domain.requests import JobRequest
+from functions.shared.domain.vocabulary import AttemptStatus, CapacityType
+from functions.shared.usecases.costs import cost_csv, cost_report
+
+REQUEST = {"image": "img", "command": ["x"]}
+
+
+def priced(ports, job_id: str, name: str, attempts: list[tuple[str, str, float]]) -> None:
+    ports.jobs.create_job(job_id, JobRequest.model_validate(REQUEST | {"name": name}))
+    for number, (instance_type, capacity, usd) in enumerate(attempts, start=1):
+        cost = Cost(usd=usd, hourly_usd=1.0, runtime_seconds=60, gpu_share=1.0, pricing="test")
+        ports.jobs.put_attempt(job_id, number, AttemptRecord(
+            instance_type=instance_type, capacity=CapacityType(capacity), job_queue="q",
+            status=AttemptStatus.FAILED, cost=cost))  # fmt: skip
+
+
+def test_every_attempt_counts_and_totals_are_the_exact_sum_of_the_parts(ports):
+    # Given a job that fell back once (its first attempt cost something too) and another on spot
+    priced(ports, "job-a", "train", [("g6.xlarge", "on-demand", 0.1), ("g5.xlarge", "on-demand", 0.2)])
+    priced(ports, "job-b", "eval", [("g5.xlarge", "spot", 0.3)])
+    today = ports.jobs.get_job("job-a").created_at[:10]
+
+    # When / Then
+    report = cost_report(today, today, ports, group_by="gpu_type")
+    assert report.total_usd == 0.6  # not 0.6000000000000001
+    [day] = report.days
+    assert day.by_gpu_type == {"g5.xlarge": 0.5, "g6.xlarge": 0.1}
+    assert day.by_capacity_type == {"on-demand": 0.3, "spot": 0.3}
+    assert day.by_job_name == {"eval": 0.3, "train": 0.3}
+    assert [(g.key, g.usd, g.attempts) for g in report.groups] == [("g5.xlarge", 0.5, 2), ("g6.xlarge", 0.1, 1)]
+
+
+def test_csv_has_one_row_per_priced_attempt_whose_sum_is_the_total(ports):
+    priced(ports, "job-a", "train", [("g6.xlarge", "on-demand", 0.1), ("g5.xlarge", "on-demand", 0.2)])
+    today = ports.jobs.get_job("job-a").created_at[:10]
+    rows = list(csv.DictReader(io.StringIO(cost_csv(today, today, ports))))
+    assert [(r["job_id"], r["attempt"], r["gpu_type"], r["usd"]) for r in rows] == [
+        ("job-a", "1", "g6.xlarge", "0.1"),
+        ("job-a", "2", "g5.xlarge", "0.2"),
+    ]
