@@ -162,8 +162,11 @@ class Observability(Construct):
         hourly = Duration.hours(1)
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
-                title="GPU spend (USD per hour)",
-                left=[service_metric(MetricName.JOB_COST_USD, "Sum", hourly)],
+                title="GPU spend and waste (USD per hour)",
+                left=[
+                    service_metric(MetricName.JOB_COST_USD, "Sum", hourly),
+                    service_metric(MetricName.WASTE_USD, "Sum", hourly),
+                ],
                 width=12,
             ),
             cloudwatch.GraphWidget(

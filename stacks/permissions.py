@@ -345,7 +345,7 @@ def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
             describe("Amazon EC2", "ec2:DescribeInstanceTypes"),
             terminate_jobs(arns),
         ],
-        "record_cost": [owned.items("GetItem", "PutItem", "UpdateItem"), price_list],
+        "record_cost": [owned.items("GetItem", "PutItem", "UpdateItem"), *pricing],
         "record_failure": [read_write, terminate_jobs(arns)],
         "health_sweep": [
             RESUME_WAITS,

@@ -76,8 +76,11 @@ class DeploySettings:
         zones = tuple(str(zone) for zone in context.get("zones", ()))
         if account is not None and not _ACCOUNT.match(account):
             raise ValueError(f"the account must be a 12-digit AWS account id, got {account!r}")
-        if not _REGION.match(region):
-            raise ValueError(f"context 'region' (or CDK_DEFAULT_REGION) must be an AWS region, got {region!r}")
+        if not _REGION.match(region) or region not in _known_regions():
+            raise ValueError(
+                f"context 'region' (or CDK_DEFAULT_REGION) must be an AWS region with EC2, got {region!r}; "
+                f"valid: {', '.join(_known_regions())}"
+            )
         if len(zones) < 2:
             raise ValueError("context 'zones' needs at least two availability zones")
         foreign = [zone for zone in zones if not re.fullmatch(re.escape(region) + r"[a-z]", zone)]
@@ -106,3 +109,10 @@ class DeploySettings:
             job_secrets_prefix=secrets_prefix,
             api_gateway_cloudwatch_role=cloudwatch_role,
         )
+
+
+def _known_regions() -> list[str]:
+    """The regions botocore knows EC2 in: a made-up region would be priced and offered as nowhere."""
+    import boto3
+
+    return sorted(boto3.session.Session().get_available_regions("ec2"))

@@ -21,6 +21,7 @@ from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.settings import Settings
 from functions.shared.domain.views import HealthReport
 from functions.shared.domain.vocabulary import BatchStatus, JobStatus, MetricName, WaitPhase
+from functions.shared.domain.waste import WasteEntry
 from functions.shared.ports_market import Availability, Catalog, Prices, Quotas
 
 
@@ -101,6 +102,16 @@ class PoolStates(Protocol):
     def save_pool_state(self, state: PoolState) -> bool:
         """Write it if nobody wrote that pool since it was read (its version); False when someone did."""
         ...
+
+
+class WasteLedger(Protocol):
+    """What the fleet cost without serving a job: one entry per instance and reason, restated each sweep."""
+
+    def record_waste(self, entry: WasteEntry) -> float:
+        """Store the entry if it says more than the stored one; returns the USD it added (0 if none)."""
+        ...
+
+    def waste_between(self, day_from: str, day_to: str) -> list[WasteEntry]: ...
 
 
 class HealthStore(Protocol):
@@ -222,6 +233,7 @@ class Ports:
     offerings: OfferingMemory
     health: HealthStore
     pool_states: PoolStates
+    waste: WasteLedger
     batch: BatchJobs
     pools: BatchPools
     fleet: Fleet

@@ -74,3 +74,24 @@ def test_a_cancelled_running_job_has_a_cost_and_every_attempt_is_in_the_costs(
     rows = printed.stdout.strip().splitlines()
     assert printed.returncode == 0 and rows[0].startswith("date,job_id,job_name,attempt,gpu_type")
     assert len(rows) == 2 and running in rows[1] and "cancelled" in rows[1]
+
+
+def test_instances_that_never_registered_are_waste_next_to_the_job_costs(
+    cloud_factory: Callable[..., RunningCloud],
+) -> None:
+    # Given the T4's instances never join ECS, and a job that falls back from them after 3 seconds
+    cloud = cloud_factory({"instance_types": {"g4dn.xlarge": {"ecs_agent": "never_registers"}}})
+    job_id = cloud.api.request("POST", "/jobs", JOB | {"stuck_after_minutes": 0.05}).body["job_id"]
+    job = cloud.wait_for(job_id, {"SUCCEEDED", "FAILED"}, 90)
+    assert job["status"] == "SUCCEEDED"
+    # When the sweep finds (and terminates) the instance that never registered
+    swept = json.loads(cloud.cli("--json", "sweep").stdout)
+    assert any(f["kind"] == "ECS_AGENT_NOT_REGISTERED" for f in swept["findings"]), swept
+    # Then /costs shows its cost as waste, by reason and pool, next to (not inside) the job costs
+    today = datetime.now(UTC).date().isoformat()
+    costs = cloud.api.request("GET", "/costs", query={"from": today, "to": today}).body
+    waste = costs["waste"]
+    # (the pool that ran the job may also show its instance idle before scale-in)
+    assert waste["usd"] > 0 and waste["by_reason"]["never_registered"] > 0
+    assert waste["by_pool"]["gpupilot-od-x8664-g4dn-xlarge"] == waste["by_reason"]["never_registered"]
+    assert costs["total_usd"] == job["cost"]["usd"]

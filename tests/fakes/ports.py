@@ -18,7 +18,7 @@ from functions.shared.domain.batch import (
     JobQueueState,
 )
 from functions.shared.domain.catalog import GpuType
-from functions.shared.domain.cost import PriceQuote
+from functions.shared.domain.cost import PriceQuote, usd_sum
 from functions.shared.domain.errors import SweepNotFound
 from functions.shared.domain.fleet import QUOTA_NAMES, QuotaState
 from functions.shared.domain.pool_health import PoolState
@@ -26,6 +26,7 @@ from functions.shared.domain.selection import AvailabilitySnapshot
 from functions.shared.domain.settings import Settings
 from functions.shared.domain.views import HealthReport
 from functions.shared.domain.vocabulary import MetricName, SweepStatus
+from functions.shared.domain.waste import WasteEntry
 from functions.shared.ports import Ports
 from tests.fakes.job_store import FakeJobStore
 
@@ -58,6 +59,24 @@ class FakePoolStates:
             return False
         self.states[state.pool] = state.model_copy(update={"version": state.version + 1})
         return True
+
+
+class FakeWasteLedger:
+    """Waste entries by (day, instance, reason), each replaced only by a larger one."""
+
+    def __init__(self) -> None:
+        self.entries: dict[tuple[str, str, str], WasteEntry] = {}
+
+    def record_waste(self, entry: WasteEntry) -> float:
+        key = (entry.day, entry.instance_id, entry.reason)
+        before = self.entries.get(key)
+        if before is not None and before.usd >= entry.usd:
+            return 0.0
+        self.entries[key] = entry
+        return usd_sum([entry.usd, -(before.usd if before else 0.0)])
+
+    def waste_between(self, day_from: str, day_to: str) -> list[WasteEntry]:
+        return [e for (day, _, _), e in sorted(self.entries.items()) if day_from <= day <= day_to]
 
 
 class FakeHealthStore:
@@ -378,6 +397,7 @@ def fake_ports(**overrides: Any) -> Ports:
         "offerings": FakeOfferingMemory(),
         "health": FakeHealthStore(),
         "pool_states": FakePoolStates(),
+        "waste": FakeWasteLedger(),
         "batch": FakeBatch(),
         "pools": FakePools(),
         "fleet": FakeFleet(),

@@ -138,3 +138,14 @@ def test_every_metric_an_alarm_or_the_dashboard_watches_has_an_emitter(synthesiz
     watched = {spec.metric for spec in CUSTOM_ALARMS} | {m for m in MetricName if f'"{m.value}"' in dashboard}
     # Then each is emitted somewhere
     assert watched - emitted == set()
+
+
+def test_a_made_up_region_fails_synth_naming_the_key_and_the_valid_ones() -> None:
+    import pytest
+
+    from stacks.settings import DeploySettings
+
+    with pytest.raises(ValueError, match=r"context 'region' .* got 'mars-north-1'; valid: .*us-east-1"):
+        DeploySettings.from_context(
+            load_context() | {"region": "mars-north-1", "zones": ["mars-north-1a", "mars-north-1b"]}
+        )

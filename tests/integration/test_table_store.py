@@ -4,6 +4,7 @@ a pool's state is written only over the version it was read at, so two sweeps ca
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import boto3
 import pytest
@@ -64,3 +65,28 @@ def test_a_report_is_stored_compressed_and_one_written_as_a_map_still_reads(depl
         Item={c.TABLE_PK: {"S": "SWEEP#sweep-old"}, c.TABLE_SK: {"S": "REPORT"}, "report": serialize(old)},
     )
     assert store.get_report("sweep-old") == old
+
+
+@pytest.fixture(params=["dynamodb", "fake"])
+def ledger(request: pytest.FixtureRequest) -> Iterator[Any]:
+    from functions.shared.adapters.table_store import DynamoWasteLedger
+    from tests.fakes.ports import FakeWasteLedger
+
+    if request.param == "fake":
+        yield FakeWasteLedger()
+    else:
+        yield DynamoWasteLedger(request.getfixturevalue("deployment").table_name)
+
+
+def test_waste_is_restated_upwards_only_and_read_by_day(ledger: Any) -> None:
+    from functions.shared.domain.waste import WasteEntry
+
+    def entry(usd: float, day: str = "2026-11-23") -> WasteEntry:
+        return WasteEntry(instance_id="i-1", reason="never_registered", pool=POOL, instance_type="g5.xlarge",
+                          day=day, seconds=60, hourly_usd=1.0, usd=usd, pricing="test")  # fmt: skip
+
+    assert ledger.record_waste(entry(0.1)) == 0.1
+    assert ledger.record_waste(entry(0.3)) == 0.2  # only what it adds
+    assert ledger.record_waste(entry(0.2)) == 0.0  # an older sweep's smaller figure changes nothing
+    ledger.record_waste(entry(0.5, day="2026-11-25"))
+    assert [e.usd for e in ledger.waste_between("2026-11-23", "2026-11-24")] == [0.3]

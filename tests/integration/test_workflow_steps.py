@@ -315,11 +315,12 @@ def test_the_sweep_prices_the_spot_attempt_whose_end_it_replays(cloud: Cloud, st
     job.job_stopped = True
     job.job_started_at = datetime(2026, 11, 22, 10, 0)
     job.job_stopped_at = datetime(2026, 11, 22, 10, 10)
+    job.attempts = [{"startedAt": 1_800_000_000_000, "stoppedAt": 1_800_000_600_000}]
     # When the sweep replays the end / Then the attempt is priced at the spot price of its zones
     cloud.invoke("health_sweep", {"source": "aws.events", "detail-type": "Scheduled Event"})
     cost = store.get_job(JOB).attempts[1].cost
-    assert cost is not None and cost.pricing.startswith("spot price history")
-    assert cost.usd == round(cost.hourly_usd * cost.runtime_seconds / 3600 * cost.gpu_share, 12)
+    assert cost is not None and cost.pricing.startswith("spot price history") and cost.runtime_seconds == 600
+    assert cost.usd == round(cost.hourly_usd * 600 / 3600 * cost.gpu_share, 12) > 0
 
 
 def test_the_sweep_fails_a_record_whose_batch_job_vanished(cloud: Cloud, store: Any) -> None:
@@ -398,3 +399,66 @@ def test_a_retried_ensure_queue_records_an_invalid_pools_attempt_once(cloud: Clo
     # When Step Functions retries EnsureJobQueue / Then the same answer, one attempt
     assert cloud.invoke("ensure_queue", state) == first
     assert list(store.get_job(JOB).attempts) == [1]
+
+
+def test_record_cost_prices_a_spot_attempt_at_the_spot_price_when_it_is_first_to_see_its_end(
+    cloud: Cloud, store: Any
+) -> None:
+    spot = REQUEST | {"capacity": "spot", "instance_types": ["g5.xlarge"]}
+    state = {"job_id": JOB, "request": spot, "selection": select(cloud, spot)}
+    state["queue"] = cloud.invoke("ensure_queue", state)
+    cloud.clock.advance()
+    state["queue"] = cloud.invoke("ensure_queue", state | {"previous": state["queue"]})
+    batch_job = cloud.invoke("submit_job", state)
+    finished = {"status": "SUCCEEDED", "exit_code": 0, "started_at": "2026-11-22T10:00:00.000Z",
+                "stopped_at": "2026-11-22T10:30:00.000Z"}  # fmt: skip
+    cost = cloud.invoke("record_cost", {"job_id": JOB, "batch_job": batch_job, "finished": finished})
+    assert cost["pricing"].startswith("spot price history") and cost["runtime_seconds"] == 1800
+
+
+def forget_prices(cloud: Cloud) -> None:
+    """What a day does to the table's Price List cache (its TTL)."""
+    from functions.shared import constants as c
+    from functions.shared.adapters.prices import PRICES_PARTITION
+
+    boto3.client("dynamodb").delete_item(
+        TableName=cloud.deployment.table_name,
+        Key={c.TABLE_PK: {"S": PRICES_PARTITION}, c.TABLE_SK: {"S": "us-east-1"}},
+    )
+
+
+@pytest.mark.parametrize("pricer", ["job_events", "record_cost", "health_sweep"])
+def test_each_function_that_prices_an_attempt_refills_an_expired_price_cache(
+    cloud: Cloud, store: Any, pricer: str
+) -> None:
+    # Given an attempt that ran 30 minutes, and the day-old Price List cache gone
+    _, batch_job = submitted(cloud)
+    forget_prices(cloud)
+    started, stopped = 1_800_000_000_000, 1_800_001_800_000
+    # When the function that learns of its end prices it
+    if pricer == "job_events":
+        cloud.invoke("job_events", batch_event(batch_job["batch_job_id"], status="SUCCEEDED", startedAt=started,
+                                               stoppedAt=stopped, container={"exitCode": 0},
+                                               attempts=[{"startedAt": started, "stoppedAt": stopped}]))  # fmt: skip
+    elif pricer == "record_cost":
+        finished = {"status": "SUCCEEDED", "exit_code": 0, "started_at": "2026-11-22T10:00:00.000Z",
+                    "stopped_at": "2026-11-22T10:30:00.000Z"}  # fmt: skip
+        cloud.invoke("record_cost", {"job_id": JOB, "batch_job": batch_job, "finished": finished})
+    else:
+        job = moto_job(batch_job["batch_job_id"], "SUCCEEDED")
+        job.job_stopped = True
+        job.job_started_at, job.job_stopped_at = datetime(2026, 11, 22, 10, 0), datetime(2026, 11, 22, 10, 30)
+        job.attempts = [{"startedAt": started, "stoppedAt": stopped}]
+        cloud.invoke("health_sweep", {"source": "aws.events", "detail-type": "Scheduled Event"})
+    # Then the attempt is priced from the Price List, which is in the table again
+    cost = store.get_job(JOB).attempts[1].cost
+    assert cost is not None and cost.usd == pytest.approx(0.263) and "AWS Price List" in cost.pricing
+    assert prices_cached(cloud)
+
+
+def prices_cached(cloud: Cloud) -> bool:
+    from functions.shared import constants as c
+    from functions.shared.adapters.prices import PRICES_PARTITION
+
+    key = {c.TABLE_PK: {"S": PRICES_PARTITION}, c.TABLE_SK: {"S": "us-east-1"}}
+    return "Item" in boto3.client("dynamodb").get_item(TableName=cloud.deployment.table_name, Key=key)

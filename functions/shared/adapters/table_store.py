@@ -1,4 +1,5 @@
-"""The rest of the table: the unavailable-offerings memory, the pools' states and the health sweeps' reports."""
+"""The rest of the table: the unavailable-offerings memory, the pools' states, the fleet's waste and the
+health sweeps' reports."""
 
 from __future__ import annotations
 
@@ -12,15 +13,18 @@ from functions.shared import constants as c
 from functions.shared.adapters.base import ClientAdapter
 from functions.shared.adapters.dynamodb_codec import deserialize_item, serialize
 from functions.shared.adapters.job_store import is_conditional_failure
+from functions.shared.domain.cost import usd_sum
 from functions.shared.domain.errors import SweepNotFound
 from functions.shared.domain.pool_health import PoolState
 from functions.shared.domain.views import HealthReport
 from functions.shared.domain.vocabulary import SweepStatus
+from functions.shared.domain.waste import WasteEntry
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
 IAM_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query")
 OFFERINGS_PARTITION = "UNAVAILABLE_OFFERINGS"
 POOLS_PARTITION = "POOLS"
+WASTE_PARTITION = "WASTE"
 LATEST_KEY = {c.TABLE_PK: {"S": "HEALTH"}, c.TABLE_SK: {"S": "LATEST"}}
 SWEEP_HISTORY_DAYS = 30
 
@@ -100,6 +104,40 @@ class DynamoPoolStates(_Table):
             ExpressionAttributeNames={"#pk": c.TABLE_PK},
             ExpressionAttributeValues={":read": {"N": str(state.version)}},
         )
+
+
+class DynamoWasteLedger(_Table):
+    """Implements ports.WasteLedger: partition WASTE, one item per `day#instance#reason`, each rewritten
+    only over a smaller one (conditional), so concurrent sweeps never lower or double what is recorded."""
+
+    def record_waste(self, entry: WasteEntry) -> float:
+        key = {c.TABLE_PK: {"S": WASTE_PARTITION}, c.TABLE_SK: {"S": f"{entry.day}#{entry.instance_id}#{entry.reason}"}}
+        try:
+            answer = self._aws.put_item(
+                TableName=self._table,
+                Item=key | {"entry": serialize(entry), "usd": serialize(entry.usd)},
+                ConditionExpression="attribute_not_exists(#pk) OR usd < :usd",
+                ExpressionAttributeNames={"#pk": c.TABLE_PK},
+                ExpressionAttributeValues={":usd": serialize(entry.usd)},
+                ReturnValues="ALL_OLD",
+            )
+        except ClientError as error:
+            if is_conditional_failure(error):
+                return 0.0
+            raise
+        before = deserialize_item(answer.get("Attributes") or {}).get("usd", 0.0)
+        return usd_sum([entry.usd, -float(before)])
+
+    def waste_between(self, day_from: str, day_to: str) -> list[WasteEntry]:
+        pages = self._aws.get_paginator("query").paginate(
+            TableName=self._table,
+            KeyConditionExpression="#pk = :p AND #sk BETWEEN :from AND :to",
+            ExpressionAttributeNames={"#pk": c.TABLE_PK, "#sk": c.TABLE_SK},
+            ExpressionAttributeValues={
+                ":p": {"S": WASTE_PARTITION}, ":from": {"S": day_from}, ":to": {"S": f"{day_to}#~"},
+            },
+        )  # fmt: skip
+        return [WasteEntry.model_validate(deserialize_item(i)["entry"]) for page in pages for i in page["Items"]]
 
 
 class DynamoHealthStore(_Table):

@@ -15,7 +15,12 @@ from functions.shared.adapters.quotas import ServiceQuotas
 from functions.shared.adapters.spot import Ec2SpotMarket
 from functions.shared.adapters.stepfunctions import StepFunctionsWorkflow
 from functions.shared.adapters.sweeps import LambdaSweeps
-from functions.shared.adapters.table_store import DynamoHealthStore, DynamoOfferingMemory, DynamoPoolStates
+from functions.shared.adapters.table_store import (
+    DynamoHealthStore,
+    DynamoOfferingMemory,
+    DynamoPoolStates,
+    DynamoWasteLedger,
+)
 from functions.shared.domain.settings import Settings
 from functions.shared.ports import Ports
 
@@ -35,6 +40,7 @@ def _ports(config_json: str) -> Ports:
         offerings=DynamoOfferingMemory(config.table_name),
         health=DynamoHealthStore(config.table_name),
         pool_states=DynamoPoolStates(config.table_name),
+        waste=DynamoWasteLedger(config.table_name),
         batch=BatchJobsAdapter(),
         pools=BatchPoolsAdapter(),
         fleet=Ec2EcsFleet(),

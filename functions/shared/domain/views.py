@@ -120,6 +120,15 @@ class CostGroup(BaseModel):
     attempts: int
 
 
+class Waste(BaseModel):
+    """What the fleet cost without serving a job (instances never registered, registered without GPUs, agent
+    disconnected, left alive in an idle pool), by the day it began."""
+
+    usd: float = 0.0
+    by_reason: dict[str, float] = Field(default_factory=dict)
+    by_pool: dict[str, float] = Field(default_factory=dict)
+
+
 class CostReport(BaseModel):
     """Body of `GET /costs`: what every ended attempt of the jobs created in the range cost (whatever the job
     came to: succeeded, failed, cancelled, fallen back), per UTC day of the job's creation, and by `group_by`.
@@ -131,6 +140,7 @@ class CostReport(BaseModel):
     days: list[DailyCost]
     group_by: str | None = Field(default=None, description="day, gpu_type, job_name or capacity_type")
     groups: list[CostGroup] = Field(default_factory=list, description="One per key of group_by, costliest first")
+    waste: Waste = Field(default_factory=Waste, description="Next to the job costs: not included in total_usd")
 
 
 def ordered_timeline(entries: list[TimelineEntry]) -> list[TimelineEntry]:

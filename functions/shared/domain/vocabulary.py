@@ -149,3 +149,4 @@ class MetricName(StrEnum):
     DISABLED_POOLS = "DisabledPools"
     IDLE_POOLS = "IdlePools"
     IDLE_INSTANCES = "IdleInstances"
+    WASTE_USD = "WasteUsd"

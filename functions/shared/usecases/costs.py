@@ -10,8 +10,8 @@ from decimal import Decimal
 
 from pydantic import BaseModel
 
-from functions.shared.domain.cost import Cost, dollars
-from functions.shared.domain.views import CostGroup, CostReport, DailyCost
+from functions.shared.domain.cost import Cost, dollars, usd_sum
+from functions.shared.domain.views import CostGroup, CostReport, DailyCost, Waste
 from functions.shared.ports import Ports
 
 GROUPS = ("day", "gpu_type", "job_name", "capacity_type")
@@ -87,7 +87,20 @@ def cost_report(date_from: str, date_to: str, ports: Ports, group_by: str | None
             key=lambda g: (-g.usd, g.key),
         )
     return CostReport(date_from=date_from, date_to=date_to, total_usd=_sum(lines), days=days, group_by=group_by,
-                      groups=groups)  # fmt: skip
+                      groups=groups, waste=waste_report(date_from, date_to, ports))  # fmt: skip
+
+
+def waste_report(date_from: str, date_to: str, ports: Ports) -> Waste:
+    """The fleet's waste that began in the range, by reason and by pool (exact sums)."""
+    entries = ports.waste.waste_between(date_from, date_to)
+
+    def by(field: str) -> dict[str, float]:
+        keyed: dict[str, list[float]] = defaultdict(list)
+        for entry in entries:
+            keyed[str(getattr(entry, field))].append(entry.usd)
+        return {key: usd_sum(values) for key, values in sorted(keyed.items())}
+
+    return Waste(usd=usd_sum(e.usd for e in entries), by_reason=by("reason"), by_pool=by("pool"))
 
 
 def cost_csv(date_from: str, date_to: str, ports: Ports) -> str:

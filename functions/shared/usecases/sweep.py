@@ -27,6 +27,7 @@ from functions.shared.usecases.evidence import read_snapshot
 from functions.shared.usecases.remediate import cancel_past_limit, remediate_fleet
 from functions.shared.usecases.sweep_jobs import SweptJobs, sweep_jobs
 from functions.shared.usecases.sweep_pools import pool_findings
+from functions.shared.usecases.waste import record_waste
 
 # Jobs others submitted into GPU Pilot's queues have no stuck_after of their own.
 DEFAULT_STUCK_AFTER_MINUTES = JobRequest.model_fields["stuck_after_minutes"].default
@@ -101,6 +102,7 @@ def _sweep(sweep_id: str, ports: Ports) -> HealthReport:
             ports.metrics.add_for_pool(FLEET_METRICS[finding.kind], name, len(finding.instances))
     findings += fleet_found + pool_findings(queues, fleets, swept, fleet_found, at, ports)
     findings += _stuck_findings(swept, pools, fleets, analyses, at, ports)
+    record_waste(pools, fleets, analyses, findings, at, ports)
     result = report(sweep_id, at, findings, swept.reconciled)
     result.summary["vanished_jobs"] = len(swept.vanished)
     result.summary["live_jobs"] = len(swept.live)

@@ -300,3 +300,22 @@ def test_a_pool_with_a_live_job_is_not_idle(ports):
     result = run_sweep(None, ports)
     assert not [f for f in result.findings if f.kind == "IDLE_POOL"]
     assert ports.pool_states.states[POOL].idle_since is None
+
+
+def test_instances_that_never_registered_are_waste_in_the_costs_restated_not_doubled_by_later_sweeps(ports):
+    from functions.shared.usecases.costs import cost_report
+
+    # Given an instance that never joined its cluster, kept (remediation off) across two sweeps
+    pool(ports, terminate_unregistered=False)
+    ports.fleet.launch(POOL, "i-never", launched_at="2026-11-20T00:00:00.000Z")
+    run_sweep(None, ports)
+    first = ports.metrics.total(MetricName.WASTE_USD)
+    run_sweep(None, ports)
+
+    # Then the waste is the instance's life at its price, counted once, and /costs shows it by reason and pool
+    [entry] = ports.waste.entries.values()
+    assert entry.reason == "never_registered" and entry.usd > 0 and first > 0
+    assert ports.metrics.total(MetricName.WASTE_USD) == entry.usd
+    report = cost_report("2026-11-20", "2026-11-20", ports)
+    assert report.waste.usd == entry.usd
+    assert report.waste.by_reason == {"never_registered": entry.usd} and report.waste.by_pool == {POOL: entry.usd}

@@ -1,0 +1,55 @@
+"""The sweep's waste ledger: what each pool's unusable or idle instances have cost so far (domain/waste.py)."""
+
+from __future__ import annotations
+
+from functions.shared.domain.batch import ComputeEnvironmentState, FleetState
+from functions.shared.domain.cost import PriceQuote
+from functions.shared.domain.fleet import FleetAnalysis
+from functions.shared.domain.views import Finding
+from functions.shared.domain.vocabulary import FindingKind, MetricName
+from functions.shared.domain.waste import waste_of
+from functions.shared.observability import logger
+from functions.shared.ports import Ports
+
+
+def record_waste(
+    pools: dict[str, ComputeEnvironmentState],
+    fleets: dict[str, FleetState],
+    analyses: dict[str, FleetAnalysis],
+    findings: list[Finding],
+    at: str,
+    ports: Ports,
+) -> float:
+    """Restate every wasting instance's cost so far; emit what this sweep added, per pool. Returns the total."""
+    idle_since = {f.resource: f.evidence.get("idle_since") for f in findings if f.kind == FindingKind.IDLE_POOL}
+    added_total = 0.0
+    for name, fleet in fleets.items():
+        analysis = analyses.get(name)
+        pool = pools.get(name)
+        if analysis is None or pool is None:
+            continue
+        types = sorted({i.instance_type for i in fleet.instances if i.alive})
+        entries = waste_of(name, fleet, analysis, idle_since.get(name), at, _quotes(types, pool, fleet, ports))
+        added = 0.0
+        for entry in entries:
+            try:
+                added += ports.waste.record_waste(entry)
+            except Exception:
+                logger.exception("could not record waste", extra={"pool": name, "instance_id": entry.instance_id})
+        if added:
+            ports.metrics.add_for_pool(MetricName.WASTE_USD, name, added)
+        added_total += added
+    ports.metrics.add(MetricName.WASTE_USD, added_total, unit="None")
+    return added_total
+
+
+def _quotes(types: list[str], pool: ComputeEnvironmentState, fleet: FleetState, ports: Ports) -> dict[str, PriceQuote]:
+    """The hourly price of each type in the pool: on-demand, or the lowest latest spot price in its zones."""
+    if not types:
+        return {}
+    if not pool.spot:
+        found = {t: ports.prices.on_demand(t) for t in types}
+        return {t: q for t, q in found.items() if q is not None}
+    zones = sorted({i.zone for i in fleet.instances if i.zone})
+    spot = ports.prices.spot(types, zones)
+    return {t: min(by_zone.values(), key=lambda q: q.hourly_usd) for t, by_zone in spot.items() if by_zone}
