@@ -47,6 +47,16 @@ def submitted(cloud: Cloud) -> tuple[dict[str, Any], dict[str, Any]]:
     return state, cloud.invoke("submit_job", state)
 
 
+def spot_submitted(cloud: Cloud) -> dict[str, Any]:
+    """A spot g5.xlarge attempt submitted to Batch (its pool made ready on the local clock)."""
+    spot = REQUEST | {"capacity": "spot", "instance_types": ["g5.xlarge"]}
+    state = {"job_id": JOB, "request": spot, "selection": select(cloud, spot)}
+    state["queue"] = cloud.invoke("ensure_queue", state)
+    cloud.clock.advance()
+    state["queue"] = cloud.invoke("ensure_queue", state | {"previous": state["queue"]})
+    return dict(cloud.invoke("submit_job", state))
+
+
 def moto_job(batch_job_id: str, status: str, reason: str | None = None) -> Any:
     """Set a job's status behind Batch's back (as if Batch moved it and no event was seen yet)."""
     from moto.batch.models import batch_backends
@@ -305,12 +315,7 @@ def test_the_sweep_describes_a_finished_job_the_lists_no_longer_show_and_resumes
 
 def test_the_sweep_prices_the_spot_attempt_whose_end_it_replays(cloud: Cloud, store: Any) -> None:
     # Given a spot attempt that ran ten minutes and ended while its event was lost
-    spot = REQUEST | {"capacity": "spot", "instance_types": ["g5.xlarge"]}
-    state = {"job_id": JOB, "request": spot, "selection": select(cloud, spot)}
-    state["queue"] = cloud.invoke("ensure_queue", state)
-    cloud.clock.advance()
-    state["queue"] = cloud.invoke("ensure_queue", state | {"previous": state["queue"]})
-    batch_job = cloud.invoke("submit_job", state)
+    batch_job = spot_submitted(cloud)
     job = moto_job(batch_job["batch_job_id"], "FAILED")
     job.job_stopped = True
     job.job_started_at = datetime(2026, 11, 22, 10, 0)
@@ -404,12 +409,7 @@ def test_a_retried_ensure_queue_records_an_invalid_pools_attempt_once(cloud: Clo
 def test_record_cost_prices_a_spot_attempt_at_the_spot_price_when_it_is_first_to_see_its_end(
     cloud: Cloud, store: Any
 ) -> None:
-    spot = REQUEST | {"capacity": "spot", "instance_types": ["g5.xlarge"]}
-    state = {"job_id": JOB, "request": spot, "selection": select(cloud, spot)}
-    state["queue"] = cloud.invoke("ensure_queue", state)
-    cloud.clock.advance()
-    state["queue"] = cloud.invoke("ensure_queue", state | {"previous": state["queue"]})
-    batch_job = cloud.invoke("submit_job", state)
+    batch_job = spot_submitted(cloud)
     finished = {"status": "SUCCEEDED", "exit_code": 0, "started_at": "2026-11-22T10:00:00.000Z",
                 "stopped_at": "2026-11-22T10:30:00.000Z"}  # fmt: skip
     cost = cloud.invoke("record_cost", {"job_id": JOB, "batch_job": batch_job, "finished": finished})

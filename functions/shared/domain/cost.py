@@ -22,6 +22,11 @@ class PriceQuote(BaseModel):
     pricing: str = Field(description="Where the hourly price came from")
 
 
+def cheapest(quotes: Iterable[PriceQuote]) -> PriceQuote | None:
+    """The lowest of the quotes (a spot offering's price among its zones), or None."""
+    return min(quotes, key=lambda quote: quote.hourly_usd, default=None)
+
+
 class Cost(BaseModel):
     usd: float
     hourly_usd: float

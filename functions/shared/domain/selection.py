@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from functions.shared.domain.catalog import GpuType
-from functions.shared.domain.cost import PriceQuote
+from functions.shared.domain.cost import PriceQuote, cheapest
 from functions.shared.domain.fleet import QuotaState, vcpu_quota_code
 from functions.shared.domain.offers import AvailabilitySnapshot, Candidate, MarketSignals, Plan, Rejected
 from functions.shared.domain.ranking import plan_warnings, rank
@@ -188,8 +188,7 @@ def _price(
     if capacity == CapacityType.ON_DEMAND:
         return price_of(instance_type)
     by_zone = market.spot_prices.get(instance_type, {})
-    quotes = [by_zone[z] for z in zones if z in by_zone]
-    return min(quotes, key=lambda q: q.hourly_usd) if quotes else None
+    return cheapest(by_zone[z] for z in zones if z in by_zone)
 
 
 def quota_reason(quota: QuotaState, vcpus: int, capacity: CapacityType) -> str:

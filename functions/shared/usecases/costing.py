@@ -4,7 +4,7 @@ history in its zones) for its runtime, by the share of the instance it held."""
 
 from __future__ import annotations
 
-from functions.shared.domain.cost import Cost, PriceQuote, attempt_cost, gpu_share, instance_share
+from functions.shared.domain.cost import Cost, PriceQuote, attempt_cost, cheapest, gpu_share, instance_share
 from functions.shared.domain.job_definitions import resources_on
 from functions.shared.domain.records import AttemptRecord
 from functions.shared.domain.requests import JobRequest
@@ -12,12 +12,20 @@ from functions.shared.domain.vocabulary import CapacityType
 from functions.shared.ports import Ports
 
 
+def hourly_quotes(instance_types: list[str], spot: bool, zones: list[str], ports: Ports) -> dict[str, PriceQuote]:
+    """Each type's hourly price: on-demand, or the lowest latest spot price among the zones (unpriced: absent)."""
+    if not spot:
+        found = {t: ports.prices.on_demand(t) for t in instance_types}
+        return {t: quote for t, quote in found.items() if quote is not None}
+    by_type = ports.prices.spot(instance_types, zones) if instance_types else {}
+    lowest = {t: cheapest(by_zone.values()) for t, by_zone in by_type.items()}
+    return {t: quote for t, quote in lowest.items() if quote is not None}
+
+
 def quote_for(attempt: AttemptRecord, ports: Ports) -> PriceQuote | None:
     """The attempt's hourly price: on-demand, or the lowest latest spot price in its zones."""
-    if attempt.capacity == CapacityType.ON_DEMAND:
-        return ports.prices.on_demand(attempt.instance_type)
-    by_zone = ports.prices.spot([attempt.instance_type], attempt.zones).get(attempt.instance_type, {})
-    return min(by_zone.values(), key=lambda quote: quote.hourly_usd) if by_zone else None
+    spot = attempt.capacity == CapacityType.SPOT
+    return hourly_quotes([attempt.instance_type], spot, attempt.zones, ports).get(attempt.instance_type)
 
 
 def price_attempt(

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from functions.shared.domain.batch import ComputeEnvironmentState, FleetState
-from functions.shared.domain.cost import PriceQuote
 from functions.shared.domain.fleet import FleetAnalysis
 from functions.shared.domain.views import Finding
 from functions.shared.domain.vocabulary import FindingKind, MetricName
 from functions.shared.domain.waste import waste_of
 from functions.shared.observability import logger
 from functions.shared.ports import Ports
+from functions.shared.usecases.costing import hourly_quotes
 
 
 def record_waste(
@@ -29,7 +29,9 @@ def record_waste(
         if analysis is None or pool is None:
             continue
         types = sorted({i.instance_type for i in fleet.instances if i.alive})
-        entries = waste_of(name, fleet, analysis, idle_since.get(name), at, _quotes(types, pool, fleet, ports))
+        zones = sorted({i.zone for i in fleet.instances if i.zone})
+        quotes = hourly_quotes(types, pool.spot, zones, ports)
+        entries = waste_of(name, fleet, analysis, idle_since.get(name), at, quotes)
         added = 0.0
         for entry in entries:
             try:
@@ -41,15 +43,3 @@ def record_waste(
         added_total += added
     ports.metrics.add(MetricName.WASTE_USD, added_total, unit="None")
     return added_total
-
-
-def _quotes(types: list[str], pool: ComputeEnvironmentState, fleet: FleetState, ports: Ports) -> dict[str, PriceQuote]:
-    """The hourly price of each type in the pool: on-demand, or the lowest latest spot price in its zones."""
-    if not types:
-        return {}
-    if not pool.spot:
-        found = {t: ports.prices.on_demand(t) for t in types}
-        return {t: q for t, q in found.items() if q is not None}
-    zones = sorted({i.zone for i in fleet.instances if i.zone})
-    spot = ports.prices.spot(types, zones)
-    return {t: min(by_zone.values(), key=lambda q: q.hourly_usd) for t, by_zone in spot.items() if by_zone}
