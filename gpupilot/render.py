@@ -14,6 +14,9 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
+SHARE_BY = {"gpus": "GPUs", "vcpus": "vCPUs", "memory": "memory", "instance": "instance"}
+
+
 def _clock(at: str) -> str:
     return at[11:23] if len(at) >= 23 else at
 
@@ -86,7 +89,8 @@ def job_summary(job: dict[str, Any]) -> str:
             (
                 "cost",
                 f"${cost['usd']:.6f}  = ${cost['hourly_usd']}/h x {_runtime(cost['runtime_seconds'])}"
-                f" x {cost['gpu_share']:g} GPU share ({cost['pricing']})",
+                f" x {cost['gpu_share']:g} share by {SHARE_BY.get(cost.get('share_by', 'gpus'), 'GPUs')}"
+                f" ({cost['pricing']})",
             )
         )
     if job.get("error"):

@@ -50,7 +50,7 @@ def test_summary_shows_the_cost_and_how_it_was_computed():
 
     # Then the cost line shows dollars = hourly x runtime x share, and the price source
     assert line(summary, "cost").split(None, 1)[1] == (
-        "$0.150000  = $1.2/h x 30.0 min x 0.25 GPU share (on-demand us-east-1 price snapshot of 2025-08-01)"
+        "$0.150000  = $1.2/h x 30.0 min x 0.25 share by GPUs (on-demand us-east-1 price snapshot of 2025-08-01)"
     )
     assert line(summary, "runtime").endswith("30.0 min")
 
