@@ -35,7 +35,7 @@ serve: synth
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy functions gpupilot stacks app.py
+	$(VENV)/bin/mypy functions gpupilot stacks payloads app.py
 
 # --iam-drift=strict: every AWS call is granted by the template, and every grant is used or documented.
 test: synth lint

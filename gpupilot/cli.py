@@ -7,12 +7,14 @@ Bad input exits 2 with one line; a job that ends FAILED exits 1.
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import json
 import signal
 import sys
 import threading
 import time
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
@@ -23,6 +25,7 @@ from gpupilot.client import DEFAULT_LOCAL_ENDPOINT, ApiClient, ApiResponse, ApiU
 
 FINISHED = {"SUCCEEDED", "FAILED", "CANCELLED"}
 STOP_TIMEOUT_SECONDS = 5
+SMOKE_IMAGE = "python:3.12-slim"
 DEMO_JOB: dict[str, Any] = {
     "name": "cuda-smoke",
     "image": "nvidia/cuda:12.4.1-base-ubuntu22.04",
@@ -112,6 +115,11 @@ def build_parser() -> Parser:
     _job_arguments(submit)
     submit.add_argument("--idempotency-key")
     submit.add_argument("--wait", action="store_true", help="follow the job until it ends")
+    submit.add_argument(
+        "--smoke",
+        action="store_true",
+        help=f"run GPU Pilot's CUDA smoke test (payloads/cuda_smoke.py in {SMOKE_IMAGE}) instead of a command",
+    )
 
     plan = command("plan", help="rank GPU types for a request; launches nothing")
     _job_arguments(plan)
@@ -139,6 +147,22 @@ def build_parser() -> Parser:
     costs.add_argument("--group-by", choices=["day", "gpu_type", "job_name", "capacity_type"])
     costs.add_argument("--csv", action="store_true", help="one CSV row per priced attempt")
     return parser
+
+
+def smoke_body(body: dict[str, Any]) -> dict[str, Any]:
+    """The request for the CUDA smoke test: the payload travels in the command (no image of our own)."""
+    if body.get("command"):
+        raise UsageError("--smoke runs the smoke test: give no command")
+    return {"name": "cuda-smoke", "image": SMOKE_IMAGE} | body | {"command": smoke_command()}
+
+
+def smoke_command() -> list[str]:
+    """`python3 -c` with the smoke payload, compressed: it runs in any image with Python 3 and, on Batch's GPU
+    AMI, the NVIDIA driver the container runtime mounts."""
+    from payloads import cuda_smoke
+
+    packed = base64.b64encode(zlib.compress(Path(cuda_smoke.__file__).read_bytes(), 9)).decode()
+    return ["python3", "-c", f"import base64,zlib;exec(zlib.decompress(base64.b64decode('{packed}')))"]
 
 
 def job_body(args: argparse.Namespace) -> dict[str, Any]:
@@ -228,6 +252,8 @@ def run(args: argparse.Namespace) -> int:
     emit = print
     if args.action in ("submit", "plan"):
         body = job_body(args)
+        if getattr(args, "smoke", False):
+            body = smoke_body(body)
         if args.action == "plan":
             result = _checked(client.request("POST", "/plan", body))
             emit(json.dumps(result, indent=2) if args.json else render.plan_table(result))

@@ -109,3 +109,12 @@ def test_the_cli_retrying_with_the_same_idempotency_key_gets_the_same_job(cloud:
     first = json.loads(cloud.cli(*args).stdout)
     second = json.loads(cloud.cli(*args).stdout)
     assert second["job_id"] == first["job_id"]
+
+
+def test_the_cuda_smoke_test_runs_as_a_job_through_the_cli(cloud: RunningCloud) -> None:
+    # When a user asks for the smoke test / Then it is a job like any other, carrying the payload itself
+    done = cloud.cli("--json", "submit", "--smoke", "--wait")
+    assert done.returncode == 0, done.stderr
+    job = json.loads(done.stdout)
+    assert (job["status"], job["name"], job["request"]["image"]) == ("SUCCEEDED", "cuda-smoke", "python:3.12-slim")
+    assert job["request"]["command"][:2] == ["python3", "-c"]
