@@ -23,6 +23,8 @@ from stacks.functions import construct_name
 from stacks.settings import ALARM_PERIOD
 
 Op = cloudwatch.ComparisonOperator
+# WasteUsd is what a sweep adds: $1 in five minutes is about $12 an hour of GPUs serving nothing.
+WASTE_ALARM_USD = 1.0
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,13 @@ CUSTOM_ALARMS: tuple[MetricAlarm, ...] = (
         Op.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
         1,
         "A GPU Pilot pool's job queue is DISABLED (its instances kept failing to register): fix, then enable it",
+    ),
+    MetricAlarm(
+        MetricName.WASTE_USD,
+        "Sum",
+        Op.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        WASTE_ALARM_USD,
+        f"GPU instances wasted ${WASTE_ALARM_USD:g} or more in 5 minutes without serving a job (GET /costs: waste)",
     ),
 )
 
@@ -197,6 +206,34 @@ class Observability(Construct):
                     state_machine.metric_succeeded(period=ALARM_PERIOD),
                     state_machine.metric_failed(period=ALARM_PERIOD),
                     state_machine.metric_timed_out(period=ALARM_PERIOD),
+                ],
+                width=12,
+            ),
+        )
+        daily = Duration.days(1)
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Cost per day (USD): jobs and waste",
+                left=[
+                    service_metric(MetricName.JOB_COST_USD, "Sum", daily),
+                    service_metric(MetricName.WASTE_USD, "Sum", daily),
+                ],
+                stacked=True,
+                width=12,
+            ),
+            cloudwatch.GraphWidget(
+                title="Findings by kind (from the sweep)",
+                left=[
+                    service_metric(metric, "Maximum")
+                    for metric in (
+                        MetricName.STUCK_JOBS,
+                        MetricName.UNREGISTERED_INSTANCES,
+                        MetricName.GPU_LESS_INSTANCES,
+                        MetricName.DISCONNECTED_AGENTS,
+                        MetricName.INVALID_COMPUTE_ENVIRONMENTS,
+                        MetricName.DISABLED_POOLS,
+                        MetricName.IDLE_POOLS,
+                    )
                 ],
                 width=12,
             ),

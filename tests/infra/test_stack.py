@@ -489,6 +489,9 @@ def test_every_alarm_notifies_the_alarm_topic(synthesized: Synthesized) -> None:
         ("JobsFailed", "Sum", "GreaterThanThreshold", 0),
         ("StuckJobs", "Maximum", "GreaterThanOrEqualToThreshold", 1),
         ("InvalidComputeEnvironments", "Maximum", "GreaterThanOrEqualToThreshold", 1),
+        ("UnregisteredInstances", "Maximum", "GreaterThanOrEqualToThreshold", 1),
+        ("DisabledPools", "Maximum", "GreaterThanOrEqualToThreshold", 1),
+        ("WasteUsd", "Sum", "GreaterThanOrEqualToThreshold", 1),
     ],
 )
 def test_custom_metric_alarms_watch_the_powertools_service_dimension(
@@ -553,6 +556,10 @@ def test_dashboard_shows_cost_outcomes_fleet_health_and_executions(synthesized: 
     for metric in ("JobCostUsd", "JobsSucceeded", "JobsFailed", "StuckJobs", "InvalidComputeEnvironments", "Fallbacks"):
         assert metric in body, metric
     assert "ExecutionsStarted" in body
+    # Cost per day, jobs and waste together (one-day periods)
+    assert "Cost per day (USD): jobs and waste" in body and '\\"period\\":86400' in body
+    for metric in ("WasteUsd", "DisabledPools", "IdlePools", "GpuLessInstances", "DisconnectedAgents"):
+        assert metric in body, metric
 
 
 def test_stack_exports_the_api_url_state_machine_table_and_alarm_topic(synthesized: Synthesized) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 from functions.shared.domain.clock import now_iso
 from functions.shared.domain.cost import Cost, total_cost
 from functions.shared.domain.records import AttemptRecord, JobRecord
-from functions.shared.domain.steps import RecordCostInput, RecordFailureInput
+from functions.shared.domain.steps import RecordCostInput, RecordFailureInput, WaitResult
 from functions.shared.domain.vocabulary import BatchStatus, JobStatus, MetricName
 from functions.shared.observability import logger
 from functions.shared.ports import Ports
@@ -32,7 +32,7 @@ def record_cost(payload: RecordCostInput, ports: Ports) -> Cost | None:
     status = JobStatus.SUCCEEDED if finished.status == BatchStatus.SUCCEEDED else JobStatus.FAILED
     fields: dict[str, Any] = {"cost": cost}
     if status == JobStatus.FAILED:
-        fields["error"] = finished.status_reason or f"container exited with {finished.exit_code}"
+        fields["error"] = failed_attempt_message(number, record.attempts.get(number), finished)
     # Emitted only by the call that records the outcome, so a retried RecordCost never counts twice.
     if ports.jobs.finish(payload.job_id, status, at=finished.stopped_at or now_iso(), fields=fields):
         if cost is not None:
@@ -40,6 +40,14 @@ def record_cost(payload: RecordCostInput, ports: Ports) -> Cost | None:
             ports.metrics.add(MetricName.JOB_RUNTIME_SECONDS, cost.runtime_seconds, unit="Seconds")
         ports.metrics.add(MetricName.JOBS_SUCCEEDED if status == JobStatus.SUCCEEDED else MetricName.JOBS_FAILED, 1)
     return cost
+
+
+def failed_attempt_message(number: int, attempt: AttemptRecord | None, finished: WaitResult) -> str:
+    """Which attempt failed and why: `attempt 2 (g5.xlarge on-demand) exited with 1: <Batch's reasons>`."""
+    where = f"attempt {number}" + (f" ({attempt.instance_type} {attempt.capacity.value})" if attempt else "")
+    exited = f" exited with {finished.exit_code}" if finished.exit_code is not None else " failed"
+    reasons = [r for r in (finished.status_reason, attempt.container_reason if attempt else None) if r]
+    return f"{where}{exited}" + (f": {'; '.join(dict.fromkeys(reasons))}" if reasons else "")
 
 
 def record_failure(payload: RecordFailureInput, ports: Ports) -> dict[str, Any]:

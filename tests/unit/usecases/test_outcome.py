@@ -48,14 +48,26 @@ def test_cost_is_hourly_price_times_runtime_times_gpu_share_and_recorded_once(po
     assert ports.metrics.total(MetricName.JOB_COST_USD) == cost.usd
 
 
-def test_a_failed_container_fails_the_job_with_its_exit_code(ports):
+def test_a_failed_container_fails_the_job_saying_which_attempt_failed_and_why(ports):
     # Given / When
     submitted(ports)
+    instance_type = ports.jobs.get_job(JOB_ID).attempts[1].instance_type
     record_cost(cost_input(ports, BatchStatus.FAILED, exit_code=3), ports)
 
     # Then
     record = ports.jobs.get_job(JOB_ID)
-    assert (record.status, record.error) == (JobStatus.FAILED, "container exited with 3")
+    assert (record.status, record.error) == (JobStatus.FAILED, f"attempt 1 ({instance_type} on-demand) exited with 3")
+
+
+def test_a_failed_attempt_gives_batchs_reasons_once_each(ports):
+    from functions.shared.usecases.outcome import failed_attempt_message
+
+    submitted(ports)
+    attempt = ports.jobs.get_job(JOB_ID).attempts[1].model_copy(update={"container_reason": "OutOfMemoryError"})
+    finished = WaitResult(status=BatchStatus.FAILED, exit_code=137, status_reason="Essential container exited")
+    assert failed_attempt_message(2, attempt, finished) == (
+        f"attempt 2 ({attempt.instance_type} on-demand) exited with 137: Essential container exited; OutOfMemoryError"
+    )
 
 
 def test_record_failure_says_why_attempt_by_attempt_and_terminates_live_attempts(ports):
