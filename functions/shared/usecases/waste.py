@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functions.shared.domain.batch import ComputeEnvironmentState, FleetState
+from functions.shared.domain.cost import usd_sum
 from functions.shared.domain.fleet import FleetAnalysis
 from functions.shared.domain.views import Finding
 from functions.shared.domain.vocabulary import FindingKind, MetricName
@@ -22,7 +23,7 @@ def record_waste(
 ) -> float:
     """Restate every wasting instance's cost so far; emit what this sweep added, per pool. Returns the total."""
     idle_since = {f.resource: f.evidence.get("idle_since") for f in findings if f.kind == FindingKind.IDLE_POOL}
-    added_total = 0.0
+    totals: list[float] = []
     for name, fleet in fleets.items():
         analysis = analyses.get(name)
         pool = pools.get(name)
@@ -32,14 +33,15 @@ def record_waste(
         zones = sorted({i.zone for i in fleet.instances if i.zone})
         quotes = hourly_quotes(types, pool.spot, zones, ports)
         entries = waste_of(name, fleet, analysis, idle_since.get(name), at, quotes)
-        added = 0.0
+        increments = []
         for entry in entries:
             try:
-                added += ports.waste.record_waste(entry)
+                increments.append(ports.waste.record_waste(entry))
             except Exception:
                 logger.exception("could not record waste", extra={"pool": name, "instance_id": entry.instance_id})
+        added = usd_sum(increments)
         if added:
             ports.metrics.add_for_pool(MetricName.WASTE_USD, name, added)
-        added_total += added
-    ports.metrics.add(MetricName.WASTE_USD, added_total, unit="None")
-    return added_total
+        totals.append(added)
+    ports.metrics.add(MetricName.WASTE_USD, usd_sum(totals), unit="None")
+    return usd_sum(totals)
