@@ -47,5 +47,9 @@ class Prices(Protocol):
         """instance type -> zone -> the latest spot price there (Linux/UNIX)."""
         ...
 
+    def spot_over(self, instance_type: str, zones: list[str], start: str, stop: str) -> PriceQuote | None:
+        """The spot price averaged over [start, stop] in the cheapest of the zones (None: no history)."""
+        ...
+
 
 __all__ = ["Availability", "Catalog", "Prices", "Quotas"]

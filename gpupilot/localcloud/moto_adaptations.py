@@ -346,7 +346,8 @@ def world_spot_market(patches: _Patches, market: SpotMarket) -> None:
     def describe_spot_price_history(self: Any) -> ActionResult:
         types = self._get_param("InstanceTypes", []) or []
         zones = self._filters_from_querystring().get("availability-zone")
-        now = datetime.now(UTC).isoformat()
+        # The world's price holds at all times: answered as the one in effect at StartTime (or now).
+        now = self._get_param("StartTime") or datetime.now(UTC).isoformat()
         history = [
             {"InstanceType": t, "ProductDescription": "Linux/UNIX", "SpotPrice": f"{price:.6f}",
              "AvailabilityZone": zone, "Timestamp": now}

@@ -314,6 +314,11 @@ class FakePrices:
         self._table = table
         self.spot_table = spot_table or {}
 
+    def spot_over(self, instance_type: str, zones: list[str], start: str, stop: str) -> PriceQuote | None:
+        if instance_type not in self.spot_table or not zones:
+            return None
+        return PriceQuote(hourly_usd=self.spot_table[instance_type], pricing=f"test spot price over {start}..{stop}")
+
     def spot(self, instance_types: list[str], zones: list[str]) -> dict[str, dict[str, PriceQuote]]:
         return {
             t: {z: PriceQuote(hourly_usd=self.spot_table[t], pricing=f"test spot price in {z}") for z in zones}

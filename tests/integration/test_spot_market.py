@@ -38,3 +38,12 @@ def test_placement_scores_name_zones_and_are_cached(market: Ec2SpotMarket) -> No
     market._aws.meta.events.register("before-call.ec2", lambda model, **_: calls.append(model.name))
     assert market.placement_scores(["g5.xlarge"]) == {"g5.xlarge": {"us-east-1a": 6, "us-east-1b": 6}}
     assert calls == []
+
+
+def test_a_spot_price_over_an_interval_is_its_time_weighted_average_in_the_cheapest_zone(
+    market: Ec2SpotMarket,
+) -> None:
+    quote = market.spot_over("g5.xlarge", ZONES, "2026-11-23T10:00:00.000Z", "2026-11-23T11:00:00.000Z")
+    assert quote is not None and quote.hourly_usd == 0.42
+    assert quote.pricing.startswith("spot price history, us-east-1a, time-weighted over the attempt")
+    assert market.spot_over("g5.xlarge", [], "2026-11-23T10:00:00.000Z", "2026-11-23T11:00:00.000Z") is None

@@ -414,6 +414,7 @@ def test_record_cost_prices_a_spot_attempt_at_the_spot_price_when_it_is_first_to
                 "stopped_at": "2026-11-22T10:30:00.000Z"}  # fmt: skip
     cost = cloud.invoke("record_cost", {"job_id": JOB, "batch_job": batch_job, "finished": finished})
     assert cost["pricing"].startswith("spot price history") and cost["runtime_seconds"] == 1800
+    assert "time-weighted over the attempt" in cost["pricing"]
 
 
 def forget_prices(cloud: Cloud) -> None:

@@ -136,3 +136,18 @@ def test_an_attempt_cost_is_computed_in_decimals():
     cost = attempt_cost(PriceQuote(hourly_usd=0.526, pricing="x"), runtime_seconds=10, share=(0.25, "gpus"))
     assert cost.usd == 0.000365277778  # 0.526 x 10 / 3600 x 0.25, to a millionth of a cent
     assert (cost.gpu_share, cost.share_by) == (0.25, "gpus")
+
+
+def test_a_spot_price_is_averaged_over_the_attempt_each_point_in_effect_until_the_next():
+    from functions.shared.domain.cost import time_weighted
+
+    start, stop = "2026-11-23T10:00:00.000Z", "2026-11-23T11:00:00.000Z"
+    points = [
+        ("2026-11-23T09:40:00.000Z", 0.30),  # in effect when the attempt started
+        ("2026-11-23T10:30:00.000Z", 0.50),  # from half past
+        ("2026-11-23T11:10:00.000Z", 9.00),  # after it ended: no weight
+    ]
+    assert time_weighted(points, start, stop) == 0.4
+    # Without a point before the start, the first one inside is taken as in effect from the start
+    assert time_weighted(points[1:], start, stop) == 0.5
+    assert time_weighted([], start, stop) is None

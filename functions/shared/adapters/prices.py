@@ -109,6 +109,9 @@ class MarketPrices(ClientAdapter):
     def spot(self, instance_types: list[str], zones: list[str]) -> dict[str, dict[str, PriceQuote]]:
         return self._spot.spot_prices(instance_types, zones)
 
+    def spot_over(self, instance_type: str, zones: list[str], start: str, stop: str) -> PriceQuote | None:
+        return self._spot.spot_over(instance_type, zones, start, stop)
+
     def _table(self) -> dict[str, PriceQuote]:
         with self._lock:
             if self._cached is None or time.monotonic() - self._cached[0] >= PROCESS_TTL_SECONDS:

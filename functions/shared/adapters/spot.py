@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from functions.shared.adapters.base import ClientAdapter, TtlCache
-from functions.shared.domain.cost import PriceQuote
+from functions.shared.domain.cost import PriceQuote, time_weighted
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
 IAM_ACTIONS = ("ec2:DescribeSpotPriceHistory", "ec2:GetSpotPlacementScores", "ec2:DescribeAvailabilityZones")
@@ -60,6 +60,33 @@ class Ec2SpotMarket(ClientAdapter):
                 )
         self._prices.put(key, found)
         return found
+
+    def spot_over(self, instance_type: str, zones: list[str], start: str, stop: str) -> PriceQuote | None:
+        """The spot price of the type averaged over [start, stop] (time-weighted), in the cheapest of the
+        zones: Batch does not say which zone an attempt ran in."""
+        if not zones:
+            return None
+        points: dict[str, list[tuple[str, float]]] = {}
+        pages = self._aws.get_paginator("describe_spot_price_history").paginate(
+            InstanceTypes=[instance_type],
+            ProductDescriptions=[PRODUCT],
+            StartTime=datetime.fromisoformat(start.replace("Z", "+00:00")),
+            EndTime=datetime.fromisoformat(stop.replace("Z", "+00:00")),
+            Filters=[{"Name": "availability-zone", "Values": zones}],
+        )
+        for page in pages:
+            for entry in page["SpotPriceHistory"]:
+                stamp = _stamp(entry).astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+                points.setdefault(entry["AvailabilityZone"], []).append((stamp, float(entry["SpotPrice"])))
+        averages = {z: time_weighted(p, start, stop) for z, p in points.items() if z in zones}
+        priced = {z: usd for z, usd in averages.items() if usd is not None}
+        if not priced:
+            return None
+        zone = min(priced, key=lambda z: (priced[z], z))
+        return PriceQuote(
+            hourly_usd=priced[zone],
+            pricing=f"spot price history, {zone}, time-weighted over the attempt ({len(points[zone])} price point(s))",
+        )
 
     def placement_scores(self, instance_types: list[str]) -> dict[str, dict[str, int]]:
         """instance type -> zone name -> placement score (1-10) of the types as one flexible request: AWS scores

@@ -23,8 +23,12 @@ def hourly_quotes(instance_types: list[str], spot: bool, zones: list[str], ports
 
 
 def quote_for(attempt: AttemptRecord, ports: Ports) -> PriceQuote | None:
-    """The attempt's hourly price: on-demand, or the lowest latest spot price in its zones."""
+    """The attempt's hourly price: on-demand; spot averaged over its runtime (else the latest) in its zones."""
     spot = attempt.capacity == CapacityType.SPOT
+    if spot and attempt.started_at and attempt.stopped_at:
+        over = ports.prices.spot_over(attempt.instance_type, attempt.zones, attempt.started_at, attempt.stopped_at)
+        if over is not None:
+            return over
     return hourly_quotes([attempt.instance_type], spot, attempt.zones, ports).get(attempt.instance_type)
 
 
