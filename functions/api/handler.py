@@ -44,6 +44,10 @@ class BadRequest(Exception):
         self.message = message
 
 
+class UnsupportedMediaType(Exception):
+    """A body that is not JSON."""
+
+
 def _ports() -> Ports:
     return app.context["ports"]  # type: ignore[no-any-return]
 
@@ -63,12 +67,17 @@ def _error(status: int, error: str, message: str, field: str | None = None, **he
 
 def _request_body() -> JobRequest:
     raw = app.current_event.body
+    content_type = (app.current_event.headers.get("Content-Type") or "application/json").split(";")[0].strip()
+    if content_type.lower() != "application/json":
+        raise UnsupportedMediaType(content_type)
     if not raw:
         raise BadRequest("body", "a JSON object body is required")
     try:
         body = json.loads(raw)
     except ValueError as error:
         raise BadRequest("body", f"body is not valid JSON: {error}") from error
+    except RecursionError as error:
+        raise BadRequest("body", "body nests too deeply to be a job request") from error
     if not isinstance(body, dict):
         raise BadRequest("body", "body must be a JSON object")
     return JobRequest.model_validate(body)
@@ -84,6 +93,11 @@ def _invalid(error: ValidationError) -> Response:
 @app.exception_handler(BadRequest)
 def _bad_request(error: BadRequest) -> Response:
     return _error(400, "BadRequest", error.message, error.field)
+
+
+@app.exception_handler(UnsupportedMediaType)
+def _media_type(error: UnsupportedMediaType) -> Response:
+    return _error(415, "UnsupportedMediaType", f"the body must be application/json, not {error}", "Content-Type")
 
 
 @app.exception_handler(RequestRefused)

@@ -179,7 +179,7 @@ def openapi_document() -> dict[str, Any]:
         responses: dict[str, Any] = {str(route.status): _json_response(route.response, "Success")}
         if route.csv:
             responses[str(route.status)]["content"]["text/csv"] = {"schema": {"type": "string"}}
-        for status in route.errors:
+        for status in (*route.errors, *((415,) if route.body else ())):
             responses[str(status)] = _json_response(ErrorBody, "The request was refused; `field` names why")
         operation: dict[str, Any] = {
             "operationId": route.operation_id,

@@ -3,24 +3,43 @@
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import uuid
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 MAX_BODY_BYTES = 1024 * 1024
+READ_TIMEOUT_SECONDS = 10  # a client that sends less than its Content-Length holds one thread this long, no more
+LISTEN_BACKLOG = 128
 ApiInvoker = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def allowed_methods(path: str) -> list[str] | None:
+    """The methods the API serves on `path` (as API Gateway routes it), or None when no route matches."""
+    from functions.shared.api_contract import ROUTES
+
+    parts = path.rstrip("/").split("/") or [""]
+    methods = [
+        route.method
+        for route in ROUTES
+        if len(route.path.split("/")) == len(parts)
+        and all(r == p or (r.startswith("{") and p) for r, p in zip(route.path.split("/"), parts, strict=True))
+    ]
+    return sorted(set(methods)) if methods else None
 
 
 def proxy_event(method: str, raw_path: str, headers: dict[str, str], body: str | None) -> dict[str, Any]:
     """The event API Gateway (REST, Lambda proxy) would send for this request."""
     parts = urlsplit(raw_path)
     query = parse_qs(parts.query, keep_blank_values=True)
+    # API Gateway hands the function URL-decoded paths; an encoded "/" stays inside its segment.
+    path = "/".join(unquote(segment).replace("/", "%2F") for segment in parts.path.split("/"))
     return {
-        "resource": parts.path,
-        "path": parts.path,
+        "resource": path,
+        "path": path,
         "httpMethod": method,
         "headers": headers,
         "multiValueHeaders": {k: [v] for k, v in headers.items()},
@@ -31,9 +50,9 @@ def proxy_event(method: str, raw_path: str, headers: dict[str, str], body: str |
         "body": body,
         "isBase64Encoded": False,
         "requestContext": {
-            "resourcePath": parts.path,
+            "resourcePath": path,
             "httpMethod": method,
-            "path": f"/local{parts.path}",
+            "path": f"/local{path}",
             "stage": "local",
             "requestId": str(uuid.uuid4()),
             "identity": {"sourceIp": "127.0.0.1", "userAgent": headers.get("User-Agent", "")},
@@ -44,11 +63,37 @@ def proxy_event(method: str, raw_path: str, headers: dict[str, str], body: str |
 def _handler_class(invoke: ApiInvoker) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "GpuPilotLocal/1"
+        timeout = READ_TIMEOUT_SECONDS
 
         def log_message(self, format: str, *args: Any) -> None:
             return  # the product's console shows the product, not an access log
 
         def _serve(self) -> None:
+            try:
+                self._route()
+            except TimeoutError:
+                self.close_connection = True  # the body never came: nothing to answer on
+            except Exception as error:  # never a traceback to the client; logged once with its request
+                logging.getLogger("gpupilot.local").exception(
+                    "local API request failed: %s %s", self.command, self.path
+                )
+                self._reply(500, {"error": "InternalError", "field": None, "message": type(error).__name__})
+
+        def _route(self) -> None:
+            path = urlsplit(self.path).path
+            methods = allowed_methods(path)
+            if methods is None:
+                self._reply(404, {"error": "NotFound", "field": "path", "message": f"no route {path}"})
+                return
+            if self.command == "OPTIONS":
+                self._reply(204, None, {"Allow": ", ".join([*methods, "OPTIONS"])})
+                return
+            method = "GET" if self.command == "HEAD" else self.command
+            if method not in methods:
+                allow = ", ".join([*methods, "OPTIONS"])
+                self._reply(405, {"error": "MethodNotAllowed", "field": "method",
+                                  "message": f"{self.command} {path}: allowed {allow}"}, {"Allow": allow})  # fmt: skip
+                return
             raw_length = self.headers.get("Content-Length") or "0"
             if not (raw_length.isascii() and raw_length.isdecimal()):
                 self._reply(400, {"error": "BadRequest", "field": "Content-Length", "message": "not a length"})
@@ -58,28 +103,33 @@ def _handler_class(invoke: ApiInvoker) -> type[BaseHTTPRequestHandler]:
                 self._reply(413, {"error": "PayloadTooLarge", "field": "body", "message": "body over 1 MiB"})
                 return
             body = self.rfile.read(length).decode("utf-8", errors="replace") if length else None
-            event = proxy_event(self.command, self.path, dict(self.headers.items()), body)
+            event = proxy_event(method, self.path, dict(self.headers.items()), body)
             result = invoke(event)
             if "statusCode" not in result:
                 self._reply(502, {"error": "BadGateway", "field": None, "message": str(result)[:500]})
                 return
             self.send_response(int(result["statusCode"]))
             payload = (result.get("body") or "").encode()
-            for name, value in (result.get("headers") or {}).items():
+            headers = {"Content-Type": "application/json"} | dict(result.get("headers") or {})
+            for name, value in headers.items():
                 self.send_header(name, str(value))
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
-            self.wfile.write(payload)
+            if self.command != "HEAD":
+                self.wfile.write(payload)
 
-        def _reply(self, status: int, body: dict[str, Any]) -> None:
-            payload = json.dumps(body).encode()
+        def _reply(self, status: int, body: dict[str, Any] | None, headers: dict[str, str] | None = None) -> None:
+            payload = json.dumps(body).encode() if body is not None else b""
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
-            self.wfile.write(payload)
+            if self.command != "HEAD":
+                self.wfile.write(payload)
 
-        do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = _serve
+        do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = do_HEAD = do_OPTIONS = _serve
 
     return Handler
 
@@ -88,7 +138,8 @@ class ApiServer:
     """Serves the API on (host, port) in a background thread."""
 
     def __init__(self, host: str, port: int, invoke: ApiInvoker) -> None:
-        self._server = ThreadingHTTPServer((host, port), _handler_class(invoke))
+        server_class = type("ApiHttpServer", (ThreadingHTTPServer,), {"request_queue_size": LISTEN_BACKLOG})
+        self._server = server_class((host, port), _handler_class(invoke))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name="gpupilot-api", daemon=True)
 
