@@ -150,3 +150,18 @@ def test_a_name_in_both_secrets_and_environment_is_refused():
 def test_job_role_must_be_an_iam_role_arn(role):
     # Given / When / Then
     assert refused_field(job_role_arn=role) == ("job_role_arn",)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("gpus", True), ("gpus", "2"), ("vcpus", 4.5), ("timeout_minutes", "60"), ("max_attempts", False),
+     ("stuck_after_minutes", "5"), ("max_hourly_usd", True), ("memory_gib", "16")],
+)  # fmt: skip
+def test_numbers_must_be_json_numbers_not_booleans_or_strings(field, value):
+    with pytest.raises(ValidationError) as refused:
+        JobRequest.model_validate({"name": "n", "image": "i", "command": ["c"], field: value})
+    assert refused.value.errors()[0]["loc"] == (field,)
+
+
+def test_a_whole_number_is_a_valid_float():
+    assert JobRequest.model_validate({"name": "n", "image": "i", "command": ["c"], "memory_gib": 16}).memory_gib == 16.0

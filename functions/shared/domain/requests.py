@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, ValidationInfo, field_validator
 
 from functions.shared.domain.vocabulary import Arch, CapacityPreference
 
@@ -35,22 +35,23 @@ def _encodable(value: str) -> str:
 class JobRequest(BaseModel):
     """Body of `POST /jobs` and `POST /plan`."""
 
+    # Numbers are numbers and booleans booleans (`gpus: true` or `"2"` is refused, naming the field).
     # JSON allows neither infinities nor NaN, and DynamoDB could not store them.
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: str = Field(pattern=JOB_NAME_PATTERN, description="1-128 of letters, digits, '_' and '-'")
     image: str = Field(min_length=1, max_length=255, description="Container image with the CUDA payload")
     command: list[str] = Field(min_length=1, description="Command and arguments, as a list of strings")
-    gpus: int = Field(default=1, ge=1, le=8, description="Physical GPUs for the job")
-    min_gpu_memory_gib: float | None = Field(default=None, ge=0.001, le=1024, description="Per GPU")
-    vcpus: int | None = Field(default=None, gt=0, le=192)
-    memory_gib: float | None = Field(default=None, ge=0.001, le=2048)
+    gpus: StrictInt = Field(default=1, ge=1, le=8, description="Physical GPUs for the job")
+    min_gpu_memory_gib: StrictFloat | None = Field(default=None, ge=0.001, le=1024, description="Per GPU")
+    vcpus: StrictInt | None = Field(default=None, gt=0, le=192)
+    memory_gib: StrictFloat | None = Field(default=None, ge=0.001, le=2048)
     gpu_models: list[str] | None = Field(default=None, description="Preference order, e.g. ['L4', 'A10G']")
     instance_types: list[str] | None = Field(default=None, description="Allow-list of instance types")
     capacity: CapacityPreference = Field(default=CapacityPreference.ON_DEMAND)
-    max_hourly_usd: float | None = Field(default=None, ge=0.0001, le=10_000)
-    timeout_minutes: int = Field(default=60, ge=1, le=20160)
-    stuck_after_minutes: float = Field(default=15, ge=0.001, le=1440, description="> 0; at least 0.001 (60 ms)")
+    max_hourly_usd: StrictFloat | None = Field(default=None, ge=0.0001, le=10_000)
+    timeout_minutes: StrictInt = Field(default=60, ge=1, le=20160)
+    stuck_after_minutes: StrictFloat = Field(default=15, ge=0.001, le=1440, description="> 0; at least 0.001 (60 ms)")
     environment: dict[str, str] = Field(
         default_factory=dict, description="Plain values, readable by whoever can read the job: use secrets for secrets"
     )
@@ -72,8 +73,10 @@ class JobRequest(BaseModel):
         description="Availability zones the job may run in (non-empty): restricts the candidates and the subnets of "
         "the pool's compute environment",
     )
-    max_attempts: int = Field(default=6, ge=1, le=20, description="GPU offerings tried at most (fallbacks included)")
-    give_up_after_minutes: float | None = Field(
+    max_attempts: StrictInt = Field(
+        default=6, ge=1, le=20, description="GPU offerings tried at most (fallbacks included)"
+    )
+    give_up_after_minutes: StrictFloat | None = Field(
         default=None, gt=0, le=10080, description="Fail the job if it has not started this long after submission"
     )
 
