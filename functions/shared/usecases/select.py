@@ -40,13 +40,14 @@ def plan_request(request: JobRequest, ports: Ports) -> Plan:
     fitting = sorted(t for t, gpu in gpu_types.items() if fits(request, gpu))
     market = MarketSignals(max_vcpus=ports.settings.max_vcpus, quotas=_quotas(request, fitting, ports))
     arm64_ami = bool(ports.settings.arm64_gpu_ami_id)
+    spot = CapacityType.SPOT in capacities_for(request.capacity) and bool(fitting)
+    if spot:
+        zones = [z for z in snapshot.zones if not request.zones or z in request.zones]
+        market.spot_prices = ports.prices.spot(fitting, zones)
     planned = plan(request, gpu_types, snapshot, ports.prices.on_demand, arm64_ami=arm64_ami, market=market)
-    if CapacityType.SPOT not in capacities_for(request.capacity) or not fitting:
+    if not spot:
         return planned
-    zones = [z for z in snapshot.zones if not request.zones or z in request.zones]
-    market.spot_prices = ports.prices.spot(fitting, zones)
-    planned = plan(request, gpu_types, snapshot, ports.prices.on_demand, arm64_ami=arm64_ami, market=market)
-    # Placement scores are asked one type at a time: only for the spot offerings the job would try.
+    # Placement scores are asked once, for the set of spot offerings the job would try: rank again with them.
     tried = [c for c in planned.candidates[: request.max_attempts] if c.capacity == CapacityType.SPOT]
     market.placement_scores = ports.availability.placement_scores(sorted({c.instance_type for c in tried}))
     return plan(request, gpu_types, snapshot, ports.prices.on_demand, arm64_ami=arm64_ami, market=market)
