@@ -233,6 +233,7 @@ class Observability(Construct):
                         MetricName.INVALID_COMPUTE_ENVIRONMENTS,
                         MetricName.DISABLED_POOLS,
                         MetricName.IDLE_POOLS,
+                        MetricName.RETIRING_POOLS,
                     )
                 ],
                 width=12,

@@ -239,6 +239,18 @@ def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
         price_list,
     ]
     read_write = owned.items("GetItem", "UpdateItem")
+    # Retiring a pool, in Batch's order: disable and delete its queue, disable and delete its compute
+    # environment (each authorized on the resource it names: GPU Pilot's own, under the prefix).
+    retire_pools = [
+        Grant(
+            actions=("batch:UpdateJobQueue", "batch:DeleteJobQueue"), resources=(arns.job_queues,), reason=prefix_reason
+        ),
+        Grant(
+            actions=("batch:UpdateComputeEnvironment", "batch:DeleteComputeEnvironment"),
+            resources=(arns.compute_environments,),
+            reason=prefix_reason,
+        ),
+    ]
     return {
         "api": [
             # Jobs, sweeps and Powertools idempotency records (deleted again when a submit fails).
@@ -276,8 +288,14 @@ def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
             price_list,
         ],
         "ensure_queue": [
-            # The job's progress, an INVALID pool's attempt, and the offering it leaves behind.
-            owned.items("GetItem", "PutItem", "UpdateItem"),
+            # The job's progress, an INVALID pool's attempt, the offering it leaves behind, the pool's claim;
+            # making room reads every pool's item and forgets a retired one.
+            owned.items("GetItem", "PutItem", "UpdateItem", "DeleteItem"),
+            owned.queries(),
+            # A pool retiring when a job needs it, or retired to make room under Batch's limits; whether its
+            # queue still holds jobs before it is deleted.
+            *retire_pools,
+            describe("AWS Batch", "batch:ListJobs"),
             Grant(
                 actions=("batch:CreateComputeEnvironment",),
                 resources=(arns.compute_environments,),
@@ -296,8 +314,9 @@ def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
                 required_by=DOC_TAG_ON_CREATE,
             ),
             describe("AWS Batch", "batch:DescribeComputeEnvironments", "batch:DescribeJobQueues"),
-            # A job limited to zones gets a pool on those zones' subnets only.
-            describe("Amazon EC2", "ec2:DescribeSubnets"),
+            # A job limited to zones gets a pool on those zones' subnets only; a pool is built on the launch
+            # template's latest version (a new version is a new pool version).
+            describe("Amazon EC2", "ec2:DescribeSubnets", "ec2:DescribeLaunchTemplates"),
             Grant(actions=("iam:PassRole",), resources=(owned.instance_role,), required_by=DOC_PASS_INSTANCE_ROLE),
             # The first compute environment of an account without Batch's service-linked role creates it.
             Grant(
@@ -349,8 +368,8 @@ def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
         "record_failure": [read_write, terminate_jobs(arns)],
         "health_sweep": [
             RESUME_WAITS,
-            # Reports, job records, and offerings remembered as unavailable.
-            owned.items("GetItem", "PutItem", "UpdateItem"),
+            # Reports, job records, offerings remembered as unavailable, pools' states (a retired one forgotten).
+            owned.items("GetItem", "PutItem", "UpdateItem", "DeleteItem"),
             owned.queries(),
             describe(
                 "AWS Batch",
@@ -372,12 +391,9 @@ def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
             ),
             Grant(actions=("ecs:DeregisterContainerInstance",), resources=(arns.clusters,), reason=WHY_CLUSTERS),
             # A pool whose instances keep failing to register: its queue is disabled (state only, so the
-            # call names no compute environment and needs no grant on one).
-            Grant(
-                actions=("batch:UpdateJobQueue",),
-                resources=(arns.job_queues,),
-                reason=prefix_reason,
-            ),
+            # call names no compute environment and needs no grant on one). Pools outdated, idle or INVALID
+            # are retired.
+            *retire_pools,
             # A record whose Batch job vanished is failed, and its workflow stopped.
             Grant(
                 actions=("states:StopExecution",),

@@ -9,13 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from functions.shared.domain.batch import (
-    BatchJobState,
-    ComputeEnvironmentState,
-    FleetState,
-    JobQueueState,
-)
-from functions.shared.domain.pool_health import PoolState
+from functions.shared.domain.batch import BatchJobState, FleetState
 from functions.shared.domain.records import AttemptRecord, JobRecord, Wait
 from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.settings import Settings
@@ -23,6 +17,7 @@ from functions.shared.domain.views import HealthReport
 from functions.shared.domain.vocabulary import BatchStatus, JobStatus, MetricName, WaitPhase
 from functions.shared.domain.waste import WasteEntry
 from functions.shared.ports_market import Availability, Catalog, Prices, Quotas
+from functions.shared.ports_pools import BatchPools, PoolStates
 
 
 class JobStore(Protocol):
@@ -92,18 +87,6 @@ class OfferingMemory(Protocol):
     def unavailable_offerings(self) -> set[str]: ...
 
 
-class PoolStates(Protocol):
-    """What the sweep remembers of each pool between sweeps (idle since, registration failures in a row)."""
-
-    def pool_states(self) -> dict[str, PoolState]:
-        """pool -> its state, in one read."""
-        ...
-
-    def save_pool_state(self, state: PoolState) -> bool:
-        """Write it if nobody wrote that pool since it was read (its version); False when someone did."""
-        ...
-
-
 class WasteLedger(Protocol):
     """What the fleet cost without serving a job: one entry per instance and reason, restated each sweep."""
 
@@ -150,34 +133,6 @@ class BatchJobs(Protocol):
         ...
 
     def terminate_job(self, job_id: str, reason: str) -> None: ...
-
-
-class BatchPools(Protocol):
-    """AWS Batch compute environments and job queues."""
-
-    def describe_compute_environment(self, name: str) -> ComputeEnvironmentState | None: ...
-
-    def compute_environments(self, prefix: str) -> list[ComputeEnvironmentState]: ...
-
-    def job_queues(self, prefix: str) -> list[JobQueueState]:
-        """The job queues GPU Pilot created (under the prefix)."""
-        ...
-
-    def create_compute_environment(self, spec: dict[str, Any]) -> None:
-        """Create it; a pool created meanwhile by another workflow is not an error."""
-        ...
-
-    def job_queue(self, name: str) -> JobQueueState | None:
-        """The queue, or None when it does not exist."""
-        ...
-
-    def create_job_queue(self, spec: dict[str, Any]) -> None:
-        """Create it; a queue created meanwhile by another workflow is not an error."""
-        ...
-
-    def disable_job_queue(self, name: str) -> None:
-        """Stop the queue taking new jobs (jobs already in it can still finish)."""
-        ...
 
 
 class Fleet(Protocol):

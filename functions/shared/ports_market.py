@@ -39,6 +39,10 @@ class Availability(Protocol):
         """instance type -> zone -> spot placement score (1-10) for one instance, in the deployment's region."""
         ...
 
+    def launch_template_version(self, name: str) -> int | None:
+        """The launch template's latest version number (None when there is no such template)."""
+        ...
+
 
 class Prices(Protocol):
     def on_demand(self, instance_type: str) -> PriceQuote | None: ...

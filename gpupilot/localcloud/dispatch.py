@@ -11,6 +11,7 @@ queue, when the template gives it one.
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import importlib
 import io
 import json
@@ -146,6 +147,11 @@ class HandlerDispatcher:
             if name_or_arn in (function.name, function.arn, function.key):
                 return function
         raise KeyError(f"no function {name_or_arn!r} in the local deployment")
+
+    def update_environment(self, name_or_arn: str, variables: Mapping[str, str]) -> None:
+        """UpdateFunctionConfiguration: the next invocation runs with these variables (and only these)."""
+        function = self.by_name(name_or_arn)
+        self.functions[function.key] = dataclasses.replace(function, environment=dict(variables))
 
     def invoke(self, key: str, event: Any) -> tuple[Any, bool]:
         """(result, errored): errored results are Lambda's error shape, with errorType for ASL Catch."""

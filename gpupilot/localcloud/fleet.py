@@ -390,7 +390,10 @@ class FleetSimulator:
     def _register(self, instance: SimInstance, gpus: bool) -> None:
         """The ECS agent registers the instance, with its GPUs when ECS_ENABLE_GPU_SUPPORT took effect."""
         environment = next(e for e, fleet in self._instances.items() if instance in fleet)
-        cluster = self._batch().get_compute_environment(environment).ecs_arn
+        found = self._batch().get_compute_environment(environment)
+        if found is None:
+            return  # its compute environment was deleted meanwhile (and moto terminated its instances)
+        cluster = found.ecs_arn
         registered = self._ecs().register_container_instance(cluster, instance.instance_id)
         resources = [
             _integer("CPU", instance.vcpus * 1024),

@@ -4,7 +4,9 @@ moto is more forgiving than AWS and simpler than a GPU fleet; where GPU Pilot de
 the local cloud makes moto behave like AWS:
 
 1. Lambda: moto's docker-less Lambda echoes its input; an invoke runs the function's real handler
-   in-process (dispatch.py), and an `Event` invoke runs it in the background, as Lambda does.
+   in-process (dispatch.py), and an `Event` invoke runs it in the background, as Lambda does. An
+   UpdateFunctionConfiguration that sets the environment takes effect on the next invoke, as in Lambda
+   (an operator changing a setting, as a redeploy would).
 2. Batch jobs: moto's docker-less Batch marks a job SUCCEEDED inside SubmitJob; the job is handed to the
    Batch simulator instead, which moves it through its states as the world says.
 3. Batch compute environments: moto reports every compute environment VALID at once and requires a
@@ -30,6 +32,13 @@ the local cloud makes moto behave like AWS:
 11. The AWS Price List API: not in moto at all; here GetProducts answers, in the Price List's own shape,
    the on-demand Linux prices of the bundled snapshot for its region (other regions have none), both to
    the embedded server (the local cloud) and to in-process mocks (tests).
+
+12. Batch deletions and limits: moto deletes a job queue or a compute environment in any state, and
+   creates any number of them. AWS deletes a queue only once it is DISABLED ("You must first disable
+   submissions for a queue with the UpdateJobQueue operation": DeleteJobQueue), a compute environment only
+   once it is DISABLED and no queue orders it (DeleteComputeEnvironment), and allows 50 compute environments
+   and 50 job queues per region, a limit that cannot be raised (AWS Batch User Guide, service quotas). Here
+   each is refused as AWS refuses it.
 
 tests/integration/test_moto_adaptations.py holds one test per adaptation that fails if moto changes under it.
 """
@@ -120,7 +129,18 @@ def run_handlers_in_process(patches: _Patches, dispatcher: HandlerDispatcher) ->
         response_headers["Content-Length"] = str(len(payload))
         return payload
 
+    original_update = LambdaSimpleBackend.update_function_configuration
+
+    def update_configuration(self: Any, function_name: str, qualifier: str, body: dict[str, Any]) -> Any:
+        answer = original_update(self, function_name, qualifier, body)
+        variables = (body.get("Environment") or {}).get("Variables")
+        if variables is not None:
+            with contextlib.suppress(KeyError):  # not (yet) a function of the local deployment
+                dispatcher.update_environment(self.get_function(function_name, qualifier).function_name, variables)
+        return answer
+
     patches.replace(LambdaSimpleBackend, "invoke", invoke)
+    patches.replace(LambdaSimpleBackend, "update_function_configuration", update_configuration)
 
 
 def hand_jobs_to_simulator(patches: _Patches, on_submit: Callable[[Any], None]) -> None:
@@ -181,7 +201,9 @@ def compute_environment_lifecycle(patches: _Patches, lifecycle: ComputeEnvironme
             environment = self.get_compute_environment(item.get("computeEnvironment", ""))
             if environment is None:
                 continue  # moto's own check says it does not exist
-            status, _ = lifecycle.status(environment.arn, environment.compute_resources.get("instanceTypes") or [])
+            status, _ = lifecycle.status(
+                environment.arn, (environment.compute_resources or {}).get("instanceTypes") or []
+            )
             if status != "VALID":
                 raise ClientException(NOT_VALID_MESSAGE.format(arn=environment.arn, status=status))
         return original_queue(self, queue_name, priority, schedule_policy, state, compute_env_order, tags=tags)
@@ -313,6 +335,60 @@ def refuse_disabled_queues(patches: _Patches) -> None:
             return _original(self, job_name, job_def_id, job_queue, *args, **kwargs)
 
         patches.replace(backend, "submit_job", submit)
+
+
+MAX_COMPUTE_ENVIRONMENTS = 50
+MAX_JOB_QUEUES = 50
+LIMIT_MESSAGE = "{what} limit exceeded: this region has {count} and AWS Batch allows {limit}"
+DELETE_ENABLED_QUEUE = "Job queue {arn} must be DISABLED before it can be deleted (UpdateJobQueue state=DISABLED)"
+DELETE_ENABLED_ENVIRONMENT = "Compute environment {arn} must be DISABLED before it can be deleted"
+DELETE_ORDERED_ENVIRONMENT = "Compute environment {arn} is ordered by job queue {queue}: disassociate it first"
+
+
+def batch_deletions_and_limits(patches: _Patches) -> None:
+    """12. Deletions in Batch's order only; at most 50 compute environments and 50 job queues."""
+    from moto.batch.exceptions import ClientException
+    from moto.batch.models import BatchBackend
+
+    original_create = BatchBackend.create_compute_environment
+    original_queue = BatchBackend.create_job_queue
+    original_delete_queue = BatchBackend.delete_job_queue
+    original_delete_environment = BatchBackend.delete_compute_environment
+
+    def create(self: Any, compute_environment_name: str, *args: Any, **kwargs: Any) -> Any:
+        count = len(self._compute_environments)
+        if count >= MAX_COMPUTE_ENVIRONMENTS and self.get_compute_environment(compute_environment_name) is None:
+            raise ClientException(
+                LIMIT_MESSAGE.format(what="Compute environment", count=count, limit=MAX_COMPUTE_ENVIRONMENTS)
+            )
+        return original_create(self, compute_environment_name, *args, **kwargs)
+
+    def create_queue(self: Any, queue_name: str, *args: Any, **kwargs: Any) -> Any:
+        count = len(self._job_queues)
+        if count >= MAX_JOB_QUEUES and self.get_job_queue(queue_name) is None:
+            raise ClientException(LIMIT_MESSAGE.format(what="Job queue", count=count, limit=MAX_JOB_QUEUES))
+        return original_queue(self, queue_name, *args, **kwargs)
+
+    def delete_queue(self: Any, queue_name: str) -> None:
+        queue = self.get_job_queue(queue_name)
+        if queue is not None and queue.state != "DISABLED":
+            raise ClientException(DELETE_ENABLED_QUEUE.format(arn=queue.arn))
+        original_delete_queue(self, queue_name)
+
+    def delete_environment(self: Any, compute_environment_name: str) -> None:
+        environment = self.get_compute_environment(compute_environment_name)
+        if environment is not None:
+            if environment.state != "DISABLED":
+                raise ClientException(DELETE_ENABLED_ENVIRONMENT.format(arn=environment.arn))
+            for queue in self._job_queues.values():
+                if any(e.arn == environment.arn for e in getattr(queue, "environments", [])):
+                    raise ClientException(DELETE_ORDERED_ENVIRONMENT.format(arn=environment.arn, queue=queue.name))
+        original_delete_environment(self, compute_environment_name)
+
+    patches.replace(BatchBackend, "create_compute_environment", create)
+    patches.replace(BatchBackend, "create_job_queue", create_queue)
+    patches.replace(BatchBackend, "delete_job_queue", delete_queue)
+    patches.replace(BatchBackend, "delete_compute_environment", delete_environment)
 
 
 # What a simulated spot offering costs when the world does not say: spot is typically well below on-demand.
@@ -467,6 +543,7 @@ def adapted_moto(
         world_quotas(patches, quotas or {})
         paginated_list_jobs(patches)
         refuse_disabled_queues(patches)
+        batch_deletions_and_limits(patches)
         keep_time_limit_actions(patches)
         if spot_market is not None:
             world_spot_market(patches, spot_market)

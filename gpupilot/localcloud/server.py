@@ -35,10 +35,13 @@ LOCAL_CE_CREATE_SECONDS = 0.5
 LOCAL_QUEUE_POLL_SECONDS = "1"
 # An instance not registered 2 s after launch never will be, here; a job with no instance after 3 s gets none.
 _FLEET_CLOCK = {"GPUPILOT_REGISTRATION_GRACE_SECONDS": "2", "GPUPILOT_LAUNCH_GRACE_SECONDS": "3"}
+# A workflow goes from claiming its pool to SubmitJob within a second here: a pool claimed 2 s ago can retire.
+_POOL_CLOCK = {"GPUPILOT_POOL_CLAIM_GRACE_SECONDS": "2"}
 TIMELINE_OVERRIDES = {
     "api": {"GPUPILOT_QUEUE_POLL_SECONDS": LOCAL_QUEUE_POLL_SECONDS} | _FLEET_CLOCK,
     "diagnose": _FLEET_CLOCK,
-    "health_sweep": _FLEET_CLOCK,
+    "health_sweep": _FLEET_CLOCK | _POOL_CLOCK,
+    "ensure_queue": _POOL_CLOCK,
 }
 
 

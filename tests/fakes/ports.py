@@ -21,7 +21,7 @@ from functions.shared.domain.catalog import GpuType
 from functions.shared.domain.cost import PriceQuote, usd_sum
 from functions.shared.domain.errors import SweepNotFound
 from functions.shared.domain.fleet import QUOTA_NAMES, QuotaState
-from functions.shared.domain.pool_health import PoolState
+from functions.shared.domain.pool_health import USE_FIELDS, PoolState
 from functions.shared.domain.selection import AvailabilitySnapshot
 from functions.shared.domain.settings import Settings
 from functions.shared.domain.views import HealthReport
@@ -57,8 +57,27 @@ class FakePoolStates:
         stored = self.states.get(state.pool)
         if stored is not None and stored.version != state.version:
             return False
-        self.states[state.pool] = state.model_copy(update={"version": state.version + 1})
+        use = {field: getattr(stored, field) for field in USE_FIELDS} if stored else {}
+        self.states[state.pool] = state.model_copy(update={"version": state.version + 1} | use)
         return True
+
+    def claim_pool(self, pool: str, key: str, at: str) -> bool:
+        stored = self.states.get(pool) or PoolState(pool=pool)
+        if stored.retiring_since:
+            return False
+        self.states[pool] = stored.model_copy(update={"last_used_at": at, "pool_key": key})
+        return True
+
+    def start_retiring(self, pool: str, reason: str, at: str, last_used_at: str | None) -> bool:
+        stored = self.states.get(pool) or PoolState(pool=pool)
+        if stored.retiring_since or stored.last_used_at != last_used_at:
+            return False
+        self.states[pool] = stored.model_copy(update={"retiring_since": at, "retire_reason": reason})
+        return True
+
+    def finish_retiring(self, pool: str) -> None:
+        if pool in self.states and self.states[pool].retiring_since:
+            del self.states[pool]
 
 
 class FakeWasteLedger:
@@ -168,6 +187,9 @@ class FakePools:
     environments: dict[str, dict[str, Any]] = field(default_factory=dict)
     queues: dict[str, dict[str, Any]] = field(default_factory=dict)
     created_status: str = "CREATING"
+    foreign_environments: int = 0
+    foreign_queues: int = 0
+    busy_queues: set[str] = field(default_factory=set)
 
     def describe_compute_environment(self, name: str) -> ComputeEnvironmentState | None:
         found = self.environments.get(name)
@@ -205,6 +227,33 @@ class FakePools:
 
     def disable_job_queue(self, name: str) -> None:
         self.queues[name] |= {"state": "DISABLED"}
+
+    def counts(self) -> tuple[int, int]:
+        return len(self.environments) + self.foreign_environments, len(self.queues) + self.foreign_queues
+
+    def queue_has_jobs(self, name: str) -> bool:
+        return name in self.busy_queues
+
+    def delete_job_queue(self, name: str) -> bool:
+        if self.queues.get(name, {}).get("state") != "DISABLED":
+            return False  # Batch: "You must first disable submissions for a queue"
+        del self.queues[name]
+        return True
+
+    def disable_compute_environment(self, name: str) -> bool:
+        self.environments[name] |= {"state": "DISABLED"}
+        return True
+
+    def delete_compute_environment(self, name: str) -> bool:
+        ordered = any(
+            e["computeEnvironment"].rsplit("/", 1)[-1] == name
+            for q in self.queues.values()
+            for e in q.get("computeEnvironmentOrder", [])
+        )
+        if ordered or self.environments.get(name, {}).get("state") != "DISABLED":
+            return False  # Batch deletes only a DISABLED compute environment no queue orders
+        del self.environments[name]
+        return True
 
     def make_valid(self, name: str | None = None) -> None:
         for key, environment in self.environments.items():
@@ -297,6 +346,10 @@ class FakeAvailability:
         self.zones = zones or list(ZONES)
         self.offered = offered
         self.scores: dict[str, int] = {}
+        self.template_versions: dict[str, int] = {}
+
+    def launch_template_version(self, name: str) -> int | None:
+        return self.template_versions.get(name)
 
     def subnets_in(self, zones: list[str]) -> list[str]:
         return [f"subnet-{zone[-1]}" for zone in self.zones if zone in zones]

@@ -170,6 +170,26 @@ def test_moto_alone_echoes_a_lambda_and_adapted_it_runs_the_handler(aws, monkeyp
     assert dispatcher.invocations["functions.api.handler.echo"] == 2
 
 
+def test_adapted_a_function_s_new_environment_takes_effect_on_its_next_invoke(aws, monkeypatch):
+    import os
+
+    monkeypatch.setattr("functions.api.handler.echo", lambda event, context: dict(os.environ), raising=False)
+    awslambda = boto3.client("lambda", region_name=REGION)
+    trust = json.dumps({"Statement": [{"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}}]})
+    role = boto3.client("iam", region_name=REGION).create_role(RoleName="fn", AssumeRolePolicyDocument=trust)["Role"]
+    awslambda.create_function(FunctionName="fn", Runtime="python3.11", Role=role["Arn"], Handler="x.y",
+                              Code={"ZipFile": b"PK"})  # fmt: skip
+    dispatcher = HandlerDispatcher(
+        {"fn": LocalFunction(key="fn", name="fn", arn="arn:fn", handler="functions.api.handler.echo",
+                             environment={"GPUPILOT_POOL_IDLE_HOURS": "24"})}
+    )  # fmt: skip
+    with adapted_moto(dispatcher=dispatcher):
+        awslambda.update_function_configuration(
+            FunctionName="fn", Environment={"Variables": {"GPUPILOT_POOL_IDLE_HOURS": "0.5"}}
+        )
+    assert dispatcher.functions["fn"].environment == {"GPUPILOT_POOL_IDLE_HOURS": "0.5"}
+
+
 # -- Batch jobs and EC2 offerings --------------------------------------------------------------------
 def test_adapted_a_submitted_job_goes_to_the_simulator_instead_of_succeeding(aws):
     submitted: list[Any] = []
@@ -293,3 +313,56 @@ def test_moto_alone_prices_spot_at_a_token_and_adapted_the_worlds_market_answers
     # moto alone has no placement scores at all
     with pytest.raises(NotImplementedError):
         ec2.get_spot_placement_scores(InstanceTypes=["g5.xlarge"], TargetCapacity=1, RegionNames=[REGION])
+
+
+# -- Batch deletions and limits (12) -----------------------------------------------------------------------------
+def test_moto_alone_deletes_an_enabled_queue_and_environment_and_adapted_batch_s_order_is_enforced(aws):
+    from functions.shared.adapters.batch import BatchPoolsAdapter
+
+    batch = boto3.client("batch", region_name=REGION)
+    # moto alone: an ENABLED queue and the ENABLED compute environment it orders are deleted at once
+    create_queue(create_environment(aws, "plain", service_role=aws["role"]))
+    batch.delete_job_queue(jobQueue="gpu-queue")
+    batch.delete_compute_environment(computeEnvironment="plain")
+    assert batch.describe_compute_environments()["computeEnvironments"] == []
+
+    with adapted_moto(lifecycle=ComputeEnvironmentLifecycle(create_seconds=0)):
+        pools = BatchPoolsAdapter(batch)
+        create_queue(create_environment(aws))
+        # Adapted: nothing is deleted out of order; the adapter reports Batch's refusal as "not now"
+        assert pools.delete_job_queue("gpu-queue") is False
+        assert pools.disable_compute_environment("gpu-ce") is True
+        assert pools.delete_compute_environment("gpu-ce") is False  # still ordered by the queue
+        with pytest.raises(ClientError, match="must be DISABLED"):
+            batch.delete_job_queue(jobQueue="gpu-queue")
+        # In Batch's order it all goes
+        pools.disable_job_queue("gpu-queue")
+        assert not pools.queue_has_jobs("gpu-queue")
+        assert pools.delete_job_queue("gpu-queue") is True
+        assert pools.delete_compute_environment("gpu-ce") is True
+        assert pools.counts() == (0, 0)
+
+
+def test_adapted_batch_allows_50_compute_environments_and_50_queues_per_region(aws):
+    from moto.batch.models import BatchBackend
+
+    batch = boto3.client("batch", region_name=REGION)
+    with adapted_moto(lifecycle=ComputeEnvironmentLifecycle(create_seconds=0)):
+        for index in range(50):
+            batch.create_compute_environment(computeEnvironmentName=f"ce-{index}", type="UNMANAGED")
+        with pytest.raises(ClientError, match="allows 50") as refused:
+            batch.create_compute_environment(computeEnvironmentName="ce-50", type="UNMANAGED", serviceRole=aws["role"])
+        assert refused.value.response["Error"]["Code"] == "ClientException"
+        arn = batch.describe_compute_environments(computeEnvironments=["ce-0"])["computeEnvironments"][0]
+        for index in range(50):
+            batch.create_job_queue(
+                jobQueueName=f"q-{index}", priority=1, state="ENABLED",
+                computeEnvironmentOrder=[{"order": 1, "computeEnvironment": arn["computeEnvironmentArn"]}],
+            )  # fmt: skip
+        with pytest.raises(ClientError, match="allows 50"):
+            batch.create_job_queue(
+                jobQueueName="q-50", priority=1, state="ENABLED",
+                computeEnvironmentOrder=[{"order": 1, "computeEnvironment": arn["computeEnvironmentArn"]}],
+            )  # fmt: skip
+    assert "delete_job_queue" in vars(BatchBackend)  # undone: moto's own again
+    batch.create_compute_environment(computeEnvironmentName="ce-50", type="UNMANAGED", serviceRole=aws["role"])

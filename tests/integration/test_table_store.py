@@ -11,7 +11,8 @@ import pytest
 
 from functions.shared import constants as c
 from functions.shared.adapters.dynamodb_codec import serialize
-from functions.shared.adapters.table_store import DynamoHealthStore, DynamoPoolStates
+from functions.shared.adapters.pool_store import DynamoPoolStates
+from functions.shared.adapters.table_store import DynamoHealthStore
 from functions.shared.domain.pool_health import PoolState
 from functions.shared.domain.views import Finding, HealthReport
 from functions.shared.domain.vocabulary import FindingKind, Severity, SweepStatus
@@ -90,3 +91,32 @@ def test_waste_is_restated_upwards_only_and_read_by_day(ledger: Any) -> None:
     assert ledger.record_waste(entry(0.2)) == 0.0  # an older sweep's smaller figure changes nothing
     ledger.record_waste(entry(0.5, day="2026-11-25"))
     assert [e.usd for e in ledger.waste_between("2026-11-23", "2026-11-24")] == [0.3]
+
+
+# -- a pool's use and retirement: claims and retirements exclude each other ------------------------------------
+def test_a_claim_and_a_retirement_exclude_each_other_and_the_sweep_s_writes_keep_the_claim(pools: PoolStates) -> None:
+    # Given a pool a workflow claimed, and the sweep's memory written after it
+    assert pools.claim_pool(POOL, "gpupilot-od-x8664-g5", "2026-11-23T10:00:00.000Z")
+    assert pools.save_pool_state(PoolState(pool=POOL, idle_since="2026-11-23T10:05:00.000Z"))
+    read = pools.pool_states()[POOL]
+    assert (read.last_used_at, read.pool_key, read.idle_since) == (
+        "2026-11-23T10:00:00.000Z", "gpupilot-od-x8664-g5", "2026-11-23T10:05:00.000Z",
+    )  # fmt: skip
+    # When another workflow claims it after the sweep read it, the retirement the sweep starts is refused
+    assert pools.claim_pool(POOL, "gpupilot-od-x8664-g5", "2026-11-23T10:06:00.000Z")
+    assert not pools.start_retiring(POOL, "idle", "2026-11-23T10:07:00.000Z", read.last_used_at)
+    # And started over the claim it saw, it lands; then no workflow can claim the pool
+    assert pools.start_retiring(POOL, "idle", "2026-11-23T10:08:00.000Z", "2026-11-23T10:06:00.000Z")
+    assert not pools.start_retiring(POOL, "idle", "2026-11-23T10:09:00.000Z", "2026-11-23T10:06:00.000Z")
+    assert not pools.claim_pool(POOL, "gpupilot-od-x8664-g5", "2026-11-23T10:10:00.000Z")
+    retiring = pools.pool_states()[POOL]
+    assert (retiring.retiring_since, retiring.retire_reason) == ("2026-11-23T10:08:00.000Z", "idle")
+    # And once it is gone, it is forgotten and can be claimed anew
+    pools.finish_retiring(POOL)
+    assert POOL not in pools.pool_states()
+    assert pools.claim_pool(POOL, "gpupilot-od-x8664-g5", "2026-11-23T10:11:00.000Z")
+
+
+def test_a_pool_never_claimed_can_be_retired_once(pools: PoolStates) -> None:
+    assert pools.start_retiring(POOL, "invalid", "2026-11-23T10:00:00.000Z", None)
+    assert not pools.start_retiring(POOL, "invalid", "2026-11-23T10:01:00.000Z", None)

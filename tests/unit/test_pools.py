@@ -165,3 +165,45 @@ def test_queues_carry_batchs_own_runnable_time_limits_within_what_batch_accepts(
     }
     assert all(a["state"] == "RUNNABLE" and a["action"] == "CANCEL" for a in actions)
     assert all(600 <= a["maxTimeSeconds"] <= 86400 for a in actions)
+
+
+# -- spec versions and retirement steps ---------------------------------------------------------------------
+def test_a_pool_s_version_is_its_spec_s_not_its_name_s_nor_the_order_of_its_lists():
+    from functions.shared.domain.pools import spec_version, versioned_pool
+
+    configured = SETTINGS.model_copy(update={"launch_template_name": "gpupilot-gpu"})
+    pool, spec = versioned_pool(POOL, configured, ["subnet-b", "subnet-a"], 3)
+    again, _ = versioned_pool(POOL, configured, ["subnet-a", "subnet-b"], 3)
+    assert pool.name == again.name == f"{POOL.name}-{pool.version}" and pool.key == POOL.name
+    assert spec_version(spec) == pool.version
+    assert spec["tags"] | spec["computeResources"]["tags"] == {
+        "gpupilot:pool": pool.name, "gpupilot:capacity": "on-demand", "gpupilot:pool-key": POOL.name,
+        "gpupilot:spec": pool.version,
+    }  # fmt: skip
+    # What Batch would build differently is another version
+    assert versioned_pool(POOL, configured, ["subnet-a", "subnet-b"], 4)[0].version != pool.version
+    assert versioned_pool(POOL, configured, ["subnet-a"], 3)[0].version != pool.version
+    ami = configured.model_copy(update={"max_vcpus": 512})
+    assert versioned_pool(POOL, ami, ["subnet-a", "subnet-b"], 3)[0].version != pool.version
+
+
+def test_a_pool_is_taken_down_in_batch_s_order():
+    from functions.shared.domain.batch import ComputeEnvironmentState, JobQueueState
+    from functions.shared.domain.pool_lifecycle import RetireStep, retirement_step
+
+    def queue(state: str, status: str = "VALID") -> JobQueueState:
+        return JobQueueState(name="p", state=state, status=status)
+
+    def environment(state: str, status: str = "VALID") -> ComputeEnvironmentState:
+        return ComputeEnvironmentState(name="p", state=state, status=status)
+
+    assert retirement_step(queue("ENABLED"), environment("ENABLED")) == RetireStep.DISABLE_QUEUE
+    assert retirement_step(queue("DISABLED", "UPDATING"), environment("ENABLED")) == RetireStep.WAIT
+    assert retirement_step(queue("DISABLED"), environment("ENABLED")) == RetireStep.DELETE_QUEUE
+    assert retirement_step(queue("DISABLED", "DELETING"), environment("ENABLED")) == RetireStep.WAIT
+    assert retirement_step(queue("DISABLED", "DELETED"), environment("ENABLED")) == RetireStep.DISABLE_ENVIRONMENT
+    assert retirement_step(None, environment("ENABLED", "INVALID")) == RetireStep.DISABLE_ENVIRONMENT
+    assert retirement_step(None, environment("DISABLED", "UPDATING")) == RetireStep.WAIT
+    assert retirement_step(None, environment("DISABLED")) == RetireStep.DELETE_ENVIRONMENT
+    assert retirement_step(None, environment("DISABLED", "DELETING")) == RetireStep.WAIT
+    assert retirement_step(None, None) == RetireStep.DONE

@@ -27,18 +27,28 @@ IAM_ACTIONS = (
     "batch:DescribeJobQueues",
     "batch:CreateComputeEnvironment",
     "batch:CreateJobQueue",
-    # The sweep disables a pool whose instances keep failing to register with ECS.
+    # The sweep disables a pool whose instances keep failing to register with ECS; retiring a pool disables
+    # its queue, deletes it, then disables and deletes its compute environment.
     "batch:UpdateJobQueue",
+    "batch:DeleteJobQueue",
+    "batch:UpdateComputeEnvironment",
+    "batch:DeleteComputeEnvironment",
     # Checked by AWS without a call of their own: tags given at creation, roles passed to Batch and ECS.
     "batch:TagResource",
     "iam:PassRole",
 )
+LIVE_STATUSES = ("SUBMITTED", "PENDING", "RUNNABLE", "STARTING", "RUNNING")
 DESCRIBE_JOBS_PAGE = 100  # DescribeJobs takes at most 100 job ids
 LIST_JOBS_PAGE = 100
 
 
 def _already_exists(error: ClientError) -> bool:
     return "already exist" in error.response.get("Error", {}).get("Message", "").lower()
+
+
+def _refused(error: ClientError) -> bool:
+    """Batch refused a step in the resource's current state (ClientException): try again later."""
+    return error.response.get("Error", {}).get("Code") == "ClientException"
 
 
 class BatchJobsAdapter(ClientAdapter):
@@ -129,3 +139,45 @@ class BatchPoolsAdapter(ClientAdapter):
     def disable_job_queue(self, name: str) -> None:
         # Batch takes no new job into a DISABLED queue (SubmitJob fails); the jobs in it can still run.
         self._aws.update_job_queue(jobQueue=name, state="DISABLED")
+
+    def counts(self) -> tuple[int, int]:
+        environments = sum(
+            1
+            for page in self._aws.get_paginator("describe_compute_environments").paginate()
+            for environment in page["computeEnvironments"]
+            if environment.get("status") != "DELETED"
+        )
+        queues = sum(
+            1
+            for page in self._aws.get_paginator("describe_job_queues").paginate()
+            for queue in page["jobQueues"]
+            if queue.get("status") != "DELETED"
+        )
+        return environments, queues
+
+    def queue_has_jobs(self, name: str) -> bool:
+        return any(
+            self._aws.list_jobs(jobQueue=name, jobStatus=status, maxResults=1)["jobSummaryList"]
+            for status in LIVE_STATUSES
+        )
+
+    def delete_job_queue(self, name: str) -> bool:
+        # Batch terminates the jobs still in a queue it deletes: callers delete only an empty, DISABLED one.
+        return self._step(lambda: self._aws.delete_job_queue(jobQueue=name))
+
+    def disable_compute_environment(self, name: str) -> bool:
+        return self._step(lambda: self._aws.update_compute_environment(computeEnvironment=name, state="DISABLED"))
+
+    def delete_compute_environment(self, name: str) -> bool:
+        # Batch deletes only a DISABLED compute environment that no job queue orders.
+        return self._step(lambda: self._aws.delete_compute_environment(computeEnvironment=name))
+
+    @staticmethod
+    def _step(call: Any) -> bool:
+        try:
+            call()
+        except ClientError as error:
+            if not _refused(error):
+                raise
+            return False
+        return True

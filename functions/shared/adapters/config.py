@@ -77,6 +77,8 @@ def _settings(variables: tuple[tuple[str, str], ...], region: str) -> Settings:
         disable_pool_after_failures=int(env.get(c.ENV_DISABLE_POOL_AFTER_FAILURES, "2")),
         idle_grace_seconds=float(env.get(c.ENV_IDLE_GRACE_SECONDS, "1800")),
         cancel_stuck_after_minutes=float(env.get(c.ENV_CANCEL_STUCK_AFTER_MINUTES, "1440")),
+        pool_idle_hours=float(env.get(c.ENV_POOL_IDLE_HOURS, "24")),
+        pool_claim_grace_seconds=float(env.get(c.ENV_POOL_CLAIM_GRACE_SECONDS, "900")),
     )
 
 

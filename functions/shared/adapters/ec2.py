@@ -11,16 +11,24 @@ import time
 from importlib import resources
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from functions.shared.adapters.base import ClientAdapter, TtlCache
 from functions.shared.adapters.spot import Ec2SpotMarket
 from functions.shared.domain.catalog import GpuType, catalog_from_descriptions
 from functions.shared.domain.selection import AvailabilitySnapshot
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
-IAM_ACTIONS = ("ec2:DescribeInstanceTypes", "ec2:DescribeSubnets", "ec2:DescribeInstanceTypeOfferings")
+IAM_ACTIONS = (
+    "ec2:DescribeInstanceTypes",
+    "ec2:DescribeSubnets",
+    "ec2:DescribeInstanceTypeOfferings",
+    "ec2:DescribeLaunchTemplates",
+)
 SNAPSHOT_FILE = "gpu_catalog.json"
 LIVE_TTL_SECONDS = 3600
 OFFERINGS_TTL_SECONDS = 600
+
 GPU_FAMILY_PATTERNS = ["g*", "p*"]
 
 
@@ -82,6 +90,16 @@ class Ec2Availability(ClientAdapter):
         self._subnet_zones: dict[str, str] | None = None
         # Which zones offer which types changes over days, not minutes (shortages are the memory's job).
         self._offered = TtlCache(OFFERINGS_TTL_SECONDS)
+
+    def launch_template_version(self, name: str) -> int | None:
+        # Asked on every pool check, not cached: a new version reaches the next job at once.
+        try:
+            found = self._aws.describe_launch_templates(LaunchTemplateNames=[name])["LaunchTemplates"]
+        except ClientError as error:
+            if "NotFound" not in error.response.get("Error", {}).get("Code", ""):
+                raise
+            return None
+        return int(found[0]["LatestVersionNumber"]) if found else None
 
     def placement_scores(self, instance_types: list[str]) -> dict[str, dict[str, int]]:
         return self._spot.placement_scores(instance_types)

@@ -15,7 +15,6 @@ from functions.shared.adapters.dynamodb_codec import deserialize_item, serialize
 from functions.shared.adapters.job_store import is_conditional_failure
 from functions.shared.domain.cost import usd_sum
 from functions.shared.domain.errors import SweepNotFound
-from functions.shared.domain.pool_health import PoolState
 from functions.shared.domain.views import HealthReport
 from functions.shared.domain.vocabulary import SweepStatus
 from functions.shared.domain.waste import WasteEntry
@@ -23,7 +22,6 @@ from functions.shared.domain.waste import WasteEntry
 # What this module's calls are authorized against (the IAM drift check holds it to that).
 IAM_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query")
 OFFERINGS_PARTITION = "UNAVAILABLE_OFFERINGS"
-POOLS_PARTITION = "POOLS"
 WASTE_PARTITION = "WASTE"
 LATEST_KEY = {c.TABLE_PK: {"S": "HEALTH"}, c.TABLE_SK: {"S": "LATEST"}}
 SWEEP_HISTORY_DAYS = 30
@@ -74,36 +72,6 @@ class DynamoOfferingMemory(_Table):
             ExpressionAttributeValues={":p": {"S": OFFERINGS_PARTITION}, ":now": {"N": str(int(time.time()))}},
         )
         return {item[c.TABLE_SK]["S"] for page in pages for item in page.get("Items", [])}
-
-
-class DynamoPoolStates(_Table):
-    """Implements ports.PoolStates: one item per pool under one partition (a few dozen pools at most: Batch
-    allows 50 compute environments per region), each write conditional on the version it was read at."""
-
-    def pool_states(self) -> dict[str, PoolState]:
-        pages = self._aws.get_paginator("query").paginate(
-            TableName=self._table,
-            KeyConditionExpression="#pk = :p",
-            ExpressionAttributeNames={"#pk": c.TABLE_PK},
-            ExpressionAttributeValues={":p": {"S": POOLS_PARTITION}},
-            ConsistentRead=True,
-        )
-        states = [PoolState.model_validate(deserialize_item(item)["state"]) for page in pages for item in page["Items"]]
-        return {state.pool: state for state in states}
-
-    def save_pool_state(self, state: PoolState) -> bool:
-        item = {
-            c.TABLE_PK: {"S": POOLS_PARTITION},
-            c.TABLE_SK: {"S": state.pool},
-            "state": serialize(state.model_copy(update={"version": state.version + 1})),
-            "version": {"N": str(state.version + 1)},
-        }
-        return self._put(
-            item,
-            ConditionExpression="attribute_not_exists(#pk) OR version = :read",
-            ExpressionAttributeNames={"#pk": c.TABLE_PK},
-            ExpressionAttributeValues={":read": {"N": str(state.version)}},
-        )
 
 
 class DynamoWasteLedger(_Table):

@@ -10,6 +10,7 @@ from functions.shared.adapters.ec2 import Ec2Availability, Ec2Catalog
 from functions.shared.adapters.fleet import Ec2EcsFleet
 from functions.shared.adapters.job_store import DynamoJobStore
 from functions.shared.adapters.metrics import PowertoolsMetrics
+from functions.shared.adapters.pool_store import DynamoPoolStates
 from functions.shared.adapters.prices import MarketPrices
 from functions.shared.adapters.quotas import ServiceQuotas
 from functions.shared.adapters.spot import Ec2SpotMarket
@@ -18,7 +19,6 @@ from functions.shared.adapters.sweeps import LambdaSweeps
 from functions.shared.adapters.table_store import (
     DynamoHealthStore,
     DynamoOfferingMemory,
-    DynamoPoolStates,
     DynamoWasteLedger,
 )
 from functions.shared.domain.settings import Settings

@@ -85,6 +85,7 @@ class ComputeEnvironmentState(BaseModel):
     instance_types: list[str] = Field(default_factory=list)
     ecs_cluster_arn: str | None = None
     spot: bool = False
+    tags: dict[str, str] = Field(default_factory=dict)
 
     @classmethod
     def from_batch(cls, environment: dict[str, Any]) -> ComputeEnvironmentState:
@@ -99,6 +100,7 @@ class ComputeEnvironmentState(BaseModel):
             instance_types=list(resources.get("instanceTypes") or []),
             ecs_cluster_arn=environment.get("ecsClusterArn") or None,
             spot=resources.get("type") in ("SPOT", "FARGATE_SPOT"),
+            tags={str(k): str(v) for k, v in (environment.get("tags") or {}).items()},
         )
 
 

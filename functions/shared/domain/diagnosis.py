@@ -39,6 +39,7 @@ FALLBACK_CATEGORIES = frozenset(
         Category.COMPUTE_ENVIRONMENT_INVALID,
         Category.JOB_TOO_LARGE,
         Category.POOL_DISABLED,
+        Category.POOL_LIMIT,
     }
 )
 # Causes that time can cure: keep waiting, a bounded number of times.

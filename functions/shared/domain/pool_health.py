@@ -30,6 +30,9 @@ IDLE_RECOMMENDATION = (
 )
 
 
+USE_FIELDS = frozenset({"last_used_at", "pool_key", "retiring_since", "retire_reason"})
+
+
 class PoolState(BaseModel):
     """One pool's memory between sweeps; `version` makes each write conditional on the state it was read at."""
 
@@ -39,9 +42,18 @@ class PoolState(BaseModel):
     registration_failures: int = Field(default=0, description="Sweeps in a row that found instances not registering")
     last_failure_at: str | None = None
     disabled_at: str | None = Field(default=None, description="When the sweep disabled its job queue")
+    # Written by whoever uses or retires the pool, not by the sweep's memory (each its own conditional write).
+    last_used_at: str | None = Field(default=None, description="When a workflow last claimed it for a job")
+    pool_key: str | None = Field(default=None, description="What its versions share")
+    retiring_since: str | None = Field(default=None, description="When its retirement started")
+    retire_reason: str | None = None
 
     def same_as(self, other: PoolState | None) -> bool:
-        return other is not None and self.model_dump(exclude={"version"}) == other.model_dump(exclude={"version"})
+        return other is not None and self.memory() == other.memory()
+
+    def memory(self) -> dict[str, object]:
+        """What the sweep remembers (and writes, conditional on `version`)."""
+        return self.model_dump(exclude={"version", *USE_FIELDS})
 
 
 def next_state(previous: PoolState | None, pool: str, at: str, *, idle: bool, failed_registration: bool) -> PoolState:

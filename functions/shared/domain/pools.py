@@ -1,11 +1,15 @@
 """Pools: a pooled GPU compute environment and its job queue, as specs over plain data. Pure.
 
 Batch allows 50 compute environments and 50 queues per region, so jobs share pools keyed by
-(instance type, capacity type, arch) instead of getting one each.
+(instance type, capacity type, arch, zones) instead of getting one each. A pool's name ends with the version
+of its spec (a hash of everything Batch would build it from: types, capacity, AMI, launch template version,
+subnets, ...): a changed spec is a new pool, new jobs go there, and the sweep drains and deletes the old one.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from typing import Any
 
@@ -22,6 +26,11 @@ RESOURCE_TYPE = {CapacityType.ON_DEMAND: "EC2", CapacityType.SPOT: "SPOT"}
 MAX_READY_CHECKS = 30
 POOL_TAG = "gpupilot:pool"
 CAPACITY_TAG = "gpupilot:capacity"
+KEY_TAG = "gpupilot:pool-key"
+SPEC_TAG = "gpupilot:spec"
+# Batch's limits per region, which cannot be raised (AWS Batch User Guide, "AWS Batch service quotas").
+MAX_COMPUTE_ENVIRONMENTS = 50
+MAX_JOB_QUEUES = 50
 
 
 class ComputeEnvironmentStatus:
@@ -41,6 +50,8 @@ class Pool(BaseModel):
     capacity: CapacityType
     arch: Arch
     zones: list[str] | None = Field(default=None, description="Zones its subnets are limited to (the request's)")
+    key: str = Field(default="", description="The pool without its spec version: what versions of it share")
+    version: str = Field(default="", description="Hash of its compute environment's spec")
 
 
 class QueueStatus(BaseModel):
@@ -86,7 +97,9 @@ def ec2_configuration(pool: Pool, settings: Settings) -> list[dict[str, str]]:
     return [{"imageType": IMAGE_TYPE}]
 
 
-def compute_environment_spec(pool: Pool, settings: Settings, subnets: list[str] | None = None) -> dict[str, Any]:
+def compute_environment_spec(
+    pool: Pool, settings: Settings, subnets: list[str] | None = None, launch_template_version: int | None = None
+) -> dict[str, Any]:
     """`CreateComputeEnvironment` arguments for a GPU pool: managed, scales to zero, NVIDIA AMI.
 
     The pool tag in `computeResources.tags` is propagated by Batch to every instance it launches, which is
@@ -106,17 +119,44 @@ def compute_environment_spec(pool: Pool, settings: Settings, subnets: list[str] 
         "tags": {POOL_TAG: pool.name},
     }
     if settings.launch_template_name:
-        resources["launchTemplate"] = {"launchTemplateName": settings.launch_template_name, "version": "$Latest"}
+        # A version number, not $Latest: Batch resolves $Latest once, at creation, and never again, so a new
+        # launch template version would otherwise never reach a pool. A new version is a new pool version.
+        version = str(launch_template_version) if launch_template_version else "$Latest"
+        resources["launchTemplate"] = {"launchTemplateName": settings.launch_template_name, "version": version}
+    tags = {POOL_TAG: pool.name, CAPACITY_TAG: pool.capacity.value}
+    if pool.version:
+        tags |= {KEY_TAG: pool.key, SPEC_TAG: pool.version}
     spec = {
         "computeEnvironmentName": pool.name,
         "type": "MANAGED",
         "state": "ENABLED",
         "computeResources": resources,
-        "tags": {POOL_TAG: pool.name, CAPACITY_TAG: pool.capacity.value},
+        "tags": tags,
     }
     if settings.batch_service_role_arn:
         spec["serviceRole"] = settings.batch_service_role_arn
     return spec
+
+
+def spec_version(spec: dict[str, Any]) -> str:
+    """The version of a compute environment spec: a hash of what Batch builds it from (not its name or tags),
+    the same whatever the order of its subnets and security groups."""
+    resources = {k: v for k, v in spec["computeResources"].items() if k != "tags"}
+    for listed in ("subnets", "securityGroupIds", "instanceTypes"):
+        resources[listed] = sorted(resources.get(listed) or [])
+    shape = {k: v for k, v in spec.items() if k not in ("computeEnvironmentName", "tags")} | {
+        "computeResources": resources
+    }
+    return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:8]
+
+
+def versioned_pool(
+    pool: Pool, settings: Settings, subnets: list[str] | None = None, launch_template_version: int | None = None
+) -> tuple[Pool, dict[str, Any]]:
+    """The pool named after its spec's version, and its `CreateComputeEnvironment` arguments."""
+    version = spec_version(compute_environment_spec(pool, settings, subnets, launch_template_version))
+    named = pool.model_copy(update={"name": f"{pool.name}-{version}", "key": pool.name, "version": version})
+    return named, compute_environment_spec(named, settings, subnets, launch_template_version)
 
 
 # jobStateTimeLimitActions: the reasons Batch supports, and its longest limit (600 to 86400 s): a day.

@@ -50,6 +50,15 @@ class Settings(BaseModel):
     idle_grace_seconds: float = Field(
         default=1800, gt=0, description="A pool's instances alive this long with no job in its queue are waste"
     )
+    pool_idle_hours: float = Field(
+        default=24, gt=0, description="The sweep retires a pool with no job for this long (a new job recreates it)"
+    )
+    pool_claim_grace_seconds: float = Field(
+        default=900,
+        gt=0,
+        description="A pool claimed by a workflow this recently is not retired (its job may be "
+        "between EnsureJobQueue and SubmitJob)",
+    )
     cancel_stuck_after_minutes: float = Field(
         default=1440, ge=0, description="Cancel a job RUNNABLE this long, with the diagnosis as reason (0: never)"
     )

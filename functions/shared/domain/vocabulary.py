@@ -97,6 +97,11 @@ class DiagnosisCategory(StrEnum):
     POOL_DISABLED = "POOL_DISABLED"
     # A finding only: a pool with no live job (its idle instances, if any, cost money without serving one).
     IDLE_POOL = "IDLE_POOL"
+    # A diagnosis: the pool the job needs cannot be created under Batch's 50 compute environments and 50 job
+    # queues per region, and no pool of GPU Pilot's is idle enough to retire for it (the workflow falls back).
+    POOL_LIMIT = "POOL_LIMIT"
+    # A finding only: a pool being retired (outdated spec, idle, INVALID, or to make room), one step per sweep.
+    POOL_RETIRING = "POOL_RETIRING"
 
 
 # A finding's kind is a diagnosis category: the sweep and the workflow speak the same words.
@@ -148,5 +153,6 @@ class MetricName(StrEnum):
     REMEDIATIONS = "RemediationActions"
     DISABLED_POOLS = "DisabledPools"
     IDLE_POOLS = "IdlePools"
+    RETIRING_POOLS = "RetiringPools"
     IDLE_INSTANCES = "IdleInstances"
     WASTE_USD = "WasteUsd"

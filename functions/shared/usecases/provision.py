@@ -4,37 +4,47 @@ AWS Batch refuses a job queue whose compute environments are not VALID, and a ne
 is CREATING for a while: the queue is created only once its compute environment is VALID, and the
 workflow polls (WaitForJobQueue) until both are. An INVALID compute environment will not heal by
 waiting, nor will a DISABLED queue: either is diagnosed, and the workflow falls back to the next candidate.
+The pool is named after the version of its spec (a changed launch template version is a new pool), claimed
+before it is used (so that no retirement takes it meanwhile), and a new one is created only under Batch's
+limits (the least recently used idle pool is retired to make room; with none, POOL_LIMIT and fall back).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from functions.shared.domain.clock import now_iso
 from functions.shared.domain.diagnosis import Diagnosis, disabled_queue, invalid_environment
+from functions.shared.domain.pool_lifecycle import RetireStep
 from functions.shared.domain.pools import (
     MAX_READY_CHECKS,
     ComputeEnvironmentStatus,
+    Pool,
     QueueNotReady,
     QueueStatus,
-    compute_environment_spec,
     job_queue_spec,
     pool_for,
+    versioned_pool,
 )
 from functions.shared.domain.records import AttemptRecord
 from functions.shared.domain.steps import EnsureQueueInput
 from functions.shared.domain.vocabulary import AttemptStatus, DiagnosisCategory, JobStatus, Remedy
 from functions.shared.ports import Ports
 from functions.shared.usecases.fallback import leave_offering
+from functions.shared.usecases.retire import advance_retirement, make_room
 
 # What the Step Functions console shows of a pool that cannot take the job: compute environment/queue.
 BROKEN_STATUS = {
     DiagnosisCategory.COMPUTE_ENVIRONMENT_INVALID: f"{ComputeEnvironmentStatus.INVALID}/-",
     DiagnosisCategory.POOL_DISABLED: f"{ComputeEnvironmentStatus.VALID}/DISABLED",
+    DiagnosisCategory.POOL_LIMIT: "NOT_CREATED/NOT_CREATED",
 }
 
 
 def ensure_job_queue(payload: EnsureQueueInput, ports: Ports) -> QueueStatus:
     """Create what is missing of the pool, in Batch's order; say whether it can take the job yet."""
     candidate = payload.selection.current()
-    pool = pool_for(candidate, payload.request.arch, ports.settings.resource_prefix, payload.request.zones)
+    pool, spec = _pool_and_spec(payload, ports)
     previous = payload.previous or {}
     checks = int(previous.get("checks", 0)) if previous.get("compute_environment") == pool.name else 0
     ports.jobs.advance(
@@ -43,10 +53,25 @@ def ensure_job_queue(payload: EnsureQueueInput, ports: Ports) -> QueueStatus:
         attempt=payload.selection.attempt,
         fields={"instance_type": candidate.instance_type, "gpu_model": candidate.gpu_model},
     )
+    if not _claim(pool, ports):
+        # Its retirement has started: an INVALID pool is left behind; any other is waited for (and helped
+        # down), then created anew under the same name.
+        environment = ports.pools.describe_compute_environment(pool.name)
+        if environment is not None and environment.status == ComputeEnvironmentStatus.INVALID:
+            return _broken_pool(
+                payload, pool.name, invalid_environment(environment), environment.status_reason, checks, ports
+            )
+        step = advance_retirement(pool.name, ports)
+        if step != RetireStep.DONE or not _claim(pool, ports):
+            return _not_ready(pool.name, checks, f"RETIRING/{step.value}")
     environment = ports.pools.describe_compute_environment(pool.name)
     if environment is None:
-        subnets = ports.availability.subnets_in(pool.zones) if pool.zones else None
-        ports.pools.create_compute_environment(compute_environment_spec(pool, ports.settings, subnets))
+        room = make_room(pool.name, ports)
+        if room.diagnosis is not None:
+            return _broken_pool(payload, pool.name, room.diagnosis, room.diagnosis.reason, checks, ports)
+        if not room.fits:
+            return _not_ready(pool.name, checks, room.status)
+        ports.pools.create_compute_environment(spec)
         environment = ports.pools.describe_compute_environment(pool.name)
     environment_status = (environment.status if environment else None) or ComputeEnvironmentStatus.CREATING
     if environment is not None and environment_status == ComputeEnvironmentStatus.INVALID:
@@ -63,15 +88,39 @@ def ensure_job_queue(payload: EnsureQueueInput, ports: Ports) -> QueueStatus:
         return _broken_pool(payload, pool.name, disabled_queue(queue), queue.status_reason, checks, ports)
     queue_status = queue.status if queue else None
     ready = environment_status == ComputeEnvironmentStatus.VALID and queue_status == ComputeEnvironmentStatus.VALID
-    if not ready and checks + 1 >= MAX_READY_CHECKS:
-        raise QueueNotReady(f"{pool.name} still {environment_status}/{queue_status} after {checks + 1} checks")
+    if ready:
+        return QueueStatus(
+            job_queue=pool.name, compute_environment=pool.name, ready=True, checks=checks + 1, status="VALID/VALID"
+        )
+    status = f"{environment_status}/{queue_status or 'NOT_CREATED'}"
+    return _not_ready(pool.name, checks, status, environment.status_reason if environment else None)
+
+
+def _pool_and_spec(payload: EnsureQueueInput, ports: Ports) -> tuple[Pool, dict[str, Any]]:
+    """The candidate's pool, named after the version of its spec as it would be built now."""
+    settings = ports.settings
+    base = pool_for(payload.selection.current(), payload.request.arch, settings.resource_prefix, payload.request.zones)
+    subnets = ports.availability.subnets_in(base.zones) if base.zones else None
+    template = settings.launch_template_name
+    version = ports.availability.launch_template_version(template) if template else None
+    return versioned_pool(base, settings, subnets, version)
+
+
+def _claim(pool: Pool, ports: Ports) -> bool:
+    return ports.pool_states.claim_pool(pool.name, pool.key, now_iso())
+
+
+def _not_ready(pool: str, checks: int, status: str, status_reason: str | None = None) -> QueueStatus:
+    """Not ready yet: the workflow waits and asks again, a bounded number of times."""
+    if checks + 1 >= MAX_READY_CHECKS:
+        raise QueueNotReady(f"{pool} still {status} after {checks + 1} checks")
     return QueueStatus(
-        job_queue=pool.name,
-        compute_environment=pool.name,
-        ready=ready,
+        job_queue=pool,
+        compute_environment=pool,
+        ready=False,
         checks=checks + 1,
-        status=f"{environment_status}/{queue_status or 'NOT_CREATED'}",
-        status_reason=environment.status_reason if environment else None,
+        status=status,
+        status_reason=status_reason,
     )
 
 

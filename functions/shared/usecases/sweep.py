@@ -100,7 +100,7 @@ def _sweep(sweep_id: str, ports: Ports) -> HealthReport:
             remediate_fleet(finding, pools[name], zones, ports)
             fleet_found.append(finding)
             ports.metrics.add_for_pool(FLEET_METRICS[finding.kind], name, len(finding.instances))
-    findings += fleet_found + pool_findings(queues, fleets, swept, fleet_found, at, ports)
+    findings += fleet_found + pool_findings(pools, queues, fleets, swept, fleet_found, at, ports)
     findings += _stuck_findings(swept, pools, fleets, analyses, at, ports)
     record_waste(pools, fleets, analyses, findings, at, ports)
     result = report(sweep_id, at, findings, swept.reconciled)

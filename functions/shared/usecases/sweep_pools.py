@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from functions.shared.domain.batch import FleetState, JobQueueState
+from functions.shared.domain.batch import ComputeEnvironmentState, FleetState, JobQueueState
 from functions.shared.domain.pool_health import (
     REGISTRATION_FAILURES,
     PoolState,
@@ -22,10 +22,12 @@ from functions.shared.domain.vocabulary import FindingKind, MetricName, Severity
 from functions.shared.observability import logger
 from functions.shared.ports import Ports
 from functions.shared.usecases.remediate import disable_failing_pool
+from functions.shared.usecases.retire import sweep_retirements
 from functions.shared.usecases.sweep_jobs import SweptJobs
 
 
 def pool_findings(
+    environments: dict[str, ComputeEnvironmentState],
     queues: dict[str, JobQueueState],
     fleets: dict[str, FleetState],
     swept: SweptJobs,
@@ -34,12 +36,13 @@ def pool_findings(
     ports: Ports,
 ) -> list[Finding]:
     """Every pool (a queue, a fleet, or both): remember it, disable it if it keeps failing, report it if
-    its queue is DISABLED or it has no live job."""
+    its queue is DISABLED or it has no live job; then retire the pools due (outdated, idle, INVALID)."""
     settings = ports.settings
     states = ports.pool_states.pool_states()
     live = Counter(job.job_queue.rsplit("/", 1)[-1] for job in swept.live.values())
     failing = {f.resource: f for f in fleet_found if f.kind in REGISTRATION_FAILURES}
     found: list[Finding] = []
+    current: dict[str, PoolState] = {}
     for name in sorted(set(queues) | set(fleets)):
         previous = states.get(name) or PoolState(pool=name)
         state = next_state(previous, name, at, idle=not live[name], failed_registration=name in failing)
@@ -50,13 +53,15 @@ def pool_findings(
                 queue = queue.model_copy(update={"state": "DISABLED"})
         elif queue is not None and not queue.disabled:
             state.disabled_at = None
-        if queue is not None and queue.disabled:
+        current[name] = state
+        if queue is not None and queue.disabled and not state.retiring_since:
             found.append(disabled_finding(queue, state, live[name]))
-        if state.idle_since:
+        if state.idle_since and not state.retiring_since:
             alive = [i.instance_id for i in fleets.get(name, FleetState()).instances if i.alive]
             found.append(idle_finding(state, alive, at, settings.idle_grace_seconds))
         if not state.same_as(previous) and not ports.pool_states.save_pool_state(state):
             logger.info("another sweep wrote the pool's state first", extra={"pool": name})
+    found += sweep_retirements(environments, states | current, at, ports)
     _emit(found, ports)
     return found
 
@@ -67,6 +72,7 @@ def _emit(found: list[Finding], ports: Ports) -> None:
     wasting = [f for f in idle if f.severity == Severity.WARNING]
     ports.metrics.add(MetricName.DISABLED_POOLS, len(disabled))
     ports.metrics.add(MetricName.IDLE_POOLS, len(idle))
+    ports.metrics.add(MetricName.RETIRING_POOLS, sum(1 for f in found if f.kind == FindingKind.POOL_RETIRING))
     ports.metrics.add(MetricName.IDLE_INSTANCES, sum(f.evidence["instances_alive"] for f in wasting))
     for finding in wasting:
         ports.metrics.add_for_pool(MetricName.IDLE_INSTANCES, finding.resource, finding.evidence["instances_alive"])

@@ -75,7 +75,7 @@ def test_the_wait_for_a_pool_is_bounded(ports):
     previous = status.model_dump() | {"checks": MAX_READY_CHECKS - 1}
 
     # When / Then: the last check gives up with what is waiting
-    with pytest.raises(QueueNotReady, match=f"CREATING/None after {MAX_READY_CHECKS} checks"):
+    with pytest.raises(QueueNotReady, match=f"CREATING/NOT_CREATED after {MAX_READY_CHECKS} checks"):
         ensure_job_queue(payload.model_copy(update={"previous": previous}), ports)
 
 
@@ -168,6 +168,6 @@ def test_a_job_limited_to_zones_gets_a_pool_of_those_zones_subnets_only(ports):
     request, selection = select_job(ports, zones=["us-east-1b"])
     payload = EnsureQueueInput(job_id=JOB_ID, request=request, selection=selection)
     status = ensure_job_queue(payload, ports)
-    assert status.compute_environment.endswith("-1b")
+    assert "-1b-" in status.compute_environment
     spec = ports.pools.environments[status.compute_environment]
     assert spec["computeResources"]["subnets"] == ["subnet-b"]

@@ -1,0 +1,108 @@
+"""The pools' items in the table: one per pool under one partition (a few dozen pools at most: Batch allows 50
+compute environments per region).
+
+An item holds two things written by different hands, each conditionally and without touching the other:
+the sweep's memory of the pool (`state`, versioned), and its use (`last_used_at`, written by each workflow that
+claims the pool, and `retiring_since`, written by whoever starts its retirement). A claim fails once a
+retirement started, and a retirement starts only if nobody claimed the pool since it was read.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from functions.shared import constants as c
+from functions.shared.adapters.dynamodb_codec import deserialize_item, serialize
+from functions.shared.adapters.job_store import is_conditional_failure
+from functions.shared.adapters.table_store import _Table
+from functions.shared.domain.pool_health import USE_FIELDS, PoolState
+
+# What this module's calls are authorized against (the IAM drift check holds it to that).
+IAM_ACTIONS = ("dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
+POOLS_PARTITION = "POOLS"
+
+
+def _key(pool: str) -> dict[str, Any]:
+    return {c.TABLE_PK: {"S": POOLS_PARTITION}, c.TABLE_SK: {"S": pool}}
+
+
+class DynamoPoolStates(_Table):
+    """Implements ports.PoolStates."""
+
+    def pool_states(self) -> dict[str, PoolState]:
+        pages = self._aws.get_paginator("query").paginate(
+            TableName=self._table,
+            KeyConditionExpression="#pk = :p",
+            ExpressionAttributeNames={"#pk": c.TABLE_PK},
+            ExpressionAttributeValues={":p": {"S": POOLS_PARTITION}},
+            ConsistentRead=True,
+        )
+        states = [self._state(deserialize_item(item)) for page in pages for item in page["Items"]]
+        return {state.pool: state for state in states}
+
+    @staticmethod
+    def _state(item: dict[str, Any]) -> PoolState:
+        memory = dict(item.get("state") or {"pool": item[c.TABLE_SK]})
+        use = {field: item[field] for field in USE_FIELDS if item.get(field) is not None}
+        return PoolState.model_validate(memory | use | {"version": int(item.get("version") or 0)})
+
+    def save_pool_state(self, state: PoolState) -> bool:
+        return self._update(
+            state.pool,
+            "SET #state = :state, version = :next",
+            "attribute_not_exists(version) OR version = :read",
+            {
+                ":state": serialize(state.memory() | {"pool": state.pool}),
+                ":next": {"N": str(state.version + 1)},
+                ":read": {"N": str(state.version)},
+            },
+            {"#state": "state"},
+        )
+
+    def claim_pool(self, pool: str, key: str, at: str) -> bool:
+        return self._update(
+            pool,
+            "SET last_used_at = :at, pool_key = :key",
+            "attribute_not_exists(retiring_since)",
+            {":at": {"S": at}, ":key": {"S": key}},
+        )
+
+    def start_retiring(self, pool: str, reason: str, at: str, last_used_at: str | None) -> bool:
+        unclaimed = "last_used_at = :seen" if last_used_at else "attribute_not_exists(last_used_at)"
+        values = {":at": {"S": at}, ":reason": {"S": reason}} | ({":seen": {"S": last_used_at}} if last_used_at else {})
+        return self._update(
+            pool,
+            "SET retiring_since = :at, retire_reason = :reason",
+            f"attribute_not_exists(retiring_since) AND {unclaimed}",
+            values,
+        )
+
+    def finish_retiring(self, pool: str) -> None:
+        try:
+            self._aws.delete_item(
+                TableName=self._table, Key=_key(pool), ConditionExpression="attribute_exists(retiring_since)"
+            )
+        except ClientError as error:
+            if not is_conditional_failure(error):
+                raise
+
+    def _update(
+        self, pool: str, update: str, condition: str, values: dict[str, Any], names: dict[str, str] | None = None
+    ) -> bool:
+        """UpdateItem of the pool's item; False when its condition failed."""
+        try:
+            self._aws.update_item(
+                TableName=self._table,
+                Key=_key(pool),
+                UpdateExpression=update,
+                ConditionExpression=condition,
+                ExpressionAttributeValues=values,
+                **({"ExpressionAttributeNames": names} if names else {}),
+            )
+        except ClientError as error:
+            if is_conditional_failure(error):
+                return False
+            raise
+        return True
