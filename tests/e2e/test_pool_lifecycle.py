@@ -74,7 +74,8 @@ def test_a_new_launch_template_version_moves_new_jobs_to_a_new_pool_and_the_old_
     time.sleep(PAST_CLAIM_GRACE)
     findings = sweep(cloud)
     [retired] = [f for f in findings if f["kind"] == "POOL_RETIRING"]
-    assert (retired["resource"], retired["evidence"]["reason"], retired["evidence"]["step"]) == (old, "outdated", "done")
+    evidence = retired["evidence"]
+    assert (retired["resource"], evidence["reason"], evidence["step"]) == (old, "outdated", "done")
     assert old not in environments(cloud) and new in environments(cloud)
     queues = {q["jobQueueName"]: q for q in aws(cloud, "batch").describe_job_queues()["jobQueues"]}
     assert old not in queues and queues[new]["state"] == "ENABLED"
