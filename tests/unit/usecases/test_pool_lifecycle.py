@@ -63,7 +63,9 @@ def test_a_new_launch_template_version_is_a_new_pool_version_and_the_old_one_is_
     first = run_sweep(None, ports)
     [draining] = [f for f in first.findings if f.kind == "POOL_RETIRING"]
     assert (draining.resource, draining.evidence["reason"], draining.evidence["step"]) == (
-        old, "outdated", RetireStep.DRAIN_QUEUE.value
+        old,
+        "outdated",
+        RetireStep.DRAIN_QUEUE.value,
     )
     assert ports.pools.queues[old]["state"] == "DISABLED" and old in ports.pools.environments
 
