@@ -1,6 +1,7 @@
-"""Run the benchmarks (cold start, control plane, sweep, plan), write bench/results/<name>.json, print a table.
+"""Run the benchmarks (cold start, control plane, sweep, plan, API properties), write bench/results/<name>.json,
+print a table.
 
-python -m bench.run [--only cold_start|control_plane|sweep|plan] [--runs N]
+python -m bench.run [--only cold_start|control_plane|sweep|plan|api_properties] [--runs N]
 """
 
 from __future__ import annotations
@@ -11,13 +12,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bench import REPO_ROOT, RESULTS_DIR, cold_start, control_plane, plan, sweep
+from bench import REPO_ROOT, RESULTS_DIR, api_properties, cold_start, control_plane, plan, sweep
 
 BENCHMARKS: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
     cold_start.NAME: lambda args: cold_start.run(args.runs),
     control_plane.NAME: lambda args: control_plane.run(),
     sweep.NAME: lambda args: sweep.run(),
     plan.NAME: lambda args: plan.run(),
+    api_properties.NAME: lambda args: api_properties.run(),
 }
 
 

@@ -1,4 +1,5 @@
-"""Write the API's OpenAPI document: `python -m gpupilot.openapi [PATH]` (default docs/openapi.json)."""
+"""Write the API's OpenAPI document: `python -m gpupilot.openapi [--local] [PATH]` (default docs/openapi.json;
+with --local, the local cloud's document, which has no security requirement, to PATH or stdout)."""
 
 from __future__ import annotations
 
@@ -11,13 +12,18 @@ from functions.shared.api_contract import openapi_document
 DEFAULT_PATH = Path(__file__).resolve().parents[1] / "docs" / "openapi.json"
 
 
-def render() -> str:
-    return json.dumps(openapi_document(), indent=2, sort_keys=True) + "\n"
+def render(local: bool = False) -> str:
+    return json.dumps(openapi_document(local=local), indent=2, sort_keys=True) + "\n"
 
 
 def main(argv: list[str]) -> int:
-    path = Path(argv[0]) if argv else DEFAULT_PATH
-    path.write_text(render())
+    local = "--local" in argv
+    paths = [arg for arg in argv if arg != "--local"]
+    if local and not paths:
+        sys.stdout.write(render(local=True))
+        return 0
+    path = Path(paths[0]) if paths else DEFAULT_PATH
+    path.write_text(render(local=local))
     print(f"wrote {path}")
     return 0
 

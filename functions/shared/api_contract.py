@@ -22,6 +22,9 @@ from functions.shared.domain.views import (
 )
 from functions.shared.domain.vocabulary import JobStatus
 
+# A health sweep id: what POST /sweep returns, and what GET /health?sweep_id= takes.
+SWEEP_ID_PATTERN = r"^[\x21-\x7e]{1,64}$"
+
 API_TITLE = "GPU Pilot"
 API_VERSION = "1"
 # API Gateway's IAM authorization as OpenAPI spells it: requests signed with SigV4.
@@ -76,6 +79,7 @@ ROUTES: tuple[Route, ...] = (
                 "Idempotency-Key",
                 "The same key and body return the same job (24 h); 409 IN_PROGRESS with Retry-After while the "
                 "first call runs; 422 for the same key with another body",
+                {"type": "string", "minLength": 1, "maxLength": 256},
             ),
         ),
     ),
@@ -110,7 +114,8 @@ ROUTES: tuple[Route, ...] = (
         "cancel_job",
         "DELETE",
         "/jobs/{job_id}",
-        "Cancel a job: stops its workflow and terminates its Batch job",
+        "Cancel a job: stops its workflow and terminates its Batch job. The job is not removed: it stays readable, "
+        "with status CANCELLED",
         JobView,
         status=202,
         errors=(404, 409),
@@ -122,7 +127,13 @@ ROUTES: tuple[Route, ...] = (
         "/health",
         "The latest finished health sweep, or the one named by sweep_id (status RUNNING until it ends)",
         HealthReport,
-        query=(QueryParam("sweep_id", "A sweep started by POST /sweep"),),
+        query=(
+            QueryParam(
+                "sweep_id",
+                "A sweep started by POST /sweep",
+                {"type": "string", "minLength": 1, "maxLength": 64, "pattern": SWEEP_ID_PATTERN},
+            ),
+        ),
         errors=(400, 404),
     ),
     Route(
@@ -155,8 +166,23 @@ ROUTES: tuple[Route, ...] = (
 )
 
 
-def openapi_document() -> dict[str, Any]:
-    """OpenAPI 3.1 for the API, its schemas from the same pydantic models the handler validates with."""
+DEPLOYED_SERVER = {
+    "url": "https://{api_id}.execute-api.{region}.amazonaws.com/prod",
+    "description": "The deployed API: every operation needs a SigV4 signature (IAM authorization).",
+    "variables": {"api_id": {"default": "api_id"}, "region": {"default": "us-east-1"}},
+}
+LOCAL_SERVER = {
+    "url": "http://127.0.0.1:8765",
+    "description": "The local cloud (`gpupilot serve`): the same routes and models, without SigV4 by design (it "
+    "listens on the loopback interface only); its own document, `python -m gpupilot.openapi --local`, says so "
+    "with no security requirement.",
+}
+
+
+def openapi_document(local: bool = False) -> dict[str, Any]:
+    """OpenAPI 3.1 for the API, its schemas from the same pydantic models the handler validates with.
+
+    `local`: the local cloud's document: its server only, and no security requirement (it has no SigV4)."""
     models = {route.response for route in ROUTES} | {r.body for r in ROUTES if r.body} | {ErrorBody}
     _, schemas = models_json_schema(
         [(model, "serialization") for model in sorted(models, key=lambda m: m.__name__)],
@@ -184,7 +210,7 @@ def openapi_document() -> dict[str, Any]:
         operation: dict[str, Any] = {
             "operationId": route.operation_id,
             "summary": route.summary,
-            "security": [{"sigv4": []}],
+            "security": [] if local else [{"sigv4": []}],
             "responses": responses,
         }
         if parameters:
@@ -192,21 +218,22 @@ def openapi_document() -> dict[str, Any]:
         if route.body:
             operation["requestBody"] = {"required": True, "content": _json_content(route.body)}
         paths.setdefault(route.path, {})[route.method.lower()] = operation
+    components: dict[str, Any] = {"schemas": schemas["$defs"]}
+    if not local:
+        components["securitySchemes"] = {
+            "sigv4": {
+                "type": "apiKey",
+                "name": "Authorization",
+                "in": "header",
+                "x-amazon-apigateway-authtype": "awsSigv4",
+            }
+        }
     return {
         "openapi": "3.1.0",
         "info": {"title": API_TITLE, "version": API_VERSION},
+        "servers": [LOCAL_SERVER] if local else [DEPLOYED_SERVER, LOCAL_SERVER],
         "paths": paths,
-        "components": {
-            "schemas": schemas["$defs"],
-            "securitySchemes": {
-                "sigv4": {
-                    "type": "apiKey",
-                    "name": "Authorization",
-                    "in": "header",
-                    "x-amazon-apigateway-authtype": "awsSigv4",
-                }
-            },
-        },
+        "components": components,
     }
 
 

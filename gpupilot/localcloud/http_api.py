@@ -131,6 +131,12 @@ def _handler_class(invoke: ApiInvoker) -> type[BaseHTTPRequestHandler]:
 
         do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = do_HEAD = do_OPTIONS = _serve
 
+        def __getattr__(self, name: str) -> Any:
+            # Any other method (TRACE, CONNECT, made-up ones) is routed too: 405 with Allow, never an HTML 501.
+            if name.startswith("do_"):
+                return self._serve
+            raise AttributeError(name)
+
     return Handler
 
 

@@ -44,8 +44,14 @@ def call(
         (BODY | {"min_gpu_memory_gib": 1e-200}, "min_gpu_memory_gib"),
         (BODY | {"environment": {"A": "x" * 500_000}}, "environment"),
         (BODY | {"environment": {"A": "\ud800"}}, "environment"),
-        (BODY | {"command": ["python", "\ud800"]}, "command"),
+        (BODY | {"command": ["python", "\ud800"]}, "command.1"),
         (BODY | {"image": "x" * 256}, "image"),
+        # Found by the property-based tests: DynamoDB cannot store a number below 1e-130
+        (BODY | {"give_up_after_minutes": 4.78e-183}, "give_up_after_minutes"),
+        (BODY | {"command": ["python", ""]}, "command.1"),
+        (BODY | {"zones": []}, "zones"),
+        (BODY | {"gpus": "2"}, "gpus"),
+        (BODY | {"gpus": 2.5}, "gpus"),
     ],
 )
 def test_bad_job_bodies_get_a_400_that_names_the_field(cloud: Cloud, body: Any, field: str) -> None:
@@ -130,6 +136,28 @@ def test_plan_ranks_candidates_and_explains_rejections(cloud: Cloud) -> None:
 def test_costs_with_a_bad_date_name_the_parameter(cloud: Cloud) -> None:
     status, error = call(cloud, "GET", "/costs?from=yesterday")
     assert status == 400 and error["field"] == "from"
+    # An empty `to`, or ISO 8601's other spellings of a day, are not the OpenAPI's `format: date` either
+    for query in ("to=", "to=20261123", "from=2026-W47-1"):
+        status, error = call(cloud, "GET", f"/costs?{query}")
+        assert status == 400 and error["field"] == query.split("=")[0], query
+
+
+def test_a_whole_number_written_as_a_float_is_a_whole_number(cloud: Cloud) -> None:
+    # JSON Schema's integer includes 2.0; "2" and true stay refused (above)
+    status, answer = call(cloud, "POST", "/plan", BODY | {"gpus": 1.0, "max_attempts": 3.0})
+    assert status == 200, answer
+
+
+def test_a_path_no_route_takes_is_a_404_in_the_error_shape(cloud: Cloud) -> None:
+    for path in ("/jobs/%0A", "/jobs/a%09b", "/nowhere"):
+        status, error = call(cloud, "GET", path)
+        assert status == 404 and set(error) >= {"error", "message"}, (path, error)
+        assert error["error"] == "NotFound" and error["field"] == "path"
+
+
+def test_a_sweep_id_is_printable_ascii(cloud: Cloud) -> None:
+    status, error = call(cloud, "GET", "/health?sweep_id=a%20b")
+    assert status == 400 and error["field"] == "sweep_id"
 
 
 def test_post_sweep_starts_a_sweep_in_the_sweep_function_and_answers_at_once(cloud: Cloud) -> None:

@@ -98,7 +98,7 @@ def test_ordinary_environment_names_are_accepted():
 @pytest.mark.parametrize("models", [[], [""]])
 def test_gpu_models_must_be_a_non_empty_list_of_non_empty_names(models):
     # Given / When / Then
-    assert refused_field(gpu_models=models) == ("gpu_models",)
+    assert refused_field(gpu_models=models)[0] == "gpu_models"
 
 
 # -- preflight, secrets and job roles -----------------------------------------------------------------

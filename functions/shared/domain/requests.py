@@ -3,8 +3,19 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    ValidationInfo,
+    field_validator,
+)
 
 from functions.shared.domain.vocabulary import Arch, CapacityPreference
 
@@ -24,6 +35,29 @@ SECRET_ARN = re.compile(
 ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}$")
 
 
+# What the validators below check, said in the JSON schema too (the OpenAPI document is written from it), so
+# that a request the schema calls valid is never refused for its shape.
+NOT_RESERVED = "^(?!AWS_BATCH)"
+SECRET_NAME = "^(?!AWS_BATCH)[A-Za-z_][A-Za-z0-9_]{0,254}$"
+ListEntry = Annotated[str, Field(min_length=1, max_length=64)]
+
+
+def _integral(value: Any) -> Any:
+    """JSON Schema's integer: 19.0 is one (a number without a fractional part); "19" and true are not."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def _schema(**extra: Any) -> Callable[[dict[str, Any]], None]:
+    """Add keywords to a field's JSON schema (to its string branch, for an optional string)."""
+
+    def add(schema: dict[str, Any]) -> None:
+        for branch in schema.get("anyOf") or [schema]:
+            if branch.get("type") != "null":
+                branch.update(extra)
+
+    return add
+
+
 def _encodable(value: str) -> str:
     try:
         value.encode("utf-8")
@@ -41,19 +75,27 @@ class JobRequest(BaseModel):
 
     name: str = Field(pattern=JOB_NAME_PATTERN, description="1-128 of letters, digits, '_' and '-'")
     image: str = Field(min_length=1, max_length=255, description="Container image with the CUDA payload")
-    command: list[str] = Field(min_length=1, description="Command and arguments, as a list of strings")
+    command: list[Annotated[str, Field(min_length=1)]] = Field(
+        min_length=1, description="Command and arguments, as a list of non-empty strings"
+    )
     gpus: StrictInt = Field(default=1, ge=1, le=8, description="Physical GPUs for the job")
     min_gpu_memory_gib: StrictFloat | None = Field(default=None, ge=0.001, le=1024, description="Per GPU")
     vcpus: StrictInt | None = Field(default=None, gt=0, le=192)
     memory_gib: StrictFloat | None = Field(default=None, ge=0.001, le=2048)
-    gpu_models: list[str] | None = Field(default=None, description="Preference order, e.g. ['L4', 'A10G']")
-    instance_types: list[str] | None = Field(default=None, description="Allow-list of instance types")
+    gpu_models: list[ListEntry] | None = Field(
+        default=None, min_length=1, max_length=MAX_LIST_ITEMS, description="Preference order, e.g. ['L4', 'A10G']"
+    )
+    instance_types: list[ListEntry] | None = Field(
+        default=None, min_length=1, max_length=MAX_LIST_ITEMS, description="Allow-list of instance types"
+    )
     capacity: CapacityPreference = Field(default=CapacityPreference.ON_DEMAND)
     max_hourly_usd: StrictFloat | None = Field(default=None, ge=0.0001, le=10_000)
     timeout_minutes: StrictInt = Field(default=60, ge=1, le=20160)
     stuck_after_minutes: StrictFloat = Field(default=15, ge=0.001, le=1440, description="> 0; at least 0.001 (60 ms)")
     environment: dict[str, str] = Field(
-        default_factory=dict, description="Plain values, readable by whoever can read the job: use secrets for secrets"
+        default_factory=dict,
+        description="Plain values, readable by whoever can read the job: use secrets for secrets",
+        json_schema_extra=_schema(propertyNames={"minLength": 1, "pattern": NOT_RESERVED}),
     )
     arch: Arch = Field(default=Arch.X86_64)
     preflight: StrictBool = Field(
@@ -64,12 +106,21 @@ class JobRequest(BaseModel):
         default_factory=dict,
         description="NAME -> ARN of a Secrets Manager secret or SSM parameter, set in the container by Batch; "
         "the value never passes through GPU Pilot",
+        json_schema_extra=_schema(
+            maxProperties=MAX_SECRETS,
+            propertyNames={"pattern": SECRET_NAME},
+            additionalProperties={"type": "string", "pattern": SECRET_ARN.pattern},
+        ),
     )
     job_role_arn: str | None = Field(
-        default=None, description="IAM role the job's container runs as (default: the stack's minimal job role)"
-    )
-    zones: list[str] | None = Field(
         default=None,
+        description="IAM role the job's container runs as (default: the stack's minimal job role)",
+        json_schema_extra=_schema(pattern=ROLE_ARN.pattern),
+    )
+    zones: list[ListEntry] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_LIST_ITEMS,
         description="Availability zones the job may run in (non-empty): restricts the candidates and the subnets of "
         "the pool's compute environment",
     )
@@ -77,8 +128,13 @@ class JobRequest(BaseModel):
         default=6, ge=1, le=20, description="GPU offerings tried at most (fallbacks included)"
     )
     give_up_after_minutes: StrictFloat | None = Field(
-        default=None, gt=0, le=10080, description="Fail the job if it has not started this long after submission"
+        default=None, ge=0.001, le=10080, description="Fail the job if it has not started this long after submission"
     )
+
+    @field_validator("gpus", "vcpus", "timeout_minutes", "max_attempts", mode="before")
+    @classmethod
+    def _whole_numbers(cls, value: Any) -> Any:
+        return _integral(value)
 
     @field_validator("name", "image")
     @classmethod
