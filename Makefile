@@ -5,6 +5,9 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# checkov (the second IaC scanner) pins versions the project cannot use: it gets a virtualenv of its own.
+CHECKOV_VENV := .venv-checkov
+CHECKOV := $(CHECKOV_VENV)/bin/checkov
 TEMPLATE := cdk.out/GpuPilot.template.json
 STACK_SOURCES := app.py cdk.json $(wildcard stacks/*.py) $(wildcard statemachines/*.json) \
 	$(wildcard functions/*/*.py) $(wildcard functions/shared/*.py) $(wildcard functions/shared/*/*.py) \
@@ -20,6 +23,11 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	touch $(STAMP)
 
 setup: $(STAMP)
+
+$(CHECKOV):
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet checkov==3.3.30
 
 $(TEMPLATE): $(STAMP) $(STACK_SOURCES)
 	$(PY) app.py
@@ -38,8 +46,8 @@ lint: setup
 	$(VENV)/bin/mypy functions gpupilot stacks payloads app.py
 
 # --iam-drift=strict: every AWS call is granted by the template, and every grant is used or documented.
-test: synth lint
-	$(PY) -m pytest -n 2 --dist loadgroup -q -p no:cacheprovider --iam-drift=strict tests
+test: synth lint $(CHECKOV)
+	GPUPILOT_REQUIRE_CHECKOV=1 $(PY) -m pytest -n 2 --dist loadgroup -q -p no:cacheprovider --iam-drift=strict tests
 
 test-fast: setup
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit

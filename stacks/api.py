@@ -9,7 +9,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from functions.shared.api_contract import ROUTES
-from stacks.nag import acknowledge
+from stacks.nag import Kind, acknowledge, acknowledge_checkov
 from stacks.settings import API_STAGE_NAME, API_THROTTLE_BURST, API_THROTTLE_RATE, LOG_RETENTION
 
 # Only the shape is checked at the edge; the api Lambda validates fields itself, so its 4xx bodies
@@ -27,6 +27,7 @@ class Api(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         access_logs = logs.LogGroup(self, "AccessLogs", retention=LOG_RETENTION, removal_policy=RemovalPolicy.DESTROY)
+        acknowledge_checkov(access_logs, Kind.LOG_GROUP)
         self.rest_api = apigw.RestApi(
             self,
             "RestApi",
@@ -98,6 +99,7 @@ class Api(Construct):
             "the Lambda, and stage throttling caps signed callers; no WAF rule would apply to "
             "authenticated AWS principals that these two do not already cover.",
         )
+        acknowledge_checkov(self.rest_api.deployment_stage, Kind.API_STAGE)
         # The stack exports the URL as ApiUrl; RestApi's own duplicate output would only add noise.
         self.rest_api.node.try_remove_child("Endpoint")
         self.url = self.rest_api.url

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import Fn
+from aws_cdk import Fn, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from functions.shared.domain.userdata import gpu_user_data
-from stacks.nag import acknowledge, wildcard_findings
+from stacks.nag import Kind, acknowledge, acknowledge_checkov, wildcard_findings
 from stacks.settings import (
     IMDS_HOP_LIMIT,
     LAUNCH_TEMPLATE_NAME,
@@ -23,6 +23,9 @@ from stacks.settings import (
     ROOT_DEVICE_NAME,
     ROOT_VOLUME_GIB,
 )
+
+# The id of the provider CDK adds once per stack for the @aws-cdk/aws-ec2:restrictDefaultSecurityGroup feature flag.
+RESTRICT_DEFAULT_SG_PROVIDER = "Custom::VpcRestrictDefaultSGCustomResourceProvider"
 
 WHY_SECRETS_PREFIX = (
     "Jobs reference secrets by ARN at submit time (request `secrets`); the execution role may read only "
@@ -43,6 +46,7 @@ class BatchFleet(Construct):
         super().__init__(scope, construct_id)
 
         flow_logs = logs.LogGroup(self, "FlowLogs", retention=LOG_RETENTION)
+        acknowledge_checkov(flow_logs, Kind.LOG_GROUP)
         # GPU instances live in private subnets but must reach the ECS and Batch endpoints: without a
         # route the ECS agent never registers and jobs sit in RUNNABLE forever. One NAT gateway gives
         # that route at the lowest cost; interface endpoints for ECS would cost more per zone than the
@@ -64,6 +68,10 @@ class BatchFleet(Construct):
                 )
             },
         )
+        # The VPC's default security group is stripped of its rules by a function CDK adds to the stack.
+        restrict_default_group = Stack.of(self).node.try_find_child(RESTRICT_DEFAULT_SG_PROVIDER)
+        if restrict_default_group is not None:
+            acknowledge_checkov(restrict_default_group.node.find_child("Handler"), Kind.DEPLOYMENT_FUNCTION)
         self.private_subnet_ids: list[str] = self.vpc.select_subnets(
             subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS
         ).subnet_ids

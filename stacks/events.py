@@ -15,7 +15,7 @@ from functions.shared.constants import (
     BATCH_JOB_STATE_CHANGE,
     SWEEP_RATE_MINUTES,
 )
-from stacks.nag import acknowledge
+from stacks.nag import Kind, acknowledge, acknowledge_checkov
 
 
 class JobEvents(Construct):
@@ -43,6 +43,7 @@ class JobEvents(Construct):
             "This queue is itself the dead-letter queue of the Batch events rule target; a DLQ for a DLQ "
             "would only move the same undeliverable events again.",
         )
+        acknowledge_checkov(self.dead_letters, Kind.QUEUE)
 
         self.batch_rule = events.Rule(
             self,

@@ -16,7 +16,7 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from functions.shared.constants import ENV_TABLE, LAMBDAS, METRICS_NAMESPACE, SERVICE_NAME, LambdaSpec
-from stacks.nag import WildcardLedger, acknowledge
+from stacks.nag import Kind, WildcardLedger, acknowledge, acknowledge_checkov
 from stacks.permissions import Grant
 from stacks.settings import LOG_RETENTION, POWERTOOLS_LAYER_PARAMETER
 
@@ -121,6 +121,7 @@ class ControlPlaneFunctions(Construct):
     def _create(self, spec: LambdaSpec, *, environment: Mapping[str, str]) -> lambda_.Function:
         name = construct_name(spec.key)
         log_group = logs.LogGroup(self, f"{name}Logs", retention=LOG_RETENTION)
+        acknowledge_checkov(log_group, Kind.LOG_GROUP)
         # An own role instead of the default one: the default attaches the AWSLambdaBasicExecutionRole
         # managed policy (logs on every group), this one writes to its own log group only.
         role = iam.Role(
@@ -142,6 +143,7 @@ class ControlPlaneFunctions(Construct):
                 retention_period=Duration.days(14),
             )
             acknowledge(queue, "AwsSolutions-SQS3", WHY_FAILURE_QUEUE_HAS_NO_DLQ)
+            acknowledge_checkov(queue, Kind.QUEUE)
             self.failure_queues[spec.key] = queue
             on_failure = FailureQueueDestination(queue)
         function = lambda_.Function(
@@ -165,4 +167,6 @@ class ControlPlaneFunctions(Construct):
             retry_attempts=2 if spec.invoked_async else None,
         )
         acknowledge(function, "AwsSolutions-L1", WHY_PYTHON_311)
+        acknowledge_checkov(function, Kind.FUNCTION)
+        acknowledge_checkov(function, Kind.ASYNCHRONOUS_FUNCTION if spec.invoked_async else Kind.SYNCHRONOUS_FUNCTION)
         return function

@@ -17,6 +17,7 @@ from functions.shared.constants import (
     TABLE_SK,
     TTL_ATTRIBUTE,
 )
+from stacks.nag import Kind, acknowledge_checkov
 
 
 class Storage(Construct):
@@ -38,6 +39,7 @@ class Storage(Construct):
             # Job history and cost records outlive any one deployment of the stack.
             removal_policy=RemovalPolicy.RETAIN,
         )
+        acknowledge_checkov(self.table, Kind.TABLE)
         self.table.add_global_secondary_index(
             index_name=GSI1_NAME,
             partition_key=dynamodb.Attribute(name=GSI1_PK, type=string),

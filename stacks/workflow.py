@@ -14,7 +14,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from functions.shared.constants import LAMBDAS, STACK_NAME, STATE_MACHINE_NAME
-from stacks.nag import acknowledge
+from stacks.nag import Kind, acknowledge, acknowledge_checkov
 from stacks.settings import LOG_RETENTION
 
 # Substitutions the ASL takes besides the Lambdas' ARNs.
@@ -70,6 +70,7 @@ class Workflow(Construct):
             retention=LOG_RETENTION,
             removal_policy=RemovalPolicy.DESTROY,
         )
+        acknowledge_checkov(log_group, Kind.LOG_GROUP)
         self.state_machine = sfn.StateMachine(
             self,
             "GpuJob",
