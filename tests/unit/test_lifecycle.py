@@ -186,9 +186,9 @@ def test_epoch_milliseconds_become_iso_utc_with_milliseconds():
 def test_billed_seconds_add_up_every_batch_attempt():
     # Given a job Batch ran twice (a host was reclaimed after 10 minutes, then 50 minutes ran)
     detail = {
-        "startedAt": 700_000,
-        "stoppedAt": 3_700_000,
-        "attempts": [{"startedAt": 0, "stoppedAt": 600_000}, {"startedAt": 700_000, "stoppedAt": 3_700_000}],
+        "startedAt": 800_000,
+        "stoppedAt": 3_800_000,
+        "attempts": [{"startedAt": 100_000, "stoppedAt": 700_000}, {"startedAt": 800_000, "stoppedAt": 3_800_000}],
     }
     # Then both attempts are billed
     assert billed_seconds(detail) == 3600.0

@@ -151,3 +151,15 @@ def test_a_spot_price_is_averaged_over_the_attempt_each_point_in_effect_until_th
     # Without a point before the start, the first one inside is taken as in effect from the start
     assert time_weighted(points[1:], start, stop) == 0.5
     assert time_weighted([], start, stop) is None
+
+
+def test_a_job_that_never_started_has_no_runtime_even_if_its_start_reads_zero():
+    from functions.shared.domain.batch import BatchJobState
+
+    # Given a job cancelled while RUNNABLE, described with startedAt 0 (never started) and a stoppedAt
+    never = BatchJobState.from_batch(
+        {"jobId": "j", "status": "FAILED", "startedAt": 0, "stoppedAt": 1_763_900_000_000,
+         "attempts": [{"startedAt": 0, "stoppedAt": 1_763_900_000_000}]}
+    )  # fmt: skip
+    # Then it ran for no time at all (not since 1970), and has no start time
+    assert (never.runtime_seconds, never.started_at) == (None, None)

@@ -18,21 +18,27 @@ def _iso_time(value: Any) -> str | None:
     return normalize_iso(value) if isinstance(value, str) else None
 
 
+def _millis(value: Any) -> float | None:
+    """A Batch time in epoch milliseconds; 0 (what some describers give a job that never started) is none."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and value > 0 else None
+
+
 def _iso(millis: Any) -> str | None:
-    return iso_from_millis(float(millis)) if isinstance(millis, int | float) else None
+    value = _millis(millis)
+    return iso_from_millis(value) if value is not None else None
 
 
 def billed_seconds(job: dict[str, Any]) -> float | None:
     """Seconds the job held its instance: every Batch attempt (retries count), or None before it ran."""
     spans = [
-        (a["stoppedAt"] - a["startedAt"]) / 1000
+        (stopped - started) / 1000
         for a in job.get("attempts") or []
-        if isinstance(a.get("startedAt"), int | float) and isinstance(a.get("stoppedAt"), int | float)
+        if (started := _millis(a.get("startedAt"))) is not None and (stopped := _millis(a.get("stoppedAt"))) is not None
     ]
     if spans:
         return max(0.0, sum(spans))
-    started, stopped = job.get("startedAt"), job.get("stoppedAt")
-    if isinstance(started, int | float) and isinstance(stopped, int | float):
+    started, stopped = _millis(job.get("startedAt")), _millis(job.get("stoppedAt"))
+    if started is not None and stopped is not None:
         return max(0.0, (stopped - started) / 1000)
     return None
 
