@@ -1,7 +1,7 @@
-"""Run the benchmarks (cold start, control plane, sweep, plan, API properties), write bench/results/<name>.json,
-print a table.
+"""Run the benchmarks (cold start, control plane, sweep, plan, API properties, faults, load), write
+bench/results/<name>.json, print a table.
 
-python -m bench.run [--only cold_start|control_plane|sweep|plan|api_properties] [--runs N]
+python -m bench.run [--only cold_start|control_plane|sweep|plan|api_properties|faults|local_e2e] [--runs N]
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bench import REPO_ROOT, RESULTS_DIR, api_properties, cold_start, control_plane, plan, sweep
+from bench import REPO_ROOT, RESULTS_DIR, api_properties, cold_start, control_plane, faults, local_e2e, plan, sweep
 
 BENCHMARKS: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
     cold_start.NAME: lambda args: cold_start.run(args.runs),
@@ -20,6 +20,8 @@ BENCHMARKS: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
     sweep.NAME: lambda args: sweep.run(),
     plan.NAME: lambda args: plan.run(),
     api_properties.NAME: lambda args: api_properties.run(),
+    faults.NAME: lambda args: faults.run(),
+    local_e2e.NAME: lambda args: local_e2e.run(),
 }
 
 

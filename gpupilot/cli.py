@@ -1,7 +1,7 @@
 """`gpupilot`: submit and watch GPU jobs, and run the local cloud.
 
 Without --endpoint (or GPUPILOT_ENDPOINT) the CLI talks to the local cloud started by `gpupilot serve`.
-Bad input exits 2 with one line; a job that ends FAILED exits 1.
+Bad input exits 2 with one line (with --json: one JSON object) on stderr; a job that ends FAILED exits 1.
 """
 
 from __future__ import annotations
@@ -10,7 +10,10 @@ import argparse
 import base64
 import contextlib
 import json
+import math
+import re
 import signal
+import socket
 import sys
 import threading
 import time
@@ -21,7 +24,15 @@ from typing import Any, NoReturn
 from urllib.parse import quote
 
 from gpupilot import render
-from gpupilot.client import DEFAULT_LOCAL_ENDPOINT, ApiClient, ApiResponse, ApiUnreachable, InvalidEndpoint
+from gpupilot.client import (
+    DEFAULT_LOCAL_ENDPOINT,
+    IN_PROGRESS,
+    ApiClient,
+    ApiResponse,
+    ApiUnreachable,
+    InvalidEndpoint,
+    StillInProgress,
+)
 
 FINISHED = {"SUCCEEDED", "FAILED", "CANCELLED"}
 STOP_TIMEOUT_SECONDS = 5
@@ -40,24 +51,120 @@ EXIT_JOB_FAILED = 1  # the job (or a sweep) ended FAILED or CANCELLED
 EXIT_BAD_REQUEST = 2  # bad input: a flag, a file, or a 4xx from the API
 EXIT_NOT_FOUND = 3  # no such job or sweep (404)
 EXIT_SERVICE = 4  # the service failed or could not be reached (5xx, connection, time-out, a FAILED sweep)
+EXIT_INTERRUPTED = 130  # Ctrl-C (the shell's convention for SIGINT)
 
 
-class UsageError(Exception):
+class CliError(Exception):
+    """A refusal or failure reported as one line on stderr (with --json, one JSON object) and an exit code.
+
+    `str(error)` is the line; `kind` names the error (the API's own `error` when the API refused), `field` the
+    flag or request field at fault when known, `message` the explanation without the kind and field."""
+
+    exit_code = EXIT_SERVICE
+    default_kind = "Error"
+
+    def __init__(
+        self,
+        line: str,
+        *,
+        kind: str | None = None,
+        field: str | None = None,
+        message: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(line)
+        self.kind = kind or self.default_kind
+        self.field = field
+        self.message = message or line
+        self.details = details or {}
+
+
+class UsageError(CliError):
     """Bad input: exit 2 with one line."""
 
+    exit_code = EXIT_BAD_REQUEST
+    default_kind = "UsageError"
 
-class NotFound(Exception):
+
+class NotFound(CliError):
     """The API has no such job or sweep: exit 3 with one line."""
 
+    exit_code = EXIT_NOT_FOUND
+    default_kind = "NotFound"
 
-class ServiceError(Exception):
+
+class ServiceError(CliError):
     """The API failed or timed out: exit 4 with one line."""
+
+    exit_code = EXIT_SERVICE
+    default_kind = "ServiceError"
+
+
+class Interrupted(CliError):
+    """Ctrl-C: no traceback; a followed job keeps running."""
+
+    exit_code = EXIT_INTERRUPTED
+    default_kind = "Interrupted"
+
+
+def report(error: CliError, json_errors: bool) -> int:
+    """Say what went wrong on stderr, in one line or one JSON object; the exit code to end with."""
+    if json_errors:
+        shown = {"error": error.kind, "message": error.message, "field": error.field, "exit_code": error.exit_code}
+        print(json.dumps(shown | error.details), file=sys.stderr)
+    else:
+        print("gpupilot: " + " ".join(str(error).splitlines()), file=sys.stderr)
+    return error.exit_code
+
+
+def wants_json(argv: list[str]) -> bool:
+    """--json among the CLI's own arguments (not after the `--` that starts a job's command)."""
+    own = argv[: argv.index("--")] if "--" in argv else argv
+    return "--json" in own
 
 
 class Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, json_errors: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.json_errors = json_errors
+
     def error(self, message: str) -> NoReturn:
-        print(f"gpupilot: {message}", file=sys.stderr)
-        raise SystemExit(2)
+        named = re.match(r"argument ([^:]+): ", message)
+        field = named.group(1).split("/")[-1] if named else None
+        raise SystemExit(report(UsageError(message, field=field), self.json_errors))
+
+
+def port_number(value: str) -> int:
+    """A TCP port for --port and --aws-port: 0 (any free port) to 65535."""
+    try:
+        port = int(value)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port number from 0 to 65535 (0: any free port), not {value!r}")
+    return port
+
+
+def positive_number(value: str) -> float:
+    """A finite number greater than 0."""
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not (math.isfinite(number) and number > 0):
+        raise argparse.ArgumentTypeError(f"must be a number greater than 0, not {value!r}")
+    return number
+
+
+def seconds_or_zero(value: str) -> float:
+    """A finite number of seconds, 0 or more."""
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not (math.isfinite(number) and number >= 0):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, 0 or more, not {value!r}")
+    return number
 
 
 def _job_arguments(parser: argparse.ArgumentParser) -> None:
@@ -83,37 +190,109 @@ def _job_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 ENDPOINT_HELP = f"API URL (default: GPUPILOT_ENDPOINT or {DEFAULT_LOCAL_ENDPOINT})"
+JSON_HELP = "machine-readable output (errors too: one JSON object on stderr)"
+
+# One or more example invocations per command, shown by `gpupilot COMMAND --help`.
+EXAMPLES = {
+    "demo": """
+  gpupilot demo                                   # start the local cloud, run a CUDA job, show its cost
+  gpupilot demo --world world.json --speedup 10   # the same in a world of your own, 10x faster""",
+    "serve": """
+  gpupilot serve                                  # API on http://127.0.0.1:8765, AWS on any free port
+  gpupilot serve --port 9000 --aws-port 5000 --world world.json --speedup 60 --sweep-seconds 30
+  gpupilot serve --port 0 --verbose               # any free port; server logs on the console too""",
+    "submit": """
+  gpupilot submit --name train --image my/cuda:tag --gpus 1 --gpu-model L4 --gpu-model A10G --wait -- python train.py
+  gpupilot submit --file job.json --idempotency-key nightly-2026-11-23   # safe to retry: one job per key
+  gpupilot submit --smoke --gpus 1 --wait         # GPU Pilot's CUDA smoke test as a job""",
+    "plan": """
+  gpupilot plan --name train --image my/cuda:tag --gpus 4 -- python train.py
+  gpupilot --json plan --file job.json --capacity spot-first""",
+    "status": """
+  gpupilot status JOB_ID                          # the job, its GPU type, cost and timeline
+  gpupilot status JOB_ID --wait                   # follow it until it ends (exit 0 SUCCEEDED, 1 otherwise)
+  gpupilot status JOB_ID --explain                # why is it still RUNNABLE? diagnosed now""",
+    "list": """
+  gpupilot list
+  gpupilot list --status RUNNABLE --limit 50
+  gpupilot --json list --next-token TOKEN""",
+    "cancel": """
+  gpupilot cancel JOB_ID""",
+    "health": """
+  gpupilot health                                 # the latest health sweep
+  gpupilot health --sweep-id SWEEP_ID""",
+    "sweep": """
+  gpupilot sweep                                  # start a health sweep, wait for its report, print it
+  gpupilot --json sweep --timeout 120""",
+    "costs": """
+  gpupilot costs --from 2026-11-01 --to 2026-11-30
+  gpupilot costs --group-by gpu_type
+  gpupilot costs --csv > costs.csv                # one row per priced attempt""",
+}
+TOP_EXAMPLES = """
+  gpupilot serve &
+  gpupilot submit --name train --image my/cuda:tag --gpus 1 --wait -- python train.py
+  gpupilot --endpoint https://abc.execute-api.us-east-1.amazonaws.com/v1 list
+
+exit codes: 0 done (--wait: the job SUCCEEDED), 1 the job ended FAILED or CANCELLED, 2 bad input or a 4xx,
+3 no such job or sweep, 4 the service failed or could not be reached; `gpupilot COMMAND --help` for more."""
 
 
-def build_parser() -> Parser:
-    parser = Parser(prog="gpupilot", description="Run CUDA jobs on GPUs that exist, and know why they wait.")
+def build_parser(json_errors: bool = False) -> Parser:
+    parser = Parser(
+        prog="gpupilot",
+        description="Run CUDA jobs on GPUs that exist, and know why they wait.",
+        epilog="Examples:" + TOP_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        json_errors=json_errors,
+    )
     parser.add_argument("--endpoint", help=ENDPOINT_HELP)
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument("--json", action="store_true", help=JSON_HELP)
     # The same flags after the command too (`gpupilot list --json`); SUPPRESS keeps the top-level value
     # when they are not repeated there.
     common = Parser(add_help=False)
     common.add_argument("--endpoint", default=argparse.SUPPRESS, help=ENDPOINT_HELP)
-    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output")
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help=JSON_HELP)
     commands = parser.add_subparsers(dest="action", required=True, parser_class=Parser)
 
     def command(name: str, help: str) -> argparse.ArgumentParser:
-        return commands.add_parser(name, parents=[common], help=help)
+        return commands.add_parser(
+            name,
+            parents=[common],
+            help=help,
+            description=help[:1].upper() + help[1:] + ".",
+            epilog="Examples:" + EXAMPLES[name],
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+            json_errors=json_errors,
+        )
 
     demo = command("demo", help="start the local cloud, run a CUDA job, show its cost")
     demo.add_argument("--world", help="world file (JSON) shaping the simulated AWS")
-    demo.add_argument("--speedup", type=float, default=1.0, help="simulated job time runs this much faster")
+    demo.add_argument("--speedup", type=positive_number, default=1.0, help="simulated job time runs this much faster")
 
     serve = command("serve", help="run the local cloud (embedded AWS + the API on loopback)")
     serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8765)
+    serve.add_argument("--port", type=port_number, default=8765, help="the API's port (0: any free port)")
+    serve.add_argument(
+        "--aws-port", type=port_number, default=0, help="the embedded AWS endpoint's port (default 0: any free port)"
+    )
     serve.add_argument("--world", help="world file (JSON) shaping the simulated AWS")
-    serve.add_argument("--speedup", type=float, default=1.0, help="simulated job time runs this much faster")
-    serve.add_argument("--sweep-seconds", type=float, default=300.0, help="health sweep period (0: off)")
-    serve.add_argument("--log-file", default=".gpupilot/local-cloud.log", help="where handler logs go")
+    serve.add_argument("--speedup", type=positive_number, default=1.0, help="simulated job time runs this much faster")
+    serve.add_argument("--sweep-seconds", type=seconds_or_zero, default=300.0, help="health sweep period (0: off)")
+    serve.add_argument(
+        "--log-file", default=".gpupilot/local-cloud.log", help="where the handlers' and the server's logs go"
+    )
+    serve.add_argument(
+        "--verbose", action="store_true", help="also show the server's logs (requests, the embedded AWS) on stderr"
+    )
 
     submit = command("submit", help="submit a GPU job")
     _job_arguments(submit)
-    submit.add_argument("--idempotency-key")
+    submit.add_argument(
+        "--idempotency-key",
+        help="the same key and body give the same job (24 h); a call that finds the first still in progress "
+        "is retried for up to 30 s",
+    )
     submit.add_argument("--wait", action="store_true", help="follow the job until it ends")
     submit.add_argument(
         "--smoke",
@@ -140,7 +319,7 @@ def build_parser() -> Parser:
     health = command("health", help="latest health sweep (or one by --sweep-id)")
     health.add_argument("--sweep-id")
     sweep = command("sweep", help="run a health sweep now, wait for it, print its report")
-    sweep.add_argument("--timeout", type=float, default=300, help="seconds to wait for the report")
+    sweep.add_argument("--timeout", type=positive_number, default=300, help="seconds to wait for the report")
     costs = command("costs", help="what every ended attempt cost: per day, or grouped; --csv for one row each")
     costs.add_argument("--from", dest="date_from")
     costs.add_argument("--to", dest="date_to")
@@ -152,7 +331,7 @@ def build_parser() -> Parser:
 def smoke_body(body: dict[str, Any]) -> dict[str, Any]:
     """The request for the CUDA smoke test: the payload travels in the command (no image of our own)."""
     if body.get("command"):
-        raise UsageError("--smoke runs the smoke test: give no command")
+        raise UsageError("--smoke runs the smoke test: give no command", field="--smoke")
     return {"name": "cuda-smoke", "image": SMOKE_IMAGE} | body | {"command": smoke_command()}
 
 
@@ -172,11 +351,11 @@ def job_body(args: argparse.Namespace) -> dict[str, Any]:
         try:
             body = json.loads(Path(args.file).read_text())
         except OSError as error:
-            raise UsageError(f"cannot read --file {args.file}: {error.strerror}") from error
+            raise UsageError(f"cannot read --file {args.file}: {error.strerror}", field="--file") from error
         except ValueError as error:
-            raise UsageError(f"--file {args.file} is not valid JSON: {error}") from error
+            raise UsageError(f"--file {args.file} is not valid JSON: {error}", field="--file") from error
         if not isinstance(body, dict):
-            raise UsageError(f"--file {args.file} must hold a JSON object")
+            raise UsageError(f"--file {args.file} must hold a JSON object", field="--file")
     for field in (
         "name", "image", "gpus", "min_gpu_memory_gib", "vcpus", "memory_gib", "gpu_models", "instance_types",
         "capacity", "max_hourly_usd", "timeout_minutes", "stuck_after_minutes", "arch", "zones", "max_attempts",
@@ -194,7 +373,7 @@ def job_body(args: argparse.Namespace) -> dict[str, Any]:
     for pair in args.env:
         name, sep, value = pair.partition("=")
         if not sep or not name:
-            raise UsageError(f"--env {pair!r} must be NAME=VALUE")
+            raise UsageError(f"--env {pair!r} must be NAME=VALUE", field="--env")
         body.setdefault("environment", {})[name] = value
     return body
 
@@ -202,17 +381,34 @@ def job_body(args: argparse.Namespace) -> dict[str, Any]:
 def _checked(response: ApiResponse) -> Any:
     if response.ok:
         return response.body
+    refusal = response.body if isinstance(response.body, dict) else {}
+
+    def said(key: str) -> str | None:
+        value = refusal.get(key)
+        return value if isinstance(value, str) else None
+
+    error_class: type[CliError] = ServiceError
     if 400 <= response.status < 500:
-        if response.status == 404:
-            raise NotFound(response.error_line())
-        raise UsageError(response.error_line())
-    raise ServiceError(response.error_line())
+        error_class = NotFound if response.status == 404 else UsageError
+    raise error_class(
+        response.error_line(),
+        kind=said("error"),
+        field=said("field"),
+        message=said("message"),
+        details={"rejected": refusal["rejected"]} if refusal.get("rejected") else None,
+    )
 
 
 def follow(
-    client: ApiClient, job_id: str, out: Callable[[str], None], poll_seconds: float = 0.5, limit_seconds: float = 0
+    client: ApiClient,
+    job_id: str,
+    out: Callable[[str], None],
+    poll_seconds: float = 0.5,
+    limit_seconds: float = 0,
+    on_poll: Callable[[dict[str, Any], float], None] | None = None,
 ) -> dict[str, Any]:
-    """Poll the job and print each new status, and each new reason while it waits, until it ends."""
+    """Poll the job and print each new status, and each new reason while it waits, until it ends; `on_poll` sees
+    the job and the seconds since following began after every poll."""
     seen = 0
     reason = None
     started = time.monotonic()
@@ -224,6 +420,8 @@ def follow(
         if job.get("reason") and job["reason"] != reason:
             out(render.reason_line(job["reason"], time.monotonic() - started))
         reason = job.get("reason")
+        if on_poll is not None:
+            on_poll(job, time.monotonic() - started)
         if job["status"] in FINISHED:
             return dict(job)
         if limit_seconds and time.monotonic() - started > limit_seconds:
@@ -241,6 +439,14 @@ def wait_for_sweep(client: ApiClient, sweep_id: str, limit_seconds: float, poll_
         if time.monotonic() - started > limit_seconds:
             raise ServiceError(f"sweep {sweep_id} still RUNNING after {limit_seconds:.0f} s")
         time.sleep(poll_seconds)
+
+
+def follow_with_progress(client: ApiClient, job_id: str, args: argparse.Namespace) -> dict[str, Any]:
+    """`follow` for `submit --wait` and `status --wait`: stdout as ever (the timeline; nothing with --json), and
+    the job's progress on stderr (a live line on a terminal; else plain lines, none with --json)."""
+    with render.WaitProgress(plain=not args.json) as progress:
+        out = (lambda _: None) if args.json else progress.stdout(print)
+        return follow(client, quote(job_id, safe=""), out, on_poll=progress.update)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -263,13 +469,13 @@ def run(args: argparse.Namespace) -> int:
         if not args.wait:
             emit(json.dumps(submitted, indent=2) if args.json else render.submitted(submitted))
             return 0
-        job = follow(client, quote(submitted["job_id"], safe=""), (lambda _: None) if args.json else emit)
+        job = follow_with_progress(client, submitted["job_id"], args)
         emit(json.dumps(job, indent=2) if args.json else render.job_summary(job))
         return EXIT_OK if job["status"] == "SUCCEEDED" else EXIT_JOB_FAILED
     job_path = f"/jobs/{quote(args.job_id, safe='')}" if hasattr(args, "job_id") else ""
     if args.action == "status":
         if args.wait:
-            job = follow(client, quote(args.job_id, safe=""), (lambda _: None) if args.json else emit)
+            job = follow_with_progress(client, args.job_id, args)
         else:
             job = _checked(client.request("GET", job_path, query={"explain": "true"} if args.explain else None))
         emit(json.dumps(job, indent=2) if args.json else render.job_summary(job))
@@ -307,21 +513,64 @@ def run(args: argparse.Namespace) -> int:
     raise UsageError(f"unknown command {args.action}")
 
 
+def _check_port(host: str, port: int, flag: str) -> None:
+    """Refuse at once a host or port the local cloud could not listen on (before seconds of start-up)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        # As the servers themselves bind: a port left in TIME_WAIT by a previous run is free.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            where = f"{host}:{port}" if port else host
+            raise UsageError(f"cannot listen on {where} ({flag}): {error.strerror or error}", field=flag) from error
+
+
 def _start_cloud(
-    world_file: str | None, host: str, port: int, speedup: float, sweep_seconds: float, log_file: Path
+    world_file: str | None,
+    host: str,
+    port: int,
+    speedup: float,
+    sweep_seconds: float,
+    log_file: Path,
+    aws_port: int = 0,
+    verbose: bool = False,
 ) -> Any:
     from gpupilot.localcloud.world import WorldError, load_world
 
     try:
         world = load_world(world_file)
     except WorldError as error:
-        raise UsageError(str(error)) from error
-    if speedup <= 0:
-        raise UsageError("--speedup must be greater than 0")
-    log_file.parent.mkdir(parents=True, exist_ok=True)
-    from gpupilot.localcloud.server import LocalCloud
+        raise UsageError(str(error), field="--world") from error
+    if not (math.isfinite(speedup) and speedup > 0):
+        raise UsageError("--speedup must be greater than 0", field="--speedup")
+    if not (math.isfinite(sweep_seconds) and sweep_seconds >= 0):
+        raise UsageError("--sweep-seconds must be 0 (off) or more", field="--sweep-seconds")
+    try:
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        log_file.open("a").close()
+    except OSError as error:
+        raise UsageError(
+            f"cannot write --log-file {log_file}: {error.strerror or error}", field="--log-file"
+        ) from error
+    _check_port(host, 0, "--host")
+    if port and port == aws_port:
+        raise UsageError(f"--aws-port must differ from --port ({port})", field="--aws-port")
+    if port:
+        _check_port(host, port, "--port")
+    if aws_port:
+        _check_port(host, aws_port, "--aws-port")
+    from gpupilot.localcloud.server import LocalCloud, configure_logging
 
-    cloud = LocalCloud(world, host=host, port=port, speedup=speedup, sweep_seconds=sweep_seconds, log_file=log_file)
+    configure_logging(log_file, verbose=verbose)
+    cloud = LocalCloud(
+        world,
+        host=host,
+        port=port,
+        aws_port=aws_port,
+        speedup=speedup,
+        sweep_seconds=sweep_seconds,
+        log_file=log_file,
+    )
     try:
         return cloud.start()
     except OSError as error:
@@ -330,7 +579,16 @@ def _start_cloud(
 
 
 def serve(args: argparse.Namespace) -> int:
-    cloud = _start_cloud(args.world, args.host, args.port, args.speedup, args.sweep_seconds, Path(args.log_file))
+    cloud = _start_cloud(
+        args.world,
+        args.host,
+        args.port,
+        args.speedup,
+        args.sweep_seconds,
+        Path(args.log_file),
+        aws_port=args.aws_port,
+        verbose=args.verbose,
+    )
     print(f"listening on {cloud.api_url}", flush=True)
     print(f"aws endpoint {cloud.aws_url}", flush=True)
     stop = threading.Event()
@@ -365,22 +623,25 @@ def demo(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    json_errors = wants_json(argv)
+    args = build_parser(json_errors).parse_args(argv)
     try:
         return run(args)
-    except (UsageError, InvalidEndpoint) as error:
-        print(f"gpupilot: {error}", file=sys.stderr)
-        return EXIT_BAD_REQUEST
-    except NotFound as error:
-        print(f"gpupilot: {error}", file=sys.stderr)
-        return EXIT_NOT_FOUND
+    except CliError as error:
+        return report(error, json_errors)
+    except InvalidEndpoint as error:
+        return report(UsageError(str(error), kind="InvalidEndpoint", field="--endpoint"), json_errors)
+    except StillInProgress as error:
+        line = f"{IN_PROGRESS} [Idempotency-Key]: {error}"
+        return report(ServiceError(line, kind=IN_PROGRESS, field="Idempotency-Key", message=str(error)), json_errors)
     except ApiUnreachable as error:
         hint = "" if args.endpoint else " (start the local cloud with `gpupilot serve`, or pass --endpoint)"
-        print(f"gpupilot: {error}{hint}", file=sys.stderr)
-        return EXIT_SERVICE
-    except (ServiceError, RuntimeError) as error:
-        print(f"gpupilot: {error}", file=sys.stderr)
-        return EXIT_SERVICE
+        return report(ServiceError(f"{error}{hint}", kind="ServiceUnreachable"), json_errors)
+    except RuntimeError as error:
+        return report(ServiceError(str(error)), json_errors)
+    except KeyboardInterrupt:
+        return report(Interrupted("interrupted"), json_errors)
 
 
 if __name__ == "__main__":

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -31,6 +33,111 @@ def progress_line(entry: dict[str, Any], job: dict[str, Any]) -> str:
 def reason_line(reason: str, elapsed_seconds: float) -> str:
     """Why the job waits, said while it waits."""
     return f"  {'':12}  waiting {elapsed_seconds:.0f} s: {reason}"
+
+
+def elapsed(seconds: float) -> str:
+    """`42 s`, `3 min 05 s`, `2 h 07 min`."""
+    whole = max(0, int(seconds))
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60:02d} s"
+    return f"{whole // 3600} h {whole % 3600 // 60:02d} min"
+
+
+def status_line(job: dict[str, Any], elapsed_seconds: float) -> str:
+    """A followed job in one line: its status, its GPU type, how long it has been followed, and why it waits."""
+    line = f"job {job['job_id']}  {job['status']}"
+    if job.get("instance_type"):
+        line += f"  {job['instance_type']} ({job.get('gpu_model') or '?'})"
+    line += f"  {elapsed(elapsed_seconds)}"
+    if job.get("reason"):
+        line += f"  waiting: {job['reason']}"
+    return line
+
+
+class WaitProgress:
+    """What a job does while the CLI waits for it, on stderr: a live status line (rich) when stderr is a terminal,
+    else one plain line each time the status or the wait reason changes (`plain=False`: none). Lines meant for
+    stdout go through `stdout` so that they never break the live line."""
+
+    def __init__(self, stream: TextIO | None = None, plain: bool = True, live: bool | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.plain = plain
+        # A terminal that cannot move its cursor (TERM=dumb: an editor's shell, some CI consoles) gets plain lines.
+        terminal = self.stream.isatty() and os.environ.get("TERM") != "dumb"
+        self.live_wanted = terminal if live is None else live
+        self._seen: tuple[str, str | None] | None = None
+        self._live: Any = None
+        self._line: _LiveLine | None = None
+
+    def __enter__(self) -> WaitProgress:
+        if self.live_wanted:
+            from rich.console import Console
+            from rich.live import Live
+
+            self._line = _LiveLine()
+            console = Console(file=self.stream, force_terminal=True)
+            self._live = Live(self._line, console=console, transient=True, redirect_stdout=False, redirect_stderr=False)
+            self._live.start(refresh=True)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+    def update(self, job: dict[str, Any], elapsed_seconds: float) -> None:
+        """The job as the last poll saw it, `elapsed_seconds` after following began."""
+        if self._line is not None:
+            self._line.show(job, elapsed_seconds)
+            return
+        seen = (job["status"], job.get("reason"))
+        if self.plain and seen != self._seen:
+            print(status_line(job, elapsed_seconds), file=self.stream, flush=True)
+        self._seen = seen
+
+    def stdout(self, write: Callable[[str], None]) -> Callable[[str], None]:
+        """`write`, pausing the live line around it (stdout and stderr are often the same terminal)."""
+
+        def paused(text: str) -> None:
+            if self._live is None:
+                write(text)
+                return
+            self._live.stop()
+            write(text)
+            sys.stdout.flush()
+            self._live.start(refresh=True)
+
+        return paused
+
+
+class _LiveLine:
+    """The live line's content: the job's last state, with the elapsed time counting on between polls."""
+
+    def __init__(self) -> None:
+        import time
+
+        from rich.spinner import Spinner
+
+        self._clock = time.monotonic
+        self._spinner = Spinner("dots")
+        self._job: dict[str, Any] | None = None
+        self._elapsed_at = (0.0, self._clock())
+
+    def show(self, job: dict[str, Any], elapsed_seconds: float) -> None:
+        self._job = job
+        self._elapsed_at = (elapsed_seconds, self._clock())
+
+    def __rich__(self) -> Any:
+        from rich.text import Text
+
+        seconds, at = self._elapsed_at
+        now = self._clock()
+        words = "waiting for the job" if self._job is None else status_line(self._job, seconds + now - at)
+        # One line, cut to the terminal's width: a wrapped line could not be redrawn in place.
+        frame = self._spinner.render(now)  # a Text: the spinner has no text of its own
+        return Text.assemble(frame if isinstance(frame, Text) else "", " ", words, no_wrap=True, overflow="ellipsis")
 
 
 def plan_table(plan: dict[str, Any], top: int = 10) -> str:

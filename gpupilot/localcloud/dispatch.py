@@ -141,6 +141,8 @@ class HandlerDispatcher:
         self._failure_sink = failure_sink
         self._log_lock = threading.Lock()
         self._background: list[threading.Thread] = []
+        # Fault injection: whether an invocation of this function fails before it runs (the world's faults).
+        self.fails: Callable[[str], bool] = lambda _key: False
 
     def by_name(self, name_or_arn: str) -> LocalFunction:
         for function in self.functions.values():
@@ -161,6 +163,12 @@ class HandlerDispatcher:
         module_name, _, attribute = function.handler.rpartition(".")
         handler = getattr(importlib.import_module(module_name), attribute)
         self.invocations[function.handler] += 1
+        if self.fails(key):
+            # What Step Functions and the asynchronous invoker see when the Lambda service fails an invocation.
+            return {
+                "errorType": "Lambda.ServiceException",
+                "errorMessage": "injected by the local cloud's faults",
+            }, True
         context = LocalContext(function_name=function.name, invoked_function_arn=function.arn)
         # Re-installed if someone (a test runner) replaced sys.stdout since.
         stdout = install_stdout()

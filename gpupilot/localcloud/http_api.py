@@ -110,7 +110,12 @@ def _handler_class(invoke: ApiInvoker) -> type[BaseHTTPRequestHandler]:
                 return
             self.send_response(int(result["statusCode"]))
             payload = (result.get("body") or "").encode()
-            headers = {"Content-Type": "application/json"} | dict(result.get("headers") or {})
+            # API Gateway merges a proxy answer's multiValueHeaders (where Powertools puts Retry-After) into
+            # its headers.
+            multi = {
+                name: ", ".join(map(str, values)) for name, values in (result.get("multiValueHeaders") or {}).items()
+            }
+            headers = {"Content-Type": "application/json"} | multi | dict(result.get("headers") or {})
             for name, value in headers.items():
                 self.send_header(name, str(value))
             self.send_header("Content-Length", str(len(payload)))

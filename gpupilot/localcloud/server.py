@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import socket
+import sys
 import threading
 import urllib.request
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 
 from gpupilot.localcloud.deploy import ACCOUNT_ID, Deployment, deploy
 from gpupilot.localcloud.dispatch import HandlerDispatcher, LocalFunction
+from gpupilot.localcloud.faults import Faults
 from gpupilot.localcloud.fleet import FleetSimulator
 from gpupilot.localcloud.http_api import ApiServer
 from gpupilot.localcloud.iam import IamEnforcer, enforcer_for
@@ -45,10 +47,94 @@ TIMELINE_OVERRIDES = {
 }
 
 
-def free_port(host: str) -> int:
+def free_port(host: str, port: int = 0) -> int:
+    """`port` when it is free on `host` (else OSError), or any free port for 0."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((host, 0))
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind((host, port))
         return int(probe.getsockname()[1])
+
+
+# -- the console shows the product ---------------------------------------------------------------------------
+LOCAL_LOGGER = "gpupilot.local"
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+# Libraries whose chatter is detail: request lines, the embedded AWS's own errors, HTTP retries.
+CHATTY_LOGGERS = ("werkzeug", "moto", "botocore", "boto3", "urllib3", "docker")
+
+
+class _OneLine(logging.Formatter):
+    """A record as one line, its exception reduced to its type and message (the log file has the traceback)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = f"gpupilot serve: {record.getMessage()}"
+        if record.exc_info and record.exc_info[1] is not None:
+            line += f" ({type(record.exc_info[1]).__name__}: {record.exc_info[1]})"
+        return " ".join(line.splitlines())
+
+
+def _not_a_disconnect(record: logging.LogRecord) -> bool:
+    """A client that goes away mid-answer (Ctrl-C, a time-out) is not the server's problem."""
+    return not (record.exc_info and isinstance(record.exc_info[1], ConnectionError))
+
+
+def configure_logging(log_file: Path | None, verbose: bool = False) -> None:
+    """Logging for `gpupilot serve`: every server log to `log_file` (the functions' logs go there too, by the
+    dispatcher); on stderr only the local API's errors, one line each (not clients that hung up), or, `verbose`,
+    everything with its traceback: request lines, the embedded AWS, dropped connections."""
+
+    def to_file() -> logging.Handler | None:
+        if log_file is None:
+            return None
+        handler = logging.FileHandler(log_file, delay=True)
+        handler.setFormatter(logging.Formatter(LOG_FORMAT))
+        return handler
+
+    def to_console() -> logging.Handler:
+        handler = logging.StreamHandler(sys.stderr)
+        if verbose:
+            handler.setFormatter(logging.Formatter(LOG_FORMAT))
+        else:
+            handler.setLevel(logging.WARNING)
+            handler.setFormatter(_OneLine())
+            handler.addFilter(_not_a_disconnect)
+        return handler
+
+    # Handlers of their own for the local logger: Powertools' Logger filters every "gpupilot..." record out of
+    # the root logger's handlers (its duplicate suppression), which would silence the local API's errors.
+    root = logging.getLogger()
+    root.handlers = [h for h in (to_file(), to_console() if verbose else None) if h is not None]
+    root.setLevel(logging.INFO if verbose else logging.WARNING)
+    for name in CHATTY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.INFO if verbose else logging.WARNING)
+    # The embedded AWS answers the handlers, not the user: its errors go to the log file (the console with
+    # --verbose, which also shows its request lines).
+    logging.getLogger("werkzeug").setLevel(logging.INFO if verbose else logging.ERROR)
+    local = logging.getLogger(LOCAL_LOGGER)
+    local.handlers = [h for h in (to_file(), to_console()) if h is not None]
+    local.setLevel(logging.DEBUG if verbose else logging.INFO)
+    local.propagate = False  # not to the functions' structured logger ("gpupilot"), which prints on stdout
+    logging.captureWarnings(True)
+    threading.excepthook = _log_thread_error
+
+
+def _log_thread_error(failure: threading.ExceptHookArgs) -> None:
+    """A background thread's uncaught error: logged (one line on the console) instead of a printed traceback."""
+    if failure.exc_type is SystemExit:
+        return
+    exc_info = (failure.exc_type, failure.exc_value or failure.exc_type(), failure.exc_traceback)
+    name = failure.thread.name if failure.thread else "?"
+    logging.getLogger(LOCAL_LOGGER).error("thread %s failed", name, exc_info=exc_info)
+
+
+def _log_request_error(request: Any, client_address: Any) -> None:
+    """socketserver's handle_error, logged (as one line on the console) instead of a traceback printed there."""
+    error = sys.exc_info()[1]
+    client = ":".join(map(str, client_address[:2])) if isinstance(client_address, tuple) else str(client_address)
+    logger = logging.getLogger(LOCAL_LOGGER)
+    if isinstance(error, ConnectionError):
+        logger.debug("client %s went away before its answer: %s", client, error)
+    else:
+        logger.error("request from %s failed", client, exc_info=True)
 
 
 class LocalCloud:
@@ -62,10 +148,12 @@ class LocalCloud:
         speedup: float = 1.0,
         sweep_seconds: float = DEFAULT_SWEEP_SECONDS,
         log_file: Path | None = None,
+        aws_port: int = 0,
     ) -> None:
         self.world = world
         self.host = host
         self.port = port
+        self.aws_port = aws_port  # the embedded AWS endpoint's port; 0: any free port
         self.speedup = speedup
         self.sweep_seconds = sweep_seconds
         self.log_file = log_file
@@ -74,6 +162,7 @@ class LocalCloud:
             log_file=log_file, metric_sink=self._put_metrics, failure_sink=self._send_to_failure_queue
         )
         self.simulator: FleetSimulator | None = None
+        self.faults: Faults | None = None
         self._api: ApiServer | None = None
         self._moto: Any = None
         self._aws_port = 0
@@ -93,9 +182,11 @@ class LocalCloud:
         from moto.moto_api import state_manager
         from moto.server import ThreadedMotoServer
 
-        # The embedded AWS is reached by the handlers, not watched by the user: no access log.
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)
-        self._aws_port = free_port(self.host)
+        # The embedded AWS is reached by the handlers, not watched by the user: no access log (unless
+        # configure_logging asked for one).
+        if logging.getLogger("werkzeug").level == logging.NOTSET:
+            logging.getLogger("werkzeug").setLevel(logging.ERROR)
+        self._aws_port = free_port(self.host, self.aws_port)
         self._set_aws_environment()
         self._moto = ThreadedMotoServer(ip_address=self.host, port=self._aws_port, verbose=False)
         self._moto.start()
@@ -109,9 +200,12 @@ class LocalCloud:
         lifecycle = ComputeEnvironmentLifecycle(
             create_seconds=LOCAL_CE_CREATE_SECONDS, invalid_reason=self.world.compute_environment_invalid
         )
+        faults = Faults(self.world.faults)
+        self.faults = faults
+        self.dispatcher.fails = faults.lambda_error
         self.simulator = FleetSimulator(
             self.world,
-            self.deliver_event,
+            faults.events(self.deliver_event),
             ACCOUNT_ID,
             speedup=self.speedup,
             compute_environment_status=lifecycle.status,
@@ -152,10 +246,14 @@ class LocalCloud:
         )
         observe_calls(enforcer)
         self._adaptations.callback(stop_observing, enforcer)
+        # The world's faults: a handler's AWS call may be throttled (answered before it is sent).
+        observe_calls(faults.throttle, event="before-send")
+        self._adaptations.callback(stop_observing, faults.throttle)
         reset_clients()
         reset_ports()
         self.simulator.start()
         self._api = ApiServer(self.host, self.port, self._invoke_api)
+        self._api._server.handle_error = _log_request_error
         self._api.start()
         if self.sweep_seconds > 0:
             threading.Thread(target=self._sweep_forever, name="gpupilot-sweep", daemon=True).start()

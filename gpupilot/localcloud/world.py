@@ -54,6 +54,30 @@ class JobsWorld(_Strict):
     exit_code: int = Field(default=0, ge=0, le=255)
 
 
+class EventFaultsWorld(_Strict):
+    drop: float = Field(default=0.0, ge=0, le=1, description="Probability a Batch event is never delivered")
+    duplicate: float = Field(default=0.0, ge=0, le=1, description="Probability a Batch event is delivered twice")
+    reorder: bool = Field(default=False, description="Some events are held back and delivered after the next")
+
+
+class FaultsWorld(_Strict):
+    throttle: dict[Literal["batch", "ec2", "dynamodb", "stepfunctions", "ecs", "lambda", "cloudwatch"], float] = Field(
+        default_factory=dict, description="Probability that a handler's call to the service is throttled"
+    )
+    events: EventFaultsWorld = Field(default_factory=EventFaultsWorld)
+    lambda_errors: float = Field(
+        default=0.0, ge=0, le=1, description="Probability an invocation fails before the function runs"
+    )
+    seed: int | None = Field(default=None, description="Seed of the faults' random draws")
+
+    @model_validator(mode="after")
+    def _probabilities(self) -> FaultsWorld:
+        wrong = sorted(service for service, p in self.throttle.items() if not 0 <= p <= 1)
+        if wrong:
+            raise ValueError(f"throttle: {wrong} must be probabilities from 0 to 1")
+        return self
+
+
 class World(_Strict):
     region: str = "us-east-1"
     zones: list[str] = Field(default_factory=lambda: ["us-east-1a", "us-east-1b"], min_length=1)
@@ -61,6 +85,7 @@ class World(_Strict):
     spot: dict[str, SpotWorld] = Field(default_factory=dict)
     quotas: dict[str, int] = Field(default_factory=dict, description="vCPU quota by EC2 Service Quotas code")
     jobs: JobsWorld = Field(default_factory=JobsWorld)
+    faults: FaultsWorld = Field(default_factory=FaultsWorld)
 
     @model_validator(mode="after")
     def _known_types_zones_and_codes(self) -> World:

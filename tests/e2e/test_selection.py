@@ -103,7 +103,7 @@ def test_a_job_limited_to_a_zone_runs_in_a_pool_on_that_zones_subnets_only(
         ({"min_gpu_memory_gib": 1000}, "min_gpu_memory_gib", "GiB per GPU, request needs 1000"),
         ({"max_hourly_usd": 0.01}, "max_hourly_usd", "exceeds max_hourly_usd $0.01"),
         ({"zones": ["us-east-1f"]}, "zones", "not a zone of this deployment"),
-        ({"zones": []}, "zones", "non-empty"),
+        ({"zones": []}, "zones", "at least 1 item"),
         ({"gpus": 8, "instance_types": ["g5.xlarge"]}, "gpus", "1 GPU(s), request needs 8"),
     ],
 )

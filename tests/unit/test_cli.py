@@ -1,13 +1,21 @@
-"""The CLI's request building and its one-line refusals (no API is reached in any of these)."""
+"""The CLI's request building, its one-line (or JSON) refusals, its retries, its help and its progress while
+waiting (no real API is reached: answers are faked, or come from a scripted server on loopback)."""
 
 from __future__ import annotations
 
+import argparse
+import io
 import json
+import socket
+import subprocess
+import sys
 
 import pytest
 
+from gpupilot import render
 from gpupilot.cli import UsageError, build_parser, job_body, main
 from gpupilot.client import ApiClient, ApiResponse, ApiUnreachable
+from tests.unit.scripted_api import Answer, ScriptedApi, in_progress
 
 
 def body_of(*argv: str) -> dict:
@@ -215,3 +223,359 @@ def test_costs_as_csv_prints_the_apis_csv_as_it_is(monkeypatch, capsys):
     assert main(["costs", "--csv", "--group-by", "gpu_type"]) == 0
     assert capsys.readouterr().out == "date,job_id\n2026-11-23,j1\n"
     assert seen[0][2] == {"Accept": "text/csv"} and seen[0][1]["group_by"] == "gpu_type"
+
+
+# -- help: an example for every command ---------------------------------------------------------------
+def commands() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+
+
+@pytest.mark.parametrize("name", sorted(commands()))
+def test_every_commands_help_has_an_examples_section_that_runs_that_command(capsys, name):
+    # Given / When
+    with pytest.raises(SystemExit) as exited:
+        main([name, "--help"])
+
+    # Then the help ends with examples of that very command
+    out = capsys.readouterr().out
+    assert exited.value.code == 0
+    examples = out.split("Examples:", 1)[1]
+    assert f"gpupilot {name}" in examples or f"gpupilot --json {name}" in examples
+
+
+# -- --json: errors as one JSON object on stderr --------------------------------------------------------
+def json_error(capsys) -> dict:
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1
+    return json.loads(captured.err)
+
+
+def answering(monkeypatch, answer: ApiResponse) -> None:
+    monkeypatch.setattr(ApiClient, "request", lambda self, *a, **k: answer)
+
+
+def test_with_json_a_refused_request_is_a_json_error_naming_the_field_and_exits_2(monkeypatch, capsys):
+    # Given the API refuses the request, naming the field
+    refusal = {"error": "RequestRefused", "field": "gpus", "message": "gpus: at most 8"}
+    answering(monkeypatch, ApiResponse(400, refusal))
+
+    # When
+    code = main(["--json", "submit", "--name", "n", "--image", "i", "--gpus", "9", "--", "true"])
+
+    # Then
+    assert code == 2
+    assert json_error(capsys) == {
+        "error": "RequestRefused",
+        "message": "gpus: at most 8",
+        "field": "gpus",
+        "exit_code": 2,
+    }
+
+
+def test_with_json_a_request_no_offering_can_serve_carries_the_rejections(monkeypatch, capsys):
+    rejected = [{"instance_type": "g6.xlarge", "reason": "not offered", "field": "zones"}]
+    refusal = {"error": "NoCandidate", "field": "zones", "message": "no GPU offering", "rejected": rejected}
+    answering(monkeypatch, ApiResponse(400, refusal))
+    assert main(["submit", "--json", "--name", "n", "--image", "i", "--", "true"]) == 2
+    assert json_error(capsys)["rejected"] == rejected
+
+
+def test_with_json_an_unknown_job_is_a_json_error_and_exits_3(monkeypatch, capsys):
+    answering(monkeypatch, ApiResponse(404, {"error": "JobNotFound", "field": "job_id", "message": "no job j9"}))
+    assert main(["status", "j9", "--json"]) == 3
+    assert json_error(capsys) == {"error": "JobNotFound", "message": "no job j9", "field": "job_id", "exit_code": 3}
+
+
+def test_with_json_an_unreachable_service_is_a_json_error_and_exits_4(monkeypatch, capsys):
+    def unreachable(self, *args, **kwargs):
+        raise ApiUnreachable("cannot reach http://127.0.0.1:1: refused")
+
+    monkeypatch.setattr(ApiClient, "request", unreachable)
+    assert main(["--json", "list"]) == 4
+    error = json_error(capsys)
+    assert (error["error"], error["field"], error["exit_code"]) == ("ServiceUnreachable", None, 4)
+    assert error["message"].startswith("cannot reach http://127.0.0.1:1: refused")
+
+
+def test_with_json_a_service_failure_is_a_json_error_and_exits_4(monkeypatch, capsys):
+    answering(monkeypatch, ApiResponse(502, {"error": "InternalError", "message": "boom"}))
+    assert main(["--json", "health"]) == 4
+    assert json_error(capsys) == {"error": "InternalError", "message": "boom", "field": None, "exit_code": 4}
+
+
+def test_with_json_a_bad_flag_is_a_json_error_naming_the_flag(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["submit", "--json", "--gpus", "two"])
+    assert exited.value.code == 2
+    error = json_error(capsys)
+    assert (error["error"], error["field"], error["exit_code"]) == ("UsageError", "--gpus", 2)
+    assert "invalid int value: 'two'" in error["message"]
+
+
+def test_with_json_bad_local_input_is_a_json_error_naming_the_flag(capsys):
+    assert main(["--json", "submit", "--name", "n", "--env", "oops", "--", "true"]) == 2
+    assert json_error(capsys) == {
+        "error": "UsageError",
+        "message": "--env 'oops' must be NAME=VALUE",
+        "field": "--env",
+        "exit_code": 2,
+    }
+
+
+def test_json_after_the_jobs_double_dash_belongs_to_the_job(capsys):
+    # Given --json only inside the job's command: the error stays a plain line
+    assert main(["submit", "--name", "n", "--env", "oops", "--", "tool", "--json"]) == 2
+    assert capsys.readouterr().err == "gpupilot: --env 'oops' must be NAME=VALUE\n"
+
+
+def test_without_json_a_refusal_is_still_the_one_line_it_was(monkeypatch, capsys):
+    answering(monkeypatch, ApiResponse(404, {"error": "JobNotFound", "field": "job_id", "message": "no job j9"}))
+    assert main(["status", "j9"]) == 3
+    assert capsys.readouterr().err == "gpupilot: JobNotFound [job_id]: no job j9\n"
+
+
+# -- Idempotency-Key: a submit still in progress is retried -----------------------------------------------
+SUBMIT = ["submit", "--name", "n", "--image", "i", "--idempotency-key", "nightly-42", "--", "true"]
+ACCEPTED = Answer(202, {"job_id": "job-1", "status": "SUBMITTED", "execution_arn": "arn", "warnings": []})
+
+
+def test_submit_retries_while_the_same_key_is_in_progress_and_prints_the_first_calls_job(capsys):
+    # Given an API still processing the first call with this key for two more answers
+    with ScriptedApi(in_progress("0"), in_progress("0"), ACCEPTED) as api:
+        # When
+        code = main(["--endpoint", api.url, *SUBMIT])
+
+    # Then the CLI retried and reports the job, as if the first answer had been it
+    assert code == 0
+    assert capsys.readouterr() == ("submitted job-1\n", "")
+    assert [r.headers["Idempotency-Key"] for r in api.received] == ["nightly-42"] * 3
+
+
+def test_submit_gives_up_on_a_key_in_progress_for_too_long_with_a_service_error(monkeypatch, capsys):
+    # Given an API that never finishes the first call, and a short limit
+    monkeypatch.setattr("gpupilot.client.IN_PROGRESS_LIMIT_SECONDS", 0.3)
+    with ScriptedApi(in_progress("0.1")) as api:
+        # When
+        code = main(["--endpoint", api.url, "--json", *SUBMIT])
+
+    # Then exit 4, saying why
+    assert code == 4
+    error = json_error(capsys)
+    assert (error["error"], error["field"], error["exit_code"]) == ("IN_PROGRESS", "Idempotency-Key", 4)
+    assert "still in progress" in error["message"]
+    assert 3 <= len(api.received) <= 5
+
+
+def test_a_key_reused_with_another_body_exits_2_with_one_line(capsys):
+    refusal = {"error": "IdempotencyKeyReused", "field": "Idempotency-Key", "message": "used with a different body"}
+    with ScriptedApi(Answer(422, refusal)) as api:
+        code = main(["--endpoint", api.url, *SUBMIT])
+    assert code == 2 and len(api.received) == 1
+    assert capsys.readouterr().err == ("gpupilot: IdempotencyKeyReused [Idempotency-Key]: used with a different body\n")
+
+
+# -- progress while waiting: stderr only, stdout as it was ----------------------------------------------------
+def job_state(status: str, reason: str | None = None, *timeline: str) -> dict:
+    return {
+        "job_id": "j1",
+        "name": "train",
+        "status": status,
+        "instance_type": "g6.xlarge",
+        "gpu_model": "L4",
+        "attempts": [],
+        "reason": reason,
+        "timeline": [{"status": s, "at": f"2026-11-23T10:00:0{i}.000Z"} for i, s in enumerate(timeline)],
+    }
+
+
+CAPACITY = "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY"
+POLLS = [
+    job_state("RUNNABLE", CAPACITY, "SUBMITTED", "RUNNABLE"),
+    job_state("RUNNABLE", CAPACITY, "SUBMITTED", "RUNNABLE"),
+    job_state("RUNNING", None, "SUBMITTED", "RUNNABLE", "RUNNING"),
+    job_state("SUCCEEDED", None, "SUBMITTED", "RUNNABLE", "RUNNING", "SUCCEEDED"),
+]
+
+
+def polled(monkeypatch, polls: list[dict]) -> None:
+    answers = iter(polls)
+    monkeypatch.setattr(ApiClient, "request", lambda self, *a, **k: ApiResponse(200, next(answers)))
+    monkeypatch.setattr("gpupilot.cli.time.sleep", lambda seconds: None)
+
+
+def test_status_wait_shows_each_status_change_and_the_wait_reason_on_stderr(monkeypatch, capsys):
+    # Given a job that waits for capacity, then runs and succeeds
+    polled(monkeypatch, POLLS)
+
+    # When following it (stderr is not a terminal here)
+    code = main(["status", "--wait", "j1"])
+
+    # Then stderr has one plain line per change: the status, the GPU type, the time waited, the reason
+    err = capsys.readouterr().err.splitlines()
+    assert code == 0
+    assert [line.split("  ")[1] for line in err] == ["RUNNABLE", "RUNNING", "SUCCEEDED"]
+    assert err[0].startswith("job j1  RUNNABLE  g6.xlarge (L4)  0 s")
+    assert err[0].endswith(f"waiting: {CAPACITY}")
+
+
+def test_status_wait_prints_on_stdout_exactly_what_it_printed_before(monkeypatch, capsys):
+    # Given
+    polled(monkeypatch, POLLS)
+
+    # When
+    main(["status", "--wait", "j1"])
+
+    # Then stdout is the timeline, the reason and the summary, and no progress line
+    last = POLLS[-1]
+    expected = [render.progress_line(entry, POLLS[0]) for entry in POLLS[0]["timeline"]]
+    expected.append(render.reason_line(CAPACITY, 0))
+    expected += [render.progress_line(entry, POLLS[2]) for entry in POLLS[2]["timeline"][2:]]
+    expected += [render.progress_line(entry, last) for entry in last["timeline"][3:]]
+    expected.append(render.job_summary(last))
+    assert capsys.readouterr().out == "\n".join(expected) + "\n"
+
+
+def test_status_wait_with_json_keeps_stderr_empty_when_it_is_not_a_terminal(monkeypatch, capsys):
+    polled(monkeypatch, POLLS)
+    assert main(["--json", "status", "--wait", "j1"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    assert json.loads(captured.out)["status"] == "SUCCEEDED"
+
+
+def test_on_a_terminal_the_progress_is_one_live_line_that_stdout_lines_do_not_break(capsys):
+    # Given a live progress display on a terminal-like stream
+    stream = io.StringIO()
+    with render.WaitProgress(stream=stream, live=True) as progress:
+        # When the job is seen waiting and a timeline line is printed meanwhile
+        progress.update(job_state("RUNNABLE", CAPACITY), 75)
+        progress.stdout(print)("  10:00:00.000  RUNNABLE")
+        progress.update(job_state("RUNNING"), 80)
+
+    # Then the line was drawn with the status, the elapsed time and the reason, and erased at the end
+    drawn = stream.getvalue()
+    assert "job j1  RUNNABLE  g6.xlarge (L4)  1 min 15 s  waiting: CAPACITY" in drawn
+    assert "\x1b[" in drawn  # cursor control: the line is redrawn in place
+    # And stdout got its line untouched
+    assert capsys.readouterr().out == "  10:00:00.000  RUNNABLE\n"
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(("term", "live"), [("xterm-256color", True), ("dumb", False)])
+def test_the_live_line_is_for_terminals_that_can_redraw_it(monkeypatch, term, live):
+    monkeypatch.setenv("TERM", term)
+    assert render.WaitProgress(stream=Terminal()).live_wanted is live
+    assert render.WaitProgress(stream=io.StringIO()).live_wanted is False
+
+
+def test_the_cli_starts_without_importing_rich():
+    # The live line's library is imported only when a terminal shows it: start-up time stays as it was
+    shown = subprocess.run(
+        [sys.executable, "-c", "import sys, gpupilot.cli; print('rich' in sys.modules)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert shown.stdout.strip() == "False"
+
+
+# -- serve: each bad argument is one line, exit 2, no traceback --------------------------------------------
+def exit_code(argv: list[str]) -> int:
+    try:
+        return main(argv)
+    except SystemExit as exited:
+        return int(exited.code or 0)
+
+
+def assert_refused_in_one_line(capsys, argv: list[str], *words: str) -> str:
+    code = exit_code(argv)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.count("\n") == 1 and err.startswith("gpupilot: ")
+    assert "Traceback" not in err
+    for word in words:
+        assert word in err
+    return err
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["--port", "abc"], ["--port", "'abc'"]),
+        (["--port", "70000"], ["--port", "0 to 65535"]),
+        (["--port", "-1"], ["--port"]),
+        (["--aws-port", "65536"], ["--aws-port", "0 to 65535"]),
+        (["--speedup", "nan"], ["--speedup", "greater than 0"]),
+        (["--speedup", "inf"], ["--speedup"]),
+        (["--speedup", "0"], ["--speedup"]),
+        (["--speedup", "-3"], ["--speedup"]),
+        (["--sweep-seconds", "-1"], ["--sweep-seconds", "0 or more"]),
+        (["--sweep-seconds", "nan"], ["--sweep-seconds"]),
+        (["--sweep-seconds", "inf"], ["--sweep-seconds"]),
+    ],
+)
+def test_serve_refuses_a_bad_argument_in_one_line(capsys, argv, words):
+    assert_refused_in_one_line(capsys, ["serve", *argv], *words)
+
+
+def test_demo_refuses_a_bad_speedup_in_one_line(capsys):
+    assert_refused_in_one_line(capsys, ["demo", "--speedup", "nan"], "--speedup")
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        (None, ["cannot read world file"]),
+        ("{not json", ["not valid JSON"]),
+        ('{"jobs": {"runtime_seconds": -1}}', ["jobs.runtime_seconds"]),
+        ('{"instance_types": {"g6.xlarge": {"capacity": "plenty"}}}', ["instance_types.g6.xlarge.capacity"]),
+        ('{"weather": "sunny"}', ["weather"]),
+        ('["a", "list"]', ["world file"]),
+    ],
+)
+def test_serve_refuses_a_missing_or_invalid_world_file_in_one_line(tmp_path, capsys, content, words):
+    world = tmp_path / "world.json"
+    if content is not None:
+        world.write_text(content)
+    argv = ["serve", "--world", str(world), "--log-file", str(tmp_path / "cloud.log")]
+    assert_refused_in_one_line(capsys, argv, *words)
+
+
+def test_serve_refuses_an_aws_port_in_use_in_one_line(tmp_path, capsys):
+    # Given a port someone listens on
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        # When / Then
+        argv = ["serve", "--port", "0", "--aws-port", port, "--log-file", str(tmp_path / "cloud.log")]
+        assert_refused_in_one_line(capsys, argv, "--aws-port", f"127.0.0.1:{port}")
+
+
+def test_serve_refuses_the_same_port_for_the_api_and_the_aws_endpoint(tmp_path, capsys):
+    argv = ["serve", "--port", "9999", "--aws-port", "9999", "--log-file", str(tmp_path / "cloud.log")]
+    assert_refused_in_one_line(capsys, argv, "--aws-port must differ from --port")
+
+
+def test_serve_refuses_a_log_file_it_cannot_write_in_one_line(tmp_path, capsys):
+    (tmp_path / "a-file").write_text("")
+    argv = ["serve", "--port", "0", "--log-file", str(tmp_path / "a-file" / "cloud.log")]
+    assert_refused_in_one_line(capsys, argv, "cannot write --log-file")
+
+
+def test_serve_refuses_a_host_it_cannot_listen_on_in_one_line(tmp_path, capsys):
+    argv = ["serve", "--host", "no-such-host.invalid", "--port", "0", "--log-file", str(tmp_path / "cloud.log")]
+    assert_refused_in_one_line(capsys, argv, "--host", "no-such-host.invalid")
+
+
+def test_serve_refusals_are_json_with_json(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["serve", "--json", "--speedup", "inf"])
+    error = json_error(capsys)
+    assert (error["error"], error["field"], error["exit_code"]) == ("UsageError", "--speedup", 2)

@@ -1,0 +1,134 @@
+"""Drive jobs through a local cloud with faults, as a careful client would, and account for every one: the
+fault tests' and the fault benchmark's common part."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+
+FINISHED = {"SUCCEEDED", "FAILED", "CANCELLED"}
+IMAGE = "nvidia/cuda:12.4.1-base-ubuntu22.04"
+
+
+def http(method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> tuple[int, Any]:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(
+        url, data=data, method=method, headers={"Content-Type": "application/json"} | (headers or {})
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, json.loads(response.read() or b"{}")
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"{}")
+
+
+@dataclass
+class Accounting:
+    """What became of the jobs a run submitted."""
+
+    submitted: int = 0
+    accepted: dict[str, str] = field(default_factory=dict)  # job id -> name
+    statuses: Counter[str] = field(default_factory=Counter)
+    not_terminal: list[str] = field(default_factory=list)
+    lost: list[str] = field(default_factory=list)  # no record, or a record Batch contradicts
+    duplicated: list[str] = field(default_factory=list)  # names recorded more than once
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "submitted": self.submitted,
+            "accepted": len(self.accepted),
+            "statuses": dict(self.statuses),
+            "not_terminal": self.not_terminal,
+            "lost": self.lost,
+            "duplicated": self.duplicated,
+        }
+
+
+def submit(api_url: str, name: str, runtime_tries: int = 20) -> str | None:
+    """POST /jobs with an Idempotency-Key, retried on 5xx, 409 and connection errors: one job, whatever fails."""
+    key = uuid.uuid4().hex
+    body = {"name": name, "image": IMAGE, "command": ["nvidia-smi", "-L"], "stuck_after_minutes": 0.5}
+    for _ in range(runtime_tries):
+        try:
+            status, answer = http("POST", f"{api_url}/jobs", body, {"Idempotency-Key": key})
+        except OSError:
+            status, answer = 0, {}
+        if status == 202:
+            return str(answer["job_id"])
+        if 400 <= status < 500 and status != 409:
+            raise AssertionError(f"POST /jobs refused {name}: {status} {answer}")
+        time.sleep(0.5)
+    return None
+
+
+def job(api_url: str, job_id: str) -> dict[str, Any] | None:
+    """The job's record; None when it does not exist. Retried through injected service errors."""
+    for _ in range(20):
+        status, answer = http("GET", f"{api_url}/jobs/{job_id}")
+        if status == 200:
+            return dict(answer)
+        if status == 404:
+            return None
+        time.sleep(0.3)
+    raise AssertionError(f"GET /jobs/{job_id} kept failing")
+
+
+def run_jobs(api_url: str, aws_url: str, count: int, prefix: str, timeout: float) -> Accounting:
+    """Submit `count` jobs, wait until each is finished (or the time is up), then check every record against
+    Batch and look for duplicates."""
+    accounting = Accounting(submitted=count)
+    for index in range(count):
+        name = f"{prefix}-{index}"
+        job_id = submit(api_url, name)
+        if job_id is not None:
+            accounting.accepted[job_id] = name
+    deadline = time.monotonic() + timeout
+    final: dict[str, dict[str, Any] | None] = {}
+    while time.monotonic() < deadline:
+        final = {job_id: job(api_url, job_id) for job_id in accounting.accepted}
+        if all(record is None or record["status"] in FINISHED for record in final.values()):
+            break
+        time.sleep(1)
+    batch = boto3.client(
+        "batch", endpoint_url=aws_url, region_name="us-east-1",
+        aws_access_key_id="testing", aws_secret_access_key="testing",
+    )  # fmt: skip
+    for job_id, record in final.items():
+        if record is None:
+            accounting.lost.append(job_id)
+            continue
+        accounting.statuses[record["status"]] += 1
+        if record["status"] not in FINISHED:
+            accounting.not_terminal.append(job_id)
+        elif record["status"] == "SUCCEEDED":
+            batch_id = (record.get("attempts") or [{}])[-1].get("batch_job_id")
+            described = batch.describe_jobs(jobs=[batch_id])["jobs"] if batch_id else []
+            if not described or described[0]["status"] != "SUCCEEDED":
+                accounting.lost.append(job_id)  # the record says what Batch does not
+    names = Counter(j["name"] for j in list_all(api_url) if j["name"].startswith(f"{prefix}-"))
+    accounting.duplicated = sorted(name for name, seen in names.items() if seen > 1)
+    return accounting
+
+
+def list_all(api_url: str) -> list[dict[str, Any]]:
+    jobs: list[dict[str, Any]] = []
+    token: str | None = None
+    for _ in range(100):
+        query = "?limit=100" + (f"&next_token={token}" if token else "")
+        status, page = http("GET", f"{api_url}/jobs{query}")
+        if status != 200:
+            time.sleep(0.3)
+            continue
+        jobs += page["jobs"]
+        token = page.get("next_token")
+        if not token:
+            break
+    return jobs

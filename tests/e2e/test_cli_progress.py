@@ -1,0 +1,38 @@
+"""While `gpupilot submit --wait` waits, stderr says what the job does, why it waits and for how long; stdout
+prints what it always printed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from tests.e2e.conftest import RunningCloud
+
+pytestmark = pytest.mark.e2e
+NO_CAPACITY = {"instance_types": {"g4dn.xlarge": {"capacity": "none"}}, "jobs": {"runtime_seconds": 1}}
+
+
+def test_submit_wait_shows_status_changes_and_the_wait_reason_on_stderr(
+    cloud_factory: Callable[..., RunningCloud],
+) -> None:
+    # Given the cheapest GPU type has no capacity, so the job waits RUNNABLE, then falls back
+    cloud = cloud_factory(NO_CAPACITY)
+
+    # When submitting and waiting through the CLI (stderr is a pipe: plain lines)
+    result = cloud.cli("submit", "--name", "progress", "--image", "nvidia/cuda:12.4.1-base-ubuntu22.04",
+                       "--stuck-after-minutes", "0.05", "--wait", "--", "nvidia-smi", "-L")  # fmt: skip
+
+    # Then it succeeds, and stderr has one line per change, each naming the job, its status and the time waited
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.splitlines()
+    job_id = lines[0].split()[1]
+    assert all(line.startswith(f"job {job_id}  ") and " s" in line for line in lines)
+    statuses = [line.split("  ")[1] for line in lines]
+    assert statuses[-1] == "SUCCEEDED" and "RUNNABLE" in statuses and "RUNNING" in statuses
+    # And while RUNNABLE it said why, in Batch's words
+    assert any("RUNNABLE" in line and "waiting: " in line and "CAPACITY" in line for line in lines), lines
+    # And stdout is the timeline and the summary, as before, with no progress line in it
+    assert "SUCCEEDED" in result.stdout and "cost" in result.stdout
+    assert f"job {job_id}  " not in result.stdout
+    assert result.stdout.splitlines()[0].lstrip().split()[1] == "SUBMITTED"

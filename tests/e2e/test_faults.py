@@ -1,0 +1,52 @@
+"""Faults on the local cloud (the world's `faults`): throttled AWS calls, Batch events dropped, duplicated and
+reordered, Lambda invocations failing. Every job still ends, with a record Batch agrees with, none lost and
+none duplicated. (`make bench` runs them all at once on more jobs: bench/results/faults.json.)"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import RunningCloud
+from tests.e2e.faults.drive import run_jobs
+
+pytestmark = pytest.mark.e2e
+JOBS = 3
+TIMEOUT_SECONDS = 150
+
+
+def accounted(cloud: RunningCloud, prefix: str, jobs: int = JOBS) -> dict[str, Any]:
+    accounting = run_jobs(cloud.api_url, cloud.aws_url, jobs, prefix, TIMEOUT_SECONDS)
+    summary = accounting.summary()
+    assert summary["accepted"] == jobs, summary
+    assert not summary["not_terminal"] and not summary["lost"] and not summary["duplicated"], summary
+    return summary
+
+
+def test_throttled_aws_calls_slow_jobs_down_but_every_job_succeeds(cloud_factory: Callable[..., RunningCloud]) -> None:
+    throttle = {"batch": 0.3, "ec2": 0.3, "dynamodb": 0.3, "stepfunctions": 0.3}
+    cloud = cloud_factory({"jobs": {"runtime_seconds": 1}, "faults": {"throttle": throttle, "seed": 7}})
+    assert accounted(cloud, "throttled", jobs=2)["statuses"] == {"SUCCEEDED": 2}
+
+
+def test_dropped_duplicated_and_reordered_events_change_no_outcome(cloud_factory: Callable[..., RunningCloud]) -> None:
+    # Half the events dropped (the sweep reconciles them), others delivered twice or after the next one
+    events = {"drop": 0.5, "duplicate": 0.5, "reorder": True}
+    cloud = cloud_factory({"jobs": {"runtime_seconds": 1}, "faults": {"events": events, "seed": 7}}, sweep_seconds=2)
+    assert accounted(cloud, "events")["statuses"] == {"SUCCEEDED": JOBS}
+
+
+def test_with_every_batch_event_dropped_the_sweep_finishes_every_job(
+    cloud_factory: Callable[..., RunningCloud],
+) -> None:
+    cloud = cloud_factory({"jobs": {"runtime_seconds": 1}, "faults": {"events": {"drop": 1.0}}}, sweep_seconds=2)
+    assert accounted(cloud, "dropped", jobs=2)["statuses"] == {"SUCCEEDED": 2}
+
+
+def test_lambda_service_errors_are_retried_and_every_job_succeeds(cloud_factory: Callable[..., RunningCloud]) -> None:
+    cloud = cloud_factory(
+        {"jobs": {"runtime_seconds": 1}, "faults": {"lambda_errors": 0.15, "seed": 7}}, sweep_seconds=3
+    )
+    assert accounted(cloud, "lambda")["statuses"] == {"SUCCEEDED": JOBS}
