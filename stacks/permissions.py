@@ -237,6 +237,8 @@ def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
     pricing = [
         describe("Amazon EC2", "ec2:DescribeInstanceTypes", "ec2:DescribeSpotPriceHistory"),
         price_list,
+        # A spot attempt is priced in the zone it ran in: its container instance's.
+        Grant(actions=("ecs:DescribeContainerInstances",), resources=(arns.container_instances,), reason=WHY_CLUSTERS),
     ]
     read_write = owned.items("GetItem", "UpdateItem")
     # Retiring a pool, in Batch's order: disable and delete its queue, disable and delete its compute

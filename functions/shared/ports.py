@@ -150,6 +150,10 @@ class Fleet(Protocol):
 
     def deregister_container_instance(self, cluster_arn: str, container_instance_arn: str) -> None: ...
 
+    def zone_of(self, container_instance_arn: str) -> str | None:
+        """The zone of a container instance (ECS's ecs.availability-zone), None when ECS no longer knows it."""
+        ...
+
 
 class Workflow(Protocol):
     """The GpuJob state machine."""

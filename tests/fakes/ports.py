@@ -290,6 +290,10 @@ class FakeFleet:
             c for c in self.by_cluster.get(cluster_arn, []) if c.arn != container_instance_arn
         ]
 
+    def zone_of(self, container_instance_arn: str) -> str | None:
+        found = [c for cs in self.by_cluster.values() for c in cs if c.arn == container_instance_arn]
+        return (found[0].zone or None) if found else None
+
     def instances(self, pools: list[str]) -> dict[str, list[Ec2InstanceState]]:
         return {pool: list(self.by_pool.get(pool, [])) for pool in pools}
 
@@ -370,7 +374,10 @@ class FakePrices:
     def spot_over(self, instance_type: str, zones: list[str], start: str, stop: str) -> PriceQuote | None:
         if instance_type not in self.spot_table or not zones:
             return None
-        return PriceQuote(hourly_usd=self.spot_table[instance_type], pricing=f"test spot price over {start}..{stop}")
+        where = ",".join(zones)
+        return PriceQuote(
+            hourly_usd=self.spot_table[instance_type], pricing=f"test spot price in {where} over {start}..{stop}"
+        )
 
     def spot(self, instance_types: list[str], zones: list[str]) -> dict[str, dict[str, PriceQuote]]:
         return {

@@ -3,6 +3,7 @@ function run with the environment the synthesized template gives it."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
@@ -14,7 +15,7 @@ from functions.shared.adapters.table_store import DynamoOfferingMemory
 from functions.shared.domain.records import AttemptRecord, Wait
 from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.vocabulary import CapacityType, JobStatus, WaitPhase
-from tests.integration.conftest import Cloud, HandlerError
+from tests.integration.conftest import ZONES, Cloud, HandlerError
 
 JOB = "job00000001"
 REQUEST = {"name": "train", "image": "nvidia/cuda:12.4.1-base-ubuntu22.04", "command": ["nvidia-smi"]}
@@ -415,6 +416,42 @@ def test_record_cost_prices_a_spot_attempt_at_the_spot_price_when_it_is_first_to
     cost = cloud.invoke("record_cost", {"job_id": JOB, "batch_job": batch_job, "finished": finished})
     assert cost["pricing"].startswith("spot price history") and cost["runtime_seconds"] == 1800
     assert "time-weighted over the attempt" in cost["pricing"]
+
+
+def container_instance_in(zone: str) -> str:
+    """A container instance of an ECS cluster, on an EC2 instance in `zone`: its ARN."""
+    ec2, ecs = boto3.client("ec2"), boto3.client("ecs")
+    subnet = next(s["SubnetId"] for s in ec2.describe_subnets()["Subnets"] if s["AvailabilityZone"] == zone)
+    instance = ec2.run_instances(ImageId="ami-12c6146b", MinCount=1, MaxCount=1, SubnetId=subnet)["Instances"][0]
+    ecs.create_cluster(clusterName="Spot_Batch_1")
+    document = json.dumps({"instanceId": instance["InstanceId"]})
+    registered = ecs.register_container_instance(cluster="Spot_Batch_1", instanceIdentityDocument=document)
+    return str(registered["containerInstance"]["containerInstanceArn"])
+
+
+@pytest.mark.parametrize("pricer", ["job_events", "record_cost"])
+def test_a_spot_attempt_is_priced_in_the_zone_it_ran_in(cloud: Cloud, store: Any, pricer: str) -> None:
+    # Given a spot attempt whose candidate zones are both of the deployment's, that ran on an instance in one
+    batch_job = spot_submitted(cloud)
+    zone = ZONES[-1]
+    arn = container_instance_in(zone)
+    started, stopped = 1_800_000_000_000, 1_800_001_800_000
+    # When the function that learns of its end prices it (the event names its container instance; RecordCost
+    # finds it on the attempt, where the RUNNING event put it)
+    if pricer == "job_events":
+        container = {"exitCode": 0, "containerInstanceArn": arn}
+        cloud.invoke("job_events", batch_event(batch_job["batch_job_id"], status="SUCCEEDED", startedAt=started,
+                                               stoppedAt=stopped, container=container,
+                                               attempts=[{"startedAt": started, "stoppedAt": stopped}]))  # fmt: skip
+    else:
+        store.update_attempt(JOB, 1, {"container_instance_arn": arn})
+        finished = {"status": "SUCCEEDED", "exit_code": 0, "started_at": "2026-11-22T10:00:00.000Z",
+                    "stopped_at": "2026-11-22T10:30:00.000Z"}  # fmt: skip
+        cloud.invoke("record_cost", {"job_id": JOB, "batch_job": batch_job, "finished": finished})
+    # Then at the spot price of that zone alone
+    attempt = store.get_job(JOB).attempts[1]
+    assert attempt.container_instance_arn == arn and len(attempt.zones) > 1
+    assert attempt.cost is not None and attempt.cost.pricing.startswith(f"spot price history, {zone}, ")
 
 
 def forget_prices(cloud: Cloud) -> None:

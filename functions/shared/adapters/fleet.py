@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from functions.shared.adapters.base import ClientAdapter
 from functions.shared.adapters.clients import client
 from functions.shared.domain.batch import ContainerInstanceState, Ec2InstanceState, FleetState
@@ -85,6 +87,20 @@ class Ec2EcsFleet(ClientAdapter):
             )
             described.extend(ContainerInstanceState.from_ecs(c) for c in page["containerInstances"])
         return described
+
+    def zone_of(self, container_instance_arn: str) -> str | None:
+        # arn:aws:ecs:<region>:<account>:container-instance/<cluster>/<id>: the cluster is in the ARN.
+        parts = container_instance_arn.split(":", 5)[-1].split("/")
+        if len(parts) != 3:
+            return None
+        try:
+            found = self._ecs.describe_container_instances(
+                cluster=parts[1], containerInstances=[container_instance_arn]
+            )
+        except ClientError:
+            return None
+        described = [ContainerInstanceState.from_ecs(c) for c in found["containerInstances"]]
+        return (described[0].zone or None) if described else None
 
     def fleets(self, pools: dict[str, str | None]) -> dict[str, FleetState]:
         """pool -> its fleet, for pools given with their cluster ARN (None: no cluster yet).

@@ -57,12 +57,15 @@ class BatchJobState(BaseModel):
     stopped_at: str | None = None
     exit_code: int | None = None
     container_reason: str | None = None
+    container_instance_arn: str | None = Field(default=None, description="The ECS container instance it ran on")
     runtime_seconds: float | None = Field(default=None, description="Summed over Batch's own attempts")
 
     @classmethod
     def from_batch(cls, job: dict[str, Any]) -> BatchJobState:
         container = job.get("container") or {}
         exit_code = container.get("exitCode")
+        last_attempt = ((job.get("attempts") or [{}])[-1] or {}).get("container") or {}
+        placed = container.get("containerInstanceArn") or last_attempt.get("containerInstanceArn")
         return cls(
             job_id=str(job.get("jobId") or ""),
             job_name=str(job.get("jobName") or ""),
@@ -75,6 +78,7 @@ class BatchJobState(BaseModel):
             stopped_at=_iso(job.get("stoppedAt")),
             exit_code=exit_code if isinstance(exit_code, int) else None,
             container_reason=container.get("reason"),
+            container_instance_arn=placed if isinstance(placed, str) and placed else None,
             runtime_seconds=billed_seconds(job),
         )
 

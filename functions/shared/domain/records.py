@@ -60,6 +60,7 @@ class AttemptRecord(BaseModel):
     stopped_at: str | None = None
     exit_code: int | None = None
     container_reason: str | None = Field(default=None, description="Batch's reason for the container's end")
+    container_instance_arn: str | None = Field(default=None, description="Where it ran: its zone prices spot")
     runtime_seconds: float | None = None
     cost: Cost | None = Field(default=None, description="What the attempt cost, once it ended")
     diagnosis: Diagnosis | None = None

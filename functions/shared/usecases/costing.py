@@ -23,13 +23,18 @@ def hourly_quotes(instance_types: list[str], spot: bool, zones: list[str], ports
 
 
 def quote_for(attempt: AttemptRecord, ports: Ports) -> PriceQuote | None:
-    """The attempt's hourly price: on-demand; spot averaged over its runtime (else the latest) in its zones."""
+    """The attempt's hourly price: on-demand; spot averaged over its runtime (else the latest) in the zone it ran
+    in (its container instance's), else the cheapest of its zones."""
     spot = attempt.capacity == CapacityType.SPOT
+    zones = attempt.zones
+    if spot and attempt.container_instance_arn:
+        ran_in = ports.fleet.zone_of(attempt.container_instance_arn)
+        zones = [ran_in] if ran_in else zones
     if spot and attempt.started_at and attempt.stopped_at:
-        over = ports.prices.spot_over(attempt.instance_type, attempt.zones, attempt.started_at, attempt.stopped_at)
+        over = ports.prices.spot_over(attempt.instance_type, zones, attempt.started_at, attempt.stopped_at)
         if over is not None:
             return over
-    return hourly_quotes([attempt.instance_type], spot, attempt.zones, ports).get(attempt.instance_type)
+    return hourly_quotes([attempt.instance_type], spot, zones, ports).get(attempt.instance_type)
 
 
 def price_attempt(

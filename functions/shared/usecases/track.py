@@ -76,6 +76,7 @@ def record_batch_event(event: BatchJobEvent, ports: Ports) -> dict[str, Any]:
             "stopped_at": job.stopped_at,
             "exit_code": job.exit_code,
             "container_reason": job.container_reason,
+            "container_instance_arn": job.container_instance_arn,
             "runtime_seconds": job.runtime_seconds,
         },
         # A submit whose record write failed still gets its Batch job id, so it can be terminated.

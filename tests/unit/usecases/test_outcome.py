@@ -157,6 +157,21 @@ def test_a_spot_attempt_is_priced_at_the_spot_price(ports):
     assert cost.pricing.startswith("test spot price")
 
 
+def test_a_spot_attempt_is_priced_in_the_zone_its_container_instance_ran_in(ports):
+    from functions.shared.domain.batch import ContainerInstanceState
+
+    # Given a spot attempt that may run in either zone, and ran on a container instance in us-east-1b
+    ports.prices.spot_table["g4dn.xlarge"] = 0.2
+    submitted(ports, capacity="spot", instance_types=["g4dn.xlarge"])
+    arn = "arn:aws:ecs:us-east-1:123456789012:container-instance/OnDemand_Batch_1/abc"
+    ports.fleet.by_cluster["cluster"] = [ContainerInstanceState(arn=arn, zone="us-east-1b")]
+    assert ports.jobs.get_job(JOB_ID).attempts[1].zones == ["us-east-1a", "us-east-1b"]
+    ports.jobs.update_attempt(JOB_ID, 1, {"container_instance_arn": arn})
+    # When it is priced / Then at the spot price of us-east-1b only, over its runtime
+    cost = record_cost(cost_input(ports), ports)
+    assert cost is not None and cost.pricing.startswith("test spot price in us-east-1b over ")
+
+
 def test_a_type_without_a_price_ends_without_a_cost_not_without_its_status(ports):
     submitted(ports)
     ports.prices._table = {}
