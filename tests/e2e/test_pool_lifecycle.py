@@ -51,7 +51,7 @@ def test_a_new_launch_template_version_moves_new_jobs_to_a_new_pool_and_the_old_
     cloud_factory: Callable[..., RunningCloud],
 ) -> None:
     # Given a job that ran in a pool built on the launch template's version 1
-    cloud = cloud_factory()
+    cloud = cloud_factory({"jobs": {"runtime_seconds": 1}})
     first = run(cloud, instance_types=["g4dn.xlarge"])
     old = pool_of(first)
     assert environments(cloud)[old]["computeResources"]["launchTemplate"]["version"] == "1"
@@ -85,7 +85,7 @@ def test_a_pool_idle_for_pool_idle_hours_is_retired_and_recreated_by_the_next_jo
     cloud_factory: Callable[..., RunningCloud],
 ) -> None:
     # Given a pool that ran a job, and an operator setting pool_idle_hours to about a second
-    cloud = cloud_factory()
+    cloud = cloud_factory({"jobs": {"runtime_seconds": 1}})
     pool = pool_of(run(cloud))
     awslambda = aws(cloud, "lambda")
     [sweeper] = [
@@ -116,7 +116,7 @@ def test_at_batch_s_limit_the_least_recently_used_idle_pool_makes_room_and_witho
     cloud_factory: Callable[..., RunningCloud],
 ) -> None:
     # Given a GPU Pilot pool the sweep has seen idle, and a region filled to Batch's 50 compute environments
-    cloud = cloud_factory()
+    cloud = cloud_factory({"jobs": {"runtime_seconds": 1}})
     idle = pool_of(run(cloud, instance_types=["g4dn.xlarge"]))
     sweep(cloud)
     batch = aws(cloud, "batch")

@@ -17,6 +17,9 @@ import pytest
 from stacks.nag import CHECKOV_ACKNOWLEDGMENTS, CHECKOV_METADATA
 from tests.infra.conftest import Synthesized
 
+# One worker scans for the whole module (its fixture is module-scoped; xdist would otherwise scan once per worker).
+pytestmark = pytest.mark.xdist_group("checkov")
+
 # The version whose checks the acknowledgements answer: a newer checkov brings new checks to fix or acknowledge.
 CHECKOV_VERSION = "3.3.30"
 CHECKOV_VENV = ".venv-checkov"
