@@ -25,6 +25,8 @@ from bench import REPO_ROOT, environment, metric, utc_now
 from functions.shared.constants import LAMBDAS
 
 NAME = "cold_start"
+# The functions package as the stack ships it (`make synth` stages it, with its bytecode): what Lambda imports.
+LAMBDA_CODE = REPO_ROOT / ".build" / "lambda"
 DEFAULT_RUNS = 9
 # The clients the handlers create (functions/shared/service.py reaches all four through
 # functions.shared.adapters.clients.client); the floor and the Powertools stacks create the same four.
@@ -104,7 +106,7 @@ def sample(candidate: Candidate, env: dict[str, str]) -> float:
     """One cold start of `candidate` in a fresh interpreter, in milliseconds (as the child timed it)."""
     done = subprocess.run(
         [sys.executable, "-c", candidate.code],
-        cwd=REPO_ROOT,
+        cwd=LAMBDA_CODE if LAMBDA_CODE.exists() else REPO_ROOT,
         env=env,
         capture_output=True,
         text=True,
@@ -163,8 +165,10 @@ def run(runs: int = DEFAULT_RUNS) -> dict[str, Any]:
             f"Each sample is a fresh `python -c` interpreter (no -X importtime) that times with time.perf_counter "
             f"only the cold-start work on top of interpreter startup; median of {runs} samples per candidate, "
             "measured side by side (each round takes one sample of every candidate, order rotated per round), "
-            "after one discarded warm-up round (bytecode compiled, files in the page cache). Handler = "
-            "importlib.import_module of the handler module + creating the dynamodb, stepfunctions, batch and ec2 "
+            "after one discarded warm-up round (files in the page cache). Handler = importlib.import_module, from "
+            "the staged Lambda code (.build/lambda: the functions package as the stack ships it, with its "
+            "precompiled bytecode, since Lambda's code directory is read-only), of the handler module + creating "
+            "the dynamodb, stepfunctions, batch and ec2 "
             "clients via functions.shared.adapters.clients.client (every handler reaches them through its adapters, "
             "which make all four). Floor = `import boto3` + boto3.client() for the same four services. "
             "Powertools full stack = Logger() + Tracer() + Metrics() + the same four clients; "

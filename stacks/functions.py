@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import compileall
+import py_compile
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -36,10 +38,20 @@ WHY_PYTHON_311 = (
 
 def stage_lambda_code(source: Path, build_root: Path) -> Path:
     """Copy the `functions` package under build_root, so handler paths `functions.<name>.handler.handler`
-    resolve, without fingerprinting the repository (and its virtualenv) as the asset."""
+    resolve, without fingerprinting the repository (and its virtualenv) as the asset.
+
+    The copy ships its bytecode: Lambda's code directory is read-only, so Python could never cache what it
+    compiles there, and every cold start would compile the whole package again. Hash-based .pyc files stay
+    valid whatever the zip does to timestamps, and are the same for the same source (the asset's hash too).
+    """
     if build_root.exists():
         shutil.rmtree(build_root)
     shutil.copytree(source, build_root / source.name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    compiled = compileall.compile_dir(
+        build_root, quiet=1, invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH
+    )
+    if not compiled:
+        raise RuntimeError(f"the Lambda code in {build_root} does not compile")
     return build_root
 
 

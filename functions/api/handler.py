@@ -9,17 +9,15 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
-from aws_lambda_powertools.utilities.idempotency.exceptions import (
-    IdempotencyAlreadyInProgressError,
-    IdempotencyValidationError,
-)
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ValidationError
 
-from functions.shared.adapters.idempotency import IN_PROGRESS_RETRY_SECONDS, idempotency_config, submit_idempotently
+from functions.shared.adapters.idempotency import IN_PROGRESS_RETRY_SECONDS, submit_idempotently
 from functions.shared.adapters.wiring import live_ports
 from functions.shared.api_contract import ROUTES, SWEEP_ID_PATTERN, Route
 from functions.shared.domain.errors import (
+    IdempotencyInProgress,
+    IdempotencyKeyReused,
     InvalidPageToken,
     JobAlreadyFinished,
     JobNotFound,
@@ -146,13 +144,13 @@ def _finished(error: JobAlreadyFinished) -> Response:
     return _error(409, "JobAlreadyFinished", f"job {error} has already finished", "job_id")
 
 
-@app.exception_handler(IdempotencyValidationError)
-def _key_reused(error: IdempotencyValidationError) -> Response:
+@app.exception_handler(IdempotencyKeyReused)
+def _key_reused(error: IdempotencyKeyReused) -> Response:
     return _error(422, "IdempotencyKeyReused", "this Idempotency-Key was used with a different body", "Idempotency-Key")
 
 
-@app.exception_handler(IdempotencyAlreadyInProgressError)
-def _key_in_flight(error: IdempotencyAlreadyInProgressError) -> Response:
+@app.exception_handler(IdempotencyInProgress)
+def _key_in_flight(error: IdempotencyInProgress) -> Response:
     return _error(
         409,
         "IN_PROGRESS",
@@ -174,7 +172,7 @@ def submit_job() -> BaseModel:
         return submit.start_job(checked, ports)
 
     if key:
-        return submit_idempotently(ports.settings.table_name, start, request, key)
+        return submit_idempotently(ports.settings.table_name, start, request, key, app.lambda_context)
     return start(request)
 
 
@@ -275,7 +273,6 @@ for _route in ROUTES:
 @metrics.log_metrics
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext, ports: Ports | None = None) -> dict[str, Any]:
-    idempotency_config().register_lambda_context(context)
     path = event.get("path")
     if isinstance(path, str) and CONTROL_CHARACTER.search(path):
         # Powertools matches routes with `$`, which also matches before a final newline: "/jobs/\n" would be

@@ -17,6 +17,14 @@ class JobAlreadyFinished(Exception):
     """The job has ended; it cannot be cancelled."""
 
 
+class IdempotencyKeyReused(Exception):
+    """An Idempotency-Key used before with another body."""
+
+
+class IdempotencyInProgress(Exception):
+    """The first call with this Idempotency-Key is still running."""
+
+
 class InvalidPageToken(Exception):
     """A next_token this API did not issue."""
 
