@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from aws_cdk import App, Validations
-from cdk_nag import AwsSolutionsChecks
+from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 
 from functions.shared.constants import ASL_FILE, STACK_NAME
 from stacks.functions import stage_lambda_code
@@ -60,7 +60,10 @@ def build_app(
         asl_file=ROOT / ASL_FILE,
     )
     # Acknowledgements are also written into the template's resource Metadata, for auditing.
-    Validations.of(app).add_plugins(AwsSolutionsChecks(app, write_suppressions_to_cloud_formation=True))
+    Validations.of(app).add_plugins(
+        AwsSolutionsChecks(app, write_suppressions_to_cloud_formation=True),
+        ServerlessChecks(app, write_suppressions_to_cloud_formation=True),
+    )
     return app, stack
 
 

@@ -37,12 +37,13 @@ class JobEvents(Construct):
             enforce_ssl=True,
             retention_period=Duration.days(14),
         )
-        acknowledge(
-            self.dead_letters,
-            "AwsSolutions-SQS3",
-            "This queue is itself the dead-letter queue of the Batch events rule target; a DLQ for a DLQ "
-            "would only move the same undeliverable events again.",
-        )
+        for rule in ("AwsSolutions-SQS3", "Serverless-SQSRedrivePolicy"):
+            acknowledge(
+                self.dead_letters,
+                rule,
+                "This queue is itself the dead-letter queue of the Batch events rule target; a DLQ for a DLQ "
+                "would only move the same undeliverable events again.",
+            )
         acknowledge_checkov(self.dead_letters, Kind.QUEUE)
 
         self.batch_rule = events.Rule(
@@ -77,4 +78,11 @@ class JobEvents(Construct):
                 retry_attempts=1,
                 max_event_age=Duration.minutes(SWEEP_RATE_MINUTES - 1),
             )
+        )
+        acknowledge(
+            self.sweep_schedule,
+            "Serverless-EventBusDLQ",
+            "A scheduled sweep that EventBridge could not deliver is replaced by the next one, minutes later (it "
+            "carries no data: each sweep reads the whole fleet afresh); a dead-letter queue would hold empty "
+            "schedule ticks nobody replays. Sweeps that fail in Lambda go to its on-failure queue, alarmed.",
         )

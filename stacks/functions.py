@@ -18,7 +18,7 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from functions.shared.constants import ENV_TABLE, LAMBDAS, METRICS_NAMESPACE, SERVICE_NAME, LambdaSpec
-from stacks.nag import Kind, WildcardLedger, acknowledge, acknowledge_checkov
+from stacks.nag import CHECKOV_ACKNOWLEDGMENTS, Kind, WildcardLedger, acknowledge, acknowledge_checkov
 from stacks.permissions import Grant
 from stacks.settings import LOG_RETENTION, POWERTOOLS_LAYER_PARAMETER
 
@@ -155,6 +155,7 @@ class ControlPlaneFunctions(Construct):
                 retention_period=Duration.days(14),
             )
             acknowledge(queue, "AwsSolutions-SQS3", WHY_FAILURE_QUEUE_HAS_NO_DLQ)
+            acknowledge(queue, "Serverless-SQSRedrivePolicy", WHY_FAILURE_QUEUE_HAS_NO_DLQ)
             acknowledge_checkov(queue, Kind.QUEUE)
             self.failure_queues[spec.key] = queue
             on_failure = FailureQueueDestination(queue)
@@ -179,6 +180,9 @@ class ControlPlaneFunctions(Construct):
             retry_attempts=2 if spec.invoked_async else None,
         )
         acknowledge(function, "AwsSolutions-L1", WHY_PYTHON_311)
+        acknowledge(function, "Serverless-LambdaLatestVersion", WHY_PYTHON_311)
+        invocation = Kind.ASYNCHRONOUS_FUNCTION if spec.invoked_async else Kind.SYNCHRONOUS_FUNCTION
+        acknowledge(function, "Serverless-LambdaDLQ", CHECKOV_ACKNOWLEDGMENTS[invocation]["CKV_AWS_116"])
         acknowledge_checkov(function, Kind.FUNCTION)
-        acknowledge_checkov(function, Kind.ASYNCHRONOUS_FUNCTION if spec.invoked_async else Kind.SYNCHRONOUS_FUNCTION)
+        acknowledge_checkov(function, invocation)
         return function

@@ -15,13 +15,16 @@ from stacks.settings import API_THROTTLE_BURST, API_THROTTLE_RATE
 # cdk-nag 3 reports through CDK's validation framework: an id qualified with the pack's namespace is
 # matched by CDK against the report and recorded, with its reason, in the validation report.
 NAG_NAMESPACE = "AwsSolutions"
+SERVERLESS_NAMESPACE = "Serverless"
 
 
 def acknowledge(scope: IConstruct, rule: str, reason: str) -> None:
-    """Acknowledge one AwsSolutions finding (e.g. `AwsSolutions-L1`) on scope and its children."""
+    """Acknowledge one cdk-nag finding (e.g. `AwsSolutions-L1`, `Serverless-LambdaDLQ`) on scope and its
+    children; the pack's namespace is the rule's prefix."""
     if not reason.strip():
         raise ValueError(f"acknowledging {rule} on {scope.node.path} needs a reason")
-    Validations.of(scope).acknowledge(Acknowledgment(id=f"{NAG_NAMESPACE}::{rule}", reason=reason))
+    namespace = SERVERLESS_NAMESPACE if rule.startswith(f"{SERVERLESS_NAMESPACE}-") else NAG_NAMESPACE
+    Validations.of(scope).acknowledge(Acknowledgment(id=f"{namespace}::{rule}", reason=reason))
 
 
 def flatten_cfn_reference(node: Any) -> str:

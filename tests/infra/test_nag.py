@@ -1,4 +1,5 @@
-"""cdk-nag (AwsSolutions) on the real stack: nothing unacknowledged, every acknowledgement reasoned.
+"""cdk-nag (AwsSolutions and Serverless packs) on the real stack: nothing unacknowledged, every acknowledgement
+reasoned.
 
 cdk-nag 3 is a CDK validation plugin: its findings land in the cloud assembly's validation report
 (and fail synthesis), not in construct annotations, so the report is what these tests read.
@@ -15,14 +16,14 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Annotations, Match
 from cdk_nag import AwsSolutionsChecks
 
-from stacks.nag import NAG_NAMESPACE
+from stacks.nag import NAG_NAMESPACE, SERVERLESS_NAMESPACE
 from tests.infra.conftest import Synthesized
 
 ACKNOWLEDGED_RULES = "aws:cdk:acknowledged-rules"
 
 
-def _nag_report(synthesized: Synthesized) -> dict[str, Any]:
-    [report] = [r for r in synthesized.report.get("pluginReports", []) if r["pluginName"] == NAG_NAMESPACE]
+def _nag_report(synthesized: Synthesized, pack: str = NAG_NAMESPACE) -> dict[str, Any]:
+    [report] = [r for r in synthesized.report.get("pluginReports", []) if r["pluginName"] == pack]
     return report
 
 
@@ -47,6 +48,25 @@ def test_synthesis_passes_the_awssolutions_checks(synthesized: Synthesized) -> N
     assert report["conclusion"] == "success"
     unacknowledged = [(v["ruleName"], v["severity"]) for v in report["violations"]]
     assert unacknowledged == []
+
+
+def test_synthesis_passes_the_serverless_checks_with_each_exception_reasoned(synthesized: Synthesized) -> None:
+    # Given the app synthesized with cdk-nag's Serverless pack too, Then it found nothing unacknowledged
+    assert synthesized.synth_error is None, synthesized.synth_error
+    report = _nag_report(synthesized, SERVERLESS_NAMESPACE)
+    assert report["conclusion"] == "success" and report["violations"] == []
+    # And each of its exceptions sits on its resource with a reason (pinned runtime, DLQs of sync functions...)
+    reasons = {
+        (construct.node.path, rule): reason
+        for construct in synthesized.stack.node.find_all()
+        for entry in construct.node.metadata
+        if entry.type == ACKNOWLEDGED_RULES
+        for rule, reason in dict(entry.data).items()
+        if rule.startswith(f"{SERVERLESS_NAMESPACE}::")
+    }
+    rules = {rule for _, rule in reasons}
+    assert {"Serverless::Serverless-LambdaDLQ", "Serverless::Serverless-LambdaLatestVersion"} <= rules
+    assert all(len(reason) >= 40 for reason in reasons.values())
 
 
 def test_no_construct_carries_an_error_annotation(synthesized: Synthesized) -> None:
