@@ -22,7 +22,7 @@ from functions.shared.domain.batch import ComputeEnvironmentState, JobQueueState
 from functions.shared.domain.clock import seconds_between
 from functions.shared.domain.diagnosis import Diagnosis
 from functions.shared.domain.pool_health import PoolState
-from functions.shared.domain.pools import MAX_COMPUTE_ENVIRONMENTS, MAX_JOB_QUEUES
+from functions.shared.domain.pools import KEY_TAG, MAX_COMPUTE_ENVIRONMENTS, MAX_JOB_QUEUES
 from functions.shared.domain.views import Finding
 from functions.shared.domain.vocabulary import DiagnosisCategory, FindingKind, Severity
 
@@ -106,21 +106,17 @@ def retire_reason(
 
 def pool_key(environment: ComputeEnvironmentState) -> str:
     """What versions of the pool share (a pool from before versions is keyed by its own name)."""
-    return environment.tags.get("gpupilot:pool-key") or environment.name
+    return environment.tags.get(KEY_TAG) or environment.name
 
 
 def outdated(environments: list[ComputeEnvironmentState], states: dict[str, PoolState]) -> set[str]:
     """Pools with a newer version: another pool of the same key claimed after them."""
+    used = {e.name: (states[e.name].last_used_at if e.name in states else None) or "" for e in environments}
     latest: dict[str, str] = {}
     for environment in environments:
-        used = (states.get(environment.name) or PoolState(pool=environment.name)).last_used_at or ""
         key = pool_key(environment)
-        latest[key] = max(latest.get(key, ""), used)
-    return {
-        e.name
-        for e in environments
-        if ((states.get(e.name) or PoolState(pool=e.name)).last_used_at or "") < latest[pool_key(e)]
-    }
+        latest[key] = max(latest.get(key, ""), used[environment.name])
+    return {e.name for e in environments if used[e.name] < latest[pool_key(e)]}
 
 
 def least_recently_used(states: dict[str, PoolState], exclude: str, at: str, claim_grace: float) -> PoolState | None:

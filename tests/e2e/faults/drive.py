@@ -52,11 +52,11 @@ class Accounting:
         }
 
 
-def submit(api_url: str, name: str, runtime_tries: int = 20) -> str | None:
+def submit(api_url: str, name: str, tries: int = 20) -> str | None:
     """POST /jobs with an Idempotency-Key, retried on 5xx, 409 and connection errors: one job, whatever fails."""
     key = uuid.uuid4().hex
     body = {"name": name, "image": IMAGE, "command": ["nvidia-smi", "-L"], "stuck_after_minutes": 0.5}
-    for _ in range(runtime_tries):
+    for _ in range(tries):
         try:
             status, answer = http("POST", f"{api_url}/jobs", body, {"Idempotency-Key": key})
         except OSError:
