@@ -15,19 +15,24 @@ STACK_SOURCES := app.py cdk.json $(wildcard stacks/*.py) $(wildcard statemachine
 
 .PHONY: setup synth demo serve test test-fast lint bench openapi catalog prices clean
 
+# uv installs what pip would, from the same pins, in seconds rather than minutes; pip takes over if uv cannot.
+UV_VERSION := 0.13.8
+UV := $(VENV)/bin/uv
+
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements-dev.txt
-	$(PY) -m pip install --quiet --no-deps -e .
+	$(PY) -m pip install --quiet uv==$(UV_VERSION)
+	($(UV) pip install --quiet --python $(PY) -r requirements-dev.txt && \
+	  $(UV) pip install --quiet --python $(PY) --no-deps -e .) || \
+	($(PY) -m pip install --quiet -r requirements-dev.txt && $(PY) -m pip install --quiet --no-deps -e .)
 	touch $(STAMP)
 
 setup: $(STAMP)
 
-$(CHECKOV):
+$(CHECKOV): | $(STAMP)
 	$(PYTHON) -m venv $(CHECKOV_VENV)
-	$(CHECKOV_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(CHECKOV_VENV)/bin/python -m pip install --quiet checkov==3.3.30
+	$(UV) pip install --quiet --python $(CHECKOV_VENV)/bin/python checkov==3.3.30 || \
+	  $(CHECKOV_VENV)/bin/python -m pip install --quiet checkov==3.3.30
 
 $(TEMPLATE): $(STAMP) $(STACK_SOURCES)
 	$(PY) app.py
