@@ -2,23 +2,59 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from functions.shared.api_contract import ROUTES
+from functions.shared.api_contract import ROUTES, openapi_document
 from stacks.nag import Kind, acknowledge, acknowledge_checkov
 from stacks.settings import API_STAGE_NAME, API_THROTTLE_BURST, API_THROTTLE_RATE, LOG_RETENTION
 
-# Only the shape is checked at the edge; the api Lambda validates fields itself, so its 4xx bodies
-# name the offending field, and the local cloud (no API Gateway) answers exactly like the deployed one.
-JOB_BODY_SCHEMA = apigw.JsonSchema(
-    schema=apigw.JsonSchemaVersion.DRAFT4,
-    title="JobRequest",
-    type=apigw.JsonSchemaType.OBJECT,
+
+# The gateway refuses, before the Lambda runs, what its validator's message can name: a body that is not an
+# object, a missing required field, a field the model does not have. It names them in its message only (its
+# validator gives no path), so types, ranges and patterns stay with the api Lambda, whose 4xx bodies name the
+# offending field; the local cloud (no API Gateway) answers those exactly like the deployed stack.
+def edge_body_schema(openapi: dict[str, Any], model: str) -> dict[str, Any]:
+    """The gateway's JSON schema (draft 4) for a request body: the OpenAPI model's fields, required and allowed."""
+    schema = openapi["components"]["schemas"][model]
+    return {
+        "title": model,
+        "type": "object",
+        "required": list(schema.get("required", [])),
+        "properties": {name: {} for name in schema["properties"]},
+        "additionalProperties": schema.get("additionalProperties", True),
+    }
+
+
+def _json_schema(edge: dict[str, Any]) -> apigw.JsonSchema:
+    return apigw.JsonSchema(
+        schema=apigw.JsonSchemaVersion.DRAFT4,
+        title=edge["title"],
+        type=apigw.JsonSchemaType.OBJECT,
+        required=edge["required"],
+        properties={name: apigw.JsonSchema() for name in edge["properties"]},
+        additional_properties=edge["additionalProperties"],
+    )
+
+
+# API Gateway's own refusals (no signature, an unknown route, a body its model refuses, throttling) in the API's
+# error shape, as JSON: `error` is API Gateway's response type (ACCESS_DENIED, BAD_REQUEST_BODY, THROTTLED...).
+GATEWAY_ERROR_TEMPLATE = (
+    '{"error": "$context.error.responseType", "field": null, "message": $context.error.messageString}'
 )
+BODY_ERROR_TEMPLATE = (
+    '{"error": "$context.error.responseType", "field": "body", "message": "$context.error.validationErrorString"}'
+)
+GATEWAY_RESPONSES = {
+    apigw.ResponseType.BAD_REQUEST_BODY: BODY_ERROR_TEMPLATE,
+    apigw.ResponseType.DEFAULT_4_XX: GATEWAY_ERROR_TEMPLATE,
+    apigw.ResponseType.DEFAULT_5_XX: GATEWAY_ERROR_TEMPLATE,
+}
 
 
 class Api(Construct):
@@ -65,7 +101,23 @@ class Api(Construct):
         validator = self.rest_api.add_request_validator(
             "BodyValidator", validate_request_body=True, validate_request_parameters=True
         )
-        job_model = self.rest_api.add_model("JobRequest", content_type="application/json", schema=JOB_BODY_SCHEMA)
+        openapi = openapi_document()
+        bodies = sorted({route.body.__name__ for route in ROUTES if route.body})
+        models = {
+            name: self.rest_api.add_model(
+                name,
+                content_type="application/json",
+                schema=_json_schema(edge_body_schema(openapi, name)),
+            )
+            for name in bodies
+        }
+        for response_type, template in GATEWAY_RESPONSES.items():
+            self.rest_api.add_gateway_response(
+                response_type.response_type,
+                type=response_type,
+                templates={"application/json": template},
+                response_headers={"Content-Type": "'application/json'"},
+            )
         # One integration for all routes; the api Lambda routes by resource and method itself.
         integration = apigw.LambdaIntegration(handler, proxy=True, allow_test_invoke=False)
         for route in ROUTES:
@@ -75,7 +127,7 @@ class Api(Construct):
                 integration,
                 authorization_type=apigw.AuthorizationType.IAM,
                 request_validator=validator,
-                request_models={"application/json": job_model} if route.json_body else None,
+                request_models={"application/json": models[route.body.__name__]} if route.body else None,
             )
 
         acknowledge(

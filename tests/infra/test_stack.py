@@ -41,7 +41,8 @@ from functions.shared.constants import (
     TTL_ATTRIBUTE,
 )
 from functions.shared.domain.userdata import deadlock_risks
-from stacks.api import ROUTES
+from functions.shared.domain.views import ErrorBody
+from stacks.api import ROUTES, edge_body_schema
 from stacks.settings import LAUNCH_TEMPLATE_NAME
 from stacks.workflow import asl_placeholders, definition_substitutions
 from tests.infra.conftest import Synthesized
@@ -405,6 +406,66 @@ def test_every_documented_route_is_proxied_to_the_api_lambda(synthesized: Synthe
     for route, integration in routes.items():
         assert integration["Type"] == "AWS_PROXY", route
         assert api_arn in integration["Uri"]["Fn::Join"][1], route
+
+
+def test_every_body_is_checked_at_the_gateway_against_the_committed_openapi_model(synthesized: Synthesized) -> None:
+    # Given the committed OpenAPI document, the one source of the request models
+    openapi = json.loads((REPO / "docs" / "openapi.json").read_text())
+    models = synthesized.of_type("AWS::ApiGateway::Model")
+    validators = synthesized.of_type("AWS::ApiGateway::RequestValidator")
+    paths = _resource_paths(synthesized)
+    body_routes = {(r.path, r.method): r.body for r in ROUTES if r.body}
+    assert body_routes
+    for method in synthesized.of_type("AWS::ApiGateway::Method").values():
+        props = method["Properties"]
+        route = (paths[props["ResourceId"]["Ref"]], props["HttpMethod"])
+        if route not in body_routes:
+            assert "RequestModels" not in props, route
+            continue
+        # Then the body is validated at the gateway...
+        validator = validators[props["RequestValidatorId"]["Ref"]]["Properties"]
+        assert validator["ValidateRequestBody"] is True, route
+        # ...against the model's fields as OpenAPI states them: required ones present, no others
+        model = models[props["RequestModels"]["application/json"]["Ref"]]["Properties"]
+        expected = edge_body_schema(openapi, body_routes[route].__name__)
+        schema = dict(model["Schema"])
+        assert schema.pop("$schema") == "http://json-schema.org/draft-04/schema#"
+        assert schema == expected, route
+        assert schema["additionalProperties"] is False
+        assert set(schema["required"]) == {"name", "image", "command"}
+
+
+def test_the_gateway_answers_its_own_refusals_in_the_api_error_shape(synthesized: Synthesized) -> None:
+    gateway_responses = synthesized.of_type("AWS::ApiGateway::GatewayResponse").values()
+    responses = {r["Properties"]["ResponseType"]: r["Properties"] for r in gateway_responses}
+    # Every refusal API Gateway makes itself (no signature, no route, a body the model refuses, throttling, its own
+    # faults) is covered: DEFAULT_4XX and DEFAULT_5XX catch every type not set on its own.
+    assert {"BAD_REQUEST_BODY", "DEFAULT_4XX", "DEFAULT_5XX"} <= set(responses)
+    # A stage serves the gateway responses its deployment saw: the deployment is made after every one of them.
+    _, deployment = _only(synthesized.of_type("AWS::ApiGateway::Deployment"))
+    assert set(synthesized.of_type("AWS::ApiGateway::GatewayResponse")) <= set(deployment["DependsOn"])
+    substitutions = {
+        # As API Gateway fills them in: messageString is quoted, the other two are not.
+        "$context.error.messageString": json.dumps('Missing "Authentication" Token'),
+        "$context.error.responseType": "MISSING_AUTHENTICATION_TOKEN",
+        "$context.error.validationErrorString": '[object has missing required properties ([\\"name\\"])]',
+    }
+    for kind, props in responses.items():
+        assert props["ResponseParameters"]["gatewayresponse.header.Content-Type"] == "'application/json'", kind
+        body = props["ResponseTemplates"]["application/json"]
+        for variable, value in substitutions.items():
+            body = body.replace(variable, value)
+        error = ErrorBody.model_validate_json(body)
+        assert error.error == "MISSING_AUTHENTICATION_TOKEN", kind
+        assert error.message, kind
+    assert (
+        ErrorBody.model_validate_json(
+            responses["BAD_REQUEST_BODY"]["ResponseTemplates"]["application/json"]
+            .replace("$context.error.validationErrorString", substitutions["$context.error.validationErrorString"])
+            .replace("$context.error.responseType", "BAD_REQUEST_BODY")
+        ).field
+        == "body"
+    )
 
 
 def test_api_stage_logs_access_traces_and_throttles(synthesized: Synthesized) -> None:
