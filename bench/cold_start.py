@@ -27,19 +27,32 @@ from functions.shared.constants import LAMBDAS
 NAME = "cold_start"
 # The functions package as the stack ships it (`make synth` stages it, with its bytecode): what Lambda imports.
 LAMBDA_CODE = REPO_ROOT / ".build" / "lambda"
-DEFAULT_RUNS = 9
+DEFAULT_RUNS = 11
 # The clients the handlers create (functions/shared/service.py reaches all four through
 # functions.shared.adapters.clients.client); the floor and the Powertools stacks create the same four.
 SERVICES = ("dynamodb", "stepfunctions", "batch", "ec2")
 FLOOR = "boto3_floor"
 POWERTOOLS_FULL = "powertools_full_stack"
 POWERTOOLS_NO_TRACER = "powertools_logger_metrics"
+# What a handler cannot do without: boto3's clients, pydantic, Powertools' Logger and Metrics (and, for the
+# api, Powertools' REST event handler). A handler's ratio to its library floor is what our own code adds.
+LIBRARIES = "libraries_floor"
+LIBRARIES_API = "libraries_floor_api"
+_LIBRARIES = "\n".join(
+    (
+        "from pydantic import BaseModel",
+        "from aws_lambda_powertools import Logger, Metrics",
+        "Logger(); Metrics(namespace='x')",
+    )
+)
+_EVENT_HANDLER = "from aws_lambda_powertools.event_handler import APIGatewayRestResolver\nAPIGatewayRestResolver()"
 
 _CHILD = """\
 import sys, time
-_start = time.perf_counter()
+_start, _cpu = time.perf_counter(), time.process_time()
 {body}
-sys.stdout.write("\\nCOLD_START_MS=%.3f\\n" % ((time.perf_counter() - _start) * 1000))
+_wall, _cpu = time.perf_counter() - _start, time.process_time() - _cpu
+sys.stdout.write("\\nCOLD_START_MS=%.3f %.3f\\n" % (_wall * 1000, _cpu * 1000))
 """
 
 
@@ -61,14 +74,28 @@ def _clients_via_boto3() -> str:
     return f"import boto3\nfor _s in {SERVICES!r}:\n    boto3.client(_s)"
 
 
+# Domain models are built on first use (functions/shared/domain/model.py): this builds every one the handler's
+# modules define, the most its first invocation can build, so "+models" bounds init + first use from above.
+_BUILD_EVERY_MODEL = """\
+from functions.shared.domain.model import DomainModel
+def _every(base):
+    for sub in base.__subclasses__():
+        yield sub
+        yield from _every(sub)
+for _model in set(_every(DomainModel)):
+    _model.model_rebuild(force=True)"""
+BUILT = "+models"
+
+
 def candidates() -> list[Candidate]:
-    """The floor, one candidate per handler in LAMBDAS, and the two Powertools stacks."""
+    """The floor, two candidates per handler in LAMBDAS (at import; with every model built), and the two
+    Powertools stacks."""
     found = [Candidate(FLOOR, _clients_via_boto3())]
     for spec in LAMBDAS:
         module = spec.handler.rpartition(".")[0]
-        found.append(
-            Candidate(spec.key, f"import importlib\nimportlib.import_module({module!r})\n{_clients_via_product()}")
-        )
+        imported = f"import importlib\nimportlib.import_module({module!r})\n{_clients_via_product()}"
+        found.append(Candidate(spec.key, imported))
+        found.append(Candidate(spec.key + BUILT, f"{imported}\n{_BUILD_EVERY_MODEL}"))
     found.append(
         Candidate(
             POWERTOOLS_FULL,
@@ -83,7 +110,13 @@ def candidates() -> list[Candidate]:
             f'Logger(); Metrics(namespace="x")\n{_clients_via_boto3()}',
         )
     )
+    found.append(Candidate(LIBRARIES, f"{_LIBRARIES}\n{_clients_via_boto3()}"))
+    found.append(Candidate(LIBRARIES_API, f"{_LIBRARIES}\n{_EVENT_HANDLER}\n{_clients_via_boto3()}"))
     return found
+
+
+def library_floor(handler: str) -> str:
+    return LIBRARIES_API if handler == "api" else LIBRARIES
 
 
 def child_environment(home: str) -> dict[str, str]:
@@ -102,8 +135,8 @@ def child_environment(home: str) -> dict[str, str]:
     }
 
 
-def sample(candidate: Candidate, env: dict[str, str]) -> float:
-    """One cold start of `candidate` in a fresh interpreter, in milliseconds (as the child timed it)."""
+def sample(candidate: Candidate, env: dict[str, str]) -> tuple[float, float]:
+    """One cold start of `candidate` in a fresh interpreter: wall and CPU milliseconds, as the child timed it."""
     done = subprocess.run(
         [sys.executable, "-c", candidate.code],
         cwd=LAMBDA_CODE if LAMBDA_CODE.exists() else REPO_ROOT,
@@ -117,14 +150,15 @@ def sample(candidate: Candidate, env: dict[str, str]) -> float:
         raise RuntimeError(f"cold start of {candidate.name} failed: {done.stderr.strip()[-2000:]}")
     for line in reversed(done.stdout.splitlines()):
         if line.startswith("COLD_START_MS="):
-            return float(line.split("=", 1)[1])
+            wall, cpu = line.split("=", 1)[1].split()
+            return float(wall), float(cpu)
     raise RuntimeError(f"cold start of {candidate.name} printed no timing: {done.stdout[-500:]!r}")
 
 
-def measure(runs: int = DEFAULT_RUNS) -> dict[str, list[float]]:
-    """`runs` samples of every candidate, interleaved; one discarded warm-up round first."""
+def measure(runs: int = DEFAULT_RUNS) -> dict[str, list[tuple[float, float]]]:
+    """`runs` samples (wall, CPU) of every candidate, interleaved; one discarded warm-up round first."""
     chosen = candidates()
-    samples: dict[str, list[float]] = {c.name: [] for c in chosen}
+    samples: dict[str, list[tuple[float, float]]] = {c.name: [] for c in chosen}
     with tempfile.TemporaryDirectory(prefix="gpupilot-bench-") as home:
         env = child_environment(home)
         for candidate in chosen:  # warm-up: bytecode compiled, files in the page cache
@@ -148,29 +182,46 @@ def summary(values: list[float]) -> dict[str, Any]:
 def run(runs: int = DEFAULT_RUNS) -> dict[str, Any]:
     started = time.perf_counter()
     samples = measure(runs)
-    medians = {name: statistics.median(values) for name, values in samples.items()}
+    # The metrics compare CPU time: on a shared machine the wall clock also counts the time the child waits for
+    # a CPU, which swings far more between samples than the work itself (both are kept in details).
+    cpu = {name: [c for _, c in values] for name, values in samples.items()}
+    wall = {name: [w for w, _ in values] for name, values in samples.items()}
+    medians = {name: statistics.median(values) for name, values in cpu.items()}
     floor = medians[FLOOR]
     metrics: dict[str, Any] = {}
     for spec in LAMBDAS:
         metrics[f"{spec.key}_ratio_vs_boto3_floor"] = metric(medians[spec.key], "ms", floor)
     worst = max((spec.key for spec in LAMBDAS), key=lambda key: medians[key])
     metrics["worst_handler_ratio_vs_boto3_floor"] = metric(medians[worst], "ms", floor)
+    worst_built = max((spec.key + BUILT for spec in LAMBDAS), key=lambda key: medians[key])
+    metrics["worst_handler_with_every_model_built_ratio_vs_boto3_floor"] = metric(medians[worst_built], "ms", floor)
     metrics["powertools_full_stack_ratio_vs_boto3_floor"] = metric(medians[POWERTOOLS_FULL], "ms", floor)
     metrics["powertools_without_tracer_ratio_vs_boto3_floor"] = metric(medians[POWERTOOLS_NO_TRACER], "ms", floor)
+    metrics["libraries_floor_ratio_vs_boto3_floor"] = metric(medians[LIBRARIES], "ms", floor)
+    metrics["libraries_floor_api_ratio_vs_boto3_floor"] = metric(medians[LIBRARIES_API], "ms", floor)
+    ours = max((spec.key for spec in LAMBDAS), key=lambda key: medians[key] / medians[library_floor(key)])
+    metrics["worst_handler_ratio_vs_its_libraries_floor"] = metric(medians[ours], "ms", medians[library_floor(ours)])
     code = {c.name: c.body for c in candidates()}
     return {
         "benchmark": NAME,
         "measured_at": utc_now(),
         "method": (
-            f"Each sample is a fresh `python -c` interpreter (no -X importtime) that times with time.perf_counter "
-            f"only the cold-start work on top of interpreter startup; median of {runs} samples per candidate, "
+            f"Each sample is a fresh `python -c` interpreter (no -X importtime) that times, with time.process_time "
+            "(CPU; the wall clock, time.perf_counter, is in details), only the cold-start work on top of "
+            f"interpreter startup; median of {runs} samples per candidate, "
             "measured side by side (each round takes one sample of every candidate, order rotated per round), "
             "after one discarded warm-up round (files in the page cache). Handler = importlib.import_module, from "
             "the staged Lambda code (.build/lambda: the functions package as the stack ships it, with its "
             "precompiled bytecode, since Lambda's code directory is read-only), of the handler module + creating "
             "the dynamodb, stepfunctions, batch and ec2 "
             "clients via functions.shared.adapters.clients.client (every handler reaches them through its adapters, "
-            "which make all four). Floor = `import boto3` + boto3.client() for the same four services. "
+            "which make all four). Domain models are built on first use: '+models' candidates also build every "
+            "domain model the handler's modules define, an upper bound of what its first invocation adds "
+            "(worst_handler_with_every_model_built_ratio_vs_boto3_floor). "
+            "Floor = `import boto3` + boto3.client() for the same four services. "
+            "Libraries floor = importing pydantic's BaseModel + Powertools Logger() and Metrics() + the four clients "
+            "(what every handler needs before any code of ours), '_api' adding Powertools' "
+            "APIGatewayRestResolver(); worst_handler_ratio_vs_its_libraries_floor is what our own code adds. "
             "Powertools full stack = Logger() + Tracer() + Metrics() + the same four clients; "
             "'without tracer' omits Tracer(). Outside Lambda the Tracer is disabled, so it pays the X-Ray SDK "
             "import but not patch_all(): its number is a lower bound of what it costs in Lambda. Child env: "
@@ -182,8 +233,11 @@ def run(runs: int = DEFAULT_RUNS) -> dict[str, Any]:
         "details": {
             "runs_per_candidate": runs,
             "worst_handler": worst,
+            "worst_handler_with_every_model_built": worst_built,
             "services": list(SERVICES),
-            "candidates": {name: summary(values) for name, values in samples.items()},
+            "worst_handler_vs_its_libraries_floor": ours,
+            "candidates_cpu": {name: summary(values) for name, values in cpu.items()},
+            "candidates_wall": {name: summary(values) for name, values in wall.items()},
             "code": code,
             "wall_seconds": round(time.perf_counter() - started, 1),
         },
@@ -192,7 +246,9 @@ def run(runs: int = DEFAULT_RUNS) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=DEFAULT_RUNS, help="samples per candidate (default 9)")
+    parser.add_argument(
+        "--runs", type=int, default=DEFAULT_RUNS, help=f"samples per candidate (default {DEFAULT_RUNS})"
+    )
     args = parser.parse_args(argv)
     print(json.dumps(run(args.runs), indent=2))
 

@@ -7,17 +7,19 @@ implement them in memory. Use cases see only these.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from functions.shared.domain.batch import BatchJobState, FleetState
-from functions.shared.domain.records import AttemptRecord, JobRecord, Wait
-from functions.shared.domain.requests import JobRequest
-from functions.shared.domain.settings import Settings
-from functions.shared.domain.views import HealthReport
-from functions.shared.domain.vocabulary import BatchStatus, JobStatus, MetricName, WaitPhase
-from functions.shared.domain.waste import WasteEntry
 from functions.shared.ports_market import Availability, Catalog, Prices, Quotas
 from functions.shared.ports_pools import BatchPools, PoolStates
+
+if TYPE_CHECKING:  # annotations only: a handler imports the domain modules it uses, not all of them
+    from functions.shared.domain.batch import BatchJobState, FleetState
+    from functions.shared.domain.records import AttemptRecord, JobRecord, Wait
+    from functions.shared.domain.requests import JobRequest
+    from functions.shared.domain.settings import Settings
+    from functions.shared.domain.views import HealthReport
+    from functions.shared.domain.vocabulary import BatchStatus, JobStatus, MetricName, WaitPhase
+    from functions.shared.domain.waste import WasteEntry
 
 
 class JobStore(Protocol):

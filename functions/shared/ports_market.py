@@ -3,12 +3,13 @@ placement per zone, prices, quotas. Part of functions/shared/ports.py (which re-
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from functions.shared.domain.catalog import GpuType
-from functions.shared.domain.cost import PriceQuote
-from functions.shared.domain.fleet import QuotaState
-from functions.shared.domain.selection import AvailabilitySnapshot
+if TYPE_CHECKING:  # annotations only: a handler imports the domain modules it uses, not all of them
+    from functions.shared.domain.catalog import GpuType
+    from functions.shared.domain.cost import PriceQuote
+    from functions.shared.domain.fleet import QuotaState
+    from functions.shared.domain.selection import AvailabilitySnapshot
 
 
 class Quotas(Protocol):

@@ -3,10 +3,11 @@ each pool between sweeps and workflows."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from functions.shared.domain.batch import ComputeEnvironmentState, JobQueueState
-from functions.shared.domain.pool_health import PoolState
+if TYPE_CHECKING:  # annotations only: a handler imports the domain modules it uses, not all of them
+    from functions.shared.domain.batch import ComputeEnvironmentState, JobQueueState
+    from functions.shared.domain.pool_health import PoolState
 
 
 class PoolStates(Protocol):

@@ -6,9 +6,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from functions.shared.domain.clock import iso_from_millis, normalize_iso, now_iso
+from functions.shared.domain.model import DomainModel
 
 
 def _iso_time(value: Any) -> str | None:
@@ -43,7 +44,7 @@ def billed_seconds(job: dict[str, Any]) -> float | None:
     return None
 
 
-class BatchJobState(BaseModel):
+class BatchJobState(DomainModel):
     """One Batch job as `DescribeJobs` (or a `Batch Job State Change` event's detail) shows it."""
 
     job_id: str
@@ -83,7 +84,7 @@ class BatchJobState(BaseModel):
         )
 
 
-class ComputeEnvironmentState(BaseModel):
+class ComputeEnvironmentState(DomainModel):
     """One compute environment as `DescribeComputeEnvironments` shows it."""
 
     name: str
@@ -114,7 +115,7 @@ class ComputeEnvironmentState(BaseModel):
         )
 
 
-class JobQueueState(BaseModel):
+class JobQueueState(DomainModel):
     """One job queue as `DescribeJobQueues` shows it: `state` is ENABLED or DISABLED (whether it takes new
     jobs), `status` is Batch's progress on it (CREATING, UPDATING, VALID, INVALID, ...)."""
 
@@ -139,7 +140,7 @@ class JobQueueState(BaseModel):
         )
 
 
-class BatchJobEvent(BaseModel):
+class BatchJobEvent(DomainModel):
     """A `Batch Job State Change` event: when EventBridge saw it, and the job as it was then."""
 
     at: str
@@ -157,7 +158,7 @@ class BatchJobEvent(BaseModel):
         return cls(at=at, job=BatchJobState.from_batch(detail))
 
 
-class Ec2InstanceState(BaseModel):
+class Ec2InstanceState(DomainModel):
     """One EC2 instance of a pool, as `DescribeInstances` shows it (found by the pool tag Batch propagates)."""
 
     instance_id: str
@@ -195,7 +196,7 @@ class Ec2InstanceState(BaseModel):
         return self.state in ("pending", "running")
 
 
-class ContainerInstanceState(BaseModel):
+class ContainerInstanceState(DomainModel):
     """One ECS container instance of a pool's cluster, as `DescribeContainerInstances` shows it."""
 
     arn: str
@@ -232,7 +233,7 @@ class ContainerInstanceState(BaseModel):
         )
 
 
-class FleetState(BaseModel):
+class FleetState(DomainModel):
     """A pool's instances and its cluster's container instances, read together."""
 
     instances: list[Ec2InstanceState] = Field(default_factory=list)

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
-
+from functions.shared.domain.model import DomainModel
 from functions.shared.domain.vocabulary import Arch
 
 
-class GpuType(BaseModel):
+class GpuType(DomainModel):
     """One NVIDIA GPU instance type, as the catalog knows it."""
 
     instance_type: str

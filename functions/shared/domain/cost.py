@@ -11,15 +11,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from decimal import Decimal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from functions.shared.domain.clock import seconds_between
+from functions.shared.domain.model import DomainModel
 
 SECONDS_PER_HOUR = Decimal(3600)
 PLACES = Decimal("1e-12")  # kept per attempt: a millionth of a cent
 
 
-class PriceQuote(BaseModel):
+class PriceQuote(DomainModel):
     hourly_usd: float
     pricing: str = Field(description="Where the hourly price came from")
 
@@ -52,7 +53,7 @@ def cheapest(quotes: Iterable[PriceQuote]) -> PriceQuote | None:
     return min(quotes, key=lambda quote: quote.hourly_usd, default=None)
 
 
-class Cost(BaseModel):
+class Cost(DomainModel):
     usd: float
     hourly_usd: float
     runtime_seconds: float

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from functions.shared.domain.batch import BatchJobState, ComputeEnvironmentState, FleetState, JobQueueState
 from functions.shared.domain.clock import seconds_between
@@ -15,12 +15,13 @@ from functions.shared.domain.fleet import (
     QuotaState,
     analyse_fleet,
 )
+from functions.shared.domain.model import DomainModel
 from functions.shared.domain.vocabulary import DiagnosisCategory, Remedy
 
 Category = DiagnosisCategory
 
 
-class Diagnosis(BaseModel):
+class Diagnosis(DomainModel):
     category: DiagnosisCategory
     reason: str
     evidence: dict[str, Any] = Field(default_factory=dict)
@@ -105,7 +106,7 @@ _BATCH_REASONS: list[tuple[str, Category, str]] = [
 ]
 
 
-class StuckJobSnapshot(BaseModel):
+class StuckJobSnapshot(DomainModel):
     """What diagnosis looks at, as plain data read from AWS: the job, its pool, the pool's fleet, the quota."""
 
     job: BatchJobState

@@ -3,10 +3,11 @@ without their GPUs, or whose agent disconnected, and how much of the pool's maxv
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from functions.shared.domain.batch import FleetState
 from functions.shared.domain.clock import age_seconds
+from functions.shared.domain.model import DomainModel
 
 # Production: a GPU instance boots and its ECS agent registers within minutes; past this it never will.
 REGISTRATION_GRACE_SECONDS = 600.0
@@ -14,14 +15,14 @@ REGISTRATION_GRACE_SECONDS = 600.0
 LAUNCH_GRACE_SECONDS = 600.0
 
 
-class InstanceEvidence(BaseModel):
+class InstanceEvidence(DomainModel):
     instance_id: str
     instance_type: str
     age_seconds: int
     container_instance: str | None = None
 
 
-class FleetAnalysis(BaseModel):
+class FleetAnalysis(DomainModel):
     """The pool's instances, sorted by what is wrong with them."""
 
     alive: int = 0
@@ -72,7 +73,7 @@ def analyse_fleet(
     return analysis
 
 
-class QuotaState(BaseModel):
+class QuotaState(DomainModel):
     """An EC2 vCPU quota (Service Quotas) that bounds the pool's instances."""
 
     code: str

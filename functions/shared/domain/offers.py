@@ -3,14 +3,15 @@ candidates, rejections and plans. selection.py decides; ranking.py orders and ex
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from functions.shared.domain.cost import PriceQuote
 from functions.shared.domain.fleet import QuotaState
+from functions.shared.domain.model import DomainModel
 from functions.shared.domain.vocabulary import CapacityType
 
 
-class AvailabilitySnapshot(BaseModel):
+class AvailabilitySnapshot(DomainModel):
     """What the region offers right now, as plain data."""
 
     zones: list[str]
@@ -18,7 +19,7 @@ class AvailabilitySnapshot(BaseModel):
     unavailable: set[str] = Field(default_factory=set, description="'capacity:type:zone' remembered as unavailable")
 
 
-class MarketSignals(BaseModel):
+class MarketSignals(DomainModel):
     """What the account and the market say about running a type now, as plain data (None: not asked)."""
 
     spot_prices: dict[str, dict[str, PriceQuote]] = Field(
@@ -33,7 +34,7 @@ class MarketSignals(BaseModel):
     max_vcpus: int | None = Field(default=None, description="maxvCpus of a pool's compute environment")
 
 
-class Candidate(BaseModel):
+class Candidate(DomainModel):
     """A GPU offering that can run the request, with why it ranks where it does."""
 
     instance_type: str
@@ -60,13 +61,13 @@ class Candidate(BaseModel):
         return self.instance_type.split(".", 1)[0]
 
 
-class Rejected(BaseModel):
+class Rejected(DomainModel):
     instance_type: str
     reason: str
     field: str | None = Field(default=None, description="The request field that rules it out, if one does")
 
 
-class Plan(BaseModel):
+class Plan(DomainModel):
     """Answer of `POST /plan`: candidates in attempt order, why the others were left out, what may go wrong."""
 
     candidates: list[Candidate]

@@ -9,12 +9,13 @@ another instance will not cure (user data, AMI, instance role, no route to ECS):
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from functions.shared.domain.batch import JobQueueState
 from functions.shared.domain.clock import seconds_between
 from functions.shared.domain.diagnosis import disabled_queue
 from functions.shared.domain.health import MAX_LISTED
+from functions.shared.domain.model import DomainModel
 from functions.shared.domain.views import Finding
 from functions.shared.domain.vocabulary import FindingKind, Severity
 
@@ -33,7 +34,7 @@ IDLE_RECOMMENDATION = (
 USE_FIELDS = frozenset({"last_used_at", "pool_key", "retiring_since", "retire_reason"})
 
 
-class PoolState(BaseModel):
+class PoolState(DomainModel):
     """One pool's memory between sweeps; `version` makes each write conditional on the state it was read at."""
 
     pool: str

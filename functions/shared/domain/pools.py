@@ -13,9 +13,10 @@ import json
 import re
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from functions.shared.domain.diagnosis import Diagnosis
+from functions.shared.domain.model import DomainModel
 from functions.shared.domain.selection import Candidate
 from functions.shared.domain.settings import Settings
 from functions.shared.domain.vocabulary import Arch, CapacityType, Remedy
@@ -42,7 +43,7 @@ class ComputeEnvironmentStatus:
     INVALID = "INVALID"
 
 
-class Pool(BaseModel):
+class Pool(DomainModel):
     """Names and shape of one pooled compute environment + job queue."""
 
     name: str
@@ -54,7 +55,7 @@ class Pool(BaseModel):
     version: str = Field(default="", description="Hash of its compute environment's spec")
 
 
-class QueueStatus(BaseModel):
+class QueueStatus(DomainModel):
     """EnsureJobQueue's answer: is the pool ready to take the job, and if it never will, what then."""
 
     job_queue: str

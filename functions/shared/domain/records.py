@@ -8,23 +8,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from functions.shared.domain.clock import now_iso
 from functions.shared.domain.cost import Cost
 from functions.shared.domain.diagnosis import Diagnosis
+from functions.shared.domain.model import DomainModel
 from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.selection import Candidate
 from functions.shared.domain.vocabulary import AttemptStatus, BatchStatus, CapacityType, JobStatus, Remedy, WaitPhase
 
 
-class TimelineEntry(BaseModel):
+class TimelineEntry(DomainModel):
     status: JobStatus
     at: str
     reason: str | None = None
 
 
-class Wait(BaseModel):
+class Wait(DomainModel):
     """A workflow parked on an attempt: its task token, sent when the attempt's Batch status satisfies it."""
 
     attempt: int
@@ -39,7 +40,7 @@ class DiagnosisOutcome(Diagnosis):
     checks: int
 
 
-class AttemptRecord(BaseModel):
+class AttemptRecord(DomainModel):
     """One attempt: one GPU offering tried for the job, and the Batch job (if any) that ran it."""
 
     instance_type: str
@@ -89,7 +90,7 @@ class AttemptRecord(BaseModel):
         return bool(self.batch_job_id) and not (self.batch_status and self.batch_status.ended)
 
 
-class JobRecord(BaseModel):
+class JobRecord(DomainModel):
     job_id: str
     name: str
     status: JobStatus

@@ -7,7 +7,6 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Field,
     StrictBool,
@@ -17,6 +16,7 @@ from pydantic import (
     field_validator,
 )
 
+from functions.shared.domain.model import DomainModel
 from functions.shared.domain.vocabulary import Arch, CapacityPreference
 
 JOB_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,128}$"
@@ -66,7 +66,7 @@ def _encodable(value: str) -> str:
     return value
 
 
-class JobRequest(BaseModel):
+class JobRequest(DomainModel):
     """Body of `POST /jobs` and `POST /plan`."""
 
     # Numbers are numbers and booleans booleans (`gpus: true` or `"2"` is refused, naming the field).

@@ -3,10 +3,12 @@ adapters/config.py)."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from functions.shared.domain.model import DomainModel
 
 
-class Settings(BaseModel):
+class Settings(DomainModel):
     """What a handler needs to know about where it runs."""
 
     table_name: str = Field(description="DynamoDB table holding jobs, offerings memory and findings")

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from functions.shared.domain.clock import seconds_between
+from functions.shared.domain.model import DomainModel
 from functions.shared.domain.pools import QueueStatus
 from functions.shared.domain.records import DiagnosisOutcome
 from functions.shared.domain.requests import JobRequest
@@ -18,13 +19,13 @@ class NoGpuTypeAvailable(Exception):
     """No GPU offering fits the request (or all fallbacks are spent)."""
 
 
-class Timeouts(BaseModel):
+class Timeouts(DomainModel):
     stuck_after_seconds: int = Field(description="WaitForJobToStart times out after this, then diagnoses")
     finish_after_seconds: int = Field(description="WaitForJobToFinish gives up after this")
     queue_poll_seconds: int = Field(default=10, description="WaitForJobQueue: between checks of a new pool")
 
 
-class ExecutionInput(BaseModel):
+class ExecutionInput(DomainModel):
     """The GpuJob execution's input, written by the api when a job is submitted."""
 
     job_id: str
@@ -34,7 +35,7 @@ class ExecutionInput(BaseModel):
     diagnosis: dict[str, Any] = Field(default_factory=lambda: {"checks": 0})
 
 
-class Selection(BaseModel):
+class Selection(DomainModel):
     candidates: list[Candidate]
     index: int = 0
     catalog: str = Field(default="snapshot", description="Where the GPU catalog came from: live or snapshot")
@@ -50,7 +51,7 @@ class Selection(BaseModel):
         return self.index + 1
 
 
-class SubmittedJob(BaseModel):
+class SubmittedJob(DomainModel):
     batch_job_id: str
     job_queue: str
     job_definition: str
@@ -59,26 +60,26 @@ class SubmittedJob(BaseModel):
     capacity: CapacityType
 
 
-class SelectInput(BaseModel):
+class SelectInput(DomainModel):
     job_id: str
     request: JobRequest
 
 
-class EnsureQueueInput(BaseModel):
+class EnsureQueueInput(DomainModel):
     job_id: str
     request: JobRequest
     selection: Selection
     previous: dict[str, Any] | None = None
 
 
-class SubmitInput(BaseModel):
+class SubmitInput(DomainModel):
     job_id: str
     request: JobRequest
     selection: Selection
     queue: QueueStatus
 
 
-class WaitInput(BaseModel):
+class WaitInput(DomainModel):
     job_id: str
     phase: WaitPhase
     attempt: int
@@ -86,7 +87,7 @@ class WaitInput(BaseModel):
     task_token: str
 
 
-class WaitResult(BaseModel):
+class WaitResult(DomainModel):
     """What a resumed wait hands to the next state: the attempt's Batch status and times."""
 
     status: BatchStatus
@@ -106,13 +107,13 @@ class WaitResult(BaseModel):
         return 0.0
 
 
-class RecordCostInput(BaseModel):
+class RecordCostInput(DomainModel):
     job_id: str
     batch_job: SubmittedJob
     finished: WaitResult
 
 
-class DiagnoseInput(BaseModel):
+class DiagnoseInput(DomainModel):
     job_id: str
     request: JobRequest
     selection: Selection
@@ -124,6 +125,6 @@ class DiagnoseInput(BaseModel):
 DiagnoseOutput = DiagnosisOutcome
 
 
-class RecordFailureInput(BaseModel):
+class RecordFailureInput(DomainModel):
     job_id: str
     state: dict[str, Any]

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from functions.shared.domain.cost import Cost, total_cost
 from functions.shared.domain.diagnosis import Diagnosis
+from functions.shared.domain.model import DomainModel
 from functions.shared.domain.records import JobRecord, TimelineEntry
 from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.selection import Rejected
@@ -21,7 +22,7 @@ from functions.shared.domain.vocabulary import (
 )
 
 
-class Attempt(BaseModel):
+class Attempt(DomainModel):
     instance_type: str
     capacity: CapacityType
     job_queue: str
@@ -34,7 +35,7 @@ class Attempt(BaseModel):
     cost: Cost | None = Field(default=None, description="What the attempt cost, once it ended (0 if it never ran)")
 
 
-class JobView(BaseModel):
+class JobView(DomainModel):
     """Body of `GET /jobs/{job_id}`."""
 
     job_id: str
@@ -56,19 +57,19 @@ class JobView(BaseModel):
     updated_at: str
 
 
-class JobList(BaseModel):
+class JobList(DomainModel):
     jobs: list[JobView]
     next_token: str | None = None
 
 
-class SubmitResponse(BaseModel):
+class SubmitResponse(DomainModel):
     job_id: str
     status: JobStatus
     execution_arn: str
     warnings: list[str] = Field(default_factory=list, description="What may keep the job waiting (see /plan)")
 
 
-class ErrorBody(BaseModel):
+class ErrorBody(DomainModel):
     error: str
     field: str | None = None
     message: str
@@ -77,7 +78,7 @@ class ErrorBody(BaseModel):
     )
 
 
-class Finding(BaseModel):
+class Finding(DomainModel):
     kind: FindingKind
     severity: Severity
     resource: str
@@ -88,7 +89,7 @@ class Finding(BaseModel):
     action: str | None = Field(default=None, description="What GPU Pilot did about it, if anything")
 
 
-class HealthReport(BaseModel):
+class HealthReport(DomainModel):
     """Body of `GET /health`: one sweep's findings."""
 
     sweep_id: str | None = None
@@ -99,14 +100,14 @@ class HealthReport(BaseModel):
     error: str | None = Field(default=None, description="Why a FAILED sweep failed")
 
 
-class SweepStarted(BaseModel):
+class SweepStarted(DomainModel):
     """Body of `POST /sweep`: the sweep runs in the health_sweep function; read it with GET /health?sweep_id=."""
 
     sweep_id: str
     status: SweepStatus = SweepStatus.RUNNING
 
 
-class DailyCost(BaseModel):
+class DailyCost(DomainModel):
     date: str
     usd: float
     by_gpu_type: dict[str, float]
@@ -114,13 +115,13 @@ class DailyCost(BaseModel):
     by_capacity_type: dict[str, float] = Field(default_factory=dict)
 
 
-class CostGroup(BaseModel):
+class CostGroup(DomainModel):
     key: str
     usd: float
     attempts: int
 
 
-class Waste(BaseModel):
+class Waste(DomainModel):
     """What the fleet cost without serving a job (instances never registered, registered without GPUs, agent
     disconnected, left alive in an idle pool), by the day it began."""
 
@@ -129,7 +130,7 @@ class Waste(BaseModel):
     by_pool: dict[str, float] = Field(default_factory=dict)
 
 
-class CostReport(BaseModel):
+class CostReport(DomainModel):
     """Body of `GET /costs`: what every ended attempt of the jobs created in the range cost (whatever the job
     came to: succeeded, failed, cancelled, fallen back), per UTC day of the job's creation, and by `group_by`.
     Every total is the exact sum of its attempts."""

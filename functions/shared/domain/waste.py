@@ -8,12 +8,13 @@ entry per instance and reason, at most one sweep interval short of the instance'
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from functions.shared.domain.batch import FleetState
 from functions.shared.domain.clock import seconds_between
 from functions.shared.domain.cost import PriceQuote, attempt_cost
 from functions.shared.domain.fleet import FleetAnalysis
+from functions.shared.domain.model import DomainModel
 
 NEVER_REGISTERED = "never_registered"
 NO_GPUS = "registered_without_gpus"
@@ -22,7 +23,7 @@ IDLE = "idle"
 REASONS = {"unregistered": NEVER_REGISTERED, "gpu_less": NO_GPUS, "disconnected": DISCONNECTED}
 
 
-class WasteEntry(BaseModel):
+class WasteEntry(DomainModel):
     """One instance's cost that served no job, for one reason, so far."""
 
     instance_id: str

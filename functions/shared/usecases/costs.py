@@ -8,9 +8,8 @@ import io
 from collections import defaultdict
 from decimal import Decimal
 
-from pydantic import BaseModel
-
 from functions.shared.domain.cost import Cost, dollars, usd_sum
+from functions.shared.domain.model import DomainModel
 from functions.shared.domain.views import CostGroup, CostReport, DailyCost, Waste
 from functions.shared.ports import Ports
 
@@ -19,7 +18,7 @@ CSV_COLUMNS = ("date", "job_id", "job_name", "attempt", "gpu_type", "capacity_ty
                "hourly_usd", "usd", "pricing")  # fmt: skip
 
 
-class CostLine(BaseModel):
+class CostLine(DomainModel):
     """One priced attempt."""
 
     date: str

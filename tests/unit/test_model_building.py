@@ -1,0 +1,50 @@
+"""Domain models are built on first use: a handler's cold start builds none, and a use builds only what it needs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+_CHILD = textwrap.dedent(
+    """
+    import importlib, json, sys
+    from pydantic_core import SchemaValidator as Validator
+    importlib.import_module("functions.ensure_queue.handler")
+    from functions.shared.domain.model import DomainModel
+
+    def every(base):
+        for sub in base.__subclasses__():
+            yield sub
+            yield from every(sub)
+
+    def built():
+        models = set(every(DomainModel))
+        return sorted(m.__name__ for m in models if isinstance(m.__dict__.get("__pydantic_validator__"), Validator))
+
+    at_import = built()
+    from functions.shared.domain.pool_health import PoolState
+    PoolState.model_validate({"pool": "gpupilot-g6-xlarge-od"})
+    print(json.dumps({"models": len(set(every(DomainModel))), "at_import": at_import, "after_use": built()}))
+    """
+)
+
+
+def test_importing_a_handler_builds_no_model_and_using_one_builds_only_that_one():
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD],
+        cwd=REPO_ROOT,
+        env={"AWS_DEFAULT_REGION": "us-east-1", "GPUPILOT_TABLE": "t", "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["models"] > 40
+    assert result["at_import"] == []
+    assert result["after_use"] == ["PoolState"]
