@@ -10,7 +10,9 @@ import argparse
 import base64
 import contextlib
 import json
+import logging
 import math
+import os
 import re
 import signal
 import socket
@@ -599,7 +601,12 @@ def serve(args: argparse.Namespace) -> int:
     stopper = threading.Thread(target=cloud.stop, daemon=True)
     stopper.start()
     stopper.join(timeout=STOP_TIMEOUT_SECONDS)
-    return 0
+    # Stopped: what is left is the interpreter tearing down the embedded AWS's objects one by one, a second of
+    # work that nothing reads. Logs and output are flushed, then the process ends.
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def demo(args: argparse.Namespace) -> int:

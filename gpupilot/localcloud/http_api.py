@@ -145,6 +145,10 @@ def _handler_class(invoke: ApiInvoker) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+# How often the serving loop looks for a shutdown request: stopping waits this long at most.
+SHUTDOWN_POLL_SECONDS = 0.05
+
+
 class ApiServer:
     """Serves the API on (host, port) in a background thread."""
 
@@ -152,7 +156,12 @@ class ApiServer:
         server_class = type("ApiHttpServer", (ThreadingHTTPServer,), {"request_queue_size": LISTEN_BACKLOG})
         self._server = server_class((host, port), _handler_class(invoke))
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="gpupilot-api", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": SHUTDOWN_POLL_SECONDS},
+            name="gpupilot-api",
+            daemon=True,
+        )
 
     @property
     def port(self) -> int:

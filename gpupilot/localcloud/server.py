@@ -11,6 +11,7 @@ import socket
 import sys
 import threading
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,34 @@ TIMELINE_OVERRIDES = {
     "health_sweep": _FLEET_CLOCK | _POOL_CLOCK,
     "ensure_queue": _POOL_CLOCK,
 }
+
+
+@contextlib.contextmanager
+def shared_botocore_data() -> Iterator[None]:
+    """botocore's data files parsed once per process, not once per session.
+
+    Every botocore session parses the files it needs again, and the local cloud makes many: the embedded
+    AWS's services, the fleet simulator, the handlers' clients after each reset. EC2's model alone (4 MB)
+    was parsed seven times while a local cloud started: a second of its four. botocore treats what it loads
+    as read-only (one session already hands the same objects to all its clients), so every session can share
+    one parse of each file."""
+    from botocore.loaders import JSONFileLoader
+
+    original = JSONFileLoader.load_file
+    parsed: dict[str, Any] = {}
+    lock = threading.Lock()
+
+    def load_file(loader: JSONFileLoader, file_path: str) -> Any:
+        with lock:
+            if file_path not in parsed:
+                parsed[file_path] = original(loader, file_path)
+            return parsed[file_path]
+
+    JSONFileLoader.load_file = load_file  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        JSONFileLoader.load_file = original  # type: ignore[method-assign]
 
 
 def free_port(host: str, port: int = 0) -> int:
@@ -179,6 +208,7 @@ class LocalCloud:
         return f"http://{self.host}:{self._aws_port}"
 
     def start(self) -> LocalCloud:
+        self._adaptations.enter_context(shared_botocore_data())
         from moto.moto_api import state_manager
         from moto.server import ThreadedMotoServer
 
@@ -264,11 +294,15 @@ class LocalCloud:
         self._stopping.set()
         if self.simulator:
             self.simulator.stop()
+        # The embedded AWS's server notices a shutdown within half a second: it stops while the API server does.
+        moto_stopped = threading.Thread(target=self._moto.stop, daemon=True) if self._moto else None
+        if moto_stopped:
+            moto_stopped.start()
         if self._api:
             self._api.stop()
         self._adaptations.close()
-        if self._moto:
-            self._moto.stop()
+        if moto_stopped:
+            moto_stopped.join()
 
     # -- wiring ------------------------------------------------------------------------------
     def _set_aws_environment(self) -> None:
