@@ -51,8 +51,9 @@ lint: setup
 	$(VENV)/bin/mypy functions gpupilot stacks payloads app.py
 
 # --iam-drift=strict: every AWS call is granted by the template, and every grant is used or documented.
+# --dist loadfile: a test file's tests run on one worker, so a module's fixtures (a local cloud, a scan) are made once.
 test: synth lint $(CHECKOV)
-	GPUPILOT_REQUIRE_CHECKOV=1 $(PY) -m pytest -n 2 --dist loadgroup -q -p no:cacheprovider --iam-drift=strict tests
+	GPUPILOT_REQUIRE_CHECKOV=1 $(PY) -m pytest -n 2 --dist loadfile -q -p no:cacheprovider --iam-drift=strict tests
 
 test-fast: setup
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit

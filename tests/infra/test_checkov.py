@@ -17,8 +17,8 @@ import pytest
 from stacks.nag import CHECKOV_ACKNOWLEDGMENTS, CHECKOV_METADATA
 from tests.infra.conftest import Synthesized
 
-# One worker scans for the whole module (its fixture is module-scoped; xdist would otherwise scan once per worker).
-pytestmark = pytest.mark.xdist_group("checkov")
+# One scan for the module: `make test` hands each test file to one worker (--dist loadfile), and the fixture is
+# session-scoped, so it is not made again when the worker comes back to this module after another one.
 
 # The version whose checks the acknowledgements answer: a newer checkov brings new checks to fix or acknowledge.
 CHECKOV_VERSION = "3.3.30"
@@ -67,7 +67,7 @@ def _skips(synthesized: Synthesized) -> dict[tuple[str, str], str]:
     }
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def scan(synthesized: Synthesized, tmp_path_factory: pytest.TempPathFactory) -> Scan:
     executable = _checkov()
     if executable is None:
