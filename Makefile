@@ -11,7 +11,7 @@ CHECKOV := $(CHECKOV_VENV)/bin/checkov
 TEMPLATE := cdk.out/GpuPilot.template.json
 STACK_SOURCES := app.py cdk.json $(wildcard stacks/*.py) $(wildcard statemachines/*.json) \
 	$(wildcard functions/*/*.py) $(wildcard functions/shared/*.py) $(wildcard functions/shared/*/*.py) \
-	$(wildcard functions/shared/data/*.json)
+	$(wildcard functions/shared/data/*.json) $(wildcard functions/shared/data/prices/*.json)
 
 .PHONY: setup synth demo serve test test-fast lint bench openapi catalog prices clean
 
@@ -69,7 +69,7 @@ catalog: setup
 	$(PY) -m gpupilot.snapshots catalog --region $(or $(REGION),us-east-1)
 
 prices: setup
-	$(PY) -m gpupilot.snapshots prices --region $(or $(REGION),us-east-1)
+	$(PY) -m gpupilot.snapshots prices $(if $(REGION),--region $(REGION))
 
 clean:
 	rm -rf cdk.out .build .gpupilot

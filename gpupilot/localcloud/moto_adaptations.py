@@ -26,12 +26,14 @@ the local cloud makes moto behave like AWS:
 
 10. EC2's spot market: moto prices every spot offering at $0.00001 from its own offerings, and has no
    GetSpotPlacementScores; here spot prices and placement scores come from the world (`spot.<type>`):
-   `hourly_usd` (default: 40% of the type's on-demand snapshot price), `placement_score` (default 9; 1
-   where the world's spot `capacity` is `none`), for the zones that offer the type.
+   `hourly_usd` (default: 40% of the type's on-demand snapshot price in the world's region),
+   `placement_score` (default 9; 1 where the world's spot `capacity` is `none`), for the zones that offer
+   the type.
 
 11. The AWS Price List API: not in moto at all; here GetProducts answers, in the Price List's own shape,
-   the on-demand Linux prices of the bundled snapshot for its region (other regions have none), both to
-   the embedded server (the local cloud) and to in-process mocks (tests).
+   the on-demand Linux prices of the bundled snapshot of each region (functions/shared/data/prices/; a
+   region without one has no products), both to the embedded server (the local cloud) and to in-process
+   mocks (tests).
 
 12. Batch deletions and limits: moto deletes a job queue or a compute environment in any state, and
    creates any number of them. AWS deletes a queue only once it is DISABLED ("You must first disable
@@ -402,13 +404,14 @@ class SpotMarket:
     offered: Callable[[str], list[str]]
     hourly_usd: dict[str, float] = field(default_factory=dict)
     placement_score: dict[str, int] = field(default_factory=dict)
+    region: str = "us-east-1"
 
     def price(self, instance_type: str) -> float | None:
         if instance_type in self.hourly_usd:
             return self.hourly_usd[instance_type]
         from functions.shared.adapters.prices import SnapshotPrices
 
-        quote = SnapshotPrices().on_demand(instance_type)
+        quote = SnapshotPrices(self.region).on_demand(instance_type)
         return round(quote.hourly_usd * DEFAULT_SPOT_FRACTION, 4) if quote else None
 
 
@@ -459,11 +462,11 @@ PRICE_LIST_TARGET = "AWSPriceListService."
 
 
 def price_list_answer(target: str, body: bytes) -> tuple[int, dict[str, str], str]:
-    """11. The Price List API's GetProducts over the bundled on-demand snapshot."""
+    """11. The Price List API's GetProducts over the bundled on-demand snapshots, one per region."""
     import json
     import zlib
 
-    from functions.shared.adapters.prices import snapshot_table
+    from functions.shared.adapters.prices import snapshot_regions, snapshot_table
 
     headers = {"Content-Type": "application/x-amz-json-1.1"}
     if not target.endswith(".GetProducts"):
@@ -471,13 +474,15 @@ def price_list_answer(target: str, body: bytes) -> tuple[int, dict[str, str], st
         return 400, headers, json.dumps(error)
     request = json.loads(body or b"{}")
     wanted = {f["Field"]: f["Value"] for f in request.get("Filters", [])}
-    region, prices = snapshot_table()
+    regions = [wanted["regionCode"]] if "regionCode" in wanted else snapshot_regions()
     products = []
-    if request.get("ServiceCode") == "AmazonEC2" and wanted.get("regionCode", region) == region:
-        for instance_type, hourly in sorted(prices.items()):
+    if request.get("ServiceCode") != "AmazonEC2":
+        regions = []
+    for region in regions:
+        for instance_type, hourly in sorted(snapshot_table(region).items()):
             if wanted.get("instanceType", instance_type) != instance_type:
                 continue
-            sku = f"SKU{zlib.crc32(instance_type.encode()):010d}"
+            sku = f"SKU{zlib.crc32(f'{region}/{instance_type}'.encode()):010d}"
             dimension = {"unit": "Hrs", "pricePerUnit": {"USD": f"{hourly:.10f}"}}
             products.append(json.dumps({
                 "product": {"sku": sku, "productFamily": "Compute Instance", "attributes": {

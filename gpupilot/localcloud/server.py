@@ -249,6 +249,7 @@ class LocalCloud:
                 quotas=self.world.quotas,
                 spot_market=SpotMarket(
                     offered=self.world.offered_zones,
+                    region=self.world.region,
                     hourly_usd={t: s.hourly_usd for t, s in self.world.spot.items() if s.hourly_usd is not None},
                     placement_score={
                         t: 1 if s.capacity == "none" else s.placement_score for t, s in self.world.spot.items()

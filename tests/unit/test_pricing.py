@@ -7,7 +7,7 @@ from importlib import resources
 
 import pytest
 
-from functions.shared.adapters.prices import SnapshotPrices
+from functions.shared.adapters.prices import SnapshotPrices, price_snapshot, snapshot_regions
 from functions.shared.domain.cost import PriceQuote, attempt_cost, gpu_share
 
 on_demand_price = SnapshotPrices().on_demand
@@ -16,7 +16,7 @@ QUOTE = PriceQuote(hourly_usd=1.2, pricing="unit-test prices")
 
 
 def _bundled_snapshot() -> dict:
-    return json.loads(resources.files("functions.shared.data").joinpath("prices_on_demand.json").read_text())
+    return json.loads(resources.files("functions.shared.data").joinpath("prices", "us-east-1.json").read_text())
 
 
 def test_attempt_cost_is_hourly_price_times_runtime_hours_times_gpu_share():
@@ -163,3 +163,29 @@ def test_a_job_that_never_started_has_no_runtime_even_if_its_start_reads_zero():
     )  # fmt: skip
     # Then it ran for no time at all (not since 1970), and has no start time
     assert (never.runtime_seconds, never.started_at) == (None, None)
+
+
+def test_each_bundled_price_snapshot_is_named_by_its_region_dated_and_sourced():
+    regions = snapshot_regions()
+    assert "us-east-1" in regions
+    for region in regions:
+        snapshot = price_snapshot(region)
+        assert snapshot is not None and snapshot["region"] == region, region
+        assert snapshot["as_of"] and region in snapshot["source"] and snapshot["prices"], region
+
+
+@pytest.mark.parametrize("region", ["us-east-1", "eu-west-1"])
+def test_a_region_is_priced_from_its_own_snapshot_and_never_from_another(region):
+    quote = SnapshotPrices(region).on_demand("g5.xlarge")
+    snapshot = price_snapshot(region)
+    if snapshot is None:
+        assert quote is None
+    else:
+        assert quote is not None and quote.hourly_usd == snapshot["prices"]["g5.xlarge"]
+        assert quote.pricing.startswith(f"on-demand {region} ")
+
+
+@pytest.mark.parametrize("region", ["../prices/us-east-1", "us-east-1.json", "", "mars-north-1x"])
+def test_a_region_that_is_not_a_region_name_has_no_snapshot(region):
+    assert price_snapshot(region) is None
+    assert SnapshotPrices(region).on_demand("g5.xlarge") is None

@@ -1,7 +1,7 @@
 """Hourly prices. On-demand: the AWS Price List API for the deployment's region (GetProducts, cached in the
-table for a day and in the process for an hour), else the bundled, dated snapshot when it is of that region
-(functions/shared/data/prices_on_demand.json), else none: a region GPU Pilot has no data for is never priced
-as another. Spot: EC2's spot price history (spot.py).
+table for a day and in the process for an hour), else the bundled, dated snapshot of that region
+(functions/shared/data/prices/<region>.json, written by `make prices`), else none: a region GPU Pilot has no
+data for is never priced as another. Spot: EC2's spot price history (spot.py).
 
 IAM: pricing:GetProducts has no resource types (grant on `*`); the Price List API answers in us-east-1.
 """
@@ -9,6 +9,7 @@ IAM: pricing:GetProducts has no resource types (grant on `*`); the Price List AP
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 import zlib
@@ -27,7 +28,9 @@ from functions.shared.observability import logger
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
 IAM_ACTIONS = ("pricing:GetProducts", "dynamodb:GetItem", "dynamodb:PutItem")
-SNAPSHOT_FILE = "prices_on_demand.json"
+# functions/shared/data/prices/<region>.json: one dated snapshot per region.
+SNAPSHOT_DIR = "prices"
+REGION_NAME = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d+$")
 PRICE_LIST_REGION = "us-east-1"
 TABLE_TTL_SECONDS = 86400
 PROCESS_TTL_SECONDS = 3600
@@ -43,30 +46,40 @@ FILTERS = {
 
 
 @cache
-def _snapshot() -> dict[str, Any]:
-    return json.loads(resources.files("functions.shared.data").joinpath(SNAPSHOT_FILE).read_text())
+def price_snapshot(region: str) -> dict[str, Any] | None:
+    """The bundled on-demand snapshot of `region` (source, as_of, prices), or None: GPU Pilot has none for it."""
+    if not REGION_NAME.match(region):
+        return None
+    path = resources.files("functions.shared.data").joinpath(SNAPSHOT_DIR).joinpath(f"{region}.json")
+    return dict(json.loads(path.read_text())) if path.is_file() else None
 
 
-def snapshot_table() -> tuple[str, dict[str, float]]:
-    """(the snapshot's region, instance type -> hourly USD)."""
-    snapshot = _snapshot()
-    return str(snapshot["region"]), {t: float(p) for t, p in snapshot["prices"].items()}
+def snapshot_regions() -> list[str]:
+    """The regions GPU Pilot bundles on-demand prices for."""
+    folder = resources.files("functions.shared.data").joinpath(SNAPSHOT_DIR)
+    return sorted(entry.name.removesuffix(".json") for entry in folder.iterdir() if entry.name.endswith(".json"))
+
+
+def snapshot_table(region: str) -> dict[str, float]:
+    """instance type -> hourly USD in `region`'s snapshot (empty without one)."""
+    snapshot = price_snapshot(region)
+    return {t: float(p) for t, p in snapshot["prices"].items()} if snapshot else {}
 
 
 class SnapshotPrices:
-    """On-demand prices from the bundled snapshot, for its own region only."""
+    """On-demand prices from the bundled snapshot of one region."""
 
     def __init__(self, region: str = "us-east-1") -> None:
         self._region = region
 
     def on_demand(self, instance_type: str) -> PriceQuote | None:
-        snapshot = _snapshot()
-        hourly = snapshot["prices"].get(instance_type) if snapshot["region"] == self._region else None
-        if hourly is None:
+        snapshot = price_snapshot(self._region)
+        hourly = snapshot["prices"].get(instance_type) if snapshot else None
+        if snapshot is None or hourly is None:
             return None
         return PriceQuote(
             hourly_usd=float(hourly),
-            pricing=f"on-demand {snapshot['region']} price snapshot of {snapshot['as_of']}",
+            pricing=f"on-demand {self._region} price snapshot of {snapshot['as_of']}",
         )
 
 
