@@ -77,12 +77,8 @@ def _clients_via_boto3() -> str:
 # Domain models are built on first use (functions/shared/domain/model.py): this builds every one the handler's
 # modules define, the most its first invocation can build, so "+models" bounds init + first use from above.
 _BUILD_EVERY_MODEL = """\
-from functions.shared.domain.model import DomainModel
-def _every(base):
-    for sub in base.__subclasses__():
-        yield sub
-        yield from _every(sub)
-for _model in set(_every(DomainModel)):
+from functions.shared.domain.model import every_model
+for _model in every_model():
     _model.model_rebuild(force=True)"""
 BUILT = "+models"
 

@@ -13,3 +13,15 @@ from pydantic import BaseModel, ConfigDict
 
 class DomainModel(BaseModel):
     model_config = ConfigDict(defer_build=True)
+
+
+def every_model() -> set[type[DomainModel]]:
+    """Every domain model class defined so far (in the modules imported), subclasses of subclasses included."""
+    found: set[type[DomainModel]] = set()
+    pending: list[type[DomainModel]] = [DomainModel]
+    while pending:
+        for sub in pending.pop().__subclasses__():
+            if sub not in found:
+                found.add(sub)
+                pending.append(sub)
+    return found
