@@ -476,9 +476,7 @@ def price_list_answer(target: str, body: bytes) -> tuple[int, dict[str, str], st
     wanted = {f["Field"]: f["Value"] for f in request.get("Filters", [])}
     regions = [wanted["regionCode"]] if "regionCode" in wanted else snapshot_regions()
     products = []
-    if request.get("ServiceCode") != "AmazonEC2":
-        regions = []
-    for region in regions:
+    for region in regions if request.get("ServiceCode") == "AmazonEC2" else []:
         for instance_type, hourly in sorted(snapshot_table(region).items()):
             if wanted.get("instanceType", instance_type) != instance_type:
                 continue

@@ -74,11 +74,10 @@ class SnapshotPrices:
 
     def on_demand(self, instance_type: str) -> PriceQuote | None:
         snapshot = price_snapshot(self._region)
-        hourly = snapshot["prices"].get(instance_type) if snapshot else None
-        if snapshot is None or hourly is None:
+        if snapshot is None or instance_type not in snapshot["prices"]:
             return None
         return PriceQuote(
-            hourly_usd=float(hourly),
+            hourly_usd=float(snapshot["prices"][instance_type]),
             pricing=f"on-demand {self._region} price snapshot of {snapshot['as_of']}",
         )
 
