@@ -10,7 +10,7 @@ import boto3
 import pytest
 from botocore.exceptions import EndpointConnectionError
 
-from functions.shared.adapters.prices import MarketPrices, price_list_products
+from functions.shared.adapters.prices import MarketPrices, price_list_products, price_snapshot
 from functions.shared.adapters.spot import Ec2SpotMarket
 from tests.integration.conftest import Cloud
 
@@ -47,9 +47,19 @@ def test_the_price_list_is_read_once_then_served_from_the_table(cloud_prices: Cl
     assert calls == ["GetItem"]
 
 
+# A real region GPU Pilot bundles no snapshot of (and the local Price List therefore has no products for).
+NO_DATA_REGION = "af-south-1"
+
+
 def test_a_region_without_price_data_is_priced_as_no_other(cloud_prices: Cloud) -> None:
-    adapter, _ = prices_for(cloud_prices, region="eu-north-1")
+    adapter, _ = prices_for(cloud_prices, region=NO_DATA_REGION)
     assert adapter.on_demand("g5.xlarge") is None
+
+
+def test_another_region_is_priced_from_its_own_price_list_products(cloud_prices: Cloud) -> None:
+    quote = prices_for(cloud_prices, region="eu-north-1")[0].on_demand("g5.xlarge")
+    assert quote is not None and quote.pricing.startswith("on-demand eu-north-1 AWS Price List of ")
+    assert quote.hourly_usd == price_snapshot("eu-north-1")["prices"]["g5.xlarge"] != 1.006  # type: ignore[index]
 
 
 def test_without_the_price_list_the_snapshot_prices_its_own_region(cloud_prices: Cloud) -> None:
@@ -60,7 +70,9 @@ def test_without_the_price_list_the_snapshot_prices_its_own_region(cloud_prices:
     adapter, _ = prices_for(cloud_prices, pricing=Unreachable())
     quote = adapter.on_demand("g5.xlarge")
     assert quote is not None and "price snapshot of" in quote.pricing
-    assert prices_for(cloud_prices, region="eu-north-1", pricing=Unreachable())[0].on_demand("g5.xlarge") is None
+    assert prices_for(cloud_prices, region=NO_DATA_REGION, pricing=Unreachable())[0].on_demand("g5.xlarge") is None
+    other = prices_for(cloud_prices, region="eu-north-1", pricing=Unreachable())[0].on_demand("g5.xlarge")
+    assert other is not None and other.pricing == "on-demand eu-north-1 price snapshot of 2025-08"
 
 
 def test_a_price_list_product_is_read_from_its_on_demand_terms(cloud_prices: Cloud) -> None:

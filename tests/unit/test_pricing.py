@@ -189,3 +189,14 @@ def test_a_region_is_priced_from_its_own_snapshot_and_never_from_another(region)
 def test_a_region_that_is_not_a_region_name_has_no_snapshot(region):
     assert price_snapshot(region) is None
     assert SnapshotPrices(region).on_demand("g5.xlarge") is None
+
+
+def test_every_main_gpu_region_has_a_bundled_snapshot_of_positive_gpu_prices():
+    from gpupilot.snapshots import MAIN_GPU_REGIONS
+
+    # Given the regions `make prices` snapshots
+    assert set(MAIN_GPU_REGIONS) <= set(snapshot_regions())
+    for region in MAIN_GPU_REGIONS:
+        prices = price_snapshot(region)["prices"]  # type: ignore[index]
+        # Then each prices GPU types only (g and p families), each with a positive hourly price
+        assert prices and all(t[0] in "gp" and isinstance(v, float) and v > 0 for t, v in prices.items()), region
