@@ -42,6 +42,10 @@ the local cloud makes moto behave like AWS:
    and 50 job queues per region, a limit that cannot be raised (AWS Batch User Guide, service quotas). Here
    each is refused as AWS refuses it.
 
+13. Speed, answers unchanged (moto_speed.py): DynamoDB item answers are JSON-encoded directly instead of
+   through moto's shape-walking serializer, a state machine's ASL is parsed once, not per execution, and
+   Step Functions tasks share one client per service instead of creating one each.
+
 tests/integration/test_moto_adaptations.py holds one test per adaptation that fails if moto changes under it.
 """
 
@@ -55,6 +59,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpupilot.localcloud.dispatch import HandlerDispatcher
+from gpupilot.localcloud.moto_speed import (
+    direct_dynamodb_item_answers,
+    parse_each_definition_once,
+    share_task_clients,
+)
 
 SERVICE_LINKED_ROLE_PATH = "/aws-service-role/batch.amazonaws.com/"
 NOT_VALID_MESSAGE = (
@@ -551,6 +560,9 @@ def adapted_moto(
         if spot_market is not None:
             world_spot_market(patches, spot_market)
         serve_price_list(patches)
+        direct_dynamodb_item_answers(patches)
+        parse_each_definition_once(patches)
+        share_task_clients(patches)
         yield
     finally:
         patches.undo()
