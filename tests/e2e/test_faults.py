@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import RunningCloud
-from tests.e2e.faults.drive import run_jobs
+from tests.e2e.faults.drive import list_all, run_jobs
 
 pytestmark = pytest.mark.e2e
 JOBS = 3
@@ -45,8 +45,17 @@ def test_with_every_batch_event_dropped_the_sweep_finishes_every_job(
     assert accounted(cloud, "dropped", jobs=2)["statuses"] == {"SUCCEEDED": 2}
 
 
-def test_lambda_service_errors_are_retried_and_every_job_succeeds(cloud_factory: Callable[..., RunningCloud]) -> None:
+def test_lambda_service_errors_are_retried_and_every_job_ends_with_its_record(
+    cloud_factory: Callable[..., RunningCloud],
+) -> None:
+    # 15% of invocations fail before the function runs. Each task retries them 3 times, so a job fails only when
+    # one of its tasks fails 4 times in a row (about 0.3% of jobs; which job draws which fault depends on thread
+    # timing): then it ends FAILED with the Lambda error recorded, as a deployed job would.
     cloud = cloud_factory(
         {"jobs": {"runtime_seconds": 1}, "faults": {"lambda_errors": 0.15, "seed": 7}}, sweep_seconds=3
     )
-    assert accounted(cloud, "lambda")["statuses"] == {"SUCCEEDED": JOBS}
+    statuses = accounted(cloud, "lambda")["statuses"]
+    # Without the retries, a job would succeed only if its ~7 invocations all did (0.85^7: 1 job in 3)
+    assert statuses.get("SUCCEEDED", 0) >= JOBS - 1, statuses
+    failed = [j for j in list_all(cloud.api_url) if j["name"].startswith("lambda-") and j["status"] != "SUCCEEDED"]
+    assert all(j["error"].startswith("Lambda.ServiceException") for j in failed), failed
