@@ -1,7 +1,7 @@
 """moto, faster where the local cloud spends its CPU, with every answer unchanged.
 
-Profiled under load (`make bench`'s local_e2e), about half of the local cloud's CPU went to one place, and a
-tenth to another; both redo, per call, work whose result cannot differ:
+Sampled under load (`make bench`'s local_e2e), half of the local cloud's CPU went to the first of these, and
+about a tenth to each of the others; each redoes, per call, work whose result cannot differ:
 
 1. DynamoDB item answers. moto turns an item operation's result into DynamoDB's JSON wire format
    (`moto.dynamodb.models.utilities.dynamo_to_dict`) and then hands it to its generic serializer, which
@@ -17,7 +17,7 @@ tenth to another; both redo, per call, work whose result cannot differ:
    a service integration), with fixed test credentials and configuration. Here one client per region,
    service and endpoint serves every task: boto3 clients are thread-safe.
 
-tests/integration/test_moto_adaptations.py checks that each answers exactly what moto answers without it.
+tests/integration/test_moto_speed.py checks that each answers exactly what moto answers without it.
 """
 
 from __future__ import annotations
@@ -41,10 +41,8 @@ def _binary(value: Any) -> str:
     raise TypeError(f"not JSON: {type(value).__name__}")
 
 
-def wire_json(result: Any) -> str | None:
+def wire_json(result: dict[str, Any]) -> str | None:
     """`result` as DynamoDB's JSON answer, or None when it holds anything but wire-format values."""
-    if not isinstance(result, dict):
-        return None
     try:
         return json.dumps({k: v for k, v in result.items() if v is not None}, default=_binary)
     except (TypeError, ValueError):
@@ -69,11 +67,12 @@ def direct_dynamodb_item_answers(patches: Any) -> None:
     patches.replace(DynamoResult, "execute_result", execute_result)
 
 
-def _fix_heap_keys(component: Any, seen: set[int]) -> None:
+def _fix_heap_keys(component: Any) -> None:
     """Create the heap key of every evaluation component reachable from `component`, once."""
     from moto.stepfunctions.parser.asl.component.component import Component
     from moto.stepfunctions.parser.asl.component.eval_component import EvalComponent
 
+    seen: set[int] = set()
     stack = [component]
     while stack:
         item = stack.pop()
@@ -103,7 +102,7 @@ def parse_each_definition_once(patches: Any) -> None:
             program = programs.get(definition)
             if program is None:
                 program = AmazonStateLanguageParser.parse(definition)[0]
-                _fix_heap_keys(program, set())
+                _fix_heap_keys(program)
                 programs[definition] = program
         return program
 
