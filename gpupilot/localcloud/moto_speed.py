@@ -26,7 +26,10 @@ import base64
 import importlib
 import json
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # moto_adaptations applies these: importing it here would be circular
+    from gpupilot.localcloud.moto_adaptations import _Patches
 
 # DynamoDB operations whose result moto builds with dynamo_to_dict: plain JSON values, bytes for binary.
 ITEM_OPERATIONS = frozenset(
@@ -49,7 +52,7 @@ def wire_json(result: dict[str, Any]) -> str | None:
         return None
 
 
-def direct_dynamodb_item_answers(patches: Any) -> None:
+def direct_dynamodb_item_answers(patches: _Patches) -> None:
     from moto.dynamodb.responses import DynamoResult
 
     serialize = DynamoResult.execute_result
@@ -89,7 +92,7 @@ def _fix_heap_keys(component: Any) -> None:
             stack.extend(item.values())
 
 
-def parse_each_definition_once(patches: Any) -> None:
+def parse_each_definition_once(patches: _Patches) -> None:
     from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
     from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
 
@@ -121,7 +124,7 @@ _TASK_CLIENT_MODULES = tuple(
 )  # fmt: skip
 
 
-def share_task_clients(patches: Any) -> None:
+def share_task_clients(patches: _Patches) -> None:
     from moto.core.models import botocore_stubber
     from moto.settings import moto_server_port
     from moto.stepfunctions.parser.asl.utils.boto_client import boto_client_for as make

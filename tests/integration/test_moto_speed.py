@@ -141,7 +141,8 @@ def concurrent_executions(parses: list[str]) -> list[dict[str, Any]]:
         parses.append(definition)
         return parse(definition)
 
-    asl_parser.AmazonStateLanguageParser.parse = staticmethod(counted)  # type: ignore[method-assign]
+    counting = _Patches()
+    counting.replace(asl_parser.AmazonStateLanguageParser, "parse", staticmethod(counted))
     try:
         sfn = boto3.client("stepfunctions", region_name=REGION)
         role = "arn:aws:iam::123456789012:role/sfn"
@@ -162,7 +163,7 @@ def concurrent_executions(parses: list[str]) -> list[dict[str, Any]]:
         with ThreadPoolExecutor(8) as pool:
             return list(pool.map(run, range(16)))
     finally:
-        asl_parser.AmazonStateLanguageParser.parse = staticmethod(parse)  # type: ignore[method-assign]
+        counting.undo()
 
 
 def test_concurrent_executions_of_one_definition_share_one_parse_and_keep_their_own_state():
