@@ -88,13 +88,51 @@ for _model in every_model():
 BUILT = "+models"
 
 
-def candidates() -> list[Candidate]:
-    """The floor, two candidates per handler in LAMBDAS (at import; with every model built), and the two
-    Powertools stacks."""
+# The ports' adapters are imported and built on a port's first use (functions/shared/adapters/wiring.py). A
+# handler's candidate builds every port named (`ports.<name>`) in its own module and the use-case modules it
+# imports: the most its first invocation can reach, found by a child that imports the handler.
+_PORTS_NAMED = """\
+import importlib, inspect, json, re, sys
+importlib.import_module({module!r})
+_names = set()
+for _name, _mod in list(sys.modules.items()):
+    if _name == {module!r} or _name.startswith("functions.shared.usecases."):
+        _names.update(re.findall(r"\\bports\\.([a-z_]+)\\b", inspect.getsource(_mod)))
+print(json.dumps(sorted(_names)))"""
+
+
+def ports_named(module: str, env: dict[str, str] | None = None) -> list[str]:
+    """The ports a handler's code (its module and the use cases it imports) names, hence may reach."""
+    done = subprocess.run(
+        [sys.executable, "-c", _PORTS_NAMED.format(module=module)],
+        cwd=REPO_ROOT,
+        env=env or os.environ.copy(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    names: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
+    return [name for name in names if name != "settings"]
+
+
+def _ports_built(names: list[str]) -> str:
+    return (
+        "from functions.shared.adapters.wiring import live_ports\n"
+        f"_ports = live_ports()\nfor _port in {names!r}:\n    getattr(_ports, _port)"
+    )
+
+
+def candidates(reached: dict[str, list[str]] | None = None) -> list[Candidate]:
+    """The floor, two candidates per handler in LAMBDAS (at import with the ports its code names built; with every
+    model built too), and the two Powertools stacks. `reached`: the ports each handler names (ports_named)."""
     found = [Candidate(FLOOR, _clients_via_boto3())]
     for spec in LAMBDAS:
         module = spec.handler.rpartition(".")[0]
-        imported = f"import importlib\nimportlib.import_module({module!r})\n{_clients_via_product()}"
+        ports = (reached or {}).get(spec.key) or ports_named(module)
+        imported = (
+            f"import importlib\nimportlib.import_module({module!r})\n{_ports_built(ports)}\n{_clients_via_product()}"
+        )
         found.append(Candidate(spec.key, imported))
         found.append(Candidate(spec.key + BUILT, f"{imported}\n{_BUILD_EVERY_MODEL}"))
     found.append(
@@ -156,9 +194,9 @@ def sample(candidate: Candidate, env: dict[str, str]) -> tuple[float, float]:
     raise RuntimeError(f"cold start of {candidate.name} printed no timing: {done.stdout[-500:]!r}")
 
 
-def measure(runs: int = DEFAULT_RUNS) -> dict[str, list[tuple[float, float]]]:
+def measure(runs: int = DEFAULT_RUNS, chosen: list[Candidate] | None = None) -> dict[str, list[tuple[float, float]]]:
     """`runs` samples (wall, CPU) of every candidate, interleaved; one discarded warm-up round first."""
-    chosen = candidates()
+    chosen = chosen or candidates()
     samples: dict[str, list[tuple[float, float]]] = {c.name: [] for c in chosen}
     with tempfile.TemporaryDirectory(prefix="gpupilot-bench-") as home:
         env = child_environment(home)
@@ -182,7 +220,9 @@ def summary(values: list[float]) -> dict[str, Any]:
 
 def run(runs: int = DEFAULT_RUNS) -> dict[str, Any]:
     started = time.perf_counter()
-    samples = measure(runs)
+    reached = {spec.key: ports_named(spec.handler.rpartition(".")[0]) for spec in LAMBDAS}
+    chosen = candidates(reached)
+    samples = measure(runs, chosen)
     # The metrics compare CPU time: on a shared machine the wall clock also counts the time the child waits for
     # a CPU, which swings far more between samples than the work itself (both are kept in details).
     cpu = {name: [c for _, c in values] for name, values in samples.items()}
@@ -211,7 +251,7 @@ def run(runs: int = DEFAULT_RUNS) -> dict[str, Any]:
     )
     ours = max((spec.key for spec in LAMBDAS), key=lambda key: medians[key] / medians[library_floor(key)])
     metrics["worst_handler_ratio_vs_its_libraries_floor"] = metric(medians[ours], "ms", medians[library_floor(ours)])
-    code = {c.name: c.body for c in candidates()}
+    code = {c.name: c.body for c in chosen}
     return {
         "benchmark": NAME,
         "measured_at": utc_now(),
@@ -224,7 +264,9 @@ def run(runs: int = DEFAULT_RUNS) -> dict[str, Any]:
             "candidate's fastest sample instead, the estimate the machine's other load touches least. "
             "Handler = importlib.import_module, from "
             "the staged Lambda code (.build/lambda: the functions package as the stack ships it, with its "
-            "precompiled bytecode, since Lambda's code directory is read-only), of the handler module + creating "
+            "precompiled bytecode, since Lambda's code directory is read-only), of the handler module + building "
+            "the ports (adapters import on a port's first use) named in its module and the use-case modules it "
+            "imports, the most its first invocation reaches (details.ports_reached) + creating "
             "the dynamodb, stepfunctions, batch and ec2 "
             "clients via functions.shared.adapters.clients.client (every handler reaches them through its adapters, "
             "which make all four). Domain models are built on first use: '+models' candidates also build every "
@@ -250,6 +292,7 @@ def run(runs: int = DEFAULT_RUNS) -> dict[str, Any]:
             "services": list(SERVICES),
             "worst_handler_vs_its_libraries_floor": ours,
             "worst_handler_by_fastest_sample": worst_fastest,
+            "ports_reached": reached,
             "candidates_cpu": {name: summary(values) for name, values in cpu.items()},
             "candidates_wall": {name: summary(values) for name, values in wall.items()},
             "code": code,

@@ -1,0 +1,73 @@
+"""The composition root builds each adapter on its port's first use: a handler loads only what it reaches."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from functions.shared.adapters.job_store import DynamoJobStore
+from functions.shared.adapters.prices import MarketPrices
+from functions.shared.adapters.wiring import LivePorts, live_ports, reset_ports
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+
+_CHILD = textwrap.dedent(
+    """
+    import json, sys
+    import functions.job_events.handler
+    from functions.shared.adapters.wiring import live_ports
+    at_import = sorted(m for m in sys.modules if m.startswith("functions.shared.adapters."))
+    live_ports().jobs
+    after_jobs = sorted(m for m in sys.modules if m.startswith("functions.shared.adapters."))
+    print(json.dumps({"at_import": at_import, "after_jobs": after_jobs}))
+    """
+)
+
+
+@pytest.fixture
+def ports(monkeypatch: pytest.MonkeyPatch) -> Iterator[LivePorts]:
+    monkeypatch.setenv("AWS_REGION", "eu-north-1")
+    monkeypatch.setenv("GPUPILOT_TABLE", "jobs-table")
+    reset_ports()
+    built = live_ports()
+    assert isinstance(built, LivePorts)
+    yield built
+    reset_ports()
+
+
+def test_a_handler_imports_only_the_adapters_its_ports_reach():
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD],
+        cwd=REPO_ROOT,
+        env={"AWS_DEFAULT_REGION": "us-east-1", "GPUPILOT_TABLE": "t", "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "functions.shared.adapters.job_store" not in loaded["at_import"]
+    assert "functions.shared.adapters.job_store" in loaded["after_jobs"]
+    # Nothing the job store does not need: no EC2, Batch, prices or Step Functions adapter.
+    for unused in ("ec2", "batch", "prices", "stepfunctions", "fleet", "quotas", "spot"):
+        assert f"functions.shared.adapters.{unused}" not in loaded["after_jobs"]
+
+
+def test_each_port_is_built_once_from_the_functions_settings(ports: LivePorts):
+    assert (ports.settings.region, ports.settings.table_name) == ("eu-north-1", "jobs-table")
+    assert isinstance(ports.jobs, DynamoJobStore)
+    assert ports.jobs is ports.jobs
+    assert live_ports() is ports  # one set of ports per process and settings
+    assert isinstance(ports.prices, MarketPrices)
+
+
+def test_availability_and_prices_share_one_spot_market(ports: LivePorts):
+    market = ports.spot_market
+    assert vars(ports.availability)["_spot"] is market
+    assert vars(ports.prices)["_spot"] is market
