@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from tests.unit.fresh_interpreter import answer_of
 
 _CHILD = textwrap.dedent(
     """
@@ -30,16 +26,7 @@ _CHILD = textwrap.dedent(
 
 
 def test_importing_a_handler_builds_no_model_and_using_one_builds_only_that_one():
-    done = subprocess.run(
-        [sys.executable, "-c", _CHILD],
-        cwd=REPO_ROOT,
-        env={"AWS_DEFAULT_REGION": "us-east-1", "GPUPILOT_TABLE": "t", "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    )
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result = answer_of(_CHILD)
     assert result["models"] > 40
     assert result["at_import"] == []
     assert result["after_use"] == ["PoolState"]

@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from functions.shared.adapters.job_store import DynamoJobStore
 from functions.shared.adapters.prices import MarketPrices
 from functions.shared.adapters.wiring import LivePorts, live_ports, reset_ports
-
-REPO_ROOT = Path(__file__).resolve().parents[3]
+from tests.unit.fresh_interpreter import answer_of
 
 _CHILD = textwrap.dedent(
     """
@@ -42,16 +37,7 @@ def ports(monkeypatch: pytest.MonkeyPatch) -> Iterator[LivePorts]:
 
 
 def test_a_handler_imports_only_the_adapters_its_ports_reach():
-    done = subprocess.run(
-        [sys.executable, "-c", _CHILD],
-        cwd=REPO_ROOT,
-        env={"AWS_DEFAULT_REGION": "us-east-1", "GPUPILOT_TABLE": "t", "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    )
-    loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    loaded = answer_of(_CHILD)
     assert "functions.shared.adapters.job_store" not in loaded["at_import"]
     assert "functions.shared.adapters.job_store" in loaded["after_jobs"]
     # Nothing the job store does not need: no EC2, Batch, prices or Step Functions adapter.
