@@ -85,12 +85,13 @@ def _handler_class(invoke: ApiInvoker) -> type[BaseHTTPRequestHandler]:
             if methods is None:
                 self._reply(404, {"error": "NotFound", "field": "path", "message": f"no route {path}"})
                 return
+            # HEAD is served wherever GET is (the same answer without its body), so Allow names it too.
+            allow = ", ".join([*methods, *(["HEAD"] if "GET" in methods else []), "OPTIONS"])
             if self.command == "OPTIONS":
-                self._reply(204, None, {"Allow": ", ".join([*methods, "OPTIONS"])})
+                self._reply(204, None, {"Allow": allow})
                 return
             method = "GET" if self.command == "HEAD" else self.command
             if method not in methods:
-                allow = ", ".join([*methods, "OPTIONS"])
                 self._reply(405, {"error": "MethodNotAllowed", "field": "method",
                                   "message": f"{self.command} {path}: allowed {allow}"}, {"Allow": allow})  # fmt: skip
                 return

@@ -43,12 +43,12 @@ def test_an_unknown_route_is_a_json_404_in_the_error_shape(cloud: RunningCloud) 
 def test_a_wrong_method_is_a_405_that_says_what_is_allowed(cloud: RunningCloud) -> None:
     status, headers, body = raw(cloud, "PUT", "/jobs")
     assert (status, body["error"]) == (405, "MethodNotAllowed")
-    assert headers["Allow"] == "GET, POST, OPTIONS"
+    assert headers["Allow"] == "GET, POST, HEAD, OPTIONS"
 
 
 def test_options_and_head_are_answered(cloud: RunningCloud) -> None:
     status, headers, body = raw(cloud, "OPTIONS", "/jobs/abc")
-    assert (status, headers["Allow"], body) == (204, "DELETE, GET, OPTIONS", None)
+    assert (status, headers["Allow"], body) == (204, "DELETE, GET, HEAD, OPTIONS", None)
     status, headers, body = raw(cloud, "HEAD", "/jobs")
     assert (status, headers["Content-Type"], body) == (200, "application/json", None)
 
