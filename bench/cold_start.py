@@ -101,12 +101,11 @@ for _name, _mod in list(sys.modules.items()):
 print(json.dumps(sorted(_names)))"""
 
 
-def ports_named(module: str, env: dict[str, str] | None = None) -> list[str]:
+def ports_named(module: str) -> list[str]:
     """The ports a handler's code (its module and the use cases it imports) names, hence may reach."""
     done = subprocess.run(
         [sys.executable, "-c", _PORTS_NAMED.format(module=module)],
         cwd=REPO_ROOT,
-        env=env or os.environ.copy(),
         capture_output=True,
         text=True,
         timeout=120,
