@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench import REPO_ROOT, environment, metric, utc_now
-from functions.shared.constants import LAMBDAS
+from functions.shared.constants import LAMBDAS, RUNTIME_ENVIRONMENT
 
 NAME = "cold_start"
 # The functions package as the stack ships it (`make synth` stages it, with its bytecode): what Lambda imports.
@@ -170,6 +170,7 @@ def child_environment(home: str) -> dict[str, str]:
         "AWS_SHARED_CREDENTIALS_FILE": os.path.join(home, "aws-credentials-absent"),
         "GPUPILOT_TABLE": "bench",
         "POWERTOOLS_SERVICE_NAME": "gpupilot",
+        **RUNTIME_ENVIRONMENT,  # what the stack sets on every function
     }
 
 
@@ -280,7 +281,8 @@ def run(runs: int = DEFAULT_RUNS) -> dict[str, Any]:
             "'without tracer' omits Tracer(). Outside Lambda the Tracer is disabled, so it pays the X-Ray SDK "
             "import but not patch_all(): its number is a lower bound of what it costs in Lambda. Child env: "
             "AWS_DEFAULT_REGION=us-east-1, dummy credentials, GPUPILOT_TABLE=bench, "
-            "POWERTOOLS_SERVICE_NAME=gpupilot, an empty HOME and no AWS config files."
+            "POWERTOOLS_SERVICE_NAME=gpupilot, the variables the stack sets on every function for its libraries "
+            f"({', '.join(f'{k}={v}' for k, v in RUNTIME_ENVIRONMENT.items())}), an empty HOME and no AWS config files."
         ),
         "environment": environment(),
         "metrics": metrics,

@@ -17,7 +17,14 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from functions.shared.constants import ENV_TABLE, LAMBDAS, METRICS_NAMESPACE, SERVICE_NAME, LambdaSpec
+from functions.shared.constants import (
+    ENV_TABLE,
+    LAMBDAS,
+    METRICS_NAMESPACE,
+    RUNTIME_ENVIRONMENT,
+    SERVICE_NAME,
+    LambdaSpec,
+)
 from stacks.nag import CHECKOV_ACKNOWLEDGMENTS, Kind, WildcardLedger, acknowledge, acknowledge_checkov
 from stacks.permissions import Grant
 from stacks.settings import LOG_RETENTION, POWERTOOLS_LAYER_PARAMETER
@@ -101,6 +108,7 @@ class ControlPlaneFunctions(Construct):
             "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
             "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
             "POWERTOOLS_LOG_LEVEL": "INFO",
+            **RUNTIME_ENVIRONMENT,
         }
         self.functions: dict[str, lambda_.Function] = {}
         self.roles: dict[str, iam.Role] = {}

@@ -9,6 +9,10 @@ METRICS_NAMESPACE = "GpuPilot"
 STACK_NAME = "GpuPilot"
 STATE_MACHINE_NAME = "GpuJob"
 ASL_FILE = "statemachines/gpu_job.asl.json"
+# Set on every function for the libraries, not read by our code. GPU Pilot uses no pydantic plugin, and without
+# this pydantic scans every installed distribution's entry points when it builds its first model, at each cold
+# start (pydantic/plugin/_loader.py; the variable since pydantic 2.6).
+RUNTIME_ENVIRONMENT = {"PYDANTIC_DISABLE_PLUGINS": "__all__"}
 
 # Environment variables read by functions/shared/adapters/config.py (all start with ENV_PREFIX).
 ENV_PREFIX = "GPUPILOT_"

@@ -132,6 +132,8 @@ def test_every_lambda_knows_its_table_and_powertools_identity(synthesized: Synth
         assert env["POWERTOOLS_SERVICE_NAME"] == SERVICE_NAME
         assert env["POWERTOOLS_METRICS_NAMESPACE"] == METRICS_NAMESPACE
         assert env["POWERTOOLS_LOG_LEVEL"] == "INFO"
+        # No pydantic plugin scan of every installed distribution at each cold start.
+        assert env["PYDANTIC_DISABLE_PLUGINS"] == "__all__", key
 
 
 def test_lambdas_that_judge_availability_know_the_gpu_subnets(synthesized: Synthesized) -> None:
