@@ -11,7 +11,7 @@ STATE_MACHINE_NAME = "GpuJob"
 ASL_FILE = "statemachines/gpu_job.asl.json"
 # Set on every function for the libraries, not read by our code. GPU Pilot uses no pydantic plugin, and without
 # this pydantic scans every installed distribution's entry points when it builds its first model, at each cold
-# start (pydantic/plugin/_loader.py; the variable since pydantic 2.6).
+# start (pydantic/plugin/_loader.py; "Disabling Plugins" in pydantic's plugin documentation).
 RUNTIME_ENVIRONMENT = {"PYDANTIC_DISABLE_PLUGINS": "__all__"}
 
 # Environment variables read by functions/shared/adapters/config.py (all start with ENV_PREFIX).
