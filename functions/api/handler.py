@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 from functions.shared.adapters.idempotency import IN_PROGRESS_RETRY_SECONDS, submit_idempotently
 from functions.shared.adapters.wiring import live_ports
 from functions.shared.api_contract import ROUTES, SWEEP_ID_PATTERN, Route
+from functions.shared.coldstart import ends_cold_start
 from functions.shared.domain.errors import (
     IdempotencyInProgress,
     IdempotencyKeyReused,
@@ -270,6 +271,7 @@ for _route in ROUTES:
     _register(_route)
 
 
+@ends_cold_start
 @metrics.log_metrics
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext, ports: Ports | None = None) -> dict[str, Any]:

@@ -7,11 +7,13 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.shared.adapters.wiring import live_ports
+from functions.shared.coldstart import ends_cold_start
 from functions.shared.observability import logger, metrics
 from functions.shared.ports import Ports
 from functions.shared.usecases.sweep import run_sweep
 
 
+@ends_cold_start
 @metrics.log_metrics
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext, ports: Ports | None = None) -> dict[str, Any]:

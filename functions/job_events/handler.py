@@ -11,12 +11,14 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.shared.adapters.wiring import live_ports
+from functions.shared.coldstart import ends_cold_start
 from functions.shared.domain.batch import BatchJobEvent
 from functions.shared.observability import logger
 from functions.shared.ports import Ports
 from functions.shared.usecases.track import record_batch_event
 
 
+@ends_cold_start
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext, ports: Ports | None = None) -> dict[str, Any]:
     parsed = BatchJobEvent.from_eventbridge(event)
