@@ -79,3 +79,32 @@ def test_a_made_up_region_is_an_error_listing_the_valid_ones(tmp_path):
     path.write_text('{"region": "mars-1", "zones": ["mars-1a"]}')
     with pytest.raises(WorldError, match=r"region: .*unknown region 'mars-1'; valid: .*us-east-1"):
         load_world(path)
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ({"bogus": 1}, "bogus: unknown key; valid: region, zones, instance_types, spot, quotas, jobs, faults"),
+        (
+            {"instance_types": {"g6.xlarge": {"colour": "red"}}},
+            "instance_types.g6.xlarge.colour: unknown key; valid: offered, zones, capacity, ecs_agent, "
+            "gpu_registration, compute_environment_invalid",
+        ),
+        ({"spot": {"g6.xlarge": {"price": 1}}}, "spot.g6.xlarge.price: unknown key; valid: capacity, placement_score"),
+        ({"faults": {"events": {"dropp": 1}}}, "faults.events.dropp: unknown key; valid: drop, duplicate, reorder"),
+    ],
+)
+def test_an_unknown_key_is_an_error_listing_the_valid_ones_where_it_sits(tmp_path, content, expected):
+    with pytest.raises(WorldError) as raised:
+        load_world(write_world(tmp_path, content))
+    assert expected in str(raised.value)
+
+
+def test_the_world_checks_messages_read_without_pydantic_prefixes(tmp_path):
+    path = write_world(tmp_path, {"instance_types": {"g9.xlarge": {}}})
+    with pytest.raises(WorldError) as raised:
+        load_world(path)
+    assert str(raised.value).startswith(
+        f"world file {path}: instance_types: unknown GPU type(s) ['g9.xlarge']; valid: "
+    )
+    assert "Value error" not in str(raised.value)
