@@ -15,6 +15,7 @@ import dataclasses
 import importlib
 import io
 import json
+import logging
 import sys
 import threading
 import traceback
@@ -62,23 +63,33 @@ class LocalContext:
 
 
 class ThreadStdout(io.TextIOBase):
-    """sys.stdout that a thread can redirect for itself while other threads keep printing."""
+    """sys.stdout that a thread can redirect for itself while other threads keep printing. Captures nest: an
+    invocation that runs another in its own thread (a synchronous Invoke, a task Step Functions runs inline)
+    gets its own buffer back when the inner one ends."""
 
     def __init__(self, real: Any) -> None:
         self.real = real
         self._local = threading.local()
 
+    def _buffers(self) -> list[io.StringIO]:
+        buffers: list[io.StringIO] | None = getattr(self._local, "buffers", None)
+        if buffers is None:
+            buffers = self._local.buffers = []
+        return buffers
+
     def capture(self) -> io.StringIO:
         buffer = io.StringIO()
-        self._local.buffer = buffer
+        self._buffers().append(buffer)
         return buffer
 
-    def release(self) -> None:
-        self._local.buffer = None
+    def release(self, buffer: io.StringIO) -> None:
+        buffers = self._buffers()
+        if buffer in buffers:
+            buffers.remove(buffer)
 
     def write(self, text: str) -> int:
-        target = getattr(self._local, "buffer", None) or self.real
-        return target.write(text)
+        buffers = self._buffers()
+        return (buffers[-1] if buffers else self.real).write(text)
 
     def flush(self) -> None:
         self.real.flush()
@@ -92,6 +103,16 @@ def install_stdout() -> ThreadStdout:
     if not isinstance(sys.stdout, ThreadStdout):
         sys.stdout = ThreadStdout(sys.stdout)
     return sys.stdout
+
+
+def _function_logs_to(stdout: ThreadStdout) -> None:
+    """Point the functions' Logger at the per-thread stdout. Powertools' Logger keeps the stream it found when it
+    was made, which is the process's real stdout if anything imported the functions before the first invocation
+    (or a test runner swapped sys.stdout since): its lines would reach the console instead of the log file."""
+    observability = sys.modules.get("functions.shared.observability")
+    handler = getattr(getattr(observability, "logger", None), "registered_handler", None)
+    if isinstance(handler, logging.StreamHandler) and handler.stream is not stdout:
+        handler.setStream(stdout)
 
 
 def emf_to_metric_data(line: str) -> tuple[str, list[dict[str, Any]]] | None:
@@ -172,6 +193,7 @@ class HandlerDispatcher:
         context = LocalContext(function_name=function.name, invoked_function_arn=function.arn)
         # Re-installed if someone (a test runner) replaced sys.stdout since.
         stdout = install_stdout()
+        _function_logs_to(stdout)
         buffer = stdout.capture()
         token = current_function.set(function.key)
         try:
@@ -185,7 +207,7 @@ class HandlerDispatcher:
             }, True
         finally:
             current_function.reset(token)
-            stdout.release()
+            stdout.release(buffer)
             self._drain(buffer.getvalue())
 
     def invoke_as_event(self, key: str, event: Any) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import sys
 import threading
 
@@ -156,10 +157,58 @@ def test_thread_stdout_writes_to_the_real_stream_after_release():
     real = io.StringIO()
     stdout = ThreadStdout(real)
     buffer = stdout.capture()
-    stdout.release()
+    stdout.release(buffer)
 
     # When writing
     stdout.write("after\n")
 
     # Then the real stream gets it
     assert (buffer.getvalue(), real.getvalue()) == ("", "after\n")
+
+
+def test_thread_stdout_captures_nest_and_give_the_outer_capture_back():
+    # Given an invocation's capture, and an inner one in the same thread
+    real = io.StringIO()
+    stdout = ThreadStdout(real)
+    outer = stdout.capture()
+    stdout.write("outer before\n")
+    inner = stdout.capture()
+    stdout.write("inner\n")
+
+    # When the inner one ends and the outer writes on
+    stdout.release(inner)
+    stdout.write("outer after\n")
+    stdout.release(outer)
+
+    # Then each capture holds its own lines and nothing reached the real stream
+    assert (outer.getvalue(), inner.getvalue(), real.getvalue()) == ("outer before\nouter after\n", "inner\n", "")
+
+
+def log_a_warning(event, context):
+    from functions.shared.observability import logger
+
+    logger.warning("a function's log line")
+    return {}
+
+
+def test_a_functions_log_lines_go_to_the_log_file_even_if_its_logger_was_made_before_the_local_cloud(
+    monkeypatch, tmp_path
+):
+    # Given the functions' Logger writing to the process's stream (it was made before the per-thread stdout)
+    from functions.shared.observability import logger
+
+    console = io.StringIO()
+    handler = logger.registered_handler
+    assert isinstance(handler, logging.StreamHandler)
+    monkeypatch.setattr(sys, "stdout", sys.stdout)
+    monkeypatch.setattr(handler, "stream", console)
+    monkeypatch.setattr("functions.api.handler.log_a_warning", log_a_warning, raising=False)
+    log_file = tmp_path / "functions.log"
+    dispatcher = HandlerDispatcher({"f": function("f", "functions.api.handler.log_a_warning")}, log_file=log_file)
+
+    # When the function logs
+    dispatcher.invoke("f", {})
+
+    # Then the line is in the log file, not on the console
+    assert "a function's log line" in log_file.read_text()
+    assert console.getvalue() == ""
