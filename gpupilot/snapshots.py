@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from functions.shared.adapters.ec2 import GPU_FAMILY_PATTERNS
-from functions.shared.adapters.prices import PRICE_LIST_REGION, SNAPSHOT_DIR, price_list_products
+from functions.shared.adapters.prices import PRICE_LIST_REGION, SNAPSHOT_DIR, price_list
 from functions.shared.domain.catalog import catalog_from_descriptions
 
 DATA = Path(__file__).resolve().parent.parent / "functions" / "shared" / "data"
@@ -47,7 +47,9 @@ def catalog_snapshot(ec2: Any, region: str) -> dict[str, Any]:
 
 
 def prices_snapshot(pricing: Any, region: str) -> dict[str, Any]:
-    """On-demand Linux prices of every GPU instance in `region`, as the bundled prices file holds them."""
+    """On-demand Linux prices of every GPU instance in `region`, as the bundled prices file holds them, dated by
+    the Price List's publication of them."""
+    prices, published = price_list(pricing, region)
     return {
         "source": f"AWS Price List GetProducts, offer AmazonEC2, {region}, Linux, shared tenancy, no pre-installed "
         "software, capacity status Used, OnDemand terms. Types absent here have no price in this snapshot: "
@@ -55,8 +57,8 @@ def prices_snapshot(pricing: Any, region: str) -> dict[str, Any]:
         "region": region,
         "currency": "USD",
         "unit": "per instance-hour",
-        "as_of": datetime.now(UTC).strftime("%Y-%m-%d"),
-        "prices": dict(sorted(price_list_products(pricing, region).items())),
+        "as_of": published or datetime.now(UTC).strftime("%Y-%m-%d"),
+        "prices": dict(sorted(prices.items())),
     }
 
 

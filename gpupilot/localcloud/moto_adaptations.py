@@ -475,7 +475,7 @@ def price_list_answer(target: str, body: bytes) -> tuple[int, dict[str, str], st
     import json
     import zlib
 
-    from functions.shared.adapters.prices import snapshot_regions, snapshot_table
+    from functions.shared.adapters.prices import price_snapshot, snapshot_regions, snapshot_table
 
     headers = {"Content-Type": "application/x-amz-json-1.1"}
     if not target.endswith(".GetProducts"):
@@ -486,6 +486,8 @@ def price_list_answer(target: str, body: bytes) -> tuple[int, dict[str, str], st
     regions = [wanted["regionCode"]] if "regionCode" in wanted else snapshot_regions()
     products = []
     for region in regions if request.get("ServiceCode") == "AmazonEC2" else []:
+        # The snapshot's prices were published no later than its date: each item says so, as the API's do.
+        as_of = (price_snapshot(region) or {}).get("as_of", "1970-01-01")
         for instance_type, hourly in sorted(snapshot_table(region).items()):
             if wanted.get("instanceType", instance_type) != instance_type:
                 continue
@@ -497,7 +499,8 @@ def price_list_answer(target: str, body: bytes) -> tuple[int, dict[str, str], st
                     "tenancy": "Shared", "preInstalledSw": "NA", "capacitystatus": "Used",
                     "instanceFamily": "GPU instance", "marketoption": "OnDemand"}},
                 "terms": {"OnDemand": {f"{sku}.JRTCKXETXF": {"priceDimensions": {
-                    f"{sku}.JRTCKXETXF.6YS6EN2CT7": dimension}}}},
+                    f"{sku}.JRTCKXETXF.6YS6EN2CT7": dimension}, "effectiveDate": f"{as_of}T00:00:00Z"}}},
+                "version": as_of.replace("-", "") + "000000", "publicationDate": f"{as_of}T00:00:00Z",
             }))  # fmt: skip
     return 200, headers, json.dumps({"FormatVersion": "aws_v1", "PriceList": products})
 

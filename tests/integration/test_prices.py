@@ -10,7 +10,7 @@ import boto3
 import pytest
 from botocore.exceptions import EndpointConnectionError
 
-from functions.shared.adapters.prices import MarketPrices, price_list_products, price_snapshot
+from functions.shared.adapters.prices import MarketPrices, price_list, price_snapshot
 from functions.shared.adapters.spot import Ec2SpotMarket
 from tests.integration.conftest import Cloud
 
@@ -39,7 +39,8 @@ def test_the_price_list_is_read_once_then_served_from_the_table(cloud_prices: Cl
     cold, calls = prices_for(cloud_prices)
     quote = cold.on_demand("g5.xlarge")
     assert quote is not None and quote.hourly_usd == 1.006
-    assert quote.pricing.startswith("on-demand us-east-1 AWS Price List of ")
+    # Dated by the prices' publication (the local Price List serves the bundled snapshot: its date), not the read
+    assert quote.pricing == f"on-demand us-east-1 AWS Price List of {price_snapshot('us-east-1')['as_of']}"  # type: ignore[index]
     assert calls[0] == "GetItem" and "GetProducts" in calls and calls[-1] == "PutItem"
     # Another process within the day reads the table only, once, whatever it prices next
     warm, calls = prices_for(cloud_prices)
@@ -76,5 +77,6 @@ def test_without_the_price_list_the_snapshot_prices_its_own_region(cloud_prices:
 
 
 def test_a_price_list_product_is_read_from_its_on_demand_terms(cloud_prices: Cloud) -> None:
-    found = price_list_products(boto3.client("pricing", region_name="us-east-1"), REGION)
+    found, published = price_list(boto3.client("pricing", region_name="us-east-1"), REGION)
     assert found["g5.xlarge"] == 1.006 and all(usd > 0 for usd in found.values())
+    assert published == price_snapshot(REGION)["as_of"]  # type: ignore[index]

@@ -82,11 +82,13 @@ class SnapshotPrices:
         )
 
 
-def price_list_products(pricing: Any, region: str) -> dict[str, float]:
-    """instance type -> on-demand Linux hourly USD of every GPU instance in `region`, from GetProducts."""
+def price_list(pricing: Any, region: str) -> tuple[dict[str, float], str | None]:
+    """(instance type -> on-demand Linux hourly USD of every GPU instance in `region`, the day the newest of those
+    prices was published), from GetProducts: each price list item carries its `publicationDate`."""
     filters = [{"Type": "TERM_MATCH", "Field": "regionCode", "Value": region}]
     filters += [{"Type": "TERM_MATCH", "Field": field, "Value": value} for field, value in FILTERS.items()]
     found: dict[str, float] = {}
+    published: str | None = None
     for page in pricing.get_paginator("get_products").paginate(ServiceCode="AmazonEC2", Filters=filters):
         for raw in page["PriceList"]:
             product = json.loads(raw)
@@ -96,7 +98,9 @@ def price_list_products(pricing: Any, region: str) -> dict[str, float]:
                     usd = float(dimension.get("pricePerUnit", {}).get("USD", 0) or 0)
                     if instance_type and usd > 0:
                         found[instance_type] = usd
-    return found
+                        day = str(product.get("publicationDate") or "")[:10] or None
+                        published = max(published or "", day or "") or None
+    return found, published
 
 
 class MarketPrices(ClientAdapter):
@@ -137,13 +141,14 @@ class MarketPrices(ClientAdapter):
             fetched_at, prices = item["fetched_at"]["S"], json.loads(zlib.decompress(item["prices_z"]["B"]))
         else:
             try:
-                prices = price_list_products(self._pricing or client("pricing", PRICE_LIST_REGION), self._region)
+                prices, published = price_list(self._pricing or client("pricing", PRICE_LIST_REGION), self._region)
             except (BotoCoreError, ClientError) as error:
                 logger.warning(
                     "Price List unavailable: on-demand prices from the snapshot", extra={"error": str(error)}
                 )
                 return {}
-            fetched_at = time.strftime("%Y-%m-%d", time.gmtime())
+            # The prices' own date (their publication), else the day they were read.
+            fetched_at = published or time.strftime("%Y-%m-%d", time.gmtime())
             self._store(key, prices, fetched_at)
         source = f"on-demand {self._region} AWS Price List of {fetched_at}"
         return {t: PriceQuote(hourly_usd=usd, pricing=source) for t, usd in prices.items()}
