@@ -19,6 +19,7 @@ import socket
 import sys
 import threading
 import time
+import uuid
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +29,7 @@ from urllib.parse import quote
 from gpupilot import render
 from gpupilot.client import (
     DEFAULT_LOCAL_ENDPOINT,
+    IDEMPOTENCY_HEADER,
     IN_PROGRESS,
     ApiClient,
     ApiResponse,
@@ -293,7 +295,7 @@ def build_parser(json_errors: bool = False) -> Parser:
     submit.add_argument(
         "--idempotency-key",
         help="the same key and body give the same job (24 h); a call that finds the first still in progress "
-        "is retried for up to 30 s",
+        "is retried for up to 30 s (default: a new key per call, so that its own retries make one job)",
     )
     submit.add_argument("--wait", action="store_true", help="follow the job until it ends")
     submit.add_argument(
@@ -378,6 +380,12 @@ def job_body(args: argparse.Namespace) -> dict[str, Any]:
             raise UsageError(f"--env {pair!r} must be NAME=VALUE", field="--env")
         body.setdefault("environment", {})[name] = value
     return body
+
+
+def submit_headers(key: str | None) -> dict[str, str]:
+    """An Idempotency-Key on every submit: the caller's, else a new one, so that the client may retry a submit
+    that failed in transit (a 5xx, a reset connection) without ever starting the job twice."""
+    return {IDEMPOTENCY_HEADER: key or f"gpupilot-{uuid.uuid4().hex}"}
 
 
 def _checked(response: ApiResponse) -> Any:
@@ -466,8 +474,7 @@ def run(args: argparse.Namespace) -> int:
             result = _checked(client.request("POST", "/plan", body))
             emit(json.dumps(result, indent=2) if args.json else render.plan_table(result))
             return 0
-        headers = {"Idempotency-Key": args.idempotency_key} if args.idempotency_key else None
-        submitted = _checked(client.request("POST", "/jobs", body, headers=headers))
+        submitted = _checked(client.request("POST", "/jobs", body, headers=submit_headers(args.idempotency_key)))
         if not args.wait:
             emit(json.dumps(submitted, indent=2) if args.json else render.submitted(submitted))
             return 0
@@ -619,7 +626,7 @@ def demo(args: argparse.Namespace) -> int:
         client = ApiClient(cloud.api_url)
         plan = _checked(client.request("POST", "/plan", DEMO_JOB))
         print(render.plan_table(plan, top=3))
-        submitted = _checked(client.request("POST", "/jobs", DEMO_JOB))
+        submitted = _checked(client.request("POST", "/jobs", DEMO_JOB, headers=submit_headers(None)))
         print(f"submitted {submitted['job_id']}: {' '.join(DEMO_JOB['command'])} on {DEMO_JOB['gpus']} GPU")
         job = follow(client, submitted["job_id"], print, limit_seconds=600)
         print(render.job_summary(job))

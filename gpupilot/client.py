@@ -1,4 +1,10 @@
-"""HTTP client for the GPU Pilot API: plain on loopback, SigV4-signed (execute-api) for a deployed stage."""
+"""HTTP client for the GPU Pilot API: plain on loopback, SigV4-signed (execute-api) for a deployed stage.
+
+Transient failures (5xx, 429, a connection reset or a read time-out) are retried with urllib3's `Retry`: bounded
+exponential backoff with jitter, honouring Retry-After. Only requests that are safe to repeat are retried: reads
+(GET, HEAD), POST /plan (it launches nothing) and POST /jobs with an Idempotency-Key (the API returns the first
+call's job). A refused connection is not retried (nothing listens there: said at once), nor is any other 4xx.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +13,14 @@ import math
 import os
 import re
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import urlencode, urlsplit
+
+import urllib3
+from urllib3.util.retry import Retry
 
 DEFAULT_LOCAL_ENDPOINT = "http://127.0.0.1:8765"
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
@@ -23,10 +30,21 @@ LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
 IN_PROGRESS = "IN_PROGRESS"
 DEFAULT_RETRY_AFTER_SECONDS = 1.0
 IN_PROGRESS_LIMIT_SECONDS = 30.0
+# Transient answers, retried on a request that is safe to repeat: this many times at most, the first at once
+# (urllib3's way), the next after 2, 4, 8, 16 x BACKOFF_FACTOR seconds plus up to BACKOFF_JITTER, each at most
+# BACKOFF_MAX: 0, 1, 2, 4, 8 s, about 16 s in all. A Retry-After (429, 503) is honoured, up to
+# RETRY_AFTER_MAX_SECONDS.
+TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
+TRANSIENT_RETRIES = 5
+BACKOFF_FACTOR = 0.5
+BACKOFF_MAX = 8.0
+BACKOFF_JITTER = 0.5
+RETRY_AFTER_MAX_SECONDS = 30.0
+IDEMPOTENCY_HEADER = "Idempotency-Key"
 
 
 class ApiUnreachable(Exception):
-    """The endpoint did not answer at all."""
+    """The endpoint did not answer at all (or broke the connection, past the retries)."""
 
 
 class InvalidEndpoint(ValueError):
@@ -79,6 +97,24 @@ class ApiResponse:
         return f"HTTP {self.status}: {str(self.body)[:300]}"
 
 
+class TransientRetry(Retry):
+    """urllib3's Retry, with Retry-After honoured on 429 and 503 only (never on another 4xx) and capped."""
+
+    RETRY_AFTER_STATUS_CODES = frozenset({429, 503})
+
+    def get_retry_after(self, response: Any) -> float | None:
+        seconds = super().get_retry_after(response)
+        return None if seconds is None else min(seconds, RETRY_AFTER_MAX_SECONDS)
+
+
+def safe_to_repeat(method: str, path: str, headers: Mapping[str, str] | None) -> bool:
+    """Whether sending the request again cannot do anything twice."""
+    if method in ("GET", "HEAD") or (method == "POST" and path == "/plan"):
+        return True
+    keyed = any(name.lower() == IDEMPOTENCY_HEADER.lower() and value for name, value in (headers or {}).items())
+    return method == "POST" and path == "/jobs" and keyed
+
+
 def endpoint_region(endpoint: str) -> str:
     match = re.search(r"\.execute-api\.([a-z0-9-]+)\.amazonaws\.com", endpoint)
     if match:
@@ -87,8 +123,9 @@ def endpoint_region(endpoint: str) -> str:
 
 
 class ApiClient:
-    """Calls the API; a 409 IN_PROGRESS is retried after its Retry-After, for `in_progress_limit_seconds` at most
-    (then StillInProgress); any other answer is returned as it is."""
+    """Calls the API; a transient failure of a request safe to repeat is retried (`retries` times at most, with
+    exponential backoff from `backoff_factor`); a 409 IN_PROGRESS is retried after its Retry-After, for
+    `in_progress_limit_seconds` at most (then StillInProgress); any other answer is returned as it is."""
 
     def __init__(
         self,
@@ -98,6 +135,8 @@ class ApiClient:
         in_progress_limit_seconds: float | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
+        retries: int | None = None,
+        backoff_factor: float | None = None,
     ) -> None:
         self.endpoint = (endpoint or os.environ.get("GPUPILOT_ENDPOINT") or DEFAULT_LOCAL_ENDPOINT).rstrip("/")
         problem = f"endpoint {self.endpoint!r} must be an http:// or https:// URL with a host"
@@ -115,6 +154,9 @@ class ApiClient:
         )
         self._sleep = sleep
         self._clock = clock
+        self.retries = TRANSIENT_RETRIES if retries is None else retries
+        self.backoff_factor = BACKOFF_FACTOR if backoff_factor is None else backoff_factor
+        self._pool = urllib3.PoolManager(timeout=urllib3.Timeout(connect=timeout, read=timeout))
 
     def request(
         self,
@@ -137,6 +179,26 @@ class ApiClient:
             response = self._send(method, path, body, query, headers)
         return response
 
+    def retry_policy(self, method: str, path: str, headers: Mapping[str, str] | None = None) -> Retry:
+        """What is retried for this request: transient answers and broken connections when it is safe to repeat,
+        nothing otherwise (a refused connection never: nothing listens there)."""
+        if not safe_to_repeat(method, path, headers):
+            return TransientRetry(total=0, redirect=False, raise_on_status=False)
+        return TransientRetry(
+            total=self.retries,
+            connect=0,
+            read=self.retries,
+            status=self.retries,
+            other=0,
+            redirect=False,
+            allowed_methods=frozenset({method}),
+            status_forcelist=TRANSIENT_STATUSES,
+            backoff_factor=self.backoff_factor,
+            backoff_max=BACKOFF_MAX,
+            backoff_jitter=BACKOFF_JITTER if self.backoff_factor else 0.0,
+            raise_on_status=False,
+        )
+
     def _send(
         self,
         method: str,
@@ -151,17 +213,18 @@ class ApiClient:
         all_headers = {"Content-Type": "application/json", "Accept": "application/json"} | (headers or {})
         if self.sign:
             all_headers = self._signed_headers(method, url, data, all_headers)
-        request = urllib.request.Request(url, data=data, method=method, headers=all_headers)
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                return ApiResponse(response.status, _decode(response.read()), _lower(response.headers.items()))
-        except urllib.error.HTTPError as error:
-            return ApiResponse(
-                error.code, _decode(error.read()), _lower(error.headers.items() if error.headers else [])
+            response = self._pool.request(
+                method,
+                url,
+                body=data,
+                headers=all_headers,
+                retries=self.retry_policy(method, path, headers),
+                redirect=False,
             )
-        except (urllib.error.URLError, ConnectionError, TimeoutError) as error:
-            reason = getattr(error, "reason", error)
-            raise ApiUnreachable(f"cannot reach {self.endpoint}: {reason}") from error
+        except (urllib3.exceptions.HTTPError, OSError) as error:
+            raise ApiUnreachable(f"cannot reach {self.endpoint}: {_why(error)}") from error
+        return ApiResponse(response.status, _decode(response.data), _lower(response.headers.items()))
 
     def _signed_headers(self, method: str, url: str, data: bytes | None, headers: dict[str, str]) -> dict[str, str]:
         import botocore.session
@@ -176,6 +239,27 @@ class ApiClient:
             aws_request
         )
         return dict(aws_request.headers.items())
+
+
+def _why(error: BaseException) -> str:
+    """The root cause in a few words: the operating system's ("Connection refused", "Connection reset by peer",
+    "Name or service not known"), "timed out", else the innermost error's own words."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    innermost = error
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        innermost = cause
+        if isinstance(cause, OSError) and cause.strerror:
+            return cause.strerror
+        if isinstance(cause, TimeoutError | urllib3.exceptions.TimeoutError) and not isinstance(
+            cause, urllib3.exceptions.NewConnectionError
+        ):
+            return "timed out"
+        # urllib3 keeps the cause in `reason` (MaxRetryError) or in its arguments (ProtocolError).
+        inner = [getattr(cause, "reason", None), cause.__cause__, *cause.args]
+        cause = next((e for e in inner if isinstance(e, BaseException)), None)
+    return str(innermost)
 
 
 def _lower(headers: Any) -> dict[str, str]:

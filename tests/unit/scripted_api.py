@@ -3,7 +3,10 @@ the API's answers (retries, errors) through real HTTP, without the local cloud."
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
+import struct
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -23,6 +26,10 @@ class Received:
     path: str
     headers: dict[str, str]
     body: Any
+
+
+# Not an answer: the connection is reset (RST) once the request is read, as a proxy or a dying server does.
+RESET = Answer(0, None)
 
 
 def in_progress(retry_after: str | None = "0") -> Answer:
@@ -74,6 +81,11 @@ class ScriptedApi:
                     self.command, self.path, dict(self.headers.items()), json.loads(raw) if raw else None
                 )
                 answer = api._next(received)
+                if answer is RESET or answer.status == 0:
+                    self.close_connection = True
+                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    self.connection.close()
+                    return
                 payload = json.dumps(answer.body).encode()
                 self.send_response(answer.status)
                 self.send_header("Content-Type", "application/json")
@@ -82,6 +94,10 @@ class ScriptedApi:
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
                 self.wfile.write(payload)
+
+            def finish(self) -> None:
+                with contextlib.suppress(OSError, ValueError):  # a reset connection has nothing left to flush
+                    super().finish()
 
             do_GET = do_POST = do_DELETE = _answer
 

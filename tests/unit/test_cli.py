@@ -376,6 +376,36 @@ def test_a_key_reused_with_another_body_exits_2_with_one_line(capsys):
     assert capsys.readouterr().err == ("gpupilot: IdempotencyKeyReused [Idempotency-Key]: used with a different body\n")
 
 
+# -- transient failures: retried where that is safe, and a submit is always safe to retry ------------------------
+SERVICE_ERROR = Answer(500, {"error": "InternalError", "message": "Lambda.ServiceException"})
+SUCCEEDED_JOB = Answer(200, {"job_id": "job-1", "name": "n", "status": "SUCCEEDED", "attempts": [], "timeline": []})
+
+
+def test_submit_wait_rides_out_a_500_on_the_submit_and_on_a_poll(capsys):
+    # Given an API whose submit and whose poll each fail once, transiently (the local cloud's lambda_errors)
+    with ScriptedApi(SERVICE_ERROR, ACCEPTED, SERVICE_ERROR, SUCCEEDED_JOB) as api:
+        # When submitting with a key and waiting
+        code = main(["--endpoint", api.url, "--json", *SUBMIT[:-2], "--wait", "--", "true"])
+
+    # Then both were retried and the job is reported
+    assert code == 0, capsys.readouterr().err
+    assert json.loads(capsys.readouterr().out)["status"] == "SUCCEEDED"
+    assert [(r.method, r.path) for r in api.received] == [("POST", "/jobs")] * 2 + [("GET", "/jobs/job-1")] * 2
+
+
+def test_a_submit_without_a_key_gets_one_of_its_own_that_its_retries_repeat(capsys):
+    # Given an API whose first answer to each submit is a transient failure
+    with ScriptedApi(SERVICE_ERROR, ACCEPTED, SERVICE_ERROR, ACCEPTED) as api:
+        # When two submits are made without --idempotency-key
+        for _ in range(2):
+            assert main(["--endpoint", api.url, "submit", "--name", "n", "--image", "i", "--", "true"]) == 0
+
+    # Then each call sent a key of its own, the same on its retry, so a retry can never start a second job
+    keys = [r.headers.get("Idempotency-Key") for r in api.received]
+    assert len(keys) == 4 and keys[0] == keys[1] and keys[2] == keys[3] and keys[0] != keys[2]
+    assert all(key and key.startswith("gpupilot-") for key in keys)
+
+
 # -- progress while waiting: stderr only, stdout as it was ----------------------------------------------------
 def job_state(status: str, reason: str | None = None, *timeline: str) -> dict:
     return {
