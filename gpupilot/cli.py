@@ -24,13 +24,14 @@ import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from gpupilot import render
 from gpupilot.client import (
     DEFAULT_LOCAL_ENDPOINT,
     IDEMPOTENCY_HEADER,
     IN_PROGRESS,
+    LOOPBACK_HOSTS,
     ApiClient,
     ApiResponse,
     ApiUnreachable,
@@ -636,6 +637,20 @@ def demo(args: argparse.Namespace) -> int:
         cloud.stop()
 
 
+def unreachable_hint(args: argparse.Namespace, endpoint: str | None) -> str:
+    """What to do about an endpoint nothing answers at, by where the endpoint came from."""
+    if endpoint is None or args.action in ("demo", "serve"):  # the CLI's own local cloud: nothing to advise
+        return ""
+    source = "--endpoint" if args.endpoint else "GPUPILOT_ENDPOINT" if os.environ.get("GPUPILOT_ENDPOINT") else None
+    if source is None:
+        return " (start the local cloud with `gpupilot serve`, or pass --endpoint)"
+    parts = urlsplit(endpoint)
+    if parts.hostname in LOOPBACK_HOSTS:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        return f" (from {source}: is the local cloud running there? `gpupilot serve --port {port}` starts it)"
+    return f" (from {source}: check the URL, that the API is deployed there, and the network)"
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     json_errors = wants_json(argv)
@@ -650,7 +665,7 @@ def main(argv: list[str] | None = None) -> int:
         line = f"{IN_PROGRESS} [Idempotency-Key]: {error}"
         return report(ServiceError(line, kind=IN_PROGRESS, field="Idempotency-Key", message=str(error)), json_errors)
     except ApiUnreachable as error:
-        hint = "" if args.endpoint else " (start the local cloud with `gpupilot serve`, or pass --endpoint)"
+        hint = unreachable_hint(args, error.endpoint)
         return report(ServiceError(f"{error}{hint}", kind="ServiceUnreachable"), json_errors)
     except RuntimeError as error:
         return report(ServiceError(str(error)), json_errors)

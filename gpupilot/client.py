@@ -44,7 +44,12 @@ IDEMPOTENCY_HEADER = "Idempotency-Key"
 
 
 class ApiUnreachable(Exception):
-    """The endpoint did not answer at all (or broke the connection, past the retries)."""
+    """The endpoint did not answer at all (or broke the connection, past the retries); `endpoint` is the URL that
+    could not be reached (None when the request was never sent)."""
+
+    def __init__(self, message: str, endpoint: str | None = None) -> None:
+        super().__init__(message)
+        self.endpoint = endpoint
 
 
 class InvalidEndpoint(ValueError):
@@ -223,7 +228,7 @@ class ApiClient:
                 redirect=False,
             )
         except (urllib3.exceptions.HTTPError, OSError) as error:
-            raise ApiUnreachable(f"cannot reach {self.endpoint}: {_why(error)}") from error
+            raise ApiUnreachable(f"cannot reach {self.endpoint}: {_why(error)}", self.endpoint) from error
         return ApiResponse(response.status, _decode(response.data), _lower(response.headers.items()))
 
     def _signed_headers(self, method: str, url: str, data: bytes | None, headers: dict[str, str]) -> dict[str, str]:

@@ -212,6 +212,56 @@ def test_an_unreachable_api_is_a_service_error(monkeypatch, capsys):
     assert capsys.readouterr().err.count("\n") == 1
 
 
+def closed_port_url() -> str:
+    """A loopback URL nothing listens at."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{probe.getsockname()[1]}"
+
+
+def test_an_unreachable_endpoint_given_by_flag_is_named_with_a_hint_for_that_endpoint(monkeypatch, capsys):
+    monkeypatch.delenv("GPUPILOT_ENDPOINT", raising=False)
+    url = closed_port_url()
+    assert main(["--endpoint", url, "list"]) == 4
+    port = url.rsplit(":", 1)[1]
+    assert capsys.readouterr().err == (
+        f"gpupilot: cannot reach {url}: Connection refused (from --endpoint: is the local cloud running there? "
+        f"`gpupilot serve --port {port}` starts it)\n"
+    )
+
+
+def test_an_unreachable_endpoint_from_the_environment_says_where_it_came_from(monkeypatch, capsys):
+    url = closed_port_url()
+    monkeypatch.setenv("GPUPILOT_ENDPOINT", url)
+    assert main(["--json", "list"]) == 4
+    error = json_error(capsys)
+    assert error["error"] == "ServiceUnreachable"
+    assert error["message"].startswith(f"cannot reach {url}: Connection refused (from GPUPILOT_ENDPOINT: ")
+    assert "pass --endpoint" not in error["message"]
+
+
+def test_an_unreachable_deployed_endpoint_is_not_told_to_start_the_local_cloud(monkeypatch, capsys):
+    def unreachable(self, *args, **kwargs):
+        raise ApiUnreachable(f"cannot reach {self.endpoint}: Name or service not known", self.endpoint)
+
+    monkeypatch.setattr(ApiClient, "request", unreachable)
+    assert main(["--endpoint", "https://abc.execute-api.us-east-1.amazonaws.com/v1", "list"]) == 4
+    err = capsys.readouterr().err
+    assert err.endswith("(from --endpoint: check the URL, that the API is deployed there, and the network)\n")
+    assert "gpupilot serve" not in err and err.count("\n") == 1
+
+
+def test_without_an_endpoint_the_hint_is_to_start_the_local_cloud(monkeypatch, capsys):
+    monkeypatch.delenv("GPUPILOT_ENDPOINT", raising=False)
+    url = closed_port_url()
+    monkeypatch.setattr("gpupilot.client.DEFAULT_LOCAL_ENDPOINT", url)
+    assert main(["list"]) == 4
+    assert capsys.readouterr().err == (
+        f"gpupilot: cannot reach {url}: Connection refused (start the local cloud with `gpupilot serve`, "
+        "or pass --endpoint)\n"
+    )
+
+
 def test_costs_as_csv_prints_the_apis_csv_as_it_is(monkeypatch, capsys):
     seen = []
 
