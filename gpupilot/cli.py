@@ -652,6 +652,22 @@ def unreachable_hint(args: argparse.Namespace, endpoint: str | None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        try:
+            return _main(argv)
+        finally:
+            sys.stdout.flush()  # here, not at exit (also after --help): a reader gone by now is handled below
+    except BrokenPipeError:
+        # Whoever read stdout stopped (`gpupilot --json costs | head -c 300`): they have what they wanted, so
+        # stop quietly, with 0 (1-4 would claim a failed job or service). As the Python docs' note on SIGPIPE
+        # says, stdout then points at devnull, so that the interpreter's last flush cannot fail again.
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+
+
+def _main(argv: list[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     json_errors = wants_json(argv)
     args = build_parser(json_errors).parse_args(argv)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -659,3 +660,32 @@ def test_serve_refusals_are_json_with_json(tmp_path, capsys):
         main(["serve", "--json", "--speedup", "inf"])
     error = json_error(capsys)
     assert (error["error"], error["field"], error["exit_code"]) == ("UsageError", "--speedup", 2)
+
+
+# -- a reader that stops reading (`| head`): a quiet exit -------------------------------------------------------
+@pytest.mark.parametrize("argv", [["--json", "list"], ["list"], ["--help"]])
+def test_a_closed_stdout_ends_the_cli_quietly_with_0(argv):
+    # Given an answer far larger than a pipe holds, and a stdout whose reader has gone (as `| head -c 300` leaves it)
+    jobs = [
+        {"job_id": f"j{i}", "name": "n" * 40, "status": "SUCCEEDED", "instance_type": "g6.xlarge", "cost": None,
+         "created_at": "2026-11-23T10:00:00Z"}
+        for i in range(3000)
+    ]  # fmt: skip
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    with ScriptedApi(Answer(200, {"jobs": jobs, "next_token": None})) as api:
+        # When the CLI prints it
+        try:
+            ran = subprocess.run(
+                [sys.executable, "-m", "gpupilot.cli", "--endpoint", api.url, *argv],
+                stdout=write_end,
+                stderr=subprocess.PIPE,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+        finally:
+            os.close(write_end)
+
+    # Then it stops without a word on stderr (no traceback), exit 0
+    assert (ran.returncode, ran.stderr) == (0, "")
