@@ -325,7 +325,11 @@ def build_parser(json_errors: bool = False) -> Parser:
     health.add_argument("--sweep-id")
     sweep = command("sweep", help="run a health sweep now, wait for it, print its report")
     sweep.add_argument("--timeout", type=positive_number, default=300, help="seconds to wait for the report")
-    costs = command("costs", help="what every ended attempt cost: per day, or grouped; --csv for one row each")
+    costs = command(
+        "costs",
+        help="what every ended attempt cost: per day, or grouped, and the waste (instances that served no job); "
+        "--csv for one row per attempt",
+    )
     costs.add_argument("--from", dest="date_from")
     costs.add_argument("--to", dest="date_to")
     costs.add_argument("--group-by", choices=["day", "gpu_type", "job_name", "capacity_type"])

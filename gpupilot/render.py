@@ -243,7 +243,8 @@ def health(report: dict[str, Any]) -> str:
 
 
 def costs(report: dict[str, Any]) -> str:
-    """The report's groups when it has them, else each day by GPU type, job name and capacity type."""
+    """The report's groups when it has them, else each day by GPU type, job name and capacity type; then the total
+    and, next to it, the waste (instances that served no job) by reason."""
     if report.get("groups"):
         groups = [(g["key"], g["attempts"], f"{g['usd']:.6f}") for g in report["groups"]]
         out = table((report.get("group_by") or "key", "attempts", "usd"), groups)
@@ -259,4 +260,9 @@ def costs(report: dict[str, Any]) -> str:
             for key, usd in sorted(day.get(field, {}).items())
         ]
         out = table(("date", "by", "key", "usd"), rows)
-    return out + f"\ntotal ${report.get('total_usd', 0):.6f}"
+    waste = report.get("waste") or {}
+    reasons = sorted((waste.get("by_reason") or {}).items(), key=lambda item: (-item[1], item[0]))
+    waste_line = f"waste ${waste.get('usd', 0):.6f}  (instances that served no job; not in the total)"
+    if reasons:
+        waste_line += ": " + ", ".join(f"{reason} ${usd:.6f}" for reason, usd in reasons)
+    return out + f"\ntotal ${report.get('total_usd', 0):.6f}\n{waste_line}"

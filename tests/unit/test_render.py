@@ -1,10 +1,10 @@
-"""Terminal rendering of a job: its cost line and its timeline."""
+"""Terminal rendering of a job (its cost line and its timeline), of a plan and of the costs."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from gpupilot.render import job_summary
+from gpupilot.render import costs, job_summary
 
 
 def job(**overrides: Any) -> dict[str, Any]:
@@ -125,3 +125,29 @@ def test_the_plan_table_shows_price_capacity_score_why_and_warnings():
     assert "spot" in lines[2] and "0.4000" in lines[2] and "placement score 9/10" in lines[2]
     assert "?" in lines[3] and "no known price" in lines[3]
     assert lines[-1] == "  warning: g5.xlarge is offered in one zone only (us-east-1a): a shortage there stops it"
+
+
+COSTS = {
+    "from": "2026-11-23",
+    "to": "2026-11-23",
+    "total_usd": 0.5,
+    "days": [{"date": "2026-11-23", "usd": 0.5, "by_gpu_type": {"g6.xlarge": 0.5}, "by_job_name": {"train": 0.5}}],
+    "groups": [],
+    "waste": {"usd": 0.125, "by_reason": {"idle": 0.025, "never_registered": 0.1}, "by_pool": {"p": 0.125}},
+}
+
+
+def test_the_costs_table_shows_the_waste_by_reason_next_to_the_total():
+    lines = costs(COSTS).splitlines()
+    assert lines[-2] == "total $0.500000"
+    assert lines[-1] == (
+        "waste $0.125000  (instances that served no job; not in the total): never_registered $0.100000, idle $0.025000"
+    )
+
+
+def test_the_grouped_costs_table_shows_the_waste_too_and_no_waste_reads_as_zero():
+    report = COSTS | {"group_by": "gpu_type", "groups": [{"key": "g6.xlarge", "usd": 0.5, "attempts": 1}]}
+    assert costs(report).splitlines()[-1].startswith("waste $0.125000  ")
+    assert costs(COSTS | {"waste": {"usd": 0.0, "by_reason": {}, "by_pool": {}}}).splitlines()[-1] == (
+        "waste $0.000000  (instances that served no job; not in the total)"
+    )
