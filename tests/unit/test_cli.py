@@ -609,6 +609,19 @@ def test_demo_refuses_a_bad_speedup_in_one_line(capsys):
     assert_refused_in_one_line(capsys, ["demo", "--speedup", "nan"], "--speedup")
 
 
+def test_the_demo_waits_long_enough_for_its_job_to_fall_back_through_every_attempt_and_run():
+    from functions.shared.domain.diagnosis import MAX_WAIT_CHECKS
+    from gpupilot.cli import DEMO_JOB, demo_wait_seconds
+
+    # The demo job is diagnosed within seconds, as the local cloud's timeline is (not after a deployed 15 minutes)
+    stuck_after = DEMO_JOB["stuck_after_minutes"] * 60
+    assert stuck_after <= 10
+    # And the demo follows it through six attempts (each waited on up to 1 + MAX_WAIT_CHECKS times), then its run
+    waits = 6 * (1 + MAX_WAIT_CHECKS) * stuck_after
+    assert demo_wait_seconds(2, 1) > waits + 2
+    assert demo_wait_seconds(3600, 10) > waits + 360
+
+
 @pytest.mark.parametrize(
     ("content", "words"),
     [
