@@ -56,6 +56,11 @@ DEMO_JOB: dict[str, Any] = {
 # Beyond the demo job's own waits, per attempt (a pool to create, a queue to poll) and in all (start, cost).
 DEMO_ATTEMPT_SLACK_SECONDS = 30.0
 DEMO_SLACK_SECONDS = 60.0
+LOCAL_COMMANDS = {
+    "demo": "demo runs its own local cloud: --endpoint is refused (against a deployed API, try "
+    "`gpupilot --endpoint URL submit --smoke --wait`)",
+    "serve": "serve runs the local cloud: --endpoint is refused (it is for the commands that call an API)",
+}
 
 
 # Exit codes (README): the job's outcome when waited for, else whether the call worked.
@@ -203,13 +208,15 @@ def _job_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 ENDPOINT_HELP = f"API URL (default: GPUPILOT_ENDPOINT or {DEFAULT_LOCAL_ENDPOINT})"
+LOCAL_ENDPOINT_HELP = "refused here (exit 2): this command runs its own local cloud"
 JSON_HELP = "machine-readable output (errors too: one JSON object on stderr)"
 
 # One or more example invocations per command, shown by `gpupilot COMMAND --help`.
 EXAMPLES = {
     "demo": """
   gpupilot demo                                   # start the local cloud, run a CUDA job, show its cost
-  gpupilot demo --world world.json --speedup 10   # the same in a world of your own, 10x faster""",
+  gpupilot demo --world world.json --speedup 10   # the same in a world of your own, 10x faster
+  gpupilot demo --json > demo.json                # one JSON document at the end: {plan, job, log_file}""",
     "serve": """
   gpupilot serve                                  # API on http://127.0.0.1:8765, AWS on any free port
   gpupilot serve --port 9000 --aws-port 5000 --world world.json --speedup 60 --sweep-seconds 30
@@ -266,12 +273,15 @@ def build_parser(json_errors: bool = False) -> Parser:
     common = Parser(add_help=False)
     common.add_argument("--endpoint", default=argparse.SUPPRESS, help=ENDPOINT_HELP)
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help=JSON_HELP)
+    local = Parser(add_help=False)  # demo and serve: their cloud is their own
+    local.add_argument("--endpoint", default=argparse.SUPPRESS, help=LOCAL_ENDPOINT_HELP)
+    local.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help=JSON_HELP)
     commands = parser.add_subparsers(dest="action", required=True, parser_class=Parser)
 
     def command(name: str, help: str) -> argparse.ArgumentParser:
         return commands.add_parser(
             name,
-            parents=[common],
+            parents=[local if name in LOCAL_COMMANDS else common],
             help=help,
             description=help[:1].upper() + help[1:] + ".",
             epilog="Examples:" + EXAMPLES[name],
@@ -473,6 +483,8 @@ def follow_with_progress(client: ApiClient, job_id: str, args: argparse.Namespac
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.action in LOCAL_COMMANDS and args.endpoint:
+        raise UsageError(LOCAL_COMMANDS[args.action], field="--endpoint")
     if args.action == "serve":
         return serve(args)
     if args.action == "demo":
@@ -641,22 +653,30 @@ def demo_wait_seconds(runtime_seconds: float, speedup: float) -> float:
 
 
 def demo(args: argparse.Namespace) -> int:
+    """Start a local cloud, plan and run the CUDA smoke job, show it; with --json, one JSON document at the end:
+    `{plan, job, log_file}` (the plan and the job as the API gives them)."""
     log_file = Path(".gpupilot/demo.log")
-    print("GPU Pilot demo: starting the local cloud (embedded AWS, the stack's resources, the GpuJob workflow)")
+    say: Callable[[str], None] = (lambda _: None) if args.json else print
+    say("GPU Pilot demo: starting the local cloud (embedded AWS, the stack's resources, the GpuJob workflow)")
     cloud = _start_cloud(args.world, "127.0.0.1", 0, args.speedup, 0, log_file)
     try:
-        print(f"listening on {cloud.api_url}")
-        print(f"aws endpoint {cloud.aws_url}")
+        say(f"listening on {cloud.api_url}")
+        say(f"aws endpoint {cloud.aws_url}")
         client = ApiClient(cloud.api_url)
         plan = _checked(client.request("POST", "/plan", DEMO_JOB))
-        print(render.plan_table(plan, top=3))
+        say(render.plan_table(plan, top=3))
         submitted = _checked(client.request("POST", "/jobs", DEMO_JOB, headers=submit_headers(None)))
-        print(f"submitted {submitted['job_id']}: {' '.join(DEMO_JOB['command'])} on {DEMO_JOB['gpus']} GPU")
+        say(f"submitted {submitted['job_id']}: {' '.join(DEMO_JOB['command'])} on {DEMO_JOB['gpus']} GPU")
         limit = demo_wait_seconds(cloud.world.jobs.runtime_seconds, args.speedup)
-        job = follow(client, submitted["job_id"], print, limit_seconds=limit)
-        print(render.job_summary(job))
-        print(f"(handler logs: {log_file})")
-        return 0 if job["status"] == "SUCCEEDED" else 1
+        if args.json:
+            with render.WaitProgress(plain=False) as progress:  # a live line on a terminal; else nothing
+                job = follow(client, submitted["job_id"], say, limit_seconds=limit, on_poll=progress.update)
+            print(json.dumps({"plan": plan, "job": job, "log_file": str(log_file)}, indent=2))
+        else:
+            job = follow(client, submitted["job_id"], say, limit_seconds=limit)
+            say(render.job_summary(job))
+            say(f"(handler logs: {log_file})")
+        return EXIT_OK if job["status"] == "SUCCEEDED" else EXIT_JOB_FAILED
     finally:
         cloud.stop()
 

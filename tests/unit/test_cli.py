@@ -609,6 +609,27 @@ def test_demo_refuses_a_bad_speedup_in_one_line(capsys):
     assert_refused_in_one_line(capsys, ["demo", "--speedup", "nan"], "--speedup")
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["demo", "--endpoint", "https://abc.execute-api.us-east-1.amazonaws.com/v1"],
+        ["--endpoint", "http://127.0.0.1:9", "demo", "--speedup", "10"],
+        ["serve", "--endpoint", "http://127.0.0.1:9"],
+    ],
+)
+def test_demo_and_serve_refuse_an_endpoint_in_one_line_before_starting_anything(monkeypatch, capsys, argv):
+    started = []
+    monkeypatch.setattr("gpupilot.cli._start_cloud", lambda *a, **k: started.append(a))
+    err = assert_refused_in_one_line(capsys, argv, "--endpoint is refused")
+    assert started == [] and "runs" in err
+
+
+def test_demo_with_json_refuses_an_endpoint_with_a_json_error(capsys):
+    assert main(["--json", "demo", "--endpoint", "http://127.0.0.1:9"]) == 2
+    error = json_error(capsys)
+    assert (error["error"], error["field"], error["exit_code"]) == ("UsageError", "--endpoint", 2)
+
+
 def test_the_demo_waits_long_enough_for_its_job_to_fall_back_through_every_attempt_and_run():
     from functions.shared.domain.diagnosis import MAX_WAIT_CHECKS
     from gpupilot.cli import DEMO_JOB, demo_wait_seconds
