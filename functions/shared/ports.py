@@ -90,10 +90,11 @@ class OfferingMemory(Protocol):
 
 
 class WasteLedger(Protocol):
-    """What the fleet cost without serving a job: one entry per instance and reason, restated each sweep."""
+    """What the fleet cost without serving a job: one item per instance, whatever reasons sweeps see it under."""
 
     def record_waste(self, entry: WasteEntry) -> float:
-        """Store the entry if it says more than the stored one; returns the USD it added (0 if none)."""
+        """Charge the part of the entry's span not charged before (domain/waste.charge); returns the USD it
+        added (0 if none)."""
         ...
 
     def waste_between(self, day_from: str, day_to: str) -> list[WasteEntry]: ...

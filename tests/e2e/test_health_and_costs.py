@@ -6,6 +6,7 @@ import json
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -97,3 +98,35 @@ def test_instances_that_never_registered_are_waste_next_to_the_job_costs(
     assert never.startswith("gpupilot-od-x8664-g4dn-xlarge-")
     assert waste["by_pool"][never] == waste["by_reason"]["never_registered"]
     assert costs["total_usd"] == job["cost"]["usd"]
+
+
+def test_an_instance_whose_agent_disconnected_is_waste_once_under_that_reason(
+    cloud_factory: Callable[..., RunningCloud],
+) -> None:
+    # Given the g6.2xlarge's instances join ECS and then lose their agent, and a job only that type may serve
+    cloud = cloud_factory({"instance_types": {"g6.2xlarge": {"ecs_agent": "disconnects"}}})
+    job_id = cloud.api.request("POST", "/jobs", JOB | {"instance_types": ["g6.2xlarge"]}).body["job_id"]
+
+    def sweep() -> list[dict[str, Any]]:
+        swept = cloud.cli("--json", "sweep")
+        assert swept.returncode == 0, swept.stderr
+        return list(json.loads(swept.stdout)["findings"])
+
+    # When sweeps run until one finds the disconnected agent, and then two more
+    deadline = time.monotonic() + 30
+    disconnected: list[dict[str, Any]] = []
+    while not disconnected and time.monotonic() < deadline:
+        disconnected = [f for f in sweep() if f["kind"] == "AGENT_DISCONNECTED"]
+    assert disconnected, "no sweep found the disconnected agent"
+    later = sweep() + sweep()
+    # Then the first deregistered and terminated its instance, and no later sweep took it for one never registered
+    [finding] = disconnected
+    assert "deregistered" in finding["action"] and "terminated" in finding["action"]
+    assert not [
+        f for f in later if f["kind"] == "ECS_AGENT_NOT_REGISTERED" and set(f["instances"]) & set(finding["instances"])
+    ]
+    # And its waste (and that of any instance Batch launched after it) is counted once, as a disconnected agent
+    today = datetime.now(UTC).date().isoformat()
+    waste = cloud.api.request("GET", "/costs", query={"from": today, "to": today}).body["waste"]
+    assert set(waste["by_reason"]) == {"agent_disconnected"} and waste["usd"] > 0, waste
+    assert cloud.api.request("DELETE", f"/jobs/{job_id}").status == 202

@@ -18,7 +18,7 @@ from functions.shared.domain.batch import (
     JobQueueState,
 )
 from functions.shared.domain.catalog import GpuType
-from functions.shared.domain.cost import PriceQuote, usd_sum
+from functions.shared.domain.cost import PriceQuote
 from functions.shared.domain.errors import SweepNotFound
 from functions.shared.domain.fleet import QUOTA_NAMES, QuotaState
 from functions.shared.domain.pool_health import USE_FIELDS, PoolState
@@ -26,7 +26,7 @@ from functions.shared.domain.selection import AvailabilitySnapshot
 from functions.shared.domain.settings import Settings
 from functions.shared.domain.views import HealthReport
 from functions.shared.domain.vocabulary import MetricName, SweepStatus
-from functions.shared.domain.waste import WasteEntry
+from functions.shared.domain.waste import InstanceWaste, WasteEntry, charge
 from functions.shared.ports import Ports
 from tests.fakes.job_store import FakeJobStore
 
@@ -81,21 +81,29 @@ class FakePoolStates:
 
 
 class FakeWasteLedger:
-    """Waste entries by (day, instance, reason), each replaced only by a larger one."""
+    """Waste by (day, instance), each sighting charging only the span not charged before (as the table does)."""
 
     def __init__(self) -> None:
-        self.entries: dict[tuple[str, str, str], WasteEntry] = {}
+        self.instances: dict[tuple[str, str], InstanceWaste] = {}
+
+    @property
+    def entries(self) -> dict[tuple[str, str, str], WasteEntry]:
+        """What was charged, by (day, instance, reason)."""
+        return {
+            (day, instance_id, entry.reason): entry
+            for (day, instance_id), ledger in sorted(self.instances.items())
+            for entry in ledger.entries()
+        }
 
     def record_waste(self, entry: WasteEntry) -> float:
-        key = (entry.day, entry.instance_id, entry.reason)
-        before = self.entries.get(key)
-        if before is not None and before.usd >= entry.usd:
-            return 0.0
-        self.entries[key] = entry
-        return usd_sum([entry.usd, -(before.usd if before else 0.0)])
+        key = (entry.day, entry.instance_id)
+        ledger, added = charge(self.instances.get(key), entry)
+        if added:
+            self.instances[key] = ledger
+        return added
 
     def waste_between(self, day_from: str, day_to: str) -> list[WasteEntry]:
-        return [e for (day, _, _), e in sorted(self.entries.items()) if day_from <= day <= day_to]
+        return [e for (day, _, _), e in self.entries.items() if day_from <= day <= day_to]
 
 
 class FakeHealthStore:

@@ -79,18 +79,68 @@ def ledger(request: pytest.FixtureRequest) -> Iterator[Any]:
         yield DynamoWasteLedger(request.getfixturevalue("deployment").table_name)
 
 
-def test_waste_is_restated_upwards_only_and_read_by_day(ledger: Any) -> None:
+def waste(reason: str, started_at: str, at: str, day: str = "2026-11-23", instance_id: str = "i-1") -> Any:
+    """What a sweep saw: the instance wasting for `reason` from `started_at` until `at`, at $3.6 an hour."""
     from functions.shared.domain.waste import WasteEntry
 
-    def entry(usd: float, day: str = "2026-11-23") -> WasteEntry:
-        return WasteEntry(instance_id="i-1", reason="never_registered", pool=POOL, instance_type="g5.xlarge",
-                          day=day, seconds=60, hourly_usd=1.0, usd=usd, pricing="test")  # fmt: skip
+    return WasteEntry(instance_id=instance_id, reason=reason, pool=POOL, instance_type="g5.xlarge", day=day,
+                      seconds=0, hourly_usd=3.6, usd=0, pricing="test", started_at=started_at, at=at)  # fmt: skip
 
-    assert ledger.record_waste(entry(0.1)) == 0.1
-    assert ledger.record_waste(entry(0.3)) == 0.2  # only what it adds
-    assert ledger.record_waste(entry(0.2)) == 0.0  # an older sweep's smaller figure changes nothing
-    ledger.record_waste(entry(0.5, day="2026-11-25"))
-    assert [e.usd for e in ledger.waste_between("2026-11-23", "2026-11-24")] == [0.3]
+
+def test_waste_is_restated_upwards_only_and_read_by_day(ledger: Any) -> None:
+    assert ledger.record_waste(waste("never_registered", "2026-11-23T10:00:00Z", "2026-11-23T10:01:00Z")) == 0.06
+    assert ledger.record_waste(waste("never_registered", "2026-11-23T10:00:00Z", "2026-11-23T10:03:00Z")) == 0.12
+    # an older sweep's shorter span changes nothing
+    assert ledger.record_waste(waste("never_registered", "2026-11-23T10:00:00Z", "2026-11-23T10:02:00Z")) == 0.0
+    ledger.record_waste(waste("never_registered", "2026-11-25T10:00:00Z", "2026-11-25T10:05:00Z", day="2026-11-25"))
+    assert [e.usd for e in ledger.waste_between("2026-11-23", "2026-11-24")] == [0.18]
+
+
+def test_an_instance_seen_under_two_reasons_is_charged_each_second_once(ledger: Any) -> None:
+    # Given an instance charged from launch as disconnected, then seen (a sweep later) as never registered
+    assert ledger.record_waste(waste("agent_disconnected", "2026-11-23T10:00:00Z", "2026-11-23T10:05:00Z")) == 0.3
+    added = ledger.record_waste(waste("never_registered", "2026-11-23T10:00:00Z", "2026-11-23T10:10:00Z"))
+    # And, in an idle pool, as idle for part of the same span
+    idle = ledger.record_waste(waste("idle", "2026-11-23T10:08:00Z", "2026-11-23T10:10:00Z"))
+    # Then only the five minutes not charged yet are added, under the reason they were seen under
+    assert (added, idle) == (0.3, 0.0)
+    entries = ledger.waste_between("2026-11-23", "2026-11-23")
+    assert {e.reason: e.usd for e in entries} == {"agent_disconnected": 0.3, "never_registered": 0.3}
+    assert sum(e.seconds for e in entries) == 600  # its ten minutes, once
+
+
+def test_two_sweeps_charging_one_instance_at_once_charge_it_once(deployment: Any) -> None:
+    from functions.shared.adapters.table_store import DynamoWasteLedger
+
+    # Given two sweeps that read the instance's ledger before either wrote it
+    dynamodb = boto3.client("dynamodb")
+    first = DynamoWasteLedger(deployment.table_name, dynamodb)
+    second = DynamoWasteLedger(deployment.table_name, boto3.client("dynamodb"))
+    sighting = waste("agent_disconnected", "2026-11-23T10:00:00Z", "2026-11-23T10:05:00Z")
+    read, charged_by_second = dynamodb.get_item, []
+
+    def read_then_let_the_other_write(**kwargs: Any) -> Any:
+        answer = read(**kwargs)
+        if not charged_by_second:
+            charged_by_second.append(second.record_waste(sighting))
+        return answer
+
+    dynamodb.get_item = read_then_let_the_other_write
+    # When both charge the same sighting / Then the one that wrote second finds it charged, and adds nothing
+    assert first.record_waste(sighting) == 0.0
+    assert charged_by_second == [0.3]
+    assert [e.usd for e in first.waste_between("2026-11-23", "2026-11-23")] == [0.3]
+
+
+def test_waste_written_one_item_per_reason_is_still_read(deployment: Any) -> None:
+    from functions.shared.adapters.table_store import DynamoWasteLedger
+
+    # Given an entry stored, by an earlier version, under its day, instance and reason
+    old = waste("idle", "", "", instance_id="i-old").model_copy(update={"usd": 0.25, "seconds": 250})
+    key = {c.TABLE_PK: {"S": "WASTE"}, c.TABLE_SK: {"S": "2026-11-23#i-old#idle"}}
+    boto3.client("dynamodb").put_item(TableName=deployment.table_name, Item=key | {"entry": serialize(old)})
+    # When / Then
+    assert DynamoWasteLedger(deployment.table_name).waste_between("2026-11-23", "2026-11-23") == [old]
 
 
 # -- a pool's use and retirement: claims and retirements exclude each other ------------------------------------

@@ -13,11 +13,10 @@ from functions.shared import constants as c
 from functions.shared.adapters.base import ClientAdapter
 from functions.shared.adapters.dynamodb_codec import deserialize_item, serialize
 from functions.shared.adapters.job_store import is_conditional_failure
-from functions.shared.domain.cost import usd_sum
 from functions.shared.domain.errors import SweepNotFound
 from functions.shared.domain.views import HealthReport
 from functions.shared.domain.vocabulary import SweepStatus
-from functions.shared.domain.waste import WasteEntry
+from functions.shared.domain.waste import InstanceWaste, WasteEntry, charge
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
 IAM_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query")
@@ -25,6 +24,7 @@ OFFERINGS_PARTITION = "UNAVAILABLE_OFFERINGS"
 WASTE_PARTITION = "WASTE"
 LATEST_KEY = {c.TABLE_PK: {"S": "HEALTH"}, c.TABLE_SK: {"S": "LATEST"}}
 SWEEP_HISTORY_DAYS = 30
+WASTE_WRITE_ATTEMPTS = 3
 
 
 def _sweep_key(sweep_id: str) -> dict[str, Any]:
@@ -75,26 +75,29 @@ class DynamoOfferingMemory(_Table):
 
 
 class DynamoWasteLedger(_Table):
-    """Implements ports.WasteLedger: partition WASTE, one item per `day#instance#reason`, each rewritten
-    only over a smaller one (conditional), so concurrent sweeps never lower or double what is recorded."""
+    """Implements ports.WasteLedger: partition WASTE, one item per `day#instance` (the day it launched), whatever
+    reasons the sweeps see it under; each write charges only the span not charged before, conditional on the
+    version read, so concurrent sweeps never double what is recorded."""
 
     def record_waste(self, entry: WasteEntry) -> float:
-        key = {c.TABLE_PK: {"S": WASTE_PARTITION}, c.TABLE_SK: {"S": f"{entry.day}#{entry.instance_id}#{entry.reason}"}}
-        try:
-            answer = self._aws.put_item(
-                TableName=self._table,
-                Item=key | {"entry": serialize(entry), "usd": serialize(entry.usd)},
-                ConditionExpression="attribute_not_exists(#pk) OR usd < :usd",
-                ExpressionAttributeNames={"#pk": c.TABLE_PK},
-                ExpressionAttributeValues={":usd": serialize(entry.usd)},
-                ReturnValues="ALL_OLD",
-            )
-        except ClientError as error:
-            if is_conditional_failure(error):
+        key = {c.TABLE_PK: {"S": WASTE_PARTITION}, c.TABLE_SK: {"S": f"{entry.day}#{entry.instance_id}"}}
+        for _ in range(WASTE_WRITE_ATTEMPTS):
+            stored = self._aws.get_item(TableName=self._table, Key=key, ConsistentRead=True).get("Item")
+            version = int(stored["version"]["N"]) if stored else 0
+            before = InstanceWaste.model_validate(deserialize_item(stored)["waste"]) if stored else None
+            ledger, added = charge(before, entry)
+            if not added:
                 return 0.0
-            raise
-        before = deserialize_item(answer.get("Attributes") or {}).get("usd", 0.0)
-        return usd_sum([entry.usd, -float(before)])
+            item = key | {"waste": serialize(ledger), "version": {"N": str(version + 1)}}
+            if stored is None:
+                written = self._put(item, ConditionExpression="attribute_not_exists(#pk)",
+                                    ExpressionAttributeNames={"#pk": c.TABLE_PK})  # fmt: skip
+            else:
+                written = self._put(item, ConditionExpression="version = :v",
+                                    ExpressionAttributeValues={":v": {"N": str(version)}})  # fmt: skip
+            if written:
+                return added
+        return 0.0  # other sweeps kept writing it first: what they did not charge, the next sweep will
 
     def waste_between(self, day_from: str, day_to: str) -> list[WasteEntry]:
         pages = self._aws.get_paginator("query").paginate(
@@ -105,7 +108,7 @@ class DynamoWasteLedger(_Table):
                 ":p": {"S": WASTE_PARTITION}, ":from": {"S": day_from}, ":to": {"S": f"{day_to}#~"},
             },
         )  # fmt: skip
-        return [WasteEntry.model_validate(deserialize_item(i)["entry"]) for page in pages for i in page["Items"]]
+        return [entry for page in pages for item in page["Items"] for entry in _waste_entries(deserialize_item(item))]
 
 
 class DynamoHealthStore(_Table):
@@ -146,6 +149,13 @@ class DynamoHealthStore(_Table):
         # slow to marshal and, with many pools, could near DynamoDB's 400 KB item limit.
         blob = zlib.compress(report.model_dump_json(exclude_none=True).encode())
         return key | {"report_z": {"B": blob}, c.TTL_ATTRIBUTE: {"N": str(expires)}}
+
+
+def _waste_entries(item: dict[str, Any]) -> list[WasteEntry]:
+    """An instance's waste by reason; or one entry, as written before waste was kept per instance."""
+    if "waste" in item:
+        return InstanceWaste.model_validate(item["waste"]).entries()
+    return [WasteEntry.model_validate(item["entry"])]
 
 
 def _report(item: dict[str, Any]) -> HealthReport:

@@ -41,7 +41,8 @@ class Settings(DomainModel):
         default=True, description="Terminate pool instances that never registered with ECS past the grace period"
     )
     deregister_disconnected: bool = Field(
-        default=True, description="Deregister container instances whose ECS agent disconnected"
+        default=True,
+        description="Deregister container instances whose ECS agent disconnected, and terminate their instances",
     )
     disable_pool_after_failures: int = Field(
         default=2,

@@ -2,10 +2,11 @@
 
 Safe by default and each switchable (settings): terminate pool instances that never registered with ECS
 past the grace period (they cost money and can never run a job), deregister container instances whose
-agent disconnected (Batch stops placing jobs on them only then), remember a pool whose instances fail to
-register as an unavailable offering (new jobs' selections skip it for the TTL), disable the job queue of a
-pool whose instances keep failing to register (sweep after sweep), and cancel jobs RUNNABLE past the hard
-limit with the diagnosis as the reason.
+agent disconnected (Batch stops placing jobs on them only then) and terminate their instances (deregistered,
+they can never run a job either), remember a pool whose instances fail to register as an unavailable
+offering (new jobs' selections skip it for the TTL), disable the job queue of a pool whose instances keep
+failing to register (sweep after sweep), and cancel jobs RUNNABLE past the hard limit with the diagnosis as
+the reason.
 """
 
 from __future__ import annotations
@@ -31,10 +32,17 @@ def remediate_fleet(finding: Finding, pool: ComputeEnvironmentState, zones: dict
             ports.fleet.terminate_instances(finding.instances)
             done.append(f"terminated {len(finding.instances)} instance(s) that never registered")
         if finding.kind == FindingKind.AGENT_DISCONNECTED and settings.deregister_disconnected and pool.ecs_cluster_arn:
+            deregistered = []
             for item in finding.evidence.get("instances", []):
                 if item.get("container_instance"):
                     ports.fleet.deregister_container_instance(pool.ecs_cluster_arn, item["container_instance"])
-            done.append(f"deregistered {len(finding.instances)} container instance(s) whose agent disconnected")
+                    deregistered.append(item["instance_id"])
+            done.append(f"deregistered {len(deregistered)} container instance(s) whose agent disconnected")
+            if deregistered:
+                # Deregistered, an instance can never run a job again: left alive it would only cost money (and
+                # read, to the next sweep, as an instance that never registered).
+                ports.fleet.terminate_instances(deregistered)
+                done.append(f"terminated {len(deregistered)} deregistered instance(s)")
     except Exception as error:
         logger.exception("remediation failed", extra={"pool": pool.name, "kind": finding.kind.value})
         done.append(f"remediation failed: {type(error).__name__}")

@@ -140,6 +140,7 @@ def test_a_disconnected_agent_is_deregistered_and_gpu_less_instances_are_reporte
     kinds = {f.kind: f for f in result.findings}
     assert kinds["AGENT_DISCONNECTED"].instances == ["i-gone"]
     assert ports.fleet.deregistered == ["arn:aws:ecs:us-east-1:123456789012:container-instance/i-gone"]
+    assert ports.fleet.terminated == ["i-gone"] and "terminated 1 deregistered" in kinds["AGENT_DISCONNECTED"].action
     assert kinds["GPU_NOT_REGISTERED"].instances == ["i-nogpu"]
     assert ports.metrics.total(MetricName.GPU_LESS_INSTANCES) == 1
     assert ports.metrics.total(MetricName.DISCONNECTED_AGENTS) == 1
@@ -320,3 +321,38 @@ def test_instances_that_never_registered_are_waste_in_the_costs_restated_not_dou
     report = cost_report("2026-11-20", "2026-11-20", ports)
     assert report.waste.usd == entry.usd
     assert report.waste.by_reason == {"never_registered": entry.usd} and report.waste.by_pool == {POOL: entry.usd}
+
+
+def test_an_instance_whose_agent_disconnected_is_reported_and_charged_under_that_reason_only(ports):
+    # Given an instance that registered, then lost its agent
+    pool(ports)
+    ports.fleet.launch(POOL, "i-gone", launched_at="2026-11-20T00:00:00.000Z")
+    ports.fleet.register(CLUSTER, "i-gone", connected=False)
+
+    # When a sweep runs, then two more
+    [finding] = [f for f in run_sweep(None, ports).findings if f.kind == "AGENT_DISCONNECTED"]
+    terminated = list(ports.fleet.terminated)
+    later = [run_sweep(None, ports) for _ in range(2)]
+
+    # Then the first deregisters and terminates it, and no later sweep takes it for one that never registered
+    assert finding.instances == ["i-gone"] and terminated == ["i-gone"]
+    assert not [f for s in later for f in s.findings if "i-gone" in f.instances]
+    assert {reason for (_, _, reason) in ports.waste.entries} == {"agent_disconnected"}
+
+
+def test_an_instance_seen_disconnected_then_unregistered_is_waste_once(ports, monkeypatch):
+    # Given an instance the sweep keeps (remediation off), seen with its agent disconnected
+    pool(ports, terminate_unregistered=False, deregister_disconnected=False)
+    ports.fleet.launch(POOL, "i-gone", launched_at="2026-11-23T00:00:00.000Z")
+    ports.fleet.register(CLUSTER, "i-gone", connected=False)
+    monkeypatch.setattr("functions.shared.usecases.sweep.now_iso", lambda: "2026-11-23T01:00:00.000Z")
+    run_sweep(None, ports)
+    # When its container instance is deregistered (by an operator) and a sweep ten minutes later sees it unregistered
+    ports.fleet.by_cluster[CLUSTER] = []
+    monkeypatch.setattr("functions.shared.usecases.sweep.now_iso", lambda: "2026-11-23T01:10:00.000Z")
+    second = run_sweep(None, ports)
+
+    # Then its life is charged once: the first hour as disconnected, the ten minutes since as never registered
+    assert "ECS_AGENT_NOT_REGISTERED" in [f.kind for f in second.findings if "i-gone" in f.instances]
+    seconds = {reason: entry.seconds for (_, _, reason), entry in ports.waste.entries.items()}
+    assert seconds == {"agent_disconnected": 3600, "never_registered": 600}
