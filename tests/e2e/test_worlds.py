@@ -116,6 +116,10 @@ def test_an_invalid_compute_environment_is_diagnosed_and_the_job_falls_back(
     swept = cloud.cli("--json", "sweep")
     report = json.loads(swept.stdout)
     assert report["summary"]["COMPUTE_ENVIRONMENT_INVALID"] == 1
+    # naming the pool, as every finding does, with its compute environment's ARN in the evidence
+    [invalid] = [f for f in report["findings"] if f["kind"] == "COMPUTE_ENVIRONMENT_INVALID"]
+    assert invalid["resource"].startswith("gpupilot-od-x8664-g4dn-xlarge-")
+    assert invalid["evidence"]["compute_environment_arn"].endswith(f":compute-environment/{invalid['resource']}")
 
 
 def test_secrets_reach_batch_as_references_with_the_execution_role(cloud_factory: Callable[..., RunningCloud]) -> None:

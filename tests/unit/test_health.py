@@ -130,9 +130,10 @@ def test_invalid_compute_environment_is_a_critical_finding_with_its_reason():
     # Then
     assert result is not None
     assert (result.kind, result.severity) == (DiagnosisCategory.COMPUTE_ENVIRONMENT_INVALID, "critical")
-    assert result.resource == ENVIRONMENT.arn
+    assert result.resource == "gpupilot-od-x8664-g5-xlarge"  # the pool, as every finding names it
     assert result.evidence == {
         "compute_environment": "gpupilot-od-x8664-g5-xlarge",
+        "compute_environment_arn": ENVIRONMENT.arn,
         "compute_environment_status": "INVALID",
         "compute_environment_reason": "CLIENT_ERROR - bad subnet",
         "state": "ENABLED",

@@ -63,7 +63,8 @@ class StuckTally:
 
 
 def grouped(findings: list[Finding]) -> list[Finding]:
-    """One finding per (pool, kind): its jobs listed (the first MAX_LISTED), the first one's evidence kept."""
+    """One finding per (pool, kind): its jobs listed (the first MAX_LISTED), the first one's evidence kept (an
+    INVALID pool's own finding first, so the jobs stuck in it join that one)."""
     groups: dict[tuple[str, FindingKind], Finding] = {}
     counts: dict[tuple[str, FindingKind], int] = {}
     for finding in findings:
@@ -78,7 +79,8 @@ def grouped(findings: list[Finding]) -> list[Finding]:
                 "foreign_jobs", 0
             )
     for key, finding in groups.items():
-        finding.evidence["jobs_stuck"] = counts[key]
+        if counts[key]:
+            finding.evidence["jobs_stuck"] = counts[key]
     return list(groups.values())
 
 
@@ -112,8 +114,8 @@ def invalid_environment_finding(environment: ComputeEnvironmentState) -> Finding
     return Finding(
         kind=FindingKind.COMPUTE_ENVIRONMENT_INVALID,
         severity=Severity.CRITICAL,
-        resource=environment.arn or environment.name,
-        evidence=diagnosis.evidence | {"state": environment.state},
+        resource=environment.name,
+        evidence=diagnosis.evidence | {"compute_environment_arn": environment.arn, "state": environment.state},
         recommendation=diagnosis.recommendation,
     )
 

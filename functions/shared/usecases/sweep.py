@@ -92,7 +92,7 @@ def _sweep(sweep_id: str, ports: Ports) -> HealthReport:
         name: analyse_fleet(fleet, at, instance_vcpus, settings.registration_grace_seconds)
         for name, fleet in fleets.items()
     }
-    findings: list[Finding] = [f for f in map(invalid_environment_finding, pools.values()) if f]
+    invalid = [f for f in map(invalid_environment_finding, pools.values()) if f]
     fleet_found: list[Finding] = []
     for name, analysis in analyses.items():
         zones = {i.instance_id: i.zone for i in fleets[name].instances}
@@ -100,8 +100,8 @@ def _sweep(sweep_id: str, ports: Ports) -> HealthReport:
             remediate_fleet(finding, pools[name], zones, ports)
             fleet_found.append(finding)
             ports.metrics.add_for_pool(FLEET_METRICS[finding.kind], name, len(finding.instances))
-    findings += fleet_found + pool_findings(pools, queues, fleets, swept, fleet_found, at, ports)
-    findings += _stuck_findings(swept, pools, fleets, analyses, at, ports)
+    findings = fleet_found + pool_findings(pools, queues, fleets, swept, fleet_found, at, ports)
+    findings += _stuck_findings(swept, pools, fleets, analyses, invalid, at, ports)
     record_waste(pools, fleets, analyses, findings, at, ports)
     result = report(sweep_id, at, findings, swept.reconciled)
     result.summary["vanished_jobs"] = len(swept.vanished)
@@ -116,10 +116,12 @@ def _stuck_findings(
     pools: dict[str, ComputeEnvironmentState],
     fleets: dict[str, FleetState],
     analyses: dict[str, FleetAnalysis],
+    invalid: list[Finding],
     at: str,
     ports: Ports,
 ) -> list[Finding]:
-    """Jobs RUNNABLE past their stuck_after (GPU Pilot's) or the default (others'), one finding per pool and cause.
+    """Jobs RUNNABLE past their stuck_after (GPU Pilot's) or the default (others'), one finding per pool and cause;
+    the jobs stuck in an INVALID pool join its `invalid` finding.
 
     A diagnosis depends on the job only through its statusReason and how long it has waited against the
     diagnosis' thresholds, so one diagnosis per pool, reason and threshold side serves all the jobs that share
@@ -150,7 +152,7 @@ def _stuck_findings(
         tally.add(owner.job_id if owner else batch_job.job_id, owner is None)
         if limit_seconds and waited >= limit_seconds:
             tally.past_limit.append(batch_job)
-    findings = grouped([tally.finding() for tally in tallies.values()])
+    findings = grouped(invalid + [tally.finding() for tally in tallies.values()])
     for finding in findings:
         group = (finding.resource, finding.kind)
         past_limit = [job for t in tallies.values() if (t.pool, t.diagnosis.category) == group for job in t.past_limit]

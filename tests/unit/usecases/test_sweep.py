@@ -75,6 +75,24 @@ def test_an_invalid_pool_is_a_finding(ports):
     assert ports.metrics.total(MetricName.INVALID_COMPUTE_ENVIRONMENTS) == 1
 
 
+def test_an_invalid_pool_with_jobs_stuck_in_it_is_one_finding_naming_the_pool(ports):
+    # Given an INVALID pool, and a job stuck in its queue for that reason
+    pool(ports)
+    ports.pools.make_invalid(POOL, "CLIENT_ERROR - role gone")
+    ports.batch.jobs["stuck-1"] = {"jobId": "stuck-1", "jobName": "someone", "jobQueue": POOL, "status": "RUNNABLE",
+                                   "statusReason": "ACTION_REQUIRED - CE(s) associated with the job queue are invalid.",
+                                   "createdAt": LONG_AGO_MS}  # fmt: skip
+
+    # When
+    result = run_sweep(None, ports)
+
+    # Then the pool is named like in every other finding, with its compute environment in the evidence
+    [finding] = [f for f in result.findings if f.kind == "COMPUTE_ENVIRONMENT_INVALID"]
+    assert (finding.resource, finding.jobs, finding.evidence["jobs_stuck"]) == (POOL, ["stuck-1"], 1)
+    assert finding.evidence["compute_environment_arn"].endswith(f":compute-environment/{POOL}")
+    assert ports.metrics.total(MetricName.INVALID_COMPUTE_ENVIRONMENTS) == 1
+
+
 # -- the fleet and its remediation ------------------------------------------------------------------
 POOL = "gpupilot-od-x8664-g4dn-xlarge"
 CLUSTER = "arn:aws:ecs:us-east-1:123456789012:cluster/OnDemand_Batch_1"
