@@ -23,7 +23,6 @@ from functions.shared.domain.errors import (
     JobAlreadyFinished,
     JobNotFound,
     NoCandidate,
-    NoSweepYet,
     RequestRefused,
     SweepNotFound,
 )
@@ -134,11 +133,6 @@ def _not_found(error: JobNotFound) -> Response:
 @app.exception_handler(SweepNotFound)
 def _sweep_not_found(error: SweepNotFound) -> Response:
     return _error(404, "SweepNotFound", f"no health sweep {error}", "sweep_id")
-
-
-@app.exception_handler(NoSweepYet)
-def _no_sweep_yet(error: NoSweepYet) -> Response:
-    return _error(404, "NoSweep", "no health sweep has completed yet; POST /sweep (gpupilot sweep) starts one")
 
 
 @app.exception_handler(InvalidPageToken)

@@ -125,8 +125,7 @@ ROUTES: tuple[Route, ...] = (
         "health",
         "GET",
         "/health",
-        "The latest finished health sweep (404 NoSweep before one has), or the one named by sweep_id "
-        "(status RUNNING until it ends)",
+        "The latest finished health sweep, or the one named by sweep_id (status RUNNING until it ends)",
         HealthReport,
         query=(
             QueryParam(

@@ -33,10 +33,6 @@ class SweepNotFound(Exception):
     """No health sweep with this id."""
 
 
-class NoSweepYet(Exception):
-    """No health sweep has completed yet: there is no latest one to show."""
-
-
 class RequestRefused(Exception):
     """The request is well formed but this deployment cannot accept it; `field` names why."""
 
