@@ -166,7 +166,7 @@ def test_post_sweep_starts_a_sweep_in_the_sweep_function_and_answers_at_once(clo
     # When a sweep is asked for
     status, started = call(cloud, "POST", "/sweep")
     # Then the api answers 202 with its id, and the sweep function (invoked asynchronously) records it
-    assert before["swept_at"] is None
+    assert (before["swept_at"], before["status"], before["findings"]) == (None, None, [])  # no sweep stands behind it
     assert status == 202 and started["sweep_id"].startswith("sweep-")
     cloud.dispatcher.join_background()
     found, report = call(cloud, "GET", f"/health?sweep_id={started['sweep_id']}")

@@ -93,7 +93,7 @@ class HealthReport(DomainModel):
     """Body of `GET /health`: one sweep's findings."""
 
     sweep_id: str | None = None
-    status: SweepStatus = SweepStatus.COMPLETE
+    status: SweepStatus | None = Field(default=SweepStatus.COMPLETE, description="null: no sweep has completed yet")
     swept_at: str | None = None
     findings: list[Finding]
     summary: dict[str, int]

@@ -55,7 +55,8 @@ def health(sweep_id: str | None, ports: Ports) -> HealthReport:
     if sweep_id is not None:
         return ports.health.get_report(sweep_id)
     latest = ports.health.latest_report()
-    return latest or HealthReport(swept_at=None, findings=[], summary={"findings": 0})
+    # None yet: an empty report whose status says no sweep stands behind it.
+    return latest or HealthReport(status=None, swept_at=None, findings=[], summary={"findings": 0})
 
 
 def run_sweep(sweep_id: str | None, ports: Ports) -> HealthReport:

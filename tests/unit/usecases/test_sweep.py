@@ -42,8 +42,10 @@ def test_an_unknown_sweep_id_is_not_found(ports):
 
 
 def test_before_any_sweep_health_says_none_has_run(ports):
-    # Given / When / Then
-    assert health(None, ports).swept_at is None
+    # Given / When
+    report = health(None, ports)
+    # Then: no findings, and no status of a sweep that never ran
+    assert (report.sweep_id, report.status, report.swept_at, report.findings) == (None, None, None, [])
 
 
 def test_a_missed_batch_event_is_replayed_and_its_wait_resumed(ports):
