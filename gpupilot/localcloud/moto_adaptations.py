@@ -46,6 +46,11 @@ the local cloud makes moto behave like AWS:
    through moto's shape-walking serializer, a state machine's ASL is parsed once, not per execution, and
    Step Functions tasks share one client per service instead of creating one each.
 
+14. Batch DescribeJobs: moto's job description rebuilds its `container` block without the exit code it
+   recorded, and its attempts carry none. AWS gives a finished job's `container.exitCode` and each attempt's
+   `container.exitCode` and `statusReason` (DescribeJobs: JobDetail, ContainerDetail, AttemptDetail,
+   AttemptContainerDetail). Here the job's exit code is in both, as on AWS.
+
 tests/integration/test_moto_adaptations.py holds one test per adaptation that fails if moto changes under it.
 """
 
@@ -326,6 +331,27 @@ def keep_time_limit_actions(patches: _Patches) -> None:
     patches.replace(JobQueue, "describe", describe)
 
 
+def report_exit_codes(patches: _Patches) -> None:
+    """14. A finished job's DescribeJobs carries its exit code in `container` and in its last attempt."""
+    from moto.batch.models import Job
+
+    original = Job.describe
+
+    def describe(self: Any) -> dict[str, Any]:
+        described = original(self)
+        if self.job_stopped and self.exit_code is not None and isinstance(described.get("container"), dict):
+            described["container"] = {**described["container"], "exitCode": self.exit_code}
+            if described.get("attempts"):  # moto's own list: described anew, never changed
+                *earlier, last = described["attempts"]
+                last = {**last, "container": {**last.get("container", {}), "exitCode": self.exit_code}}
+                if self.job_stopped_reason:
+                    last.setdefault("statusReason", self.job_stopped_reason)
+                described["attempts"] = [*earlier, last]
+        return described
+
+    patches.replace(Job, "describe", describe)
+
+
 DISABLED_QUEUE_MESSAGE = "Job queue {arn} is DISABLED: it does not accept new jobs"
 
 
@@ -560,6 +586,7 @@ def adapted_moto(
         refuse_disabled_queues(patches)
         batch_deletions_and_limits(patches)
         keep_time_limit_actions(patches)
+        report_exit_codes(patches)
         if spot_market is not None:
             world_spot_market(patches, spot_market)
         serve_price_list(patches)

@@ -21,8 +21,16 @@ def test_a_job_whose_container_fails_ends_failed_with_the_reason_and_its_cost(
     job = cloud.wait_for(cloud.api.request("POST", "/jobs", JOB).body["job_id"], {"SUCCEEDED", "FAILED"})
     assert job["status"] == "FAILED"
     assert job["attempts"][0]["status"] == "FAILED"
-    assert "exited" in job["error"]
+    # The container's exit code, as Batch's DescribeJobs reports it, on the attempt and in the error
+    assert [attempt["exit_code"] for attempt in job["attempts"]] == [3]
+    assert "exited with 3" in job["error"], job["error"]
     assert job["cost"]["runtime_seconds"] == pytest.approx(1.0, abs=0.01)
+
+
+def test_a_job_that_succeeds_records_its_exit_code_0(cloud_factory: Callable[..., RunningCloud]) -> None:
+    cloud = cloud_factory({"jobs": {"runtime_seconds": 1}})
+    job = cloud.wait_for(cloud.api.request("POST", "/jobs", JOB).body["job_id"], {"SUCCEEDED", "FAILED"})
+    assert job["status"] == "SUCCEEDED" and [attempt["exit_code"] for attempt in job["attempts"]] == [0]
 
 
 def test_a_gpu_type_without_capacity_is_diagnosed_and_the_job_falls_back(

@@ -366,3 +366,29 @@ def test_adapted_batch_allows_50_compute_environments_and_50_queues_per_region(a
             )  # fmt: skip
     assert "delete_job_queue" in vars(BatchBackend)  # undone: moto's own again
     batch.create_compute_environment(computeEnvironmentName="ce-50", type="UNMANAGED", serviceRole=aws["role"])
+
+
+def test_moto_alone_drops_a_finished_jobs_exit_code_and_adapted_it_is_described_as_aws_does(aws):
+    submitted: list[Any] = []
+    batch = boto3.client("batch", region_name=REGION)
+
+    def finish(job: Any, exit_code: int) -> None:  # what the local cloud's simulator does when a job ends
+        job._start_attempt()
+        job.exit_code, job.job_stopped, job.job_stopped_reason = exit_code, True, "Essential container in task exited"
+        job.job_stopped_at = job.job_started_at
+        job.status = "FAILED"
+        job._stop_attempt()
+
+    with adapted_moto(on_job_submitted=submitted.append, lifecycle=ComputeEnvironmentLifecycle(create_seconds=0)):
+        create_queue(create_environment(aws))
+        definition = batch.register_job_definition(
+            jobDefinitionName="d", type="container", containerProperties={"image": "i", "vcpus": 1, "memory": 512}
+        )["jobDefinitionArn"]
+        job_id = batch.submit_job(jobName="j", jobQueue="gpu-queue", jobDefinition=definition)["jobId"]
+        finish(submitted[0], 3)
+        [adapted] = batch.describe_jobs(jobs=[job_id])["jobs"]
+    [alone] = batch.describe_jobs(jobs=[job_id])["jobs"]
+    assert "exitCode" not in alone["container"] and "exitCode" not in alone["attempts"][-1]["container"]
+    assert adapted["container"]["exitCode"] == 3
+    assert adapted["attempts"][-1]["container"]["exitCode"] == 3
+    assert adapted["attempts"][-1]["statusReason"] == "Essential container in task exited"
