@@ -50,9 +50,14 @@ class JobStore(Protocol):
         ...
 
     def finish(
-        self, job_id: str, status: JobStatus, at: str | None = None, fields: dict[str, Any] | None = None
+        self,
+        job_id: str,
+        status: JobStatus,
+        at: str | None = None,
+        fields: dict[str, Any] | None = None,
+        reason: str | None = None,
     ) -> bool:
-        """Record the final status once; False when the job had already finished."""
+        """Record the final status once (`reason` on its timeline entry); False when the job had already finished."""
         ...
 
     def put_attempt(self, job_id: str, number: int, attempt: AttemptRecord) -> AttemptRecord:
@@ -65,9 +70,12 @@ class JobStore(Protocol):
         """Set AttemptRecord fields; with `batch_status`, only if it moves the attempt forward. None: stale."""
         ...
 
-    def note_reason(self, job_id: str, number: int, status: BatchStatus, reason: str) -> bool:
+    def note_reason(
+        self, job_id: str, number: int, status: BatchStatus, reason: str, timeline_index: int | None = None
+    ) -> bool:
         """Set the attempt's status_reason while its Batch status is still `status` (Batch's reason for a
-        RUNNABLE job changes without its status changing); False when the attempt moved on."""
+        RUNNABLE job changes without its status changing), and the reason of timeline entry `timeline_index`
+        (the one that status added) in the same write; False when the attempt moved on."""
         ...
 
     def store_wait(self, job_id: str, phase: WaitPhase, wait: Wait) -> JobRecord: ...

@@ -24,6 +24,7 @@ def test_a_job_whose_container_fails_ends_failed_with_the_reason_and_its_cost(
     # The container's exit code, as Batch's DescribeJobs reports it, on the attempt and in the error
     assert [attempt["exit_code"] for attempt in job["attempts"]] == [3]
     assert "exited with 3" in job["error"], job["error"]
+    assert job["timeline"][-1]["reason"] == job["error"]
     assert job["cost"]["runtime_seconds"] == pytest.approx(1.0, abs=0.01)
 
 
@@ -49,6 +50,14 @@ def test_a_gpu_type_without_capacity_is_diagnosed_and_the_job_falls_back(
     assert "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY" in first["diagnosis"]["reason"]
     assert first["status"] == "FAILED"
     assert second["instance_type"] != "g4dn.xlarge" and job["instance_type"] == second["instance_type"]
+    # And the timeline says why at each step: Batch's words while RUNNABLE, the fallback and its cause
+    reasons = [(entry["status"], entry["reason"] or "") for entry in job["timeline"]]
+    runnable = [reason for status, reason in reasons if status == "RUNNABLE"]
+    provisioning = [reason for status, reason in reasons if status == "PROVISIONING"]
+    assert "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY" in runnable[0], reasons
+    assert provisioning[0].startswith("first choice: g4dn.xlarge on-demand"), reasons
+    assert provisioning[1].startswith("falling back from g4dn.xlarge on-demand (INSUFFICIENT_CAPACITY) to "), reasons
+    assert reasons[-1] == ("SUCCEEDED", "exited with 0")
 
 
 def test_a_ten_hour_job_costs_ten_hours_without_waiting_ten_hours(cloud_factory: Callable[..., RunningCloud]) -> None:

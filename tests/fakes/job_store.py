@@ -88,9 +88,14 @@ class FakeJobStore:
             return True
 
     def finish(
-        self, job_id: str, status: JobStatus, at: str | None = None, fields: dict[str, Any] | None = None
+        self,
+        job_id: str,
+        status: JobStatus,
+        at: str | None = None,
+        fields: dict[str, Any] | None = None,
+        reason: str | None = None,
     ) -> bool:
-        return self.advance(job_id, status, attempt=0, at=at, fields=fields)
+        return self.advance(job_id, status, attempt=0, at=at, fields=fields, reason=reason)
 
     def put_attempt(self, job_id: str, number: int, attempt: AttemptRecord) -> AttemptRecord:
         with self._lock:
@@ -123,13 +128,17 @@ class FakeJobStore:
             record.updated_at = now_iso()
             return record.model_copy(deep=True)
 
-    def note_reason(self, job_id: str, number: int, status: BatchStatus, reason: str) -> bool:
+    def note_reason(
+        self, job_id: str, number: int, status: BatchStatus, reason: str, timeline_index: int | None = None
+    ) -> bool:
         with self._lock:
             record = self.records.get(job_id)
             attempt = record.attempts.get(number) if record else None
-            if attempt is None or attempt.batch_status != status:
+            if record is None or attempt is None or attempt.batch_status != status:
                 return False
             attempt.status_reason = reason
+            if timeline_index is not None:
+                record.timeline[timeline_index].reason = reason
             return True
 
     def store_wait(self, job_id: str, phase: WaitPhase, wait: Wait) -> JobRecord:

@@ -128,10 +128,15 @@ class DynamoJobStore(JobLists):
         )
 
     def finish(
-        self, job_id: str, status: JobStatus, at: str | None = None, fields: dict[str, Any] | None = None
+        self,
+        job_id: str,
+        status: JobStatus,
+        at: str | None = None,
+        fields: dict[str, Any] | None = None,
+        reason: str | None = None,
     ) -> bool:
         """Record the job's final status once; a cancelled or finished job keeps its outcome."""
-        return self.advance(job_id, status, attempt=0, at=at, fields=fields)
+        return self.advance(job_id, status, attempt=0, at=at, fields=fields, reason=reason)
 
     # -- attempts -----------------------------------------------------------------------------
     def put_attempt(self, job_id: str, number: int, attempt: AttemptRecord) -> AttemptRecord:
@@ -185,12 +190,15 @@ class DynamoJobStore(JobLists):
         )
         return record_of(response["Attributes"]) if response else None
 
-    def note_reason(self, job_id: str, number: int, status: BatchStatus, reason: str) -> bool:
-        """Set the attempt's status_reason while its Batch status is still `status`."""
+    def note_reason(
+        self, job_id: str, number: int, status: BatchStatus, reason: str, timeline_index: int | None = None
+    ) -> bool:
+        """Set the attempt's status_reason while its Batch status is still `status` (and that timeline entry's)."""
+        timeline = f", timeline[{int(timeline_index)}].reason = :reason" if timeline_index is not None else ""
         return (
             self._update(
                 job_id,
-                UpdateExpression="SET attempts.#n.status_reason = :reason, updated_at = :now",
+                UpdateExpression=f"SET attempts.#n.status_reason = :reason, updated_at = :now{timeline}",
                 ConditionExpression="attempts.#n.batch_status = :status",
                 ExpressionAttributeNames={"#n": str(number)},
                 ExpressionAttributeValues={

@@ -57,7 +57,8 @@ def submit_batch_job(payload: SubmitInput, ports: Ports) -> SubmittedJob:
         # Cancelled while we were submitting: the cancel may not have seen this Batch job.
         ports.batch.terminate_job(batch_job_id, CANCELLED_REASON)
         raise JobAlreadyFinished(payload.job_id)
-    ports.jobs.advance(payload.job_id, JobStatus.RUNNABLE, attempt=number)
+    waiting = f"Batch job {batch_job_id} in {job_queue}: waiting for a {candidate.instance_type} instance"
+    ports.jobs.advance(payload.job_id, JobStatus.RUNNABLE, attempt=number, reason=waiting)
     return SubmittedJob(
         batch_job_id=batch_job_id,
         job_queue=job_queue,

@@ -40,10 +40,11 @@ def record_cost(payload: RecordCostInput, ports: Ports) -> Cost | None:
                        extra={"instance_type": payload.batch_job.instance_type})  # fmt: skip
     status = JobStatus.SUCCEEDED if finished.status == BatchStatus.SUCCEEDED else JobStatus.FAILED
     fields: dict[str, Any] = {"cost": cost}
+    reason = f"exited with {finished.exit_code}" if finished.exit_code is not None else None
     if status == JobStatus.FAILED:
-        fields["error"] = failed_attempt_message(number, record.attempts.get(number), finished)
+        fields["error"] = reason = failed_attempt_message(number, record.attempts.get(number), finished)
     # Emitted only by the call that records the outcome, so a retried RecordCost never counts twice.
-    if ports.jobs.finish(payload.job_id, status, at=finished.stopped_at or now_iso(), fields=fields):
+    if ports.jobs.finish(payload.job_id, status, at=finished.stopped_at or now_iso(), fields=fields, reason=reason):
         if cost is not None:
             ports.metrics.add(MetricName.JOB_COST_USD, cost.usd, unit="None")
             ports.metrics.add(MetricName.JOB_RUNTIME_SECONDS, cost.runtime_seconds, unit="Seconds")
@@ -63,7 +64,7 @@ def record_failure(payload: RecordFailureInput, ports: Ports) -> dict[str, Any]:
     """Say on the job record why the workflow could not run the job, attempt by attempt."""
     record = ports.jobs.get_job(payload.job_id)
     message = failure_message(payload.state, record)[:MAX_ERROR_CHARS]
-    recorded = ports.jobs.finish(payload.job_id, JobStatus.FAILED, fields={"error": message})
+    recorded = ports.jobs.finish(payload.job_id, JobStatus.FAILED, fields={"error": message}, reason=message)
     if recorded:
         ports.metrics.add(MetricName.JOBS_FAILED, 1)
     # Never leave a GPU attempt running (or waiting for a GPU) behind a failed workflow; the record

@@ -41,6 +41,20 @@ BROKEN_STATUS = {
 }
 
 
+def _provisioning_reason(payload: EnsureQueueInput, pool: str, ports: Ports) -> str:
+    """Why the job is provisioning this pool: its first choice, or a fallback from the attempt that gave up."""
+    candidate = payload.selection.current()
+    target = f"{candidate.instance_type} {candidate.capacity.value} in pool {pool}"
+    number = payload.selection.attempt
+    if number == 1:
+        return f"first choice: {target}"
+    previous = ports.jobs.get_job(payload.job_id).attempts.get(number - 1)
+    if previous is None:
+        return f"attempt {number}: {target}"
+    why = previous.diagnosis.category.value if previous.diagnosis else previous.status_reason or previous.status.value
+    return f"falling back from {previous.instance_type} {previous.capacity.value} ({why}) to {target}"
+
+
 def ensure_job_queue(payload: EnsureQueueInput, ports: Ports) -> QueueStatus:
     """Create what is missing of the pool, in Batch's order; say whether it can take the job yet."""
     candidate = payload.selection.current()
@@ -52,6 +66,7 @@ def ensure_job_queue(payload: EnsureQueueInput, ports: Ports) -> QueueStatus:
         JobStatus.PROVISIONING,
         attempt=payload.selection.attempt,
         fields={"instance_type": candidate.instance_type, "gpu_model": candidate.gpu_model},
+        reason=_provisioning_reason(payload, pool.name, ports) if checks == 0 else None,
     )
     if not _claim(pool, ports):
         # Its retirement has started: an INVALID pool is left behind; any other is waited for (and helped

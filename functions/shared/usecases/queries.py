@@ -42,7 +42,9 @@ def list_jobs(status: JobStatus | None, limit: int, next_token: str | None, port
 def cancel_job(job_id: str, ports: Ports) -> JobView:
     """Stop the workflow and the Batch attempt; JobAlreadyFinished (409) once the job has ended."""
     record = ports.jobs.get_job(job_id)
-    if record.status.finished or not ports.jobs.finish(job_id, JobStatus.CANCELLED, fields={"error": CANCELLED_REASON}):
+    if record.status.finished or not ports.jobs.finish(
+        job_id, JobStatus.CANCELLED, fields={"error": CANCELLED_REASON}, reason=CANCELLED_REASON
+    ):
         raise JobAlreadyFinished(job_id)
     # Read again after the cancel is recorded: an attempt submitted meanwhile is in this read, or its
     # SubmitBatchJob sees the cancel and terminates it itself. GPUs first, then the workflow.

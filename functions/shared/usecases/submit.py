@@ -74,7 +74,8 @@ def start_job(request: JobRequest, ports: Ports) -> SubmitResponse:
             job_id, execution_input(job_id, request, ports.settings).model_dump_json()
         )
     except Exception as error:
-        ports.jobs.finish(job_id, JobStatus.FAILED, fields={"error": f"could not start the workflow: {error}"})
+        failed = f"could not start the workflow: {error}"
+        ports.jobs.finish(job_id, JobStatus.FAILED, fields={"error": failed}, reason=failed)
         raise
     ports.jobs.set_execution_arn(job_id, execution_arn)
     return SubmitResponse(

@@ -73,5 +73,8 @@ def _reconcile(record: JobRecord, attempt: AttemptRecord, batch_job: BatchJobSta
 def _fail_vanished(record: JobRecord, batch_job_id: str, ports: Ports) -> None:
     """A record whose Batch job is gone can never finish: fail it with that reason and stop its workflow."""
     error = VANISHED.format(batch_job_id=batch_job_id)
-    if ports.jobs.finish(record.job_id, JobStatus.FAILED, fields={"error": error}) and record.execution_arn:
+    if (
+        ports.jobs.finish(record.job_id, JobStatus.FAILED, fields={"error": error}, reason=error)
+        and record.execution_arn
+    ):
         ports.workflow.stop_execution(record.execution_arn, "BatchJobVanished", error)

@@ -94,7 +94,9 @@ def record_batch_event(event: BatchJobEvent, ports: Ports) -> dict[str, Any]:
             return {"ignored": "no such attempt", "job_id": job_id}
         if recorded.batch_status == status and job.status_reason and job.status_reason != recorded.status_reason:
             # Batch's reason for a RUNNABLE job changes without its status changing: keep the newest words.
-            ports.jobs.note_reason(job_id, number, status, job.status_reason)
+            shown = job_status_for_batch(status)
+            entries = [i for i, entry in enumerate(record.timeline) if entry.status == shown]
+            ports.jobs.note_reason(job_id, number, status, job.status_reason, entries[-1] if entries else None)
             return {"job_id": job_id, "attempt": number, "status": status, "reason": job.status_reason}
         _advance_for_batch(job_id, number, recorded.batch_status, recorded.batch_status_at or event.at, ports)
         return {"ignored": "stale or duplicate event", "job_id": job_id, "resumed": resume(record, ports)}

@@ -23,6 +23,7 @@ def test_cancel_terminates_the_live_attempt_then_stops_the_workflow(ports):
 
     # Then
     assert view.status == JobStatus.CANCELLED
+    assert (view.timeline[-1].status, view.timeline[-1].reason) == (JobStatus.CANCELLED, "cancelled by request")
     assert ports.batch.terminated == [(batch_job_id, "cancelled by request")]
     assert ports.workflow.stopped == ["arn:aws:states:us-east-1:123456789012:execution:GpuJob:x"]
 
