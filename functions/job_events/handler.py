@@ -23,7 +23,7 @@ from functions.shared.usecases.track import record_batch_event
 def handler(event: dict[str, Any], context: LambdaContext, ports: Ports | None = None) -> dict[str, Any]:
     parsed = BatchJobEvent.from_eventbridge(event)
     if parsed is None:
-        # Queue-blocked events are evidence for the sweep; malformed events are noted, not retried.
+        # Malformed events are noted, not retried.
         logger.info("batch event noted", extra={"detail_type": event.get("detail-type")})
         return {"ignored": event.get("detail-type") or "not a Batch job state change"}
     return record_batch_event(parsed, ports or live_ports())

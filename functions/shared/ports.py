@@ -65,9 +65,15 @@ class JobStore(Protocol):
         ...
 
     def update_attempt(
-        self, job_id: str, number: int, fields: dict[str, Any], if_missing: dict[str, Any] | None = None
+        self,
+        job_id: str,
+        number: int,
+        fields: dict[str, Any],
+        if_missing: dict[str, Any] | None = None,
+        timeline_reason: tuple[int, str] | None = None,
     ) -> JobRecord | None:
-        """Set AttemptRecord fields; with `batch_status`, only if it moves the attempt forward. None: stale."""
+        """Set AttemptRecord fields; with `batch_status`, only if it moves the attempt forward. None: stale.
+        `timeline_reason` (index, reason) sets that timeline entry's reason in the same write."""
         ...
 
     def note_reason(

@@ -57,6 +57,9 @@ def test_a_fleet_that_cannot_run_the_job_is_diagnosed_with_evidence_and_the_job_
     assert instances and all(i["instance_type"] == FIRST for i in instances)
     assert first["diagnosis"]["recommendation"]
     assert last["instance_type"] != FIRST and last["status"] == "SUCCEEDED"
+    # And where Batch gives no reason, the first wait's timeline entry gives the diagnosis's
+    runnable = [entry["reason"] or "" for entry in job["timeline"] if entry["status"] == "RUNNABLE"]
+    assert runnable[0].startswith(f"{category}: "), job["timeline"]
     # And the instances named are there for anyone to see, with the tags GPU Pilot gave the pool
     ids = [i["instance_id"] for i in instances]
     described = aws(cloud, "ec2").describe_instances(InstanceIds=ids)

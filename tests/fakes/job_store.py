@@ -105,7 +105,12 @@ class FakeJobStore:
             return record.attempts[number].model_copy(deep=True)
 
     def update_attempt(
-        self, job_id: str, number: int, fields: dict[str, Any], if_missing: dict[str, Any] | None = None
+        self,
+        job_id: str,
+        number: int,
+        fields: dict[str, Any],
+        if_missing: dict[str, Any] | None = None,
+        timeline_reason: tuple[int, str] | None = None,
     ) -> JobRecord | None:
         unknown = (set(fields) | set(if_missing or {})) - set(AttemptRecord.model_fields)
         if unknown:
@@ -125,6 +130,8 @@ class FakeJobStore:
                 if value is not None and getattr(attempt, name) is None:
                     updates[name] = value
             record.attempts[number] = AttemptRecord.model_validate(attempt.model_dump() | _plain(updates))
+            if timeline_reason is not None:
+                record.timeline[timeline_reason[0]].reason = timeline_reason[1]
             record.updated_at = now_iso()
             return record.model_copy(deep=True)
 

@@ -108,6 +108,27 @@ def test_a_field_set_only_if_missing_keeps_the_first_value(store: JobStore) -> N
     assert store.get_job("job00000007").attempts[1].batch_job_id == "first"
 
 
+def test_a_reason_learnt_later_explains_its_timeline_entry_in_the_same_write(store: JobStore) -> None:
+    # Given a job RUNNABLE on attempt 1, its entry without a reason yet
+    store.create_job("job00000009", REQUEST)
+    store.put_attempt("job00000009", 1, attempt())
+    store.update_attempt("job00000009", 1, {"batch_status": BatchStatus.RUNNABLE})
+    store.advance("job00000009", JobStatus.RUNNABLE, attempt=1)
+    entry = store.get_job("job00000009").entry_for(JobStatus.RUNNABLE, 1)
+    assert entry == 1
+    # When Batch's words, then a diagnosis, explain it
+    assert store.note_reason("job00000009", 1, BatchStatus.RUNNABLE, "CAPACITY:INSUFFICIENT", entry)
+    batch_words = store.get_job("job00000009").timeline[entry].reason
+    store.update_attempt("job00000009", 1, {"status_reason": "x"}, timeline_reason=(entry, "INSUFFICIENT_CAPACITY"))
+    # Then the entry carries each in turn, and the timeline keeps its length
+    record = store.get_job("job00000009")
+    assert batch_words == "CAPACITY:INSUFFICIENT"
+    assert [(e.status, e.reason) for e in record.timeline] == [
+        (JobStatus.SUBMITTED, None),
+        (JobStatus.RUNNABLE, "INSUFFICIENT_CAPACITY"),
+    ]
+
+
 def test_a_spent_token_is_cleared_only_if_no_newer_wait_replaced_it(store: JobStore) -> None:
     store.create_job("job00000008", REQUEST)
     store.store_wait("job00000008", WaitPhase.START, Wait(attempt=1, token="old"))

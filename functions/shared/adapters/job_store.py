@@ -153,10 +153,16 @@ class DynamoJobStore(JobLists):
         return record.attempts[number]
 
     def update_attempt(
-        self, job_id: str, number: int, fields: dict[str, Any], if_missing: dict[str, Any] | None = None
+        self,
+        job_id: str,
+        number: int,
+        fields: dict[str, Any],
+        if_missing: dict[str, Any] | None = None,
+        timeline_reason: tuple[int, str] | None = None,
     ) -> JobRecord | None:
         """Set fields on an attempt; with a `batch_status`, only if it moves the attempt forward.
-        `if_missing` fields are set only where the attempt has none yet. None when stale or duplicate."""
+        `if_missing` fields are set only where the attempt has none yet; `timeline_reason` (index, reason)
+        explains that timeline entry (entries are only ever appended). None when stale or duplicate."""
         unknown = (set(fields) | set(if_missing or {})) - set(AttemptRecord.model_fields)
         if unknown:
             raise ValueError(f"not attempt fields: {sorted(unknown)}")
@@ -180,6 +186,9 @@ class DynamoJobStore(JobLists):
             names[f"#f{index}"] = name
             values[f":f{index}"] = serialize(value)
             sets.append(f"attempts.#n.#f{index} = :f{index}")
+        if timeline_reason is not None:
+            values[":why"] = serialize(timeline_reason[1])
+            sets.append(f"timeline[{int(timeline_reason[0])}].reason = :why")
         response = self._update(
             job_id,
             UpdateExpression="SET " + ", ".join(sets),

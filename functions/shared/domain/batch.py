@@ -140,17 +140,23 @@ class JobQueueState(DomainModel):
         )
 
 
+# Both carry the job as DescribeJobs shows it; a queue-blocked event is Batch's reason for a RUNNABLE job
+# (the same statusReason DescribeJobs gives), which AWS sends without a state change.
+JOB_EVENT_TYPES = ("Batch Job State Change", "Batch Job Queue Blocked")
+
+
 class BatchJobEvent(DomainModel):
-    """A `Batch Job State Change` event: when EventBridge saw it, and the job as it was then."""
+    """A `Batch Job State Change` (or `Batch Job Queue Blocked`) event: when EventBridge saw it, and the job
+    as it was then."""
 
     at: str
     job: BatchJobState
 
     @classmethod
     def from_eventbridge(cls, event: dict[str, Any]) -> BatchJobEvent | None:
-        """The event as data, or None when it is not a well-formed Batch job state change."""
+        """The event as data, or None when it is not a well-formed Batch job event."""
         detail = event.get("detail")
-        if event.get("detail-type") != "Batch Job State Change" or not isinstance(detail, dict):
+        if event.get("detail-type") not in JOB_EVENT_TYPES or not isinstance(detail, dict):
             return None
         if not isinstance(detail.get("jobName"), str) or not isinstance(detail.get("status"), str):
             return None

@@ -13,6 +13,7 @@ from pydantic import Field
 from functions.shared.domain.clock import now_iso
 from functions.shared.domain.cost import Cost
 from functions.shared.domain.diagnosis import Diagnosis
+from functions.shared.domain.lifecycle import status_rank
 from functions.shared.domain.model import DomainModel
 from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.selection import Candidate
@@ -118,3 +119,11 @@ class JobRecord(DomainModel):
 
     def ordered_attempts(self) -> list[tuple[int, AttemptRecord]]:
         return sorted(self.attempts.items())
+
+    def entry_for(self, status: JobStatus, attempt: int) -> int | None:
+        """The index of the timeline entry that `status` on `attempt` added, while the job is still there: the
+        entry that a reason learnt later (Batch's words, a diagnosis) explains. None once the job moved on."""
+        if self.status_rank != status_rank(status, attempt) or not self.timeline:
+            return None
+        last = len(self.timeline) - 1
+        return last if self.timeline[last].status == status else None

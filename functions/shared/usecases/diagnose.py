@@ -7,7 +7,7 @@ from functions.shared.domain.clock import now_iso, seconds_between
 from functions.shared.domain.diagnosis import diagnose, remedy
 from functions.shared.domain.records import DiagnosisOutcome
 from functions.shared.domain.steps import DiagnoseInput
-from functions.shared.domain.vocabulary import BatchStatus, DiagnosisCategory, MetricName, Remedy
+from functions.shared.domain.vocabulary import BatchStatus, DiagnosisCategory, JobStatus, MetricName, Remedy
 from functions.shared.ports import Ports
 from functions.shared.usecases.evidence import pool_evidence
 from functions.shared.usecases.fallback import leave_offering
@@ -62,7 +62,10 @@ def diagnose_stuck_job(payload: DiagnoseInput, ports: Ports) -> DiagnosisOutcome
     if chosen == Remedy.FALL_BACK:
         # Written before the Batch job is cancelled, so a retried diagnosis repeats this answer.
         fields["fell_back"] = outcome
-    ports.jobs.update_attempt(payload.job_id, number, fields)
+    # The wait's RUNNABLE entry says why it waits, in the write that records the diagnosis.
+    entry = record.entry_for(JobStatus.RUNNABLE, number)
+    explained = (entry, f"{diagnosis.category.value}: {diagnosis.reason}") if entry is not None else None
+    ports.jobs.update_attempt(payload.job_id, number, fields, timeline_reason=explained)
     if chosen == Remedy.FALL_BACK:
         leave_offering(payload.selection.current(), diagnosis, ports)
         ports.batch.terminate_job(batch_job_id, f"GPU Pilot fell back: {diagnosis.category.value}"[:255])

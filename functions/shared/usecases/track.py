@@ -94,14 +94,13 @@ def record_batch_event(event: BatchJobEvent, ports: Ports) -> dict[str, Any]:
             return {"ignored": "no such attempt", "job_id": job_id}
         if recorded.batch_status == status and job.status_reason and job.status_reason != recorded.status_reason:
             # Batch's reason for a RUNNABLE job changes without its status changing: keep the newest words.
-            shown = job_status_for_batch(status)
-            entries = [i for i, entry in enumerate(record.timeline) if entry.status == shown]
-            ports.jobs.note_reason(job_id, number, status, job.status_reason, entries[-1] if entries else None)
+            entry = record.entry_for(job_status_for_batch(status), number)
+            ports.jobs.note_reason(job_id, number, status, job.status_reason, entry)
             return {"job_id": job_id, "attempt": number, "status": status, "reason": job.status_reason}
         _advance_for_batch(job_id, number, recorded.batch_status, recorded.batch_status_at or event.at, ports)
         return {"ignored": "stale or duplicate event", "job_id": job_id, "resumed": resume(record, ports)}
     moment = job.started_at if status == BatchStatus.RUNNING and job.started_at else event.at
-    _advance_for_batch(job_id, number, status, moment, ports, reason=job.status_reason)
+    _advance_for_batch(job_id, number, status, moment, ports, reason=job.status_reason, record=record)
     if status.ended:
         # Every attempt that ends is priced, whether the job succeeded, failed, fell back or was cancelled.
         record_attempt_cost(job_id, number, ports)
@@ -109,7 +108,13 @@ def record_batch_event(event: BatchJobEvent, ports: Ports) -> dict[str, Any]:
 
 
 def _advance_for_batch(
-    job_id: str, number: int, status: BatchStatus | None, at: str, ports: Ports, reason: str | None = None
+    job_id: str,
+    number: int,
+    status: BatchStatus | None,
+    at: str,
+    ports: Ports,
+    reason: str | None = None,
+    record: JobRecord | None = None,
 ) -> None:
     """Move the job to what its attempt's Batch status stands for (a no-op if it is there already).
 
@@ -118,5 +123,13 @@ def _advance_for_batch(
     if status is None:
         return
     job_status = job_status_for_batch(status)
-    if not job_status.finished:
-        ports.jobs.advance(job_id, job_status, attempt=number, at=at, reason=reason)
+    if job_status.finished:
+        return
+    entry = record.entry_for(job_status, number) if record is not None else None
+    if record is not None and entry is not None and reason:
+        # Already there (SubmitBatchJob moved it first): Batch's words explain that entry, in the write the
+        # advance would have spent on finding the job there.
+        if record.timeline[entry].reason != reason:
+            ports.jobs.note_reason(job_id, number, status, reason, entry)
+        return
+    ports.jobs.advance(job_id, job_status, attempt=number, at=at, reason=reason)

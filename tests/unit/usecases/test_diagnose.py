@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functions.shared.domain.records import Wait
 from functions.shared.domain.steps import DiagnoseInput, SubmittedJob
-from functions.shared.domain.vocabulary import BatchStatus, DiagnosisCategory, MetricName, Remedy, WaitPhase
+from functions.shared.domain.vocabulary import BatchStatus, DiagnosisCategory, JobStatus, MetricName, Remedy, WaitPhase
 from functions.shared.usecases.diagnose import diagnose_stuck_job
 from tests.unit.usecases.conftest import JOB_ID, submitted
 
@@ -132,3 +132,17 @@ def test_a_job_past_its_give_up_after_minutes_gives_up_however_curable_the_cause
     # Then it does not fall back: it gives up, and says why
     assert (outcome.category, outcome.remedy) == (DiagnosisCategory.INSUFFICIENT_CAPACITY, Remedy.GIVE_UP)
     assert "give_up_after_minutes" in outcome.reason and outcome.evidence["give_up_after_minutes"] == 1
+
+
+def test_a_diagnosis_explains_the_runnable_entry_when_batch_gives_no_reason(ports):
+    # Given an attempt RUNNABLE that Batch gives no reason for
+    step = submitted(ports)
+    (batch_job_id,) = ports.batch.jobs
+    ports.batch.set_status(batch_job_id, "RUNNABLE")
+
+    # When diagnosing it
+    outcome = diagnose_stuck_job(diagnose_input(ports, step, checks=1), ports)
+
+    # Then the job's RUNNABLE entry says what the diagnosis found
+    entry = ports.jobs.get_job(JOB_ID).timeline[-1]
+    assert (entry.status, entry.reason) == (JobStatus.RUNNABLE, f"WAITING_FOR_SCALE_UP: {outcome.reason}")

@@ -161,3 +161,56 @@ def test_a_redelivered_event_resumes_a_workflow_whose_first_resume_failed(ports)
     assert again["resumed"] == [WaitPhase.FINISH]
     assert [token for token, _ in ports.workflow.sent] == ["tok-finish"]
     assert ports.jobs.get_job(JOB_ID).waits == {}
+
+
+CAPACITY = "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY - Service cannot fulfill the capacity requested"
+
+
+def test_batchs_reason_on_the_first_runnable_event_explains_the_runnable_entry(ports):
+    # Given an attempt submitted (SubmitBatchJob moved the job to RUNNABLE before any event)
+    submitted(ports)
+
+    # When Batch's first RUNNABLE event already says why
+    record_batch_event(event(ports, "RUNNABLE", statusReason=CAPACITY), ports)
+
+    # Then that RUNNABLE entry carries Batch's words, once
+    timeline = ports.jobs.get_job(JOB_ID).timeline
+    assert [e.reason for e in timeline if e.status == JobStatus.RUNNABLE] == [CAPACITY]
+
+
+def test_a_queue_blocked_event_gives_the_runnable_entry_batchs_reason(ports):
+    # Given an attempt Batch already reported RUNNABLE without a reason
+    submitted(ports)
+    record_batch_event(event(ports, "RUNNABLE"), ports)
+    batch_job_id = ports.jobs.get_job(JOB_ID).attempts[1].batch_job_id
+
+    # When AWS Batch sends its queue-blocked event (the job's state does not change)
+    blocked = BatchJobEvent.from_eventbridge(
+        {"detail-type": "Batch Job Queue Blocked", "time": "2026-11-22T10:05:00Z",
+         "detail": {"jobId": batch_job_id, "jobName": f"gpupilot-{JOB_ID}-a1", "status": "RUNNABLE",
+                    "statusReason": CAPACITY}}
+    )  # fmt: skip
+    assert blocked is not None
+    record_batch_event(blocked, ports)
+
+    # Then the attempt and the job's RUNNABLE entry say why
+    record = ports.jobs.get_job(JOB_ID)
+    assert record.attempts[1].status_reason == CAPACITY
+    assert (record.timeline[-1].status, record.timeline[-1].reason) == (JobStatus.RUNNABLE, CAPACITY)
+
+
+def test_a_late_reason_of_an_earlier_attempt_does_not_explain_the_next_attempts_wait(ports):
+    # Given attempt 1 RUNNABLE, and the job since fallen back to attempt 2, RUNNABLE too
+    submitted(ports)
+    record_batch_event(event(ports, "RUNNABLE"), ports)
+    ports.jobs.put_attempt(JOB_ID, 2, ports.jobs.get_job(JOB_ID).attempts[1].model_copy(update={"batch_status": None}))
+    ports.jobs.advance(JOB_ID, JobStatus.PROVISIONING, attempt=2, reason="falling back")
+    ports.jobs.advance(JOB_ID, JobStatus.RUNNABLE, attempt=2)
+
+    # When Batch's reason for attempt 1 arrives late
+    record_batch_event(event(ports, "RUNNABLE", statusReason=CAPACITY), ports)
+
+    # Then attempt 1 notes it, and attempt 2's RUNNABLE entry is not explained by attempt 1's words
+    record = ports.jobs.get_job(JOB_ID)
+    assert record.attempts[1].status_reason == CAPACITY
+    assert (record.timeline[-1].status, record.timeline[-1].reason) == (JobStatus.RUNNABLE, None)
