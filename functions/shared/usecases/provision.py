@@ -15,6 +15,7 @@ from typing import Any
 
 from functions.shared.domain.clock import now_iso
 from functions.shared.domain.diagnosis import Diagnosis, disabled_queue, invalid_environment
+from functions.shared.domain.offers import Candidate
 from functions.shared.domain.pool_lifecycle import RetireStep
 from functions.shared.domain.pools import (
     MAX_READY_CHECKS,
@@ -41,9 +42,8 @@ BROKEN_STATUS = {
 }
 
 
-def _provisioning_reason(payload: EnsureQueueInput, pool: str, ports: Ports) -> str:
+def _provisioning_reason(payload: EnsureQueueInput, candidate: Candidate, pool: str, ports: Ports) -> str:
     """Why the job is provisioning this pool: its first choice, or a fallback from the attempt that gave up."""
-    candidate = payload.selection.current()
     target = f"{candidate.instance_type} {candidate.capacity.value} in pool {pool}"
     number = payload.selection.attempt
     if number == 1:
@@ -66,7 +66,7 @@ def ensure_job_queue(payload: EnsureQueueInput, ports: Ports) -> QueueStatus:
         JobStatus.PROVISIONING,
         attempt=payload.selection.attempt,
         fields={"instance_type": candidate.instance_type, "gpu_model": candidate.gpu_model},
-        reason=_provisioning_reason(payload, pool.name, ports) if checks == 0 else None,
+        reason=_provisioning_reason(payload, candidate, pool.name, ports) if checks == 0 else None,
     )
     if not _claim(pool, ports):
         # Its retirement has started: an INVALID pool is left behind; any other is waited for (and helped
