@@ -1,9 +1,10 @@
 """CUDA smoke test: is this a working GPU host? Python 3 standard library only, plus the NVIDIA driver.
 
-It reports the driver's CUDA version and every GPU's name and memory, allocates memory on every GPU, runs
-two kernels on each (a vector add and a matrix multiply, shipped as PTX that the driver compiles, so no
-CUDA toolkit is needed), checks their results against the same computation on the CPU, and prints one
-JSON report on stdout. Run it on any host or container with the NVIDIA driver:
+It reports the driver's CUDA version and every GPU's name and memory and, on each GPU in turn and in that
+GPU's own (primary) context, allocates memory, runs two kernels (a vector add and a matrix multiply, shipped
+as PTX that the driver compiles, so no CUDA toolkit is needed) and checks their results against the same
+computation on the CPU; it prints one JSON report on stdout. Run it on any host or container with the NVIDIA
+driver:
 
     python3 payloads/cuda_smoke.py
     docker run --rm --gpus all -i python:3.12-slim python3 - < payloads/cuda_smoke.py
@@ -15,11 +16,13 @@ Exit codes: 0 every GPU passed; 10 no NVIDIA driver (libcuda cannot be loaded); 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import random
 import sys
 from array import array
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 PASS, NO_DRIVER, NO_GPU, WRONG_RESULT, OUT_OF_MEMORY, CUDA_ERROR = 0, 10, 11, 12, 13, 14
@@ -95,11 +98,15 @@ class SmokeFailure(Exception):
 
 
 class Gpu(Protocol):
-    """What the test needs of one GPU (the driver's, or a test's stand-in)."""
+    """What the test needs of one GPU (the driver's, or a test's stand-in): held with `with` for its check."""
 
     index: int
     name: str
     memory_mib: int
+
+    def __enter__(self) -> Gpu: ...
+
+    def __exit__(self, *exc: object) -> None: ...
 
     def allocate(self, mib: int) -> None: ...
 
@@ -135,11 +142,17 @@ def max_error(got: list[float], want: list[float]) -> float:
 
 
 def check_gpu(gpu: Gpu, seed: int = 7) -> dict[str, Any]:
-    """Allocate, add, multiply and check one GPU; SmokeFailure on the first thing wrong."""
+    """Allocate, add, multiply and check one GPU; SmokeFailure, naming the GPU, on the first thing wrong."""
     va, vb, ma, mb = inputs(seed)
-    gpu.allocate(min(ALLOCATE_MIB, max(1, gpu.memory_mib // 4)))
-    vector_error = max_error(gpu.vector_add(va, vb), cpu_vector_add(va, vb))
-    matmul_error = max_error(gpu.matmul(ma, mb, MATRIX_N), cpu_matmul(ma, mb, MATRIX_N))
+    try:
+        with gpu:
+            gpu.allocate(min(ALLOCATE_MIB, max(1, gpu.memory_mib // 4)))
+            vector, product = gpu.vector_add(va, vb), gpu.matmul(ma, mb, MATRIX_N)
+    except SmokeFailure as failure:
+        # On a host with several GPUs, which one failed is the finding
+        raise SmokeFailure(failure.code, f"GPU {gpu.index} ({gpu.name}): {failure}") from failure
+    vector_error = max_error(vector, cpu_vector_add(va, vb))
+    matmul_error = max_error(product, cpu_matmul(ma, mb, MATRIX_N))
     errors = {"vector_add": (VECTOR_N, vector_error), "matmul": (MATRIX_N, matmul_error)}
     for kernel, (_, error) in errors.items():
         if error > TOLERANCE:
@@ -167,26 +180,53 @@ def smoke(open_driver: Any) -> tuple[dict[str, Any], int]:
 
 # -- the NVIDIA driver, through ctypes ------------------------------------------------------------------
 class CudaGpu:
-    """One GPU through the CUDA driver API: a context, the PTX module, memory, two kernels."""
+    """One GPU through the CUDA driver API: its primary context, the PTX module, memory, two kernels.
+
+    Allocations, module loads and launches bind to the calling thread's current context, whatever GPU that
+    context is on, so each runs with this GPU's context pushed, and popped after: the thread's context is as
+    it was between calls, and one GPU's check can never run on another GPU."""
 
     def __init__(self, cuda: Any, index: int) -> None:
         self.cuda, self.index = cuda, index
-        device = ctypes.c_int()
-        _call(cuda.cuDeviceGet(ctypes.byref(device), index), "cuDeviceGet")
+        self.device = ctypes.c_int()
+        _call(cuda.cuDeviceGet(ctypes.byref(self.device), index), "cuDeviceGet")
         name = ctypes.create_string_buffer(256)
-        _call(cuda.cuDeviceGetName(name, 256, device), "cuDeviceGetName")
+        _call(cuda.cuDeviceGetName(name, 256, self.device), "cuDeviceGetName")
         memory = ctypes.c_size_t()
-        _call(cuda.cuDeviceTotalMem_v2(ctypes.byref(memory), device), "cuDeviceTotalMem")
+        _call(cuda.cuDeviceTotalMem_v2(ctypes.byref(memory), self.device), "cuDeviceTotalMem")
         self.name, self.memory_mib = name.value.decode(), memory.value // (1 << 20)
         self.context = ctypes.c_void_p()
-        _call(cuda.cuCtxCreate_v2(ctypes.byref(self.context), 0, device), "cuCtxCreate")
         self.module = ctypes.c_void_p()
-        _call(cuda.cuModuleLoadData(ctypes.byref(self.module), PTX.encode()), "cuModuleLoadData (PTX JIT)")
+
+    def __enter__(self) -> CudaGpu:
+        # The device's primary context (the one the CUDA runtime uses), rather than a context of our own;
+        # retaining it does not make it current
+        _call(self.cuda.cuDevicePrimaryCtxRetain(ctypes.byref(self.context), self.device), "cuDevicePrimaryCtxRetain")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        # Best effort, so that nothing here hides the check's own result: releasing the last reference resets
+        # the primary context, which frees whatever a failed kernel left allocated
+        if self.module.value and self.cuda.cuCtxPushCurrent_v2(self.context) == 0:
+            self.cuda.cuModuleUnload(self.module)
+            self.cuda.cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p()))
+        self.module = ctypes.c_void_p()
+        self.cuda.cuDevicePrimaryCtxRelease_v2(self.device)
+
+    @contextlib.contextmanager
+    def _current(self) -> Iterator[None]:
+        _call(self.cuda.cuCtxPushCurrent_v2(self.context), "cuCtxPushCurrent")
+        try:
+            yield
+        finally:
+            # Its status is not checked: the next GPU pushes its own context on top whatever happens here
+            self.cuda.cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p()))
 
     def allocate(self, mib: int) -> None:
         pointer = ctypes.c_uint64()
-        _call(self.cuda.cuMemAlloc_v2(ctypes.byref(pointer), mib << 20), f"cuMemAlloc of {mib} MiB")
-        _call(self.cuda.cuMemFree_v2(pointer), "cuMemFree")
+        with self._current():
+            _call(self.cuda.cuMemAlloc_v2(ctypes.byref(pointer), mib << 20), f"cuMemAlloc of {mib} MiB")
+            _call(self.cuda.cuMemFree_v2(pointer), "cuMemFree")
 
     def vector_add(self, a: list[float], b: list[float]) -> list[float]:
         n = len(a)
@@ -199,45 +239,52 @@ class CudaGpu:
     def _run(self, kernel: str, inputs: list[list[float]], out_count: int, n: int, grid: tuple[int, int],
              block: tuple[int, int]) -> list[float]:  # fmt: skip
         cuda = self.cuda
-        _call(cuda.cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
-        function = ctypes.c_void_p()
-        _call(cuda.cuModuleGetFunction(ctypes.byref(function), self.module, kernel.encode()), "cuModuleGetFunction")
-        buffers = []
-        for values in [*inputs, [0.0] * out_count]:
-            host = array("f", values)
-            device = ctypes.c_uint64()
-            _call(cuda.cuMemAlloc_v2(ctypes.byref(device), len(host) * 4), "cuMemAlloc")
-            _call(cuda.cuMemcpyHtoD_v2(device, host.buffer_info()[0], len(host) * 4), "cuMemcpyHtoD")
-            buffers.append((device, host))
-        count = ctypes.c_uint32(n)
-        params = [ctypes.c_void_p(ctypes.addressof(device)) for device, _ in buffers]
-        params.append(ctypes.c_void_p(ctypes.addressof(count)))
-        args = (ctypes.c_void_p * len(params))(*params)
-        _call(cuda.cuLaunchKernel(function, grid[0], grid[1], 1, block[0], block[1], 1, 0, None, args, None),
-              f"cuLaunchKernel {kernel}")  # fmt: skip
-        _call(cuda.cuCtxSynchronize(), f"{kernel} on the GPU")
-        out_device, out_host = buffers[-1]
-        _call(cuda.cuMemcpyDtoH_v2(out_host.buffer_info()[0], out_device, len(out_host) * 4), "cuMemcpyDtoH")
-        for device, _ in buffers:
-            cuda.cuMemFree_v2(device)
+        with self._current():
+            if not self.module.value:
+                _call(cuda.cuModuleLoadData(ctypes.byref(self.module), PTX.encode()), "cuModuleLoadData (PTX JIT)")
+            function = ctypes.c_void_p()
+            _call(cuda.cuModuleGetFunction(ctypes.byref(function), self.module, kernel.encode()),
+                  "cuModuleGetFunction")  # fmt: skip
+            buffers = []
+            for values in [*inputs, [0.0] * out_count]:
+                host = array("f", values)
+                device = ctypes.c_uint64()
+                _call(cuda.cuMemAlloc_v2(ctypes.byref(device), len(host) * 4), "cuMemAlloc")
+                _call(cuda.cuMemcpyHtoD_v2(device, host.buffer_info()[0], len(host) * 4), "cuMemcpyHtoD")
+                buffers.append((device, host))
+            count = ctypes.c_uint32(n)
+            params = [ctypes.c_void_p(ctypes.addressof(device)) for device, _ in buffers]
+            params.append(ctypes.c_void_p(ctypes.addressof(count)))
+            args = (ctypes.c_void_p * len(params))(*params)
+            _call(cuda.cuLaunchKernel(function, grid[0], grid[1], 1, block[0], block[1], 1, 0, None, args, None),
+                  f"cuLaunchKernel {kernel}")  # fmt: skip
+            _call(cuda.cuCtxSynchronize(), f"{kernel} on the GPU")
+            out_device, out_host = buffers[-1]
+            _call(cuda.cuMemcpyDtoH_v2(out_host.buffer_info()[0], out_device, len(out_host) * 4), "cuMemcpyDtoH")
+            for device, _ in buffers:
+                cuda.cuMemFree_v2(device)
         return list(out_host)
 
 
-def bind(cuda: Any) -> Any:
-    """Declare the driver functions' C signatures (sizes are size_t and device pointers 64-bit: without
-    these, ctypes would pass them as C ints)."""
+def signatures() -> dict[str, list[Any]]:
+    """The driver functions' C argument types (sizes are size_t and device pointers 64-bit: without these,
+    ctypes would pass them as C ints). The _v2 names are what cuda.h maps the plain names to; the primary
+    context's cuDevicePrimaryCtxRelease_v2 came with CUDA 11, which the PTX's version 7.0 needs anyway."""
     c = ctypes
-    signatures: dict[str, list[Any]] = {
+    return {
         "cuInit": [c.c_uint],
         "cuDriverGetVersion": [c.POINTER(c.c_int)],
         "cuDeviceGetCount": [c.POINTER(c.c_int)],
         "cuDeviceGet": [c.POINTER(c.c_int), c.c_int],
         "cuDeviceGetName": [c.c_char_p, c.c_int, c.c_int],
         "cuDeviceTotalMem_v2": [c.POINTER(c.c_size_t), c.c_int],
-        "cuCtxCreate_v2": [c.POINTER(c.c_void_p), c.c_uint, c.c_int],
-        "cuCtxSetCurrent": [c.c_void_p],
+        "cuDevicePrimaryCtxRetain": [c.POINTER(c.c_void_p), c.c_int],
+        "cuDevicePrimaryCtxRelease_v2": [c.c_int],
+        "cuCtxPushCurrent_v2": [c.c_void_p],
+        "cuCtxPopCurrent_v2": [c.POINTER(c.c_void_p)],
         "cuCtxSynchronize": [],
         "cuModuleLoadData": [c.POINTER(c.c_void_p), c.c_char_p],
+        "cuModuleUnload": [c.c_void_p],
         "cuModuleGetFunction": [c.POINTER(c.c_void_p), c.c_void_p, c.c_char_p],
         "cuMemAlloc_v2": [c.POINTER(c.c_uint64), c.c_size_t],
         "cuMemFree_v2": [c.c_uint64],
@@ -245,9 +292,16 @@ def bind(cuda: Any) -> Any:
         "cuMemcpyDtoH_v2": [c.c_void_p, c.c_uint64, c.c_size_t],
         "cuLaunchKernel": [c.c_void_p, *[c.c_uint] * 7, c.c_void_p, c.POINTER(c.c_void_p), c.POINTER(c.c_void_p)],
     }
-    for name, argtypes in signatures.items():
-        function = getattr(cuda, name)
-        function.argtypes, function.restype = argtypes, c.c_int
+
+
+def bind(cuda: Any) -> Any:
+    """Declare the driver functions' C signatures; SmokeFailure when the driver lacks one (too old)."""
+    for name, argtypes in signatures().items():
+        try:
+            function = getattr(cuda, name)
+        except AttributeError:
+            raise SmokeFailure(CUDA_ERROR, f"the NVIDIA driver has no {name}: it is older than CUDA 11") from None
+        function.argtypes, function.restype = argtypes, ctypes.c_int
     return cuda
 
 
@@ -260,20 +314,20 @@ def _call(status: int, what: str) -> None:
         raise SmokeFailure(CUDA_ERROR, f"{what} failed with CUDA error {status}")
 
 
-def open_nvidia_driver() -> tuple[str, list[Gpu]]:
-    """The driver's CUDA version and every visible GPU; SmokeFailure when there is no driver."""
-    cuda = None
+def load_libcuda() -> Any:
+    """The NVIDIA driver library, found where the dynamic loader looks; SmokeFailure when there is none."""
     for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
         try:
-            cuda = ctypes.CDLL(name)
-            break
+            return ctypes.CDLL(name)
         except OSError:
             continue
-    if cuda is None:
-        raise SmokeFailure(
-            NO_DRIVER, "no NVIDIA driver: libcuda cannot be loaded (is this a GPU host or a GPU container?)"
-        )
-    bind(cuda)
+    raise SmokeFailure(NO_DRIVER, "no NVIDIA driver: libcuda cannot be loaded (is this a GPU host or a GPU container?)")
+
+
+def open_nvidia_driver(cuda: Any = None) -> tuple[str, list[Gpu]]:
+    """The driver's CUDA version and every visible GPU; SmokeFailure when there is no driver. `cuda` is the
+    driver library (libcuda by default; a test's stand-in otherwise)."""
+    cuda = bind(load_libcuda() if cuda is None else cuda)
     _call(cuda.cuInit(0), "cuInit")
     version, count = ctypes.c_int(), ctypes.c_int()
     _call(cuda.cuDriverGetVersion(ctypes.byref(version)), "cuDriverGetVersion")
