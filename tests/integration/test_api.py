@@ -142,6 +142,17 @@ def test_costs_with_a_bad_date_name_the_parameter(cloud: Cloud) -> None:
         assert status == 400 and error["field"] == query.split("=")[0], query
 
 
+def test_costs_up_to_a_day_start_thirty_days_before_that_day(cloud: Cloud) -> None:
+    # Given only the last day / When costs are asked for
+    status, report = call(cloud, "GET", "/costs?to=2025-03-10")
+    # Then the window is the 30 days before it, not before today
+    assert status == 200, report
+    assert (report["from"], report["to"]) == ("2025-02-08", "2025-03-10")
+    # (and from the first day there is, for a `to` in the calendar's first month)
+    status, report = call(cloud, "GET", "/costs?to=0001-01-10")
+    assert (status, report["from"]) == (200, "0001-01-01")
+
+
 def test_a_whole_number_written_as_a_float_is_a_whole_number(cloud: Cloud) -> None:
     # JSON Schema's integer includes 2.0; "2" and true stay refused (above)
     status, answer = call(cloud, "POST", "/plan", BODY | {"gpus": 1.0, "max_attempts": 3.0})
