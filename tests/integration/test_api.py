@@ -52,6 +52,12 @@ def call(
         (BODY | {"zones": []}, "zones"),
         (BODY | {"gpus": "2"}, "gpus"),
         (BODY | {"gpus": 2.5}, "gpus"),
+        # Refused at once rather than after a GPU has booted to pull them
+        (BODY | {"image": "a b"}, "image"),
+        (BODY | {"image": ":::"}, "image"),
+        (BODY | {"image": "nvidia/c\u00fcda:12"}, "image"),
+        (BODY | {"environment": {"A=B": "x"}}, "environment"),
+        (BODY | {"environment": {"A": "x\u0000y"}}, "environment"),
     ],
 )
 def test_bad_job_bodies_get_a_400_that_names_the_field(cloud: Cloud, body: Any, field: str) -> None:
