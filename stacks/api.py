@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from aws_cdk import RemovalPolicy
@@ -42,19 +43,30 @@ def _json_schema(edge: dict[str, Any]) -> apigw.JsonSchema:
     )
 
 
+def body_refusal_message(openapi: dict[str, Any], models: list[str]) -> str:
+    """What a body the gateway refuses must be, from the same OpenAPI models its validator checks."""
+    needs = [
+        f"{model} needs {', '.join(edge_body_schema(openapi, model)['required']) or 'no field'} and takes no "
+        "field it does not define"
+        for model in models
+    ]
+    return "Invalid request body: a JSON object is required; " + "; ".join(needs)
+
+
 # API Gateway's own refusals (no signature, an unknown route, a body its model refuses, throttling) in the API's
 # error shape, as JSON: `error` is API Gateway's response type (ACCESS_DENIED, BAD_REQUEST_BODY, THROTTLED...).
+# A gateway response template is not run by VTL: API Gateway only substitutes its $context variables, so no
+# escaping helper ($util.escapeJavaScript) is there. $context.error.messageString arrives quoted and escaped as
+# a JSON string; $context.error.validationErrorString arrives as it is, with the double quotes its validator
+# puts around property names, and would break the JSON, so no template uses it: a refused body is answered
+# with what the body must be, said at synthesis from the same model.
 GATEWAY_ERROR_TEMPLATE = (
     '{"error": "$context.error.responseType", "field": null, "message": $context.error.messageString}'
 )
-BODY_ERROR_TEMPLATE = (
-    '{"error": "$context.error.responseType", "field": "body", "message": "$context.error.validationErrorString"}'
-)
-GATEWAY_RESPONSES = {
-    apigw.ResponseType.BAD_REQUEST_BODY: BODY_ERROR_TEMPLATE,
-    apigw.ResponseType.DEFAULT_4_XX: GATEWAY_ERROR_TEMPLATE,
-    apigw.ResponseType.DEFAULT_5_XX: GATEWAY_ERROR_TEMPLATE,
-}
+
+
+def body_error_template(message: str) -> str:
+    return '{"error": "$context.error.responseType", "field": "body", "message": ' + json.dumps(message) + "}"
 
 
 class Api(Construct):
@@ -111,7 +123,12 @@ class Api(Construct):
             )
             for name in bodies
         }
-        for response_type, template in GATEWAY_RESPONSES.items():
+        gateway_responses = {
+            apigw.ResponseType.BAD_REQUEST_BODY: body_error_template(body_refusal_message(openapi, bodies)),
+            apigw.ResponseType.DEFAULT_4_XX: GATEWAY_ERROR_TEMPLATE,
+            apigw.ResponseType.DEFAULT_5_XX: GATEWAY_ERROR_TEMPLATE,
+        }
+        for response_type, template in gateway_responses.items():
             self.rest_api.add_gateway_response(
                 response_type.response_type,
                 type=response_type,

@@ -40,6 +40,8 @@ class Storage(Construct):
             removal_policy=RemovalPolicy.RETAIN,
         )
         acknowledge_checkov(self.table, Kind.TABLE)
+        # Every job by creation time, sharded by job id like the index below (adapters/job_lists.py), so a burst
+        # of submits does not write to one partition.
         self.table.add_global_secondary_index(
             index_name=GSI1_NAME,
             partition_key=dynamodb.Attribute(name=GSI1_PK, type=string),
@@ -48,6 +50,7 @@ class Storage(Construct):
         )
 
         # Sparse: only unfinished jobs carry its keys, so the sweep reads them without scanning every job.
+        # Sharded by job id too, over the same shards.
         self.table.add_global_secondary_index(
             index_name=GSI2_NAME,
             partition_key=dynamodb.Attribute(name=GSI2_PK, type=string),

@@ -38,6 +38,7 @@ CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
 DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 SWEEP_ID = re.compile(SWEEP_ID_PATTERN)
 MAX_PAGE = 100
+COSTS_WINDOW_DAYS = 30
 
 
 class BadRequest(Exception):
@@ -206,9 +207,9 @@ def plan() -> BaseModel:
 
 
 def costs_report() -> BaseModel | Response:
-    today = datetime.now(UTC).date()
-    date_from = _date_param("from", (today - timedelta(days=30)).isoformat())
-    date_to = _date_param("to", today.isoformat())
+    # A window ends today unless `to` says otherwise, and spans the 30 days before its end unless `from` does.
+    date_to = _date_param("to", datetime.now(UTC).date().isoformat())
+    date_from = _date_param("from", _days_before(date_to, COSTS_WINDOW_DAYS))
     if date_from > date_to:
         raise BadRequest("from", "from must not be after to")
     group_by = app.current_event.get_query_string_value("group_by")
@@ -218,6 +219,14 @@ def costs_report() -> BaseModel | Response:
         csv_text = costs.cost_csv(date_from, date_to, _ports())
         return Response(status_code=200, content_type="text/csv; charset=utf-8", body=csv_text)
     return costs.cost_report(date_from, date_to, _ports(), group_by)
+
+
+def _days_before(day: str, days: int) -> str:
+    """The day `days` before `day` (YYYY-MM-DD), or the first day there is."""
+    try:
+        return (date.fromisoformat(day) - timedelta(days=days)).isoformat()
+    except OverflowError:
+        return date.min.isoformat()
 
 
 def _date_param(name: str, default: str) -> str:

@@ -153,7 +153,9 @@ ROUTES: tuple[Route, ...] = (
         "Accept: text/csv for one row per attempt",
         CostReport,
         query=(
-            QueryParam("from", "First day, YYYY-MM-DD (default: 30 days ago)", {"type": "string", "format": "date"}),
+            QueryParam(
+                "from", "First day, YYYY-MM-DD (default: 30 days before `to`)", {"type": "string", "format": "date"}
+            ),
             QueryParam("to", "Last day, YYYY-MM-DD (default: today)", {"type": "string", "format": "date"}),
             QueryParam(
                 "group_by",

@@ -50,14 +50,16 @@ ENV_POOL_CLAIM_GRACE_SECONDS = "GPUPILOT_POOL_CLAIM_GRACE_SECONDS"
 # DynamoDB single-table layout.
 TABLE_PK = "pk"
 TABLE_SK = "sk"
+# Every job by creation time (the job list and /costs).
 GSI1_NAME = "gsi1"
 GSI1_PK = "gsi1pk"
 GSI1_SK = "gsi1sk"
-# A sparse index of unfinished jobs (the sweep's working set), sharded so no partition runs hot.
+# A sparse index of unfinished jobs (the sweep's working set).
 GSI2_NAME = "active"
 GSI2_PK = "active_pk"
 GSI2_SK = "active_sk"
-ACTIVE_SHARDS = 8
+# Both job indexes are sharded by job id over this many partitions, so no partition runs hot.
+JOB_INDEX_SHARDS = 8
 TTL_ATTRIBUTE = "expires_at"
 
 # Batch events the workflow listens to.

@@ -7,14 +7,42 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 MAX_BODY_BYTES = 1024 * 1024
+# API Gateway's own payload quota (REST APIs, 10 MB). A body over MAX_BODY_BYTES but within it is read and
+# discarded before the 413, so that a client still sending it reads the answer instead of a broken pipe.
+GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024
 READ_TIMEOUT_SECONDS = 10  # a client that sends less than its Content-Length holds one thread this long, no more
 LISTEN_BACKLOG = 128
+DISCARD_READ_BYTES = 64 * 1024
+MAX_CHUNK_LINE_BYTES = 4096  # a chunk's size line (with extensions) or a trailer line
+MAX_TRAILER_LINES = 100
 ApiInvoker = Callable[[dict[str, Any]], dict[str, Any]]
+# http.server's own refusals, made before a request reaches the API (a malformed request line, a request line
+# or headers too long, too many headers), as (status, error, field) in the API's error shape. An HTTP version
+# it does not speak is bad input like the rest: a 400, not its 505.
+PROTOCOL_ERRORS = {
+    400: (400, "BadRequest", "request"),
+    414: (414, "URITooLong", "path"),
+    431: (431, "RequestHeaderFieldsTooLarge", "headers"),
+    505: (400, "BadRequest", "request"),
+}
+
+
+class BodyRefused(Exception):
+    """A request body the server will not pass on: its status and the API's error shape."""
+
+    def __init__(self, status: int, error: str, field: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.error, self.field, self.message = status, error, field, message
+
+
+def too_large() -> BodyRefused:
+    return BodyRefused(413, "PayloadTooLarge", "body", f"body over {MAX_BODY_BYTES // (1024 * 1024)} MiB")
 
 
 def allowed_methods(path: str) -> list[str] | None:
@@ -95,15 +123,14 @@ def _handler_class(invoke: ApiInvoker) -> type[BaseHTTPRequestHandler]:
                 self._reply(405, {"error": "MethodNotAllowed", "field": "method",
                                   "message": f"{self.command} {path}: allowed {allow}"}, {"Allow": allow})  # fmt: skip
                 return
-            raw_length = self.headers.get("Content-Length") or "0"
-            if not (raw_length.isascii() and raw_length.isdecimal()):
-                self._reply(400, {"error": "BadRequest", "field": "Content-Length", "message": "not a length"})
+            try:
+                raw_body = self._read_body()
+            except BodyRefused as refused:
+                self.close_connection = True
+                self._reply(refused.status, {"error": refused.error, "field": refused.field,
+                                             "message": refused.message})  # fmt: skip
                 return
-            length = int(raw_length)
-            if length > MAX_BODY_BYTES:
-                self._reply(413, {"error": "PayloadTooLarge", "field": "body", "message": "body over 1 MiB"})
-                return
-            body = self.rfile.read(length).decode("utf-8", errors="replace") if length else None
+            body = raw_body.decode("utf-8", errors="replace") if raw_body else None
             event = proxy_event(method, self.path, dict(self.headers.items()), body)
             result = invoke(event)
             if "statusCode" not in result:
@@ -123,6 +150,91 @@ def _handler_class(invoke: ApiInvoker) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             if self.command != "HEAD":
                 self.wfile.write(payload)
+
+        # -- the body, framed by Content-Length or chunked (RFC 9112, 6 and 7.1) --------------------------------
+        def _read_body(self) -> bytes | None:
+            coding = self.headers.get("Transfer-Encoding")
+            if coding is not None:
+                # Both framings at once is how requests are smuggled past a proxy (RFC 9112, 6.3): refused.
+                if "Content-Length" in self.headers:
+                    raise BodyRefused(
+                        400, "BadRequest", "Transfer-Encoding", "both Transfer-Encoding and Content-Length"
+                    )
+                if coding.strip().lower() != "chunked":
+                    raise BodyRefused(400, "BadRequest", "Transfer-Encoding", f"only chunked is read, not {coding!r}")
+                return self._read_chunked()
+            raw_length = (self.headers.get("Content-Length") or "0").strip()
+            if not (raw_length.isascii() and raw_length.isdecimal()):
+                raise BodyRefused(400, "BadRequest", "Content-Length", "not a length")
+            # (Python refuses to read an integer of more than 4300 digits: no length that long is read.)
+            length = int(raw_length) if len(raw_length) <= 20 else GATEWAY_MAX_BODY_BYTES + 1
+            if length > MAX_BODY_BYTES:
+                if length <= GATEWAY_MAX_BODY_BYTES:
+                    self._discard(length)
+                raise too_large()
+            return self._read_exactly(length) if length else None
+
+        def _read_chunked(self) -> bytes:
+            body = bytearray()
+            received = 0
+            while True:
+                size = self._chunk_size()
+                if size == 0:
+                    break
+                received += size
+                if received > GATEWAY_MAX_BODY_BYTES:
+                    raise too_large()
+                if received > MAX_BODY_BYTES:
+                    body.clear()
+                    self._discard(size)
+                else:
+                    body += self._read_exactly(size)
+                if self.rfile.read(2) != b"\r\n":
+                    raise BodyRefused(400, "BadRequest", "body", "a chunk does not end with CRLF where its size says")
+            for _ in range(MAX_TRAILER_LINES):  # trailer fields, read and ignored, up to the empty line
+                if self._line() in (b"\r\n", b"\n", b""):
+                    break
+            else:
+                raise BodyRefused(400, "BadRequest", "body", "too many trailer fields")
+            if received > MAX_BODY_BYTES:
+                raise too_large()
+            return bytes(body)
+
+        def _chunk_size(self) -> int:
+            size = self._line().split(b";", 1)[0].strip()  # chunk extensions are ignored
+            if not size or len(size) > 16 or any(c not in b"0123456789abcdefABCDEF" for c in size):
+                raise BodyRefused(400, "BadRequest", "body", "a chunked body with a malformed chunk size")
+            return int(size, 16)
+
+        def _line(self) -> bytes:
+            line = self.rfile.readline(MAX_CHUNK_LINE_BYTES + 1)
+            if len(line) > MAX_CHUNK_LINE_BYTES:
+                raise BodyRefused(400, "BadRequest", "body", "a chunked body with a line too long")
+            return bytes(line)
+
+        def _read_exactly(self, length: int) -> bytes:
+            data = self.rfile.read(length)
+            if len(data) < length:
+                raise BodyRefused(400, "BadRequest", "body", "the body ended before its length")
+            return bytes(data)
+
+        def _discard(self, length: int) -> None:
+            while length > 0:
+                data = self.rfile.read(min(length, DISCARD_READ_BYTES))
+                if not data:
+                    return  # the client stopped sending: nobody to read the answer
+                length -= len(data)
+
+        # -- answers ---------------------------------------------------------------------------------------
+        def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+            """http.server's own refusals (malformed request line, headers too long or too many): the API's
+            JSON error shape instead of its HTML page."""
+            status, error, field = PROTOCOL_ERRORS.get(code, (code, HTTPStatus(code).phrase.replace(" ", ""), None))
+            if self.request_version == "HTTP/0.9":
+                # Set when the request line was unreadable; HTTP/0.9 answers have no status line or headers.
+                self.request_version = self.protocol_version
+            self.close_connection = True
+            self._reply(status, {"error": error, "field": field, "message": message or HTTPStatus(code).phrase})
 
         def _reply(self, status: int, body: dict[str, Any] | None, headers: dict[str, str] | None = None) -> None:
             payload = json.dumps(body).encode() if body is not None else b""

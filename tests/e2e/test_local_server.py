@@ -83,3 +83,113 @@ def test_thirty_concurrent_requests_are_all_answered(cloud: RunningCloud) -> Non
         answers = list(pool.map(lambda _: raw(cloud, "POST", "/plan", body, {"Content-Type": "application/json"})[0],
                                 range(30)))  # fmt: skip
     assert answers == [200] * 30
+
+
+# -- what arrives at the socket: bodies of any framing and size, and requests http.server itself refuses -------
+def exchange(cloud: RunningCloud, request: bytes) -> tuple[int, dict[str, str], Any]:
+    """Send raw bytes, then read the whole answer (the server closes after each): status, headers, JSON body."""
+    address = urlsplit(cloud.api_url)
+    with socket.create_connection((address.hostname, address.port), timeout=30) as connection:
+        connection.sendall(request)
+        connection.shutdown(socket.SHUT_WR)
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+    head, _, payload = answer.partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    headers = dict(line.split(": ", 1) for line in header_lines)
+    return int(status_line.split(" ")[1]), headers, json.loads(payload) if payload else None
+
+
+def post(path: str, body: bytes, *headers: str) -> bytes:
+    lines = [f"POST {path} HTTP/1.1", "Host: local", "Content-Type: application/json", *headers]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+def chunked(body: bytes, size: int) -> bytes:
+    parts = [body[i : i + size] for i in range(0, len(body), size)]
+    return b"".join(b"%x;ext=1\r\n%s\r\n" % (len(part), part) for part in parts) + b"0\r\nTrailer: x\r\n\r\n"
+
+
+def test_a_body_over_the_limit_is_read_before_the_413_so_the_client_reads_the_answer(cloud: RunningCloud) -> None:
+    # Given a body of 4 MiB, over the API's 1 MiB and under API Gateway's 10 MB, sent whole before reading
+    body = b"x" * (4 * 1024 * 1024)
+    # When it is posted / Then the client reads a JSON 413, not a reset connection
+    status, headers, error = exchange(cloud, post("/plan", body, f"Content-Length: {len(body)}"))
+    assert (status, headers["Content-Type"], error["error"], error["field"]) == (
+        413,
+        "application/json",
+        "PayloadTooLarge",
+        "body",
+    )
+
+
+def test_a_chunked_body_is_read_like_any_other(cloud: RunningCloud) -> None:
+    # Given a plan request sent in chunks, with a chunk extension and a trailer
+    body = json.dumps(PLAN).encode()
+    # When it is posted / Then it is planned as if sent with a Content-Length
+    status, _, plan = exchange(cloud, post("/plan", chunked(body, 7), "Transfer-Encoding: chunked"))
+    assert status == 200 and plan["candidates"], plan
+
+
+def test_a_chunked_body_over_the_limit_is_read_then_refused_with_a_413(cloud: RunningCloud) -> None:
+    body = b"x" * (2 * 1024 * 1024)
+    status, _, error = exchange(cloud, post("/plan", chunked(body, 256 * 1024), "Transfer-Encoding: chunked"))
+    assert (status, error["error"], error["field"]) == (413, "PayloadTooLarge", "body")
+
+
+def test_a_body_over_api_gateways_own_limit_is_refused_without_waiting_for_it(cloud: RunningCloud) -> None:
+    # Given a Content-Length over API Gateway's 10 MB, and no body sent
+    status, _, error = exchange(cloud, post("/plan", b"", f"Content-Length: {11 * 1024 * 1024}"))
+    # Then the answer comes at once
+    assert (status, error["error"], error["field"]) == (413, "PayloadTooLarge", "body")
+
+
+@pytest.mark.parametrize(
+    "framing",
+    [
+        "Transfer-Encoding: gzip",  # no other coding is supported
+        "Transfer-Encoding: chunked\r\nContent-Length: 5",  # two framings: a smuggling attempt
+    ],
+)
+def test_a_body_framing_the_server_cannot_read_is_a_400_naming_it(cloud: RunningCloud, framing: str) -> None:
+    status, _, error = exchange(cloud, post("/plan", b"5\r\nhello\r\n0\r\n\r\n", framing))
+    assert (status, error["error"], error["field"]) == (400, "BadRequest", "Transfer-Encoding")
+
+
+@pytest.mark.parametrize("body", [b"zz\r\nhello\r\n0\r\n\r\n", b"5\r\nhelloXX0\r\n\r\n", b"5\r\nhel"])
+def test_a_malformed_chunked_body_is_a_400_naming_the_body(cloud: RunningCloud, body: bytes) -> None:
+    status, _, error = exchange(cloud, post("/plan", body, "Transfer-Encoding: chunked"))
+    assert (status, error["error"], error["field"]) == (400, "BadRequest", "body")
+
+
+@pytest.mark.parametrize(
+    ("request_line", "status"),
+    [
+        (b"GARBAGE", 400),  # no method, path and version
+        (b"GET /jobs HTTP/one", 400),  # not a version
+        (b"GET /jobs HTTP/9.9", 400),  # a version no server speaks
+        (b"GET /jobs with spaces HTTP/1.1", 400),
+        (b"GET /" + b"a" * 70_000 + b" HTTP/1.1", 414),
+    ],
+)
+def test_a_malformed_request_line_gets_the_json_error_shape(
+    cloud: RunningCloud, request_line: bytes, status: int
+) -> None:
+    answered, headers, error = exchange(cloud, request_line + b"\r\nHost: local\r\n\r\n")
+    assert (answered, headers["Content-Type"]) == (status, "application/json")
+    assert set(error) == {"error", "field", "message"} and error["message"]
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [b"X-Big: " + b"a" * 70_000 + b"\r\n", b"".join(b"X-%d: a\r\n" % n for n in range(150))],
+)
+def test_oversized_headers_get_the_json_error_shape(cloud: RunningCloud, headers: bytes) -> None:
+    status, answered, error = exchange(cloud, b"GET /jobs HTTP/1.1\r\nHost: local\r\n" + headers + b"\r\n")
+    assert (status, answered["Content-Type"], error["error"], error["field"]) == (
+        431,
+        "application/json",
+        "RequestHeaderFieldsTooLarge",
+        "headers",
+    )

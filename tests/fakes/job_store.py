@@ -5,8 +5,9 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from functions.shared.adapters.page_tokens import decode_token, encode_token, list_position
 from functions.shared.domain.clock import now_iso
-from functions.shared.domain.errors import InvalidPageToken, JobAlreadyExists, JobNotFound
+from functions.shared.domain.errors import JobAlreadyExists, JobNotFound
 from functions.shared.domain.lifecycle import batch_rank, status_rank
 from functions.shared.domain.records import AttemptRecord, JobRecord, TimelineEntry, Wait
 from functions.shared.domain.requests import JobRequest
@@ -48,17 +49,20 @@ class FakeJobStore:
     def list_jobs(
         self, status: JobStatus | None, limit: int, next_token: str | None
     ) -> tuple[list[JobRecord], str | None]:
+        # Tokens as the DynamoDB store issues them: the position the page ended at, in list order.
+        after = decode_token(next_token) if next_token is not None else None
         with self._lock:
-            ordered = sorted(self.records.values(), key=lambda r: (r.created_at, r.job_id), reverse=True)
-            matching = [r for r in ordered if status is None or r.status == status]
-            start = 0
-            if next_token is not None:
-                if not next_token.isdecimal():
-                    raise InvalidPageToken(next_token)
-                start = int(next_token)
-            page = matching[start : start + limit]
-            more = start + limit < len(matching)
-            return [r.model_copy(deep=True) for r in page], (str(start + limit) if more else None)
+            ordered = sorted(self.records.values(), key=lambda r: list_position(r.created_at, r.job_id), reverse=True)
+            matching = [
+                r
+                for r in ordered
+                if (status is None or r.status == status)
+                and (after is None or list_position(r.created_at, r.job_id) < after)
+            ]
+            page = matching[:limit]
+            more = len(matching) > limit
+            token = encode_token(list_position(page[-1].created_at, page[-1].job_id)) if more else None
+            return [r.model_copy(deep=True) for r in page], token
 
     def set_execution_arn(self, job_id: str, execution_arn: str) -> None:
         with self._lock:

@@ -437,6 +437,29 @@ def test_every_body_is_checked_at_the_gateway_against_the_committed_openapi_mode
         assert set(schema["required"]) == {"name", "image", "command"}
 
 
+# What API Gateway's validator and its other refusals may say: quotes (its validator quotes property names),
+# a single quote, a backslash and line breaks (its signature errors spell out the canonical request).
+HOSTILE_MESSAGE = "object has missing required properties ([\"image\"]) 'quoted' back\\slash\nline\r\ttab"
+GATEWAY_VARIABLE = re.compile(r"\$(?:context|stageVariables|input|util|method)[A-Za-z0-9_.]*")
+
+
+def render_gateway_response(template: str, response_type: str, message: str) -> str:
+    """The body API Gateway makes from a gateway response template: it substitutes variables and runs no VTL
+    (no #directives, no $util), and only $context.error.messageString arrives quoted and escaped as JSON."""
+    assert "#set" not in template and "#if" not in template, "gateway response templates are not run by VTL"
+
+    def value(found: re.Match[str]) -> str:
+        name = found.group(0)
+        assert name.startswith("$context."), f"{name}: unknown here, and gateway responses have no $util (no VTL)"
+        if name == "$context.error.responseType":
+            return response_type
+        if name == "$context.error.messageString":
+            return json.dumps(message)
+        return message  # $context.error.message, $context.error.validationErrorString...: as they are
+
+    return GATEWAY_VARIABLE.sub(value, template)
+
+
 def test_the_gateway_answers_its_own_refusals_in_the_api_error_shape(synthesized: Synthesized) -> None:
     gateway_responses = synthesized.of_type("AWS::ApiGateway::GatewayResponse").values()
     responses = {r["Properties"]["ResponseType"]: r["Properties"] for r in gateway_responses}
@@ -446,28 +469,40 @@ def test_the_gateway_answers_its_own_refusals_in_the_api_error_shape(synthesized
     # A stage serves the gateway responses its deployment saw: the deployment is made after every one of them.
     _, deployment = _only(synthesized.of_type("AWS::ApiGateway::Deployment"))
     assert set(synthesized.of_type("AWS::ApiGateway::GatewayResponse")) <= set(deployment["DependsOn"])
-    substitutions = {
-        # As API Gateway fills them in: messageString is quoted, the other two are not.
-        "$context.error.messageString": json.dumps('Missing "Authentication" Token'),
-        "$context.error.responseType": "MISSING_AUTHENTICATION_TOKEN",
-        "$context.error.validationErrorString": '[object has missing required properties ([\\"name\\"])]',
-    }
     for kind, props in responses.items():
         assert props["ResponseParameters"]["gatewayresponse.header.Content-Type"] == "'application/json'", kind
-        body = props["ResponseTemplates"]["application/json"]
-        for variable, value in substitutions.items():
-            body = body.replace(variable, value)
-        error = ErrorBody.model_validate_json(body)
-        assert error.error == "MISSING_AUTHENTICATION_TOKEN", kind
-        assert error.message, kind
-    assert (
-        ErrorBody.model_validate_json(
-            responses["BAD_REQUEST_BODY"]["ResponseTemplates"]["application/json"]
-            .replace("$context.error.validationErrorString", substitutions["$context.error.validationErrorString"])
-            .replace("$context.error.responseType", "BAD_REQUEST_BODY")
-        ).field
-        == "body"
+
+
+@pytest.mark.parametrize("message", [HOSTILE_MESSAGE, "Missing Authentication Token"])
+def test_every_gateway_response_is_json_in_the_error_shape_whatever_the_message(
+    synthesized: Synthesized, message: str
+) -> None:
+    # Given every gateway response the stack declares, and a message with quotes, backslashes and line breaks
+    responses = {
+        r["Properties"]["ResponseType"]: r["Properties"]["ResponseTemplates"]
+        for r in synthesized.of_type("AWS::ApiGateway::GatewayResponse").values()
+    }
+    assert responses
+    for kind, templates in responses.items():
+        response_type = "ACCESS_DENIED" if kind.startswith("DEFAULT_") else kind
+        for content_type, template in templates.items():
+            # When API Gateway fills it in
+            body = render_gateway_response(template, response_type, message)
+            # Then it is JSON in the API's error shape, naming the response type
+            error = ErrorBody.model_validate(json.loads(body))
+            assert (content_type, error.error) == ("application/json", response_type), kind
+            assert error.message, kind
+    refused_body = render_gateway_response(
+        responses["BAD_REQUEST_BODY"]["application/json"], "BAD_REQUEST_BODY", message
     )
+    assert ErrorBody.model_validate_json(refused_body).field == "body"
+
+
+def test_the_rendering_of_gateway_responses_catches_an_unescaped_validator_message() -> None:
+    # The check above would fail a template that puts the validator's words inside a JSON string as they are
+    naive = '{"error": "$context.error.responseType", "message": "$context.error.validationErrorString"}'
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(render_gateway_response(naive, "BAD_REQUEST_BODY", HOSTILE_MESSAGE))
 
 
 def test_api_stage_logs_access_traces_and_throttles(synthesized: Synthesized) -> None:

@@ -52,6 +52,12 @@ def call(
         (BODY | {"zones": []}, "zones"),
         (BODY | {"gpus": "2"}, "gpus"),
         (BODY | {"gpus": 2.5}, "gpus"),
+        # Refused at once rather than after a GPU has booted to pull them
+        (BODY | {"image": "a b"}, "image"),
+        (BODY | {"image": ":::"}, "image"),
+        (BODY | {"image": "nvidia/c\u00fcda:12"}, "image"),
+        (BODY | {"environment": {"A=B": "x"}}, "environment"),
+        (BODY | {"environment": {"A": "x\u0000y"}}, "environment"),
     ],
 )
 def test_bad_job_bodies_get_a_400_that_names_the_field(cloud: Cloud, body: Any, field: str) -> None:
@@ -140,6 +146,17 @@ def test_costs_with_a_bad_date_name_the_parameter(cloud: Cloud) -> None:
     for query in ("to=", "to=20261123", "from=2026-W47-1"):
         status, error = call(cloud, "GET", f"/costs?{query}")
         assert status == 400 and error["field"] == query.split("=")[0], query
+
+
+def test_costs_up_to_a_day_start_thirty_days_before_that_day(cloud: Cloud) -> None:
+    # Given only the last day / When costs are asked for
+    status, report = call(cloud, "GET", "/costs?to=2025-03-10")
+    # Then the window is the 30 days before it, not before today
+    assert status == 200, report
+    assert (report["from"], report["to"]) == ("2025-02-08", "2025-03-10")
+    # (and from the first day there is, for a `to` in the calendar's first month)
+    status, report = call(cloud, "GET", "/costs?to=0001-01-10")
+    assert (status, report["from"]) == (200, "0001-01-01")
 
 
 def test_a_whole_number_written_as_a_float_is_a_whole_number(cloud: Cloud) -> None:

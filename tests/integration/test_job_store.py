@@ -6,15 +6,20 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import boto3
 import pytest
 
+from functions.shared.adapters import job_lists
+from functions.shared.adapters.job_lists import UNSHARDED_LIST_PARTITION, job_key, job_shard
 from functions.shared.adapters.job_store import DynamoJobStore
 from functions.shared.adapters.table_store import DynamoOfferingMemory
+from functions.shared.constants import GSI1_PK, JOB_INDEX_SHARDS
 from functions.shared.domain.errors import InvalidPageToken, JobAlreadyExists, JobNotFound
 from functions.shared.domain.records import AttemptRecord, Wait
 from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.vocabulary import BatchStatus, CapacityType, JobStatus, WaitPhase
 from functions.shared.ports import JobStore
+from gpupilot.localcloud.deploy import Deployment
 from tests.fakes import FakeJobStore, FakeOfferingMemory
 
 REQUEST = JobRequest.model_validate({"name": "train", "image": "img", "command": ["python", "train.py"]})
@@ -151,9 +156,134 @@ def test_listing_pages_newest_first_and_filters_by_status(store: JobStore) -> No
     assert [j.job_id for j in failed] == ["job00000100"]
 
 
+def every_page(store: JobStore, status: JobStatus | None, limit: int) -> list[list[str]]:
+    """The job ids of each page, following next_token to the end."""
+    pages, token = [], None
+    while True:
+        jobs, token = store.list_jobs(status, limit, token)
+        pages.append([job.job_id for job in jobs])
+        if token is None:
+            return pages
+        assert len(pages) < 100, "paging does not end"
+
+
+def newest_first(store: JobStore, job_ids: list[str]) -> list[str]:
+    records = [store.get_job(job_id) for job_id in job_ids]
+    return [r.job_id for r in sorted(records, key=lambda r: (r.created_at, r.job_id), reverse=True)]
+
+
+def test_paging_through_more_jobs_than_a_page_gives_each_once_newest_first(store: JobStore) -> None:
+    # Given more jobs than a page over the list's shards, most on one (a page reads it more than once)
+    candidates = [f"page{index:07d}" for index in range(200)]
+    crowded = [job_id for job_id in candidates if job_shard(job_id) == 0][:12]
+    job_ids = crowded + [job_id for job_id in candidates if job_shard(job_id) != 0][:11]
+    for job_id in job_ids:
+        store.create_job(job_id, REQUEST)
+    # When every page is read, five at a time
+    pages = every_page(store, None, 5)
+    # Then the pages hold every job once, newest first, each page full but the last
+    assert [job for page in pages for job in page] == newest_first(store, job_ids)
+    assert [len(page) for page in pages[:4]] == [5, 5, 5, 5] and len(pages[4]) <= 3
+
+
+def test_paging_a_status_gives_each_job_of_that_status_once_newest_first(store: JobStore) -> None:
+    # Given a third of many jobs FAILED
+    job_ids = [f"stat{index:07d}" for index in range(21)]
+    for job_id in job_ids:
+        store.create_job(job_id, REQUEST)
+    failed = job_ids[::3]
+    for job_id in failed:
+        store.finish(job_id, JobStatus.FAILED)
+    # When the FAILED jobs are paged two at a time
+    pages = every_page(store, JobStatus.FAILED, 2)
+    # Then each comes once, in order, and no other job does
+    assert [job for page in pages for job in page] == newest_first(store, failed)
+
+
+def test_a_job_submitted_while_paging_neither_repeats_nor_hides_another(store: JobStore) -> None:
+    # Given the first page of the list
+    job_ids = [f"midp{index:07d}" for index in range(9)]
+    for job_id in job_ids:
+        store.create_job(job_id, REQUEST)
+    first, token = store.list_jobs(None, 4, None)
+    # When a job is submitted before the next page is read
+    store.create_job("midpnewest1", REQUEST)
+    rest = [job for page in every_page_from(store, token, 4) for job in page]
+    # Then the remaining pages hold exactly the jobs older than the first page's
+    assert [job.job_id for job in first] + rest == newest_first(store, job_ids)
+
+
+def every_page_from(store: JobStore, token: str | None, limit: int) -> list[list[str]]:
+    pages = []
+    while token is not None:
+        jobs, token = store.list_jobs(None, limit, token)
+        pages.append([job.job_id for job in jobs])
+    return pages
+
+
 def test_a_page_token_we_did_not_issue_is_refused(store: JobStore) -> None:
     with pytest.raises(InvalidPageToken):
         store.list_jobs(None, 10, "not-a-token")
+
+
+def test_the_job_list_spreads_jobs_over_its_shards_so_no_partition_takes_every_submit(
+    deployment: Deployment,
+) -> None:
+    # Given a burst of submits
+    store = DynamoJobStore(deployment.table_name)
+    for index in range(16):
+        store.create_job(f"hot{index:08d}", REQUEST)
+    # When their list index partitions are read back
+    table = boto3.client("dynamodb", region_name="us-east-1")
+    partitions = {
+        table.get_item(TableName=deployment.table_name, Key=job_key(f"hot{index:08d}"))["Item"][GSI1_PK]["S"]
+        for index in range(16)
+    }
+    # Then they are the shards the active index uses too, more than one of them
+    assert len(partitions) > 1 and partitions <= {f"JOBS#{shard}" for shard in range(JOB_INDEX_SHARDS)}
+
+
+def test_jobs_listed_before_the_list_was_sharded_are_still_listed_and_counted(deployment: Deployment) -> None:
+    # Given jobs written to the one partition the list had before it was sharded, among newer ones
+    store = DynamoJobStore(deployment.table_name)
+    table = boto3.client("dynamodb", region_name="us-east-1")
+    job_ids = [f"old{index:08d}" for index in range(7)]
+    for job_id in job_ids:
+        store.create_job(job_id, REQUEST)
+    for job_id in job_ids[:3]:
+        table.update_item(
+            TableName=deployment.table_name,
+            Key=job_key(job_id),
+            UpdateExpression="SET #gpk = :jobs",
+            ExpressionAttributeNames={"#gpk": GSI1_PK},
+            ExpressionAttributeValues={":jobs": {"S": UNSHARDED_LIST_PARTITION}},
+        )
+    # When the list is paged, and costs read the days they were created
+    pages = every_page(store, None, 2)
+    today = store.get_job(job_ids[0]).created_at[:10]
+    counted = store.jobs_created_between(today, today)
+    # Then they are listed in their place and counted, once each
+    assert [job for page in pages for job in page] == newest_first(store, job_ids)
+    assert [job.job_id for job in counted] == newest_first(store, job_ids)[::-1]
+
+
+def test_a_page_cut_short_by_its_reads_resumes_where_they_stopped(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a few FAILED jobs among many others, and pages allowed few reads
+    store = DynamoJobStore(deployment.table_name)
+    job_ids = [f"rare{index:08d}" for index in range(60)]
+    for job_id in job_ids:
+        store.create_job(job_id, REQUEST)
+    failed = job_ids[4::11]
+    for job_id in failed:
+        store.finish(job_id, JobStatus.FAILED)
+    monkeypatch.setattr(job_lists, "MAX_LIST_READS", len(job_lists.list_partitions()) + 2)
+    # When the FAILED jobs are paged
+    pages = every_page(store, JobStatus.FAILED, 3)
+    # Then pages end early with a token, and the token resumes without losing or repeating a job
+    assert len(pages) > 1
+    assert [job for page in pages for job in page] == newest_first(store, failed)
 
 
 @pytest.mark.parametrize("kind", ["dynamodb", "fake"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import jsonschema_rs
 import pytest
 from pydantic import ValidationError
 
@@ -93,6 +94,74 @@ def test_environment_names_reserved_by_batch_or_empty_are_refused(name):
 def test_ordinary_environment_names_are_accepted():
     # Given / When / Then
     assert JobRequest.model_validate(VALID | {"environment": {"EPOCHS": "3"}}).environment == {"EPOCHS": "3"}
+
+
+@pytest.mark.parametrize("name", ["A=B", "1ST", "MY-VAR", "my.var", "A B", "Ä", "A\n", "\x00"])
+def test_environment_names_that_are_not_variable_names_are_refused(name):
+    # Given / When / Then: the container's environment is NAME=value strings, so "A=B" would set another
+    # variable; only letters, digits and '_', not starting with a digit, name a variable everywhere
+    assert refused_field(environment={name: "x"}) == ("environment",)
+
+
+def test_an_environment_value_with_nul_is_refused():
+    # Given / When / Then: a process's environment is NUL-terminated strings
+    assert refused_field(environment={"A": "x\x00y"}) == ("environment",)
+
+
+def test_environment_values_may_hold_any_other_text():
+    # Given / When / Then
+    environment = {"_A1": 'a=b; c\nd \u00e9 "q" \\', "lower_case": ""}
+    assert JobRequest.model_validate(VALID | {"environment": environment}).environment == environment
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "a b", ":::", "ubuntu:", "caf\u00e9", "Ubuntu", "nvidia/CUDA:12", "nvidia//cuda", "/cuda", "cuda/",
+        "cuda:-tag", "cuda:" + "t" * 129, "cuda@sha256:abc", "cuda@sha256", "registry:port/cuda",
+        "ubuntu\n", "[::1]:5000/cuda", "a..b", "a___b",
+    ],
+)  # fmt: skip
+def test_an_image_that_is_not_an_image_reference_is_refused(image):
+    # Given / When / Then: refused before a GPU boots for it, not at pull time
+    assert refused_field(image=image) == ("image",)
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "i", "python:3.12-slim", "nvidia/cuda:12.4.1-base-ubuntu22.04", "localhost:5000/team/train",
+        "public.ecr.aws/registry_alias/my-web-app:latest", "a__b", "a--b-c", "My-Registry.example.com/x",
+        "123456789012.dkr.ecr.us-east-1.amazonaws.com/train:v1@sha256:" + "a" * 64, "cuda@sha256:" + "F" * 32,
+        "cuda:_Tag.1-x",
+    ],
+)  # fmt: skip
+def test_image_references_by_registry_repository_tag_and_digest_are_accepted(image):
+    # Given / When / Then
+    assert JobRequest.model_validate(VALID | {"image": image}).image == image
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("image", "nvidia/cuda:12"), ("image", "a b"), ("image", "Ubuntu"), ("image", "ubuntu\n"),
+        ("image", "cuda:" + "t" * 128), ("image", "caf\u00e9"), ("environment", {"A=B": "x"}),
+        ("environment", {"OK": "x\x00"}), ("environment", {"OK_1": "x"}), ("environment", {"AWS_BATCH_X": "x"}),
+        ("environment", {"A\n": "x"}), ("secrets", {"A\n": "arn:aws:ssm:us-east-1:123456789012:parameter/p"}),
+    ],
+)  # fmt: skip
+def test_the_openapi_schema_accepts_exactly_what_the_api_accepts(field, value):
+    # Given the JSON schema the OpenAPI document publishes for the field, read as JSON Schema reads a pattern
+    # (ECMA 262: `$` is the end of the string, not the place before a final newline)
+    schema = JobRequest.model_json_schema()["properties"][field]
+    valid = jsonschema_rs.validator_for(schema).is_valid(value)
+    # When the API validates the same value / Then both say the same
+    try:
+        JobRequest.model_validate(VALID | {field: value})
+        accepted = True
+    except ValidationError:
+        accepted = False
+    assert valid == accepted, (field, value)
 
 
 @pytest.mark.parametrize("models", [[], [""]])

@@ -1,40 +1,92 @@
-"""The job store's list queries (GSI1: every job, newest first) and the helpers both halves share."""
+"""The job store's list queries and the helpers both halves share.
+
+Both job indexes are sharded alike, by a hash of the job id: `gsi1` lists every job by creation time
+(partitions `JOBS#0`..`JOBS#n`), `active` only unfinished ones (`ACTIVE#0`..`ACTIVE#n`), so neither a burst
+of submits nor the sweep's reads land on one partition. A list reads every shard newest first and merges
+them; its page token is the position the page ended at (page_tokens.py).
+"""
 
 from __future__ import annotations
 
 import hashlib
+from collections import deque
 from typing import Any
 
 from functions.shared import constants as c
 from functions.shared.adapters.base import ClientAdapter
 from functions.shared.adapters.dynamodb_codec import deserialize_item
-from functions.shared.adapters.page_tokens import decode_token, encode_token
+from functions.shared.adapters.page_tokens import decode_token, encode_token, list_position
 from functions.shared.domain.records import JobRecord
 from functions.shared.domain.vocabulary import JobStatus
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
 IAM_ACTIONS = ("dynamodb:Query",)
-LIST_PARTITION = "JOBS"
-MAX_LIST_READS = 20
+# Jobs written before the list index was sharded sit in this one partition: read as one more shard, never
+# written again, so they stay listed (and counted by /costs) without a migration.
+UNSHARDED_LIST_PARTITION = "JOBS"
+# The queries one list page may make (a status filter that few jobs match reads on until the page is full).
+MAX_LIST_READS = 40
+MAX_READ_ITEMS = 100
 
 
 def job_key(job_id: str) -> dict[str, Any]:
     return {c.TABLE_PK: {"S": f"JOB#{job_id}"}, c.TABLE_SK: {"S": "JOB"}}
 
 
+def job_shard(job_id: str) -> int:
+    """The shard of both job indexes a job is written to (uniform over job ids)."""
+    return int(hashlib.sha256(job_id.encode()).hexdigest(), 16) % c.JOB_INDEX_SHARDS
+
+
+def list_partitions() -> list[str]:
+    """Every partition of the job list: its shards, then the one unsharded jobs were written to."""
+    return [f"JOBS#{shard}" for shard in range(c.JOB_INDEX_SHARDS)] + [UNSHARDED_LIST_PARTITION]
+
+
 def list_keys(job_id: str, created_at: str) -> dict[str, str]:
     """The index attributes that list a job by creation time, and among unfinished jobs (removed at its end)."""
-    shard = int(hashlib.sha256(job_id.encode()).hexdigest(), 16) % c.ACTIVE_SHARDS
+    shard = job_shard(job_id)
+    position = list_position(created_at, job_id)
     return {
-        c.GSI1_PK: LIST_PARTITION,
-        c.GSI1_SK: f"{created_at}#{job_id}",
+        c.GSI1_PK: f"JOBS#{shard}",
+        c.GSI1_SK: position,
         c.GSI2_PK: f"ACTIVE#{shard}",
-        c.GSI2_SK: f"{created_at}#{job_id}",
+        c.GSI2_SK: position,
     }
 
 
 def record_of(item: dict[str, Any]) -> JobRecord:
     return JobRecord.model_validate(deserialize_item(item))
+
+
+class _NewestFirst:
+    """One partition of the job list, read newest first a few items at a time as the merge needs them."""
+
+    def __init__(self, query: dict[str, Any], first_read: int) -> None:
+        self.query = query
+        self.read_size = first_read
+        self.items: deque[tuple[str, dict[str, Any]]] = deque()
+        self.more = True
+        # Everything at or after this position (newer) has been read; the rest is older.
+        self.frontier: str | None = None
+
+    def may_hold_newer_than(self, position: str | None) -> bool:
+        """Whether an item not read yet could come before `position` (None: before anything)."""
+        if self.items or not self.more:
+            return False
+        return position is None or self.frontier is None or self.frontier > position
+
+    def read(self, aws: Any) -> None:
+        kwargs = self.query | {"Limit": self.read_size}
+        response = aws.query(**kwargs)
+        self.items.extend((item[c.GSI1_SK]["S"], item) for item in response.get("Items", []))
+        last = response.get("LastEvaluatedKey")
+        self.more = last is not None
+        if last is not None:
+            self.query = self.query | {"ExclusiveStartKey": last}
+            self.frontier = last[c.GSI1_SK]["S"]
+        # A filter that matches little empties reads: read more at a time, up to a full read.
+        self.read_size = min(self.read_size * 2, MAX_READ_ITEMS)
 
 
 class JobLists(ClientAdapter):
@@ -50,39 +102,59 @@ class JobLists(ClientAdapter):
     def list_jobs(
         self, status: JobStatus | None, limit: int, next_token: str | None
     ) -> tuple[list[JobRecord], str | None]:
-        """Newest jobs first, optionally of one status, a page at a time."""
+        """Newest jobs first, optionally of one status, a page at a time: every shard, merged in order."""
+        after = decode_token(next_token) if next_token else None
+        partitions = list_partitions()
+        # Enough from each shard, as jobs spread evenly over them, that a page is mostly one read of each.
+        first_read = min(limit, -(-2 * limit // c.JOB_INDEX_SHARDS) + 1)
+        shards = [_NewestFirst(self._list_query(partition, status, after), first_read) for partition in partitions]
+        page: list[tuple[str, dict[str, Any]]] = []
+        reads = 0
+        while len(page) < limit:
+            heads = [shard for shard in shards if shard.items]
+            newest = max(heads, key=lambda shard: shard.items[0][0]) if heads else None
+            head = newest.items[0][0] if newest else None
+            # A shard whose unread rest could hold a newer job than the newest read is read first.
+            unread = [shard for shard in shards if shard.may_hold_newer_than(head)]
+            if unread:
+                if reads + len(unread) > MAX_LIST_READS:
+                    # Out of reads: the next page starts where every shard's unread rest begins.
+                    frontiers = [shard.frontier for shard in unread if shard.frontier is not None]
+                    return [record_of(item) for _, item in page], encode_token(max(frontiers)) if frontiers else None
+                for shard in unread:
+                    shard.read(self._aws)
+                reads += len(unread)
+                continue
+            if newest is None:
+                break  # every shard read to its end
+            page.append(newest.items.popleft())
+        more = any(shard.items or shard.more for shard in shards)
+        token = encode_token(page[-1][0]) if page and more else None
+        return [record_of(item) for _, item in page], token
+
+    def _list_query(self, partition: str, status: JobStatus | None, after: str | None) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
             "TableName": self._table,
             "IndexName": c.GSI1_NAME,
-            "KeyConditionExpression": "#gpk = :jobs",
+            "KeyConditionExpression": "#gpk = :partition",
             "ExpressionAttributeNames": {"#gpk": c.GSI1_PK},
-            "ExpressionAttributeValues": {":jobs": {"S": LIST_PARTITION}},
+            "ExpressionAttributeValues": {":partition": {"S": partition}},
             "ScanIndexForward": False,
         }
+        if after:
+            kwargs["KeyConditionExpression"] += " AND #gsk < :after"
+            kwargs["ExpressionAttributeNames"]["#gsk"] = c.GSI1_SK
+            kwargs["ExpressionAttributeValues"][":after"] = {"S": after}
         if status:
             kwargs["FilterExpression"] = "#status = :status"
             kwargs["ExpressionAttributeNames"]["#status"] = "status"
             kwargs["ExpressionAttributeValues"][":status"] = {"S": status.value}
-        if next_token:
-            keys = {c.TABLE_PK, c.TABLE_SK, c.GSI1_PK, c.GSI1_SK}
-            kwargs["ExclusiveStartKey"] = decode_token(next_token, keys, c.GSI1_PK, LIST_PARTITION)
-        jobs: list[JobRecord] = []
-        last = None
-        # Limit bounds the items read before the status filter: read on until the page is full.
-        for _ in range(MAX_LIST_READS):
-            kwargs["Limit"] = limit - len(jobs)
-            response = self._aws.query(**kwargs)
-            jobs.extend(record_of(item) for item in response.get("Items", []))
-            last = response.get("LastEvaluatedKey")
-            if not last or len(jobs) >= limit:
-                break
-            kwargs["ExclusiveStartKey"] = last
-        return jobs, (encode_token(last) if last else None)
+        return kwargs
 
     def active_jobs(self, max_items: int = 20000) -> list[JobRecord]:
         """Every unfinished job (the sweep's working set): the sparse index's shards, a page at a time."""
         found: list[JobRecord] = []
-        for shard in range(c.ACTIVE_SHARDS):
+        for shard in range(c.JOB_INDEX_SHARDS):
             found += self._query(
                 {
                     "TableName": self._table,
@@ -99,20 +171,24 @@ class JobLists(ClientAdapter):
 
     def jobs_created_between(self, start: str, end: str, max_items: int = 5000) -> list[JobRecord]:
         """Jobs created in [start, end] (ISO strings compared as the sort key is), oldest first."""
-        return self._query(
-            {
-                "TableName": self._table,
-                "IndexName": c.GSI1_NAME,
-                "KeyConditionExpression": "#gpk = :jobs AND #gsk BETWEEN :start AND :end",
-                "ExpressionAttributeNames": {"#gpk": c.GSI1_PK, "#gsk": c.GSI1_SK},
-                "ExpressionAttributeValues": {
-                    ":jobs": {"S": LIST_PARTITION},
-                    ":start": {"S": start},
-                    ":end": {"S": end + "\uffff"},
+        found: list[JobRecord] = []
+        for partition in list_partitions():
+            found += self._query(
+                {
+                    "TableName": self._table,
+                    "IndexName": c.GSI1_NAME,
+                    "KeyConditionExpression": "#gpk = :partition AND #gsk BETWEEN :start AND :end",
+                    "ExpressionAttributeNames": {"#gpk": c.GSI1_PK, "#gsk": c.GSI1_SK},
+                    "ExpressionAttributeValues": {
+                        ":partition": {"S": partition},
+                        ":start": {"S": start},
+                        ":end": {"S": end + "\uffff"},
+                    },
                 },
-            },
-            max_items,
-        )
+                max_items,
+            )
+        found.sort(key=lambda record: list_position(record.created_at, record.job_id))
+        return found[:max_items]
 
     def _query(self, kwargs: dict[str, Any], max_items: int) -> list[JobRecord]:
         """Every item a query matches (boto3's paginator follows LastEvaluatedKey), at most `max_items`."""

@@ -25,7 +25,12 @@ MAX_COMMAND_CHARS = 12_288
 MAX_ENVIRONMENT_CHARS = 8_192
 MAX_LIST_ITEMS = 64
 MAX_SECRETS = 32
+# A variable name that every shell and runtime reads as one: letters, digits and '_', not starting with a digit
+# (POSIX's portable names, lower case allowed). The container's environment is "NAME=value" strings, so a name
+# with '=' would set another variable.
 ENVIRONMENT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,254}$")
+# A process's environment is NUL-terminated strings: a value holds any text but NUL.
+ENVIRONMENT_VALUE = re.compile(r"^[^\x00]*$")
 # Batch's container `secrets`: a Secrets Manager secret (optionally :json-key:version-stage:version-id) or an
 # SSM parameter, by full ARN, so the execution role's grant can be checked against it.
 SECRET_ARN = re.compile(
@@ -34,11 +39,25 @@ SECRET_ARN = re.compile(
 )
 ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}$")
 
+# An image reference by Docker's grammar (github.com/distribution/reference, regexp.go, ReferenceRegexp):
+#   reference := name [":" tag] ["@" digest]        name := [domain "/"] path-component ["/" path-component]*
+#   domain := domain-component ["." domain-component]* [":" port-number]
+#   path-component := [a-z0-9]+ [separator [a-z0-9]+]*   (separator: ".", "_", "__" or one or more "-")
+#   tag := [\w][\w.-]{0,127}                            digest := algorithm ":" [[:xdigit:]]{32,}
+# Go's \w is ASCII and Python's is not, so classes are spelt out. Its IPv6 registries ("[::1]:5000/x") are
+# left out: Batch (and ECS) allow an image letters, digits, '-', '_', ':', '.', '/' and '#' (and '@' before a
+# digest), no brackets.
+_DOMAIN_COMPONENT = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+_DOMAIN = rf"{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})*(?::[0-9]+)?"
+_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_TAG = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"
+_DIGEST = r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}"
+IMAGE_REFERENCE = re.compile(rf"^(?:{_DOMAIN}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*(?::{_TAG})?(?:@{_DIGEST})?$")
+
 
 # What the validators below check, said in the JSON schema too (the OpenAPI document is written from it), so
 # that a request the schema calls valid is never refused for its shape.
-NOT_RESERVED = "^(?!AWS_BATCH)"
-SECRET_NAME = "^(?!AWS_BATCH)[A-Za-z_][A-Za-z0-9_]{0,254}$"
+VARIABLE_NAME = "^(?!AWS_BATCH)" + ENVIRONMENT_NAME.pattern[1:]
 ListEntry = Annotated[str, Field(min_length=1, max_length=64)]
 
 
@@ -74,7 +93,12 @@ class JobRequest(DomainModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: str = Field(pattern=JOB_NAME_PATTERN, description="1-128 of letters, digits, '_' and '-'")
-    image: str = Field(min_length=1, max_length=255, description="Container image with the CUDA payload")
+    image: str = Field(
+        min_length=1,
+        max_length=255,
+        description="Container image with the CUDA payload: [registry[:port]/]repository[:tag][@digest]",
+        json_schema_extra=_schema(pattern=IMAGE_REFERENCE.pattern),
+    )
     command: list[Annotated[str, Field(min_length=1)]] = Field(
         min_length=1, description="Command and arguments, as a list of non-empty strings"
     )
@@ -95,7 +119,10 @@ class JobRequest(DomainModel):
     environment: dict[str, str] = Field(
         default_factory=dict,
         description="Plain values, readable by whoever can read the job: use secrets for secrets",
-        json_schema_extra=_schema(propertyNames={"minLength": 1, "pattern": NOT_RESERVED}),
+        json_schema_extra=_schema(
+            propertyNames={"pattern": VARIABLE_NAME},
+            additionalProperties={"type": "string", "pattern": ENVIRONMENT_VALUE.pattern},
+        ),
     )
     arch: Arch = Field(default=Arch.X86_64)
     preflight: StrictBool = Field(
@@ -108,7 +135,7 @@ class JobRequest(DomainModel):
         "the value never passes through GPU Pilot",
         json_schema_extra=_schema(
             maxProperties=MAX_SECRETS,
-            propertyNames={"pattern": SECRET_NAME},
+            propertyNames={"pattern": VARIABLE_NAME},
             additionalProperties={"type": "string", "pattern": SECRET_ARN.pattern},
         ),
     )
@@ -136,10 +163,20 @@ class JobRequest(DomainModel):
     def _whole_numbers(cls, value: Any) -> Any:
         return _integral(value)
 
-    @field_validator("name", "image")
+    @field_validator("name")
     @classmethod
     def _text(cls, value: str) -> str:
         return _encodable(value)
+
+    @field_validator("image")
+    @classmethod
+    def _image_reference(cls, value: str) -> str:
+        if not IMAGE_REFERENCE.fullmatch(value):
+            raise ValueError(
+                "must be an image reference, [registry[:port]/]repository[:tag][@digest], the repository in lower "
+                "case (Docker's reference grammar)"
+            )
+        return value
 
     @field_validator("command")
     @classmethod
@@ -162,13 +199,17 @@ class JobRequest(DomainModel):
     @field_validator("environment")
     @classmethod
     def _environment_names(cls, value: dict[str, str]) -> dict[str, str]:
-        for key in value:
-            if not key or key.startswith("AWS_BATCH"):
-                raise ValueError(f"environment name {key!r} is empty or reserved by AWS Batch")
+        for key, item in value.items():
+            if not ENVIRONMENT_NAME.fullmatch(key) or key.startswith("AWS_BATCH"):
+                raise ValueError(
+                    f"environment name {key!r} must be letters, digits and '_', not starting with a digit, and not "
+                    "start AWS_BATCH (reserved by AWS Batch)"
+                )
+            if not ENVIRONMENT_VALUE.fullmatch(item):
+                raise ValueError(f"environment value of {key} must not contain NUL")
         if sum(len(k) + len(v) for k, v in value.items()) > MAX_ENVIRONMENT_CHARS:
             raise ValueError(f"environment must be at most {MAX_ENVIRONMENT_CHARS} characters in all")
-        for key, item in value.items():
-            _encodable(key)
+        for item in value.values():
             _encodable(item)
         return value
 
@@ -181,7 +222,7 @@ class JobRequest(DomainModel):
         if len(value) > MAX_SECRETS:
             raise ValueError(f"at most {MAX_SECRETS} secrets")
         for name, arn in value.items():
-            if not ENVIRONMENT_NAME.match(name) or name.startswith("AWS_BATCH"):
+            if not ENVIRONMENT_NAME.fullmatch(name) or name.startswith("AWS_BATCH"):
                 raise ValueError(f"secret name {name!r} must be an environment variable name not starting AWS_BATCH")
             if not SECRET_ARN.match(arn):
                 raise ValueError(
