@@ -200,6 +200,7 @@ def test_secrets_by_arn_are_accepted():
         {"TOKEN": "arn:aws:s3:::bucket/key"},
         {"1BAD": "arn:aws:ssm:us-east-1:123456789012:parameter/gpupilot/x"},
         {"AWS_BATCH_X": "arn:aws:ssm:us-east-1:123456789012:parameter/gpupilot/x"},
+        {"TOKEN": "arn:aws:ssm:us-east-1:123456789012:parameter/gpupilot/x\n"},
     ],
 )
 def test_a_secret_must_be_a_secret_or_parameter_arn_under_a_usable_name(secrets):
@@ -214,7 +215,13 @@ def test_a_name_in_both_secrets_and_environment_is_refused():
 
 
 @pytest.mark.parametrize(
-    "role", ["gpupilot-job-train", "arn:aws:iam::123456789012:user/alice", "arn:aws:iam::1:role/x"]
+    "role",
+    [
+        "gpupilot-job-train",
+        "arn:aws:iam::123456789012:user/alice",
+        "arn:aws:iam::1:role/x",
+        "arn:aws:iam::123456789012:role/gpupilot-job-x\n",
+    ],
 )
 def test_job_role_must_be_an_iam_role_arn(role):
     # Given / When / Then

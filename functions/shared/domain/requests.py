@@ -224,7 +224,7 @@ class JobRequest(DomainModel):
         for name, arn in value.items():
             if not ENVIRONMENT_NAME.fullmatch(name) or name.startswith("AWS_BATCH"):
                 raise ValueError(f"secret name {name!r} must be an environment variable name not starting AWS_BATCH")
-            if not SECRET_ARN.match(arn):
+            if not SECRET_ARN.fullmatch(arn):
                 raise ValueError(
                     f"secret {name!r} must be the full ARN of a Secrets Manager secret or an SSM parameter"
                 )
@@ -233,6 +233,6 @@ class JobRequest(DomainModel):
     @field_validator("job_role_arn")
     @classmethod
     def _role_arn(cls, value: str | None) -> str | None:
-        if value is not None and not ROLE_ARN.match(value):
+        if value is not None and not ROLE_ARN.fullmatch(value):
             raise ValueError("must be an IAM role ARN, arn:aws:iam::<account>:role/<name>")
         return value
