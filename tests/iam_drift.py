@@ -126,7 +126,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         {
             f"{d['function']}: {d['action']} on {d['resource']} denied (called at {d['site']})"
             for d in recorded
-            if not d["allowed"]
+            if not d["allowed"] and not d.get("expected")
         }
     )
     if config.getoption("--iam-drift") == "strict" and exitstatus == 0:
