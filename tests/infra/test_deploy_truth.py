@@ -152,6 +152,16 @@ def test_a_made_up_region_fails_synth_naming_the_key_and_the_valid_ones() -> Non
 
 
 # --- IAM as the Service Authorization Reference has it ------------------------------------------------
+def test_no_function_is_granted_on_everything_an_action_that_supports_resource_level_permissions(
+    synthesized: Synthesized,
+) -> None:
+    # Given every function's statements on Resource "*" / Then each action on it has no resource types in the
+    # Service Authorization Reference (stacks/iam_reference.py), or a reason that names it and says why
+    from tests.iam_drift import wildcard_grants
+
+    assert wildcard_grants(synthesized.template.to_json()) == []
+
+
 def test_a_describe_grant_refuses_an_action_that_has_resource_types() -> None:
     # Given the grant of read-only calls on "*", whose reason claims they have no resource types
     from stacks.permissions import describe
