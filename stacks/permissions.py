@@ -5,7 +5,8 @@ call to its IAM action and checks the synthesized template grants it), or is an 
 checks without a call of its own (iam:PassRole, tag-on-create): those name the documentation that
 requires them (`required_by`). Mutating Batch calls are scoped to this account, region and the
 control plane's name prefix; read-only Describe/List calls that have no resource types in IAM are
-granted on `*`, each saying so, and that reason becomes its cdk-nag acknowledgement.
+granted on `*`, each saying so (a claim held to the Service Authorization Reference's table in
+stacks/iam_reference.py), and that reason becomes its cdk-nag acknowledgement.
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ from aws_cdk import Aws
 
 from functions.shared.constants import STATE_MACHINE_NAME
 from functions.shared.domain.pools import POOL_TAG
+from stacks.iam_reference import resource_types
+
+# How AWS Batch names a compute environment's ECS cluster: <compute environment name>_Batch_<uuid>.
+BATCH_CLUSTER_INFIX = "_Batch_"
 
 WHY_DESCRIBE = (
     "Read-only {service} calls ({actions}) have no resource types in the Service Authorization Reference, "
@@ -33,7 +38,13 @@ WHY_PREFIX = (
 )
 WHY_JOB_ROLES = (
     "Jobs run as the stack's default job role or a role named {prefix}* that the request names; the "
-    "submit function may pass only those (and the execution role that reads the jobs' secrets) to ECS tasks."
+    "submit function may pass only those (and the execution role that reads the jobs' secrets). The roles are "
+    "passed through AWS Batch (RegisterJobDefinition), so the grant is scoped by the roles' ARNs and carries no "
+    "iam:PassedToService condition, whatever service key Batch presents for that call: a grant conditioned on "
+    "ecs-tasks.amazonaws.com alone is reported refused there, and the AWS Batch User Guide's example policy "
+    "('Resource: Restrict to POSIX user, Docker image, privilege level, and role on job submission', "
+    "https://docs.aws.amazon.com/batch/latest/userguide/iam-example-job-def.html) scopes the role by ARN with "
+    "no condition. The submit function calls no other service that takes a role."
 )
 DOC_TAG_ON_CREATE = (
     "AWS Batch User Guide, 'Tag your resources on creation': to tag a resource when it is created "
@@ -136,19 +147,18 @@ class Arns:
 
     @property
     def clusters(self) -> str:
-        return f"arn:{self.partition}:ecs:{self.region}:{self.account}:cluster/*"
+        """The ECS clusters AWS Batch creates for the control plane's compute environments."""
+        return f"arn:{self.partition}:ecs:{self.region}:{self.account}:cluster/{self.prefix}*{BATCH_CLUSTER_INFIX}*"
 
     @property
     def container_instances(self) -> str:
-        return f"arn:{self.partition}:ecs:{self.region}:{self.account}:container-instance/*"
+        """The container instances of those clusters (`container-instance/<cluster name>/<id>`)."""
+        cluster = f"{self.prefix}*{BATCH_CLUSTER_INFIX}*"
+        return f"arn:{self.partition}:ecs:{self.region}:{self.account}:container-instance/{cluster}/*"
 
     @property
     def instances(self) -> str:
         return f"arn:{self.partition}:ec2:{self.region}:{self.account}:instance/*"
-
-    @property
-    def ec2_quotas(self) -> str:
-        return f"arn:{self.partition}:servicequotas:{self.region}:{self.account}:ec2/*"
 
     def service_linked_role(self, service: str, name: str) -> str:
         return f"arn:{self.partition}:iam::{self.account}:role/aws-service-role/{service}/{name}"
@@ -158,10 +168,18 @@ class Arns:
 
 
 def describe(service: str, *actions: str) -> Grant:
-    """Read-only calls without resource types: on `*`, with the reason cdk-nag is told."""
+    """Read-only calls without resource types: on `*`, with the reason cdk-nag is told (a claim checked
+    against the Service Authorization Reference: an action it gives resource types is refused here)."""
+    scoped = {action: resource_types(action) for action in actions if resource_types(action)}
+    if scoped:
+        raise ValueError(f"{scoped} have resource types (stacks/iam_reference.py): scope them, not '*'")
     short = ", ".join(action.split(":", 1)[1] for action in actions)
     return Grant(actions=actions, resources=("*",), reason=WHY_DESCRIBE.format(service=service, actions=short))
 
+
+# The GPU vCPU quotas (EC2's only): GetServiceQuota has no resource types, so a grant on the quotas' ARNs
+# would be refused by AWS.
+GPU_QUOTAS = describe("Service Quotas", "servicequotas:GetServiceQuota")
 
 # Who resumes parked task tokens: the Lambda that parks them, the Batch event handler, the sweep (which
 # replays Batch events the rule missed), and the diagnosis (a job that started as its wait timed out).
@@ -169,14 +187,15 @@ RESUME_WAITS = Grant(actions=("states:SendTaskSuccess",), resources=("*",), reas
 
 
 WHY_CLUSTERS = (
-    "The ECS cluster behind a compute environment is named by AWS Batch when it creates it, so fleet reads "
-    "are scoped to this account and region's clusters and container instances rather than to one name."
+    "AWS Batch creates the ECS cluster of a compute environment and names it after it, "
+    "'<compute environment name>_Batch_<uuid>' (AWS Batch API Reference, DescribeComputeEnvironments example: "
+    "P2OnDemand's cluster is P2OnDemand_Batch_2c06f29d-...), so fleet reads and deregistrations are scoped to the "
+    "clusters of compute environments named with the control plane's prefix, and their container instances."
 )
 WHY_POOL_INSTANCES = (
     "Batch names the instances it launches; only those carrying GPU Pilot's pool tag ({tag}={prefix}-*, which "
     "Batch propagates from the compute environment) may be terminated."
 )
-WHY_QUOTAS = "Only EC2's quotas are read (the GPU vCPU quotas); their codes differ by family and capacity type."
 
 
 def fleet_reads(arns: Arns) -> list[Grant]:
@@ -185,7 +204,7 @@ def fleet_reads(arns: Arns) -> list[Grant]:
         describe("Amazon EC2", "ec2:DescribeInstances", "ec2:DescribeTags"),
         Grant(actions=("ecs:ListContainerInstances",), resources=(arns.clusters,), reason=WHY_CLUSTERS),
         Grant(actions=("ecs:DescribeContainerInstances",), resources=(arns.container_instances,), reason=WHY_CLUSTERS),
-        Grant(actions=("servicequotas:GetServiceQuota",), resources=(arns.ec2_quotas,), reason=WHY_QUOTAS),
+        GPU_QUOTAS,
     ]
 
 
@@ -229,7 +248,7 @@ def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
         describe(
             "Amazon EC2", "ec2:DescribeSpotPriceHistory", "ec2:GetSpotPlacementScores", "ec2:DescribeAvailabilityZones"
         ),
-        Grant(actions=("servicequotas:GetServiceQuota",), resources=(arns.ec2_quotas,), reason=WHY_QUOTAS),
+        GPU_QUOTAS,
     ]
     # On-demand prices: the Price List API, cached in the table (an item per region, rewritten daily).
     price_list = describe("AWS Price List", "pricing:GetProducts")
@@ -350,7 +369,6 @@ def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
                 actions=("iam:PassRole",),
                 resources=(owned.job_role, owned.job_execution_role, arns.role(f"{arns.prefix}-job-*")),
                 reason=WHY_JOB_ROLES.format(prefix=f"{arns.prefix}-job-"),
-                conditions={"StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}},
                 required_by=DOC_PASS_JOB_ROLES,
             ),
         ],

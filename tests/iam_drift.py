@@ -5,8 +5,10 @@ The local cloud and the integration harness run each function's calls through an
 (gpupilot/localcloud/iam.py): a call its role does not allow fails at once with AccessDenied, naming the
 function, the action and the call site, so the test that made it fails. Every decision is also logged to
 GPUPILOT_AWS_CALL_LOG (set here for every worker and every `gpupilot serve` the tests start); at the end
-of the session this plugin reads them all and fails the run when any call was denied or, in strict mode,
-when a grant no test used is not documented as required by AWS (`Grant.required_by`).
+of the session this plugin reads them all and fails the run when any call was denied or was made by an
+adapter that does not list its action in IAM_ACTIONS, and, in strict mode, when a grant no test used is not
+documented as required by AWS (`Grant.required_by`), or a grant on `*` is of an action the Service
+Authorization Reference gives resource types (stacks/iam_reference.py) without a reason that says why.
 """
 
 from __future__ import annotations
@@ -73,13 +75,17 @@ def undeclared(recorded: list[dict[str, Any]]) -> list[str]:
     return sorted(problems)
 
 
-def documented_grants() -> dict[tuple[str, str], str]:
-    """(function, action) -> why AWS requires it of the caller without a call of its own."""
+def declared_grants() -> dict[str, list[Any]]:
+    """Each function's grants as stacks/permissions.py declares them (placeholder ARNs)."""
     from stacks.permissions import Arns, Owned, function_grants
 
-    owned = Owned("x", ("x",), "x", "x", "x", "x")
+    return dict(function_grants(Arns(prefix="gpupilot"), Owned("x", ("x",), "x", "x", "x", "x")))
+
+
+def documented_grants() -> dict[tuple[str, str], str]:
+    """(function, action) -> why AWS requires it of the caller without a call of its own."""
     documented: dict[tuple[str, str], str] = {}
-    for function, grants in function_grants(Arns(prefix="gpupilot"), owned).items():
+    for function, grants in declared_grants().items():
         for grant in grants:
             for action in grant.actions:
                 if grant.required_by:
@@ -115,6 +121,55 @@ def unused_grants(template: dict[str, Any], used: set[tuple[str, str]]) -> list[
     return unused
 
 
+def _on_everything(statement: dict[str, Any]) -> bool:
+    resources = statement.get("Resource")
+    return "*" in (resources if isinstance(resources, list) else [resources])
+
+
+def wildcard_grants(template: dict[str, Any], grants: dict[str, list[Any]] | None = None) -> list[str]:
+    """Grants on Resource `*` of an action that supports resource-level permissions (the Service Authorization
+    Reference gives it resource types: stacks/iam_reference.py), unless the grant's reason names the action and
+    does not claim it has none; and actions on `*` the reference does not list. Each one line."""
+    from gpupilot.localcloud.template import handler_keys, resources_of
+    from stacks.iam_reference import NotInReference, resource_types
+
+    declared = declared_grants() if grants is None else grants
+    functions = resources_of(template, "AWS::Lambda::Function")
+    role_of = {functions[logical]["Role"]["Fn::GetAtt"][0]: key for logical, key in handler_keys(template).items()}
+    problems = set()
+    for policy in resources_of(template, "AWS::IAM::Policy").values():
+        for role in policy.get("Roles", []):
+            function = role_of.get(role.get("Ref", ""))
+            for statement in policy["PolicyDocument"]["Statement"] if function else []:
+                if statement.get("Effect") != "Allow" or not _on_everything(statement):
+                    continue
+                actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+                for action in actions:
+                    try:
+                        types = resource_types(action)
+                    except NotInReference as missing:
+                        problems.add(f"{function}: {action} on '*': {missing.args[0]}")
+                        continue
+                    if types and not _says_why(action, declared.get(function or "", [])):
+                        problems.add(
+                            f"{function}: {action} is granted on '*' but supports resource-level permissions "
+                            f"({', '.join(types)}): scope it, or give the grant a reason that names it and says why"
+                        )
+    return sorted(problems)
+
+
+def _says_why(action: str, grants: list[Any]) -> bool:
+    """A grant of `action` on `*` whose reason names the action and does not claim it has no resource types."""
+    operation = action.split(":", 1)[1]
+    return any(
+        action in grant.actions
+        and "*" in grant.resources
+        and operation in grant.reason
+        and "no resource types" not in grant.reason
+        for grant in grants
+    )
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
@@ -126,14 +181,17 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         {
             f"{d['function']}: {d['action']} on {d['resource']} denied (called at {d['site']})"
             for d in recorded
-            if not d["allowed"]
+            if not d["allowed"] and not d.get("expected")
         }
     )
+    problems += undeclared(recorded)
     if config.getoption("--iam-drift") == "strict" and exitstatus == 0:
         from gpupilot.localcloud.template import load_template
 
+        template = load_template(synth_if_missing=False)
         used = {(d["function"], d["action"]) for d in recorded if d["allowed"]}
-        problems += unused_grants(load_template(synth_if_missing=False), used)
+        problems += unused_grants(template, used)
+        problems += wildcard_grants(template)
     if reporter is not None:
         functions = len({d["function"] for d in recorded})
         reporter.write_line(f"IAM drift check: {len(recorded)} authorizations recorded for {functions} functions")

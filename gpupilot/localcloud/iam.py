@@ -3,21 +3,28 @@
 moto authorizes every call; AWS authorizes each against the caller's role. Here every AWS call a
 function makes (through functions.shared.adapters.clients) is mapped to the IAM actions and resources
 AWS would authorize it against (including what AWS checks without a call of its own: iam:PassRole for
-the roles a call passes, batch:TagResource for tags given at creation), and checked against the policy
-the synthesized template attaches to that function's role. A call the template does not allow fails with
-AccessDenied, as it would in AWS, naming the function, the action, the resource and the call site; every
-decision can be logged (GPUPILOT_AWS_CALL_LOG, a directory) for the IAM drift check of the test suite.
+the roles a call passes, batch:TagResource for tags given at creation), with the condition keys AWS
+presents for it (iam:PassedToService, the tags an EC2 instance really carries), and checked against the
+policy the synthesized template attaches to that function's role as AWS evaluates it: an explicit Deny
+wins, an Allow applies only when its action, resource and every condition match. A call the template does
+not allow fails with AccessDenied, as it would in AWS, naming the function, the action, the resource and
+the call site; a policy the local cloud cannot evaluate as AWS would (an operator or key it does not know)
+fails the deployment instead of being guessed. Every decision can be logged (GPUPILOT_AWS_CALL_LOG, a
+directory) for the IAM drift check of the test suite.
 """
 
 from __future__ import annotations
 
-import fnmatch
+import contextlib
+import contextvars
+import functools
 import json
 import os
+import re
 import threading
 import traceback
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,19 +36,140 @@ CALL_LOG_ENV = "GPUPILOT_AWS_CALL_LOG"
 # IAM action names that are not `<signing name>:<operation>`.
 ACTION_NAMES = {("lambda", "Invoke"): "lambda:InvokeFunction"}
 CREATED_WITH_TAGS = {"CreateComputeEnvironment", "CreateJobQueue", "RegisterJobDefinition", "SubmitJob"}
+# The iam:PassedToService a role passed through a Batch call presents: Batch's own service principal (the
+# Service Authorization Reference for AWS Batch lists batch.amazonaws.com among the values of
+# CreateComputeEnvironment's iam:PassRole; a policy that allows only ecs-tasks.amazonaws.com is reported to
+# refuse RegisterJobDefinition's job and execution roles).
+PASSED_TO_SERVICE = {"batch": "batch.amazonaws.com"}
+
+
+class PolicyError(ValueError):
+    """A policy the local cloud cannot evaluate the way AWS would: refused loudly, never guessed allowed."""
+
+
+# Condition keys the local cloud presents with AWS's values: per-call keys (absent from a call that has
+# none, as in AWS), and the tags of the resource a call names.
+REQUEST_KEYS = {"iam:passedtoservice", "iam:awsservicename"}
+RESOURCE_TAG_KEYS = ("ec2:resourcetag/", "aws:resourcetag/")
+# IAM's condition operators the local cloud evaluates (each also with ...IfExists): (kind, negated).
+OPERATORS = {
+    "StringEquals": ("equals", False),
+    "StringNotEquals": ("equals", True),
+    "StringEqualsIgnoreCase": ("equals-ignore-case", False),
+    "StringNotEqualsIgnoreCase": ("equals-ignore-case", True),
+    "StringLike": ("like", False),
+    "StringNotLike": ("like", True),
+    "ArnEquals": ("arn", False),
+    "ArnLike": ("arn", False),
+    "ArnNotEquals": ("arn", True),
+    "ArnNotLike": ("arn", True),
+}
+
+
+@functools.lru_cache(maxsize=4096)
+def _wildcard(pattern: str, ignore_case: bool = False) -> re.Pattern[str]:
+    """IAM's wildcards: `*` any run of characters, `?` any one; everything else literal (unlike fnmatch's [])."""
+    body = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.compile(f"(?s:{body})\\Z", re.IGNORECASE if ignore_case else 0)
+
+
+def matches(pattern: str, value: str, ignore_case: bool = False) -> bool:
+    return _wildcard(pattern, ignore_case).match(value) is not None
+
+
+def arn_matches(pattern: str, value: str) -> bool:
+    """ArnLike/ArnEquals: each of the six colon-delimited parts compared on its own, wildcards within a part."""
+    wanted, given = pattern.split(":", 5), value.split(":", 5)
+    return len(wanted) == len(given) == 6 and all(matches(w, g) for w, g in zip(wanted, given, strict=True))
+
+
+@dataclass(frozen=True)
+class Request:
+    """One authorization AWS makes for a call: the action, the resource, and the condition keys it presents
+    (`tags`: the resource's tags; None when the local cloud does not know them)."""
+
+    action: str
+    resource: str
+    context: Mapping[str, str] = field(default_factory=dict)
+    tags: Mapping[str, str] | None = None
+
+    def value(self, key: str) -> str | None:
+        """The request context's value of a condition key (names are case-insensitive), None when absent."""
+        lowered = key.lower()
+        for prefix in RESOURCE_TAG_KEYS:
+            if lowered.startswith(prefix):
+                if self.tags is None:
+                    raise PolicyError(f"{key}: the local cloud does not know the tags of {self.resource}")
+                tag = lowered.removeprefix(prefix)
+                return next((v for k, v in self.tags.items() if k.lower() == tag), None)
+        return next((v for k, v in self.context.items() if k.lower() == lowered), None)
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One key of one operator of a statement's Condition block."""
+
+    operator: str
+    key: str
+    values: tuple[str, ...]
+
+    @classmethod
+    def parse(cls, operator: str, key: str, values: Any) -> Condition:
+        base = operator.removesuffix("IfExists")
+        if base not in OPERATORS:
+            raise PolicyError(f"condition operator {operator} is not evaluated by the local cloud")
+        lowered = key.lower()
+        if lowered not in REQUEST_KEYS and not lowered.startswith(RESOURCE_TAG_KEYS):
+            raise PolicyError(f"condition key {key} is not presented by the local cloud")
+        listed = tuple(str(v) for v in (values if isinstance(values, list) else [values]))
+        if any("${" in v for v in listed):
+            raise PolicyError(f"condition {operator} {key}: policy variables are not evaluated by the local cloud")
+        return cls(operator, key, listed)
+
+    def holds(self, request: Request) -> bool:
+        """AWS's rule: a key absent from the request makes the condition false, or true for a negated operator
+        (and true for ...IfExists); the policy's values for one key are alternatives."""
+        kind, negated = OPERATORS[self.operator.removesuffix("IfExists")]
+        value = request.value(self.key)
+        if value is None:
+            return negated or self.operator.endswith("IfExists")
+        if kind == "arn":
+            found = any(arn_matches(v, value) for v in self.values)
+        elif kind == "like":
+            found = any(matches(v, value) for v in self.values)
+        elif kind == "equals-ignore-case":
+            found = value.lower() in {v.lower() for v in self.values}
+        else:
+            found = value in self.values
+        return found != negated
 
 
 @dataclass(frozen=True)
 class Statement:
-    """One Allow statement of a role's policy, its resources resolved to local ARNs."""
+    """One statement of a role's policy, its resources resolved to local ARNs."""
 
     actions: tuple[str, ...]
     resources: tuple[str, ...]
+    effect: str = "Allow"
+    conditions: tuple[Condition, ...] = ()
 
-    def allows(self, action: str, resource: str) -> bool:
-        return any(fnmatch.fnmatchcase(action.lower(), a.lower()) for a in self.actions) and any(
-            fnmatch.fnmatchcase(resource, r) for r in self.resources
+    def applies(self, request: Request) -> bool:
+        """Action (case-insensitive), resource and every condition match."""
+        return (
+            any(matches(a, request.action, ignore_case=True) for a in self.actions)
+            and any(matches(r, request.resource) for r in self.resources)
+            and all(condition.holds(request) for condition in self.conditions)
         )
+
+
+def authorize(statements: Sequence[Statement], request: Request) -> str | None:
+    """AWS's evaluation within one policy set: an explicit Deny wins, then an Allow; None means allowed,
+    otherwise why not."""
+    if any(s.effect == "Deny" and s.applies(request) for s in statements):
+        return "with an explicit deny in its role's policy"
+    if any(s.effect == "Allow" and s.applies(request) for s in statements):
+        return None
+    return "(its role in the synthesized template grants no such permission)"
 
 
 @dataclass(frozen=True)
@@ -51,17 +179,48 @@ class Decision:
     resource: str
     allowed: bool
     site: str
+    # Refused on purpose: a test proving what a grant does not allow (the drift check counts no missing grant).
+    expected: bool = False
+
+
+_expecting_refusal: contextvars.ContextVar[bool] = contextvars.ContextVar("gpupilot_expecting_refusal", default=False)
+
+
+@contextlib.contextmanager
+def expecting_refusal() -> Iterator[None]:
+    """Calls made in this block that IAM refuses are refused on purpose (a test of a grant's limits)."""
+    token = _expecting_refusal.set(True)
+    try:
+        yield
+    finally:
+        _expecting_refusal.reset(token)
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
 
 
 def statements_of(document: Mapping[str, Any], resolve: Callable[[Any], Any]) -> list[Statement]:
-    """The Allow statements of a policy document, resources resolved (an unresolvable one matches nothing)."""
+    """The statements of a policy document, resources resolved (an unresolvable one matches nothing).
+    What the local cloud cannot evaluate as AWS would (NotAction, an unknown condition) is a PolicyError."""
     found = []
     for statement in document.get("Statement", []):
-        if statement.get("Effect") != "Allow":
-            continue
-        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
-        raw = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
-        found.append(Statement(tuple(actions), tuple(str(resolve(r)) for r in raw)))
+        unsupported = {"NotAction", "NotResource", "NotPrincipal", "Principal"} & set(statement)
+        if unsupported or statement.get("Effect") not in ("Allow", "Deny"):
+            raise PolicyError(f"statement {statement} uses {sorted(unsupported) or 'an unknown Effect'}")
+        conditions = tuple(
+            Condition.parse(operator, key, resolve(values))
+            for operator, keys in (statement.get("Condition") or {}).items()
+            for key, values in keys.items()
+        )
+        found.append(
+            Statement(
+                actions=tuple(_listed(statement["Action"])),
+                resources=tuple(str(resolve(r)) for r in _listed(statement["Resource"])),
+                effect=statement["Effect"],
+                conditions=conditions,
+            )
+        )
     return found
 
 
@@ -78,6 +237,9 @@ class Arn:
         return f"arn:{self.partition}:{service}:{self.region}:{self.account}:{kind}{name}"
 
 
+ResourceTags = Callable[[str], Mapping[str, str] | None]
+
+
 def required(
     service: str,
     signing_name: str,
@@ -85,45 +247,49 @@ def required(
     params: Mapping[str, Any],
     arn: Arn,
     roles_of_profile: Callable[[str], Sequence[str]],
-) -> list[tuple[str, str]]:
-    """(IAM action, resource) pairs AWS authorizes this call against: the call's own, then the implicit ones."""
+    resource_tags: ResourceTags = lambda _arn: None,
+) -> list[Request]:
+    """What AWS authorizes this call against: the call's own action, then the implicit ones, each with the
+    resource and the condition keys AWS presents (an action without resource types is authorized on `*`)."""
     action = ACTION_NAMES.get((service, operation), f"{signing_name}:{operation}")
-    checks: list[tuple[str, str]] = []
+    checks: list[Request] = []
     if service == "dynamodb" and "TableName" in params:
         table = arn("dynamodb", "table/", params["TableName"])
-        checks.append((action, f"{table}/index/{params['IndexName']}" if params.get("IndexName") else table))
+        checks.append(Request(action, f"{table}/index/{params['IndexName']}" if params.get("IndexName") else table))
     elif service == "batch":
-        checks.extend((action, resource) for resource in _batch_resources(operation, params, arn))
+        checks.extend(Request(action, resource) for resource in _batch_resources(operation, params, arn))
         created = _batch_resources(operation, params, arn)[:1]
         if operation in CREATED_WITH_TAGS and params.get("tags") and created:
-            checks.append(("batch:TagResource", created[0]))
+            checks.append(Request("batch:TagResource", created[0]))
         container = params.get("containerProperties") or {}
-        for role in (container.get("jobRoleArn"), container.get("executionRoleArn"), params.get("serviceRole")):
-            if role:
-                checks.append(("iam:PassRole", role))
         profile = (params.get("computeResources") or {}).get("instanceRole")
-        for role in roles_of_profile(profile) if profile else ():
-            checks.append(("iam:PassRole", role))
+        roles = [container.get("jobRoleArn"), container.get("executionRoleArn"), params.get("serviceRole")]
+        passed = {"iam:PassedToService": PASSED_TO_SERVICE["batch"]}
+        checks.extend(Request("iam:PassRole", role, passed) for role in roles if role)
+        checks.extend(Request("iam:PassRole", role, passed) for role in (roles_of_profile(profile) if profile else ()))
     elif service == "stepfunctions" and operation == "StartExecution":
         machine = params["stateMachineArn"]
         execution = machine.replace(":stateMachine:", ":execution:") + f":{params.get('name', 'new')}"
-        checks += [(action, machine), ("states:DescribeExecution", execution)]
+        checks += [Request(action, machine), Request("states:DescribeExecution", execution)]
     elif service == "stepfunctions" and "executionArn" in params:
-        checks.append((action, params["executionArn"]))
+        checks.append(Request(action, params["executionArn"]))
     elif service == "ec2" and operation == "TerminateInstances":
-        checks.extend((action, arn("ec2", "instance/", instance)) for instance in params["InstanceIds"])
+        # Authorized per instance, with the tags the instance carries (ec2:ResourceTag/..., aws:ResourceTag/...).
+        instances = [arn("ec2", "instance/", instance) for instance in params["InstanceIds"]]
+        checks.extend(Request(action, instance, tags=resource_tags(instance)) for instance in instances)
     elif service == "ecs" and operation == "DescribeContainerInstances":
         cluster = arn("ecs", "cluster/", params["cluster"])
-        checks.extend((action, arn("ecs", f"container-instance/{cluster.rsplit('/', 1)[1]}/", instance))
+        checks.extend(Request(action, arn("ecs", f"container-instance/{cluster.rsplit('/', 1)[1]}/", instance))
                       for instance in params["containerInstances"])  # fmt: skip
     elif service == "ecs" and "cluster" in params:
-        checks.append((action, arn("ecs", "cluster/", params["cluster"])))
-    elif service == "service-quotas" and "QuotaCode" in params:
-        checks.append((action, arn("servicequotas", f"{params['ServiceCode']}/", params["QuotaCode"])))
+        checks.append(Request(action, arn("ecs", "cluster/", params["cluster"])))
+    elif service == "iam" and operation == "CreateServiceLinkedRole":
+        checks.append(Request(action, "*", {"iam:AWSServiceName": params["AWSServiceName"]}))
     elif service == "lambda" and "FunctionName" in params:
-        checks.append((action, arn("lambda", "function:", params["FunctionName"])))
+        checks.append(Request(action, arn("lambda", "function:", params["FunctionName"])))
     else:
-        checks.append((action, "*"))
+        # Among them servicequotas:GetServiceQuota: it has no resource types, so AWS authorizes it on `*`.
+        checks.append(Request(action, "*"))
     return checks
 
 
@@ -171,13 +337,15 @@ class IamEnforcer:
         arn: Arn,
         roles_of_profile: Callable[[str], Sequence[str]] = lambda _profile: (),
         log_dir: Path | None = None,
+        resource_tags: ResourceTags = lambda _arn: None,
     ) -> None:
         self.policies = policies
         self.arn = arn
         self.roles_of_profile = roles_of_profile
+        self.resource_tags = resource_tags
         self.decisions: list[Decision] = []
         self._log = log_dir / f"calls-{os.getpid()}-{id(self)}.jsonl" if log_dir else None
-        self._seen: set[tuple[str, str, str, bool]] = set()
+        self._seen: set[tuple[str, str, str, bool, bool]] = set()
         self._lock = threading.Lock()
 
     @classmethod
@@ -191,21 +359,28 @@ class IamEnforcer:
             return  # not a deployed function's call (the local cloud's own, or a test's setup)
         service_model = model.service_model
         checks = required(
-            service_model.service_name, service_model.signing_name, model.name, params, self.arn, self.roles_of_profile
+            service_model.service_name,
+            service_model.signing_name,
+            model.name,
+            params,
+            self.arn,
+            self.roles_of_profile,
+            self.resource_tags,
         )
         site = call_site()
-        for action, resource in checks:
-            allowed = any(statement.allows(action, resource) for statement in self.policies[function])
-            self._record(Decision(function, action, resource, allowed, site))
-            if not allowed:
+        for check in checks:
+            refusal = authorize(self.policies[function], check)
+            expected = refusal is not None and _expecting_refusal.get()
+            self._record(Decision(function, check.action, check.resource, refusal is None, site, expected))
+            if refusal is not None:
                 message = (
-                    f"{function} is not authorized to perform: {action} on resource: {resource} "
-                    f"(its role in the synthesized template grants no such permission; called at {site})"
+                    f"{function} is not authorized to perform: {check.action} on resource: {check.resource} "
+                    f"{refusal} (called at {site})"
                 )
                 raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": message}}, model.name)
 
     def _record(self, decision: Decision) -> None:
-        key = (decision.function, decision.action, decision.resource, decision.allowed)
+        key = (decision.function, decision.action, decision.resource, decision.allowed, decision.expected)
         with self._lock:
             self.decisions.append(decision)
             if self._log is None or key in self._seen:
@@ -215,11 +390,29 @@ class IamEnforcer:
                 log.write(json.dumps(asdict(decision)) + "\n")
 
 
+def moto_resource_tags(account: str, region: str) -> ResourceTags:
+    """The tags AWS presents for a resource, read from the embedded moto: EC2 instances' (None: not known)."""
+
+    def tags(resource: str) -> Mapping[str, str] | None:
+        kind, _, name = resource.split(":", 5)[-1].partition("/")
+        if f":ec2:{region}:{account}:" not in resource or kind != "instance":
+            return None
+        from moto.ec2.models import ec2_backends
+
+        return dict(ec2_backends[account][region].tags.get(name, {}))
+
+    return tags
+
+
 def enforcer_for(policies: Mapping[str, list[Statement]], profile_roles: Mapping[str, list[str]], region: str,
                  account: str, log_dir: Path | None = None) -> IamEnforcer:  # fmt: skip
-    """An enforcer of a local deployment's policies (see deploy.Deployment)."""
+    """An enforcer of a local deployment's policies (see deploy.Deployment), reading resource tags from moto."""
     from gpupilot.localcloud.template import partition_of
 
     return IamEnforcer(
-        policies, Arn(region, account, partition_of(region)), lambda profile: profile_roles.get(profile, ()), log_dir
+        policies,
+        Arn(region, account, partition_of(region)),
+        lambda profile: profile_roles.get(profile, ()),
+        log_dir,
+        moto_resource_tags(account, region),
     )

@@ -51,6 +51,12 @@ the local cloud makes moto behave like AWS:
    `container.exitCode` and `statusReason` (DescribeJobs: JobDetail, ContainerDetail, AttemptDetail,
    AttemptContainerDetail). Here the job's exit code is in both, as on AWS.
 
+15. Batch's ECS clusters: moto names every compute environment's cluster `OnDemand_Batch_<uuid>`. AWS Batch
+   names it after the compute environment, `<name>_Batch_<uuid>` (AWS Batch API Reference,
+   DescribeComputeEnvironments example: compute environment P2OnDemand, cluster P2OnDemand_Batch_2c06f29d-...),
+   and GPU Pilot's IAM scopes its fleet reads and deregistrations to its compute environments' clusters by that
+   name. Here the cluster is named as AWS Batch names it.
+
 tests/integration/test_moto_adaptations.py holds one test per adaptation that fails if moto changes under it.
 """
 
@@ -374,6 +380,29 @@ def refuse_disabled_queues(patches: _Patches) -> None:
         patches.replace(backend, "submit_job", submit)
 
 
+BATCH_CLUSTER_NAME = "{environment}_Batch_{uuid}"
+
+
+def name_clusters_as_batch_does(patches: _Patches) -> None:
+    """15. A new compute environment's ECS cluster is `<compute environment name>_Batch_<uuid>`."""
+    import uuid
+
+    from moto.batch.models import BatchBackend
+
+    original = BatchBackend.create_compute_environment
+
+    def create(self: Any, compute_environment_name: str, *args: Any, **kwargs: Any) -> Any:
+        environment = original(self, compute_environment_name, *args, **kwargs)
+        named = BATCH_CLUSTER_NAME.format(environment=environment.name, uuid=uuid.uuid4())
+        if environment.ecs_name and not environment.ecs_name.startswith(f"{environment.name}_Batch_"):
+            # Replaced without a trace: AWS never had moto's name (a deleted cluster would stay listed INACTIVE).
+            self.ecs_backend.clusters.pop(environment.ecs_name, None)
+            environment.set_ecs(self.ecs_backend.create_cluster(named).arn, named)
+        return environment
+
+    patches.replace(BatchBackend, "create_compute_environment", create)
+
+
 MAX_COMPUTE_ENVIRONMENTS = 50
 MAX_JOB_QUEUES = 50
 LIMIT_MESSAGE = "{what} limit exceeded: this region has {count} and AWS Batch allows {limit}"
@@ -585,6 +614,7 @@ def adapted_moto(
         paginated_list_jobs(patches)
         refuse_disabled_queues(patches)
         batch_deletions_and_limits(patches)
+        name_clusters_as_batch_does(patches)
         keep_time_limit_actions(patches)
         report_exit_codes(patches)
         if spot_market is not None:

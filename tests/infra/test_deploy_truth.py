@@ -149,3 +149,54 @@ def test_a_made_up_region_fails_synth_naming_the_key_and_the_valid_ones() -> Non
         DeploySettings.from_context(
             load_context() | {"region": "mars-north-1", "zones": ["mars-north-1a", "mars-north-1b"]}
         )
+
+
+# --- IAM as the Service Authorization Reference has it ------------------------------------------------
+def test_no_function_is_granted_on_everything_an_action_that_supports_resource_level_permissions(
+    synthesized: Synthesized,
+) -> None:
+    # Given every function's statements on Resource "*" / Then each action on it has no resource types in the
+    # Service Authorization Reference (stacks/iam_reference.py), or a reason that names it and says why
+    from tests.iam_drift import wildcard_grants
+
+    assert wildcard_grants(synthesized.template.to_json()) == []
+
+
+def test_a_describe_grant_refuses_an_action_that_has_resource_types() -> None:
+    # Given the grant of read-only calls on "*", whose reason claims they have no resource types
+    from stacks.permissions import describe
+
+    # Then it cannot be given an action the Service Authorization Reference scopes (the claim would be false)
+    with pytest.raises(ValueError, match="batch:TerminateJob"):
+        describe("AWS Batch", "batch:DescribeJobs", "batch:TerminateJob")
+
+
+def test_quota_reads_are_granted_on_everything_because_get_service_quota_has_no_resource_types(
+    synthesized: Synthesized,
+) -> None:
+    # A grant on the quotas' ARNs would never match: AWS authorizes GetServiceQuota on "*" only
+    for key in synthesized.function_ids():
+        for statement in synthesized.function_statements(key):
+            if "servicequotas:GetServiceQuota" in json.dumps(statement["Action"]):
+                assert statement["Resource"] == "*", key
+
+
+def test_ecs_fleet_grants_reach_only_the_clusters_batch_creates_for_gpu_pilots_compute_environments(
+    synthesized: Synthesized,
+) -> None:
+    # Given every function's ECS statements (fleet reads, the sweep's deregistration)
+    ecs = [
+        (key, statement)
+        for key in synthesized.function_ids()
+        for statement in synthesized.function_statements(key)
+        if "ecs:" in json.dumps(statement["Action"])
+    ]
+    assert {key for key, _ in ecs} >= {"api", "diagnose", "health_sweep", "job_events", "record_cost"}
+    # Then each names the clusters AWS Batch names <compute environment>_Batch_<uuid>, for gpupilot* ones only
+    for key, statement in ecs:
+        resources = json.dumps(statement["Resource"])
+        assert re.search(r':(cluster/gpupilot\*_Batch_\*|container-instance/gpupilot\*_Batch_\*/\*)"', resources), (
+            key,
+            resources,
+        )
+        assert ":cluster/*" not in resources and ":container-instance/*" not in resources, key

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -102,6 +103,32 @@ def test_adapted_a_compute_environment_the_world_breaks_is_invalid_with_its_reas
     with adapted_moto(lifecycle=ComputeEnvironmentLifecycle(create_seconds=0, invalid_reason=lambda _t: reason)):
         create_environment(aws)
         assert status_of() == ("INVALID", reason)
+
+
+def cluster_of(name: str = "gpu-ce") -> str:
+    [environment] = boto3.client("batch", region_name=REGION).describe_compute_environments(computeEnvironments=[name])[
+        "computeEnvironments"
+    ]
+    return str(environment["ecsClusterArn"])
+
+
+def test_moto_alone_names_every_compute_environments_cluster_alike(aws):
+    # Given plain moto / When a compute environment is created
+    create_environment(aws, service_role=aws["role"])
+    # Then its cluster is not named after it (why the adaptation exists: AWS Batch names it <name>_Batch_<uuid>)
+    assert cluster_of().split(":cluster/", 1)[1].startswith("OnDemand_Batch_")
+
+
+def test_adapted_a_compute_environments_cluster_is_named_after_it_as_aws_batch_names_it(aws):
+    with adapted_moto(lifecycle=ComputeEnvironmentLifecycle(create_seconds=0)):
+        # Given a compute environment created through Batch
+        create_environment(aws, name="gpupilot-od-x8664-g5-xlarge")
+        # Then its ECS cluster is <compute environment name>_Batch_<uuid>, and the only cluster ECS knows
+        arn = cluster_of("gpupilot-od-x8664-g5-xlarge")
+        assert re.fullmatch(
+            r"arn:aws:ecs:us-east-1:123456789012:cluster/gpupilot-od-x8664-g5-xlarge_Batch_[0-9a-f-]{36}", arn
+        )
+        assert boto3.client("ecs", region_name=REGION).list_clusters()["clusterArns"] == [arn]
 
 
 # -- job queues ------------------------------------------------------------------------------------

@@ -419,13 +419,13 @@ def test_record_cost_prices_a_spot_attempt_at_the_spot_price_when_it_is_first_to
 
 
 def container_instance_in(zone: str) -> str:
-    """A container instance of an ECS cluster, on an EC2 instance in `zone`: its ARN."""
+    """A container instance of the (only) pool's ECS cluster, on an EC2 instance in `zone`: its ARN."""
     ec2, ecs = boto3.client("ec2"), boto3.client("ecs")
     subnet = next(s["SubnetId"] for s in ec2.describe_subnets()["Subnets"] if s["AvailabilityZone"] == zone)
     instance = ec2.run_instances(ImageId="ami-12c6146b", MinCount=1, MaxCount=1, SubnetId=subnet)["Instances"][0]
-    ecs.create_cluster(clusterName="Spot_Batch_1")
+    [pool] = boto3.client("batch").describe_compute_environments()["computeEnvironments"]
     document = json.dumps({"instanceId": instance["InstanceId"]})
-    registered = ecs.register_container_instance(cluster="Spot_Batch_1", instanceIdentityDocument=document)
+    registered = ecs.register_container_instance(cluster=pool["ecsClusterArn"], instanceIdentityDocument=document)
     return str(registered["containerInstance"]["containerInstanceArn"])
 
 

@@ -1,0 +1,199 @@
+"""What each function's role in the synthesized template lets it do, decided as AWS decides it: the calls the
+functions make, on moto, authorized with the condition keys AWS presents (the tags an EC2 instance really
+carries, the service a role is passed to) and the resources AWS names (the ECS clusters Batch creates)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+
+from functions.shared import constants as c
+from functions.shared.adapters.batch import BatchJobsAdapter
+from functions.shared.adapters.fleet import Ec2EcsFleet
+from functions.shared.domain.pools import POOL_TAG
+from gpupilot.localcloud.dispatch import current_function
+from gpupilot.localcloud.iam import Request, authorize, expecting_refusal
+from tests.integration.conftest import Cloud
+
+POOL = "gpupilot-od-x8664-g5-xlarge"
+
+
+@contextmanager
+def calling_as(function: str) -> Iterator[None]:
+    """AWS calls made here are the deployed function's, authorized against its role (as its handler's are)."""
+    token = current_function.set(function)
+    try:
+        yield
+    finally:
+        current_function.reset(token)
+
+
+def refused(call: Any) -> str:
+    """The AccessDenied message of a call IAM must refuse (refused on purpose: not a missing grant)."""
+    with expecting_refusal(), pytest.raises(ClientError) as error:
+        call()
+    assert error.value.response["Error"]["Code"] == "AccessDeniedException"
+    return str(error.value.response["Error"]["Message"])
+
+
+def instance_tagged(tags: dict[str, str]) -> str:
+    ec2 = boto3.client("ec2")
+    specification = [{"ResourceType": "instance", "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}]
+    launched = ec2.run_instances(
+        ImageId="ami-12c6146b", MinCount=1, MaxCount=1, **({"TagSpecifications": specification} if tags else {})
+    )
+    return str(launched["Instances"][0]["InstanceId"])
+
+
+def state_of(instance_id: str) -> str:
+    reservations = boto3.client("ec2").describe_instances(InstanceIds=[instance_id])["Reservations"]
+    return str(reservations[0]["Instances"][0]["State"]["Name"])
+
+
+def compute_environment(cloud: Cloud, name: str) -> str:
+    """A compute environment created through Batch (a GPU Pilot pool's, or another team's): its ECS cluster."""
+    batch = boto3.client("batch")
+    batch.create_compute_environment(
+        computeEnvironmentName=name,
+        type="MANAGED",
+        computeResources={
+            "type": "EC2",
+            "minvCpus": 0,
+            "maxvCpus": 8,
+            "instanceTypes": ["g5.xlarge"],
+            "subnets": cloud.deployment.subnets,
+            "securityGroupIds": cloud.deployment.security_groups,
+            "instanceRole": cloud.deployment.instance_profile_arn,
+        },
+    )
+    [described] = batch.describe_compute_environments(computeEnvironments=[name])["computeEnvironments"]
+    return str(described["ecsClusterArn"])
+
+
+def registered_in(cluster: str) -> str:
+    document = json.dumps({"instanceId": instance_tagged({})})
+    registered = boto3.client("ecs").register_container_instance(cluster=cluster, instanceIdentityDocument=document)
+    return str(registered["containerInstance"]["containerInstanceArn"])
+
+
+# -- ec2:TerminateInstances: only instances carrying GPU Pilot's pool tag ------------------------------
+def test_the_sweep_may_terminate_an_instance_of_a_gpu_pilot_pool(cloud: Cloud) -> None:
+    # Given an instance Batch launched for a pool (the pool tag propagated from the compute environment)
+    instance = instance_tagged({POOL_TAG: POOL})
+    # When the sweep's remediation terminates it
+    with calling_as("health_sweep"):
+        Ec2EcsFleet().terminate_instances([instance])
+    # Then IAM allowed it
+    assert state_of(instance) in ("shutting-down", "terminated")
+
+
+@pytest.mark.parametrize(
+    "tags",
+    [
+        {},
+        {POOL_TAG: "analytics-od-cpu"},
+        {"team": f"{POOL}"},
+        {POOL_TAG.upper(): "other"},
+    ],
+    ids=["untagged", "another-teams-pool", "gpu-pilot-value-under-another-key", "other-value"],
+)
+def test_the_sweep_may_not_terminate_an_instance_outside_gpu_pilots_pools(cloud: Cloud, tags: dict[str, str]) -> None:
+    # Given an instance of the account that no GPU Pilot pool launched
+    instance = instance_tagged(tags)
+    # When the sweep tries to terminate it / Then IAM refuses, on the tag the instance really carries
+    with calling_as("health_sweep"):
+        message = refused(lambda: Ec2EcsFleet().terminate_instances([instance]))
+    assert "ec2:TerminateInstances" in message and instance in message
+    assert state_of(instance) == "running"
+
+
+# -- ECS: only the clusters Batch creates for GPU Pilot's compute environments --------------------------
+@pytest.mark.parametrize("function", ["health_sweep", "diagnose", "api"])
+def test_fleet_reads_reach_the_cluster_batch_created_for_a_gpu_pilot_pool(cloud: Cloud, function: str) -> None:
+    # Given a pool's compute environment, whose cluster AWS Batch named after it, with an instance registered
+    cluster = compute_environment(cloud, POOL)
+    container_instance = registered_in(cluster)
+    # When a function that diagnoses reads the pool's fleet / Then it sees the instance
+    with calling_as(function):
+        described = Ec2EcsFleet().container_instances(cluster)
+    assert [c.arn for c in described] == [container_instance]
+
+
+@pytest.mark.parametrize("function", ["health_sweep", "diagnose", "api"])
+def test_fleet_reads_do_not_reach_another_teams_batch_cluster(cloud: Cloud, function: str) -> None:
+    # Given another team's Batch compute environment in the same account, its cluster named the same way
+    cluster = compute_environment(cloud, "analytics-od-cpu")
+    registered_in(cluster)
+    # When a GPU Pilot function reads its container instances / Then IAM refuses
+    with calling_as(function):
+        message = refused(lambda: Ec2EcsFleet().container_instances(cluster))
+    assert "ecs:ListContainerInstances" in message and "analytics-od-cpu_Batch_" in message
+
+
+def test_the_sweep_may_deregister_only_container_instances_of_gpu_pilot_clusters(cloud: Cloud) -> None:
+    # Given a container instance in a pool's cluster and one in another team's Batch cluster
+    ours, theirs = compute_environment(cloud, POOL), compute_environment(cloud, "analytics-od-cpu")
+    our_instance, their_instance = registered_in(ours), registered_in(theirs)
+    with calling_as("health_sweep"):
+        # When the sweep deregisters each (forced, as it does an agent that left)
+        Ec2EcsFleet().deregister_container_instance(ours, our_instance)
+        message = refused(lambda: Ec2EcsFleet().deregister_container_instance(theirs, their_instance))
+    # Then only the pool's is deregistered
+    assert "ecs:DeregisterContainerInstance" in message
+    remaining = boto3.client("ecs").list_container_instances(cluster=theirs)["containerInstanceArns"]
+    assert remaining == [their_instance]
+
+
+# -- iam:PassRole through RegisterJobDefinition ----------------------------------------------------------
+def job_definition(job_role: str, execution_role: str) -> dict[str, Any]:
+    return {
+        "jobDefinitionName": f"{POOL}-train",
+        "type": "container",
+        "containerProperties": {
+            "image": "nvidia/cuda:12.4.1-base-ubuntu22.04",
+            "command": ["nvidia-smi"],
+            "jobRoleArn": job_role,
+            "executionRoleArn": execution_role,
+            "resourceRequirements": [{"type": "VCPU", "value": "4"}, {"type": "MEMORY", "value": "8192"}],
+        },
+    }
+
+
+def test_submit_job_passes_its_job_and_execution_roles_when_it_registers_a_job_definition(cloud: Cloud) -> None:
+    # Given the roles the template gives the submit function
+    environment = cloud.deployment.environment("submit_job")
+    roles = environment[c.ENV_JOB_ROLE_ARN], environment[c.ENV_JOB_EXECUTION_ROLE_ARN]
+    # When it registers a job definition naming them (Batch passes them: iam:PassRole with Batch's service key)
+    with calling_as("submit_job"):
+        arn = BatchJobsAdapter().register_job_definition(job_definition(*roles))
+    # Then IAM allowed both roles to be passed
+    assert f":job-definition/{POOL}-train:" in arn
+
+
+@pytest.mark.parametrize("service", ["batch.amazonaws.com", "ecs-tasks.amazonaws.com"])
+def test_submit_jobs_pass_role_grant_holds_whichever_service_key_batch_presents(cloud: Cloud, service: str) -> None:
+    # Given the submit function's policy as deployed, and the roles a job may run as
+    policy = cloud.deployment.policies["submit_job"]
+    job_role = cloud.deployment.environment("submit_job")[c.ENV_JOB_ROLE_ARN]
+    requested = "arn:aws:iam::123456789012:role/gpupilot-job-trainer"
+    # Then passing each is allowed whatever service key the pass presents
+    for role in (job_role, requested):
+        assert authorize(policy, Request("iam:PassRole", role, {"iam:PassedToService": service})) is None
+
+
+def test_submit_job_may_not_pass_a_role_outside_the_job_role_pattern(cloud: Cloud) -> None:
+    # Given a powerful role of the account, not named gpupilot-job-*
+    trust = json.dumps({"Statement": [{"Effect": "Allow", "Principal": {"Service": "ecs-tasks.amazonaws.com"},
+                                       "Action": "sts:AssumeRole"}]})  # fmt: skip
+    admin = boto3.client("iam").create_role(RoleName="admin", AssumeRolePolicyDocument=trust)["Role"]["Arn"]
+    execution_role = cloud.deployment.environment("submit_job")[c.ENV_JOB_EXECUTION_ROLE_ARN]
+    # When a job definition names it / Then IAM refuses to pass it
+    with calling_as("submit_job"):
+        message = refused(lambda: BatchJobsAdapter().register_job_definition(job_definition(admin, execution_role)))
+    assert "iam:PassRole" in message and admin in message

@@ -1,0 +1,170 @@
+"""The local cloud's IAM decides as AWS decides: an explicit Deny wins, an Allow needs its action, resource and
+every condition to match, the condition keys are the ones AWS presents for the call, and what the local cloud
+cannot evaluate is refused loudly rather than guessed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gpupilot.localcloud.iam import Arn, PolicyError, Request, authorize, required, statements_of
+
+ACCOUNT = "123456789012"
+INSTANCE = f"arn:aws:ec2:us-east-1:{ACCOUNT}:instance/i-0abc"
+ROLE = f"arn:aws:iam::{ACCOUNT}:role/gpupilot-job-trainer"
+
+
+def policy(*statements: dict[str, Any]) -> list[Any]:
+    return statements_of({"Statement": list(statements)}, lambda value: value)
+
+
+def allow(action: str, resource: str = "*", **condition: dict[str, Any]) -> dict[str, Any]:
+    statement: dict[str, Any] = {"Effect": "Allow", "Action": action, "Resource": resource}
+    if condition:
+        statement["Condition"] = condition
+    return statement
+
+
+def allowed(statements: list[Any], request: Request) -> bool:
+    return authorize(statements, request) is None
+
+
+# -- Allow, Deny ------------------------------------------------------------------------------------------
+def test_an_explicit_deny_wins_over_an_allow_of_the_same_call() -> None:
+    # Given a role allowed every EC2 call and denied terminating instances
+    statements = policy(allow("ec2:*"), {"Effect": "Deny", "Action": "ec2:TerminateInstances", "Resource": "*"})
+    # Then describing is allowed, terminating refused with an explicit deny
+    assert allowed(statements, Request("ec2:DescribeInstances", "*"))
+    assert authorize(statements, Request("ec2:TerminateInstances", INSTANCE)) == (
+        "with an explicit deny in its role's policy"
+    )
+
+
+def test_a_deny_whose_condition_does_not_match_leaves_the_allow_standing() -> None:
+    deny = {
+        "Effect": "Deny",
+        "Action": "ec2:TerminateInstances",
+        "Resource": "*",
+        "Condition": {"StringNotLike": {"ec2:ResourceTag/gpupilot:pool": "gpupilot-*"}},
+    }
+    statements = policy(allow("ec2:TerminateInstances"), deny)
+    assert allowed(statements, Request("ec2:TerminateInstances", INSTANCE, tags={"gpupilot:pool": "gpupilot-od"}))
+    assert not allowed(statements, Request("ec2:TerminateInstances", INSTANCE, tags={}))
+
+
+def test_nothing_is_allowed_without_an_allow() -> None:
+    assert authorize(policy(), Request("batch:ListJobs", "*")) == (
+        "(its role in the synthesized template grants no such permission)"
+    )
+
+
+def test_actions_match_without_case_and_resources_with_it_and_wildcards_are_iams_only() -> None:
+    statements = policy(allow("Batch:Describe*", f"arn:aws:batch:us-east-1:{ACCOUNT}:job-queue/gpupilot-[ab]?"))
+    queue = f"arn:aws:batch:us-east-1:{ACCOUNT}:job-queue/gpupilot-[ab]x"
+    assert allowed(statements, Request("batch:DescribeJobQueues", queue))
+    # `[` is a character in IAM, not a set (as fnmatch would read it); resources are case-sensitive
+    assert not allowed(statements, Request("batch:DescribeJobQueues", queue.replace("[ab]", "a")))
+    assert not allowed(statements, Request("batch:DescribeJobQueues", queue.upper()))
+
+
+# -- conditions -------------------------------------------------------------------------------------------
+def test_string_like_on_a_resource_tag_reads_the_tags_the_resource_carries() -> None:
+    statements = policy(allow("ec2:TerminateInstances", StringLike={"ec2:ResourceTag/gpupilot:pool": "gpupilot-*"}))
+    assert allowed(statements, Request("ec2:TerminateInstances", INSTANCE, tags={"gpupilot:pool": "gpupilot-od-1"}))
+    assert not allowed(statements, Request("ec2:TerminateInstances", INSTANCE, tags={"gpupilot:pool": "other"}))
+    assert not allowed(statements, Request("ec2:TerminateInstances", INSTANCE, tags={"team": "gpupilot-od-1"}))
+
+
+def test_a_missing_key_fails_a_positive_operator_and_satisfies_a_negated_one_or_if_exists() -> None:
+    request = Request("iam:PassRole", ROLE)  # no iam:PassedToService in this request's context
+    assert not allowed(policy(allow("iam:PassRole", StringEquals={"iam:PassedToService": "x"})), request)
+    assert allowed(policy(allow("iam:PassRole", StringNotEquals={"iam:PassedToService": "x"})), request)
+    assert allowed(policy(allow("iam:PassRole", StringEqualsIfExists={"iam:PassedToService": "x"})), request)
+
+
+def test_a_keys_values_are_alternatives_and_all_conditions_must_hold() -> None:
+    statements = policy(
+        allow(
+            "iam:PassRole",
+            StringEquals={"iam:PassedToService": ["batch.amazonaws.com", "ecs-tasks.amazonaws.com"]},
+            StringLike={"iam:PassedToService": "*.amazonaws.com"},
+        )
+    )
+    for service in ("batch.amazonaws.com", "ecs-tasks.amazonaws.com"):
+        assert allowed(statements, Request("iam:PassRole", ROLE, {"iam:PassedToService": service}))
+    assert not allowed(statements, Request("iam:PassRole", ROLE, {"iam:PassedToService": "lambda.amazonaws.com"}))
+
+
+def test_string_equals_is_case_sensitive_unless_told_otherwise_and_key_names_are_not() -> None:
+    request = Request("iam:PassRole", ROLE, {"iam:passedtoservice": "Batch.amazonaws.com"})
+    assert not allowed(policy(allow("iam:PassRole", StringEquals={"iam:PassedToService": "batch.amazonaws.com"})),
+                       request)  # fmt: skip
+    assert allowed(
+        policy(allow("iam:PassRole", StringEqualsIgnoreCase={"iam:PassedToService": "batch.amazonaws.com"})), request
+    )
+
+
+def test_arn_like_compares_each_of_an_arns_six_parts_on_its_own() -> None:
+    statements = policy(allow("ec2:TerminateInstances", ArnLike={"aws:ResourceTag/owner": "arn:aws:iam::*:role/x*"}))
+    owned_by = lambda owner: Request("ec2:TerminateInstances", INSTANCE, tags={"owner": owner})  # noqa: E731
+    assert allowed(statements, owned_by(f"arn:aws:iam::{ACCOUNT}:role/xy"))
+    # A `*` in one part does not run into the next (a whole-string match would take "<account>:extra" for it)
+    assert not allowed(statements, owned_by(f"arn:aws:iam::{ACCOUNT}:extra:role/xy"))
+
+
+@pytest.mark.parametrize(
+    ("statement", "what"),
+    [
+        (allow("ec2:TerminateInstances", NumericLessThan={"ec2:ResourceTag/n": "1"}), "operator NumericLessThan"),
+        (allow("ec2:TerminateInstances", **{"ForAnyValue:StringLike": {"aws:TagKeys": "x"}}), "ForAnyValue"),
+        (allow("ec2:TerminateInstances", StringEquals={"aws:SourceIp": "10.0.0.1"}), "key aws:SourceIp"),
+        (allow("ec2:TerminateInstances", StringEquals={"ec2:ResourceTag/o": "${aws:username}"}), "policy variables"),
+        ({"Effect": "Allow", "NotAction": "iam:*", "Resource": "*"}, "NotAction"),
+    ],
+)
+def test_what_the_local_cloud_cannot_evaluate_is_refused_loudly(statement: dict[str, Any], what: str) -> None:
+    with pytest.raises(PolicyError, match=what):
+        policy(statement)
+
+
+def test_a_resource_tag_condition_on_a_resource_whose_tags_are_unknown_is_refused_loudly() -> None:
+    statements = policy(allow("batch:TerminateJob", StringEquals={"aws:ResourceTag/team": "ml"}))
+    with pytest.raises(PolicyError, match="does not know the tags"):
+        authorize(statements, Request("batch:TerminateJob", f"arn:aws:batch:us-east-1:{ACCOUNT}:job/1"))
+
+
+# -- what AWS presents for a call ---------------------------------------------------------------------------
+ARNS = Arn("us-east-1", ACCOUNT)
+
+
+def test_a_job_definition_passes_its_roles_through_batch() -> None:
+    # Given a RegisterJobDefinition naming a job role and an execution role
+    params = {"jobDefinitionName": "gpupilot-train", "type": "container",
+              "containerProperties": {"jobRoleArn": ROLE, "executionRoleArn": f"{ROLE}-exec"}}  # fmt: skip
+    # Then AWS authorizes the definition, then iam:PassRole on each role with Batch's service key
+    checks = required("batch", "batch", "RegisterJobDefinition", params, ARNS, lambda _profile: ())
+    assert [(c.action, c.resource) for c in checks] == [
+        ("batch:RegisterJobDefinition", f"arn:aws:batch:us-east-1:{ACCOUNT}:job-definition/gpupilot-train"),
+        ("iam:PassRole", ROLE),
+        ("iam:PassRole", f"{ROLE}-exec"),
+    ]
+    assert {c.value("iam:PassedToService") for c in checks[1:]} == {"batch.amazonaws.com"}
+    assert checks[0].value("iam:PassedToService") is None
+
+
+def test_terminating_instances_is_authorized_per_instance_with_the_tags_each_carries() -> None:
+    tags = {f"arn:aws:ec2:us-east-1:{ACCOUNT}:instance/i-1": {"gpupilot:pool": "gpupilot-od"}}
+    checks = required("ec2", "ec2", "TerminateInstances", {"InstanceIds": ["i-1", "i-2"]}, ARNS,
+                      lambda _profile: (), lambda arn: tags.get(arn, {}))  # fmt: skip
+    assert [(c.resource, c.tags) for c in checks] == [
+        (f"arn:aws:ec2:us-east-1:{ACCOUNT}:instance/i-1", {"gpupilot:pool": "gpupilot-od"}),
+        (f"arn:aws:ec2:us-east-1:{ACCOUNT}:instance/i-2", {}),
+    ]
+
+
+def test_an_action_without_resource_types_is_authorized_on_everything() -> None:
+    # servicequotas:GetServiceQuota has no resource types: AWS authorizes it on "*", not on the quota's ARN
+    params = {"ServiceCode": "ec2", "QuotaCode": "L-DB2E81BA"}
+    [check] = required("service-quotas", "servicequotas", "GetServiceQuota", params, ARNS, lambda _profile: ())
+    assert (check.action, check.resource) == ("servicequotas:GetServiceQuota", "*")
