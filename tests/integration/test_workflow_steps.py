@@ -10,6 +10,7 @@ from typing import Any
 import boto3
 import pytest
 
+from functions.shared.adapters.batch import LIST_JOBS_PAGE
 from functions.shared.adapters.job_store import DynamoJobStore
 from functions.shared.adapters.table_store import DynamoOfferingMemory
 from functions.shared.domain.records import AttemptRecord, Wait
@@ -184,6 +185,37 @@ def test_a_retried_submit_finds_the_batch_job_its_first_try_submitted(cloud: Clo
     # When SubmitBatchJob is retried / Then it adopts that Batch job instead of submitting a second one
     assert cloud.invoke("submit_job", state)["batch_job_id"] == first["jobId"]
     assert store.get_job(JOB).attempts[1].batch_job_id == first["jobId"]
+
+
+def test_a_retried_submit_finds_its_batch_job_past_the_first_page_of_the_name_listing(cloud: Cloud, store: Any) -> None:
+    # Given Batch accepted attempt 1 after more than a page (100) of other jobs whose names match its name but for
+    # case (ListJobs' JOB_NAME filter ignores case), and the record never learned the attempt's id
+    state = provisioned(cloud)
+    queue = state["queue"]["job_queue"]
+    candidate = state["selection"]["candidates"][0]
+    store.put_attempt(JOB, 1, AttemptRecord(instance_type=candidate["instance_type"], capacity=CapacityType.ON_DEMAND,
+                                            job_queue=queue))  # fmt: skip
+    batch = boto3.client("batch")
+    definition = batch.register_job_definition(
+        jobDefinitionName="gpupilot-train",
+        type="container",
+        containerProperties={"image": "img", "command": ["true"], "vcpus": 1, "memory": 512},
+    )["jobDefinitionArn"]
+    name = f"gpupilot-{JOB}-a1"
+    for _ in range(LIST_JOBS_PAGE):
+        batch.submit_job(jobName=name.upper(), jobQueue=queue, jobDefinition=definition)
+    first = batch.submit_job(jobName=name, jobQueue=queue, jobDefinition=definition)
+
+    def listed() -> list[int]:
+        pages = batch.get_paginator("list_jobs").paginate(jobQueue=queue, filters=[{"name": "JOB_NAME", "values": [name]}])
+        return [len(page["jobSummaryList"]) for page in pages]
+
+    assert listed() == [LIST_JOBS_PAGE, 1]
+
+    # When SubmitBatchJob is retried / Then it adopts that very Batch job, and submits no other
+    assert cloud.invoke("submit_job", state)["batch_job_id"] == first["jobId"]
+    assert store.get_job(JOB).attempts[1].batch_job_id == first["jobId"]
+    assert listed() == [LIST_JOBS_PAGE, 1]
 
 
 # -- job_events -------------------------------------------------------------------------------------

@@ -64,9 +64,19 @@ class BatchJobsAdapter(ClientAdapter):
         return str(response["jobId"])
 
     def find_job(self, job_queue: str, name: str) -> BatchJobState | None:
-        summaries = self._aws.list_jobs(jobQueue=job_queue, filters=[{"name": "JOB_NAME", "values": [name]}])
-        found = summaries["jobSummaryList"]
-        return BatchJobState.from_batch(found[0]) if found else None
+        # Every page: Batch pages a filtered listing too (a page may hold none of the matches and still have a
+        # nextToken), and JOB_NAME matches case-insensitively, so other jobs may come first; ours has the exact
+        # name. With a filter Batch ignores jobStatus and lists jobs of any status, newest first.
+        pages = self._aws.get_paginator("list_jobs").paginate(
+            jobQueue=job_queue,
+            filters=[{"name": "JOB_NAME", "values": [name]}],
+            PaginationConfig={"PageSize": LIST_JOBS_PAGE},
+        )
+        for page in pages:
+            for summary in page["jobSummaryList"]:
+                if summary.get("jobName") == name:
+                    return BatchJobState.from_batch(summary | {"jobQueue": job_queue})
+        return None
 
     def describe_jobs(self, job_ids: list[str]) -> list[BatchJobState]:
         described: list[BatchJobState] = []
