@@ -207,7 +207,9 @@ def test_a_retried_submit_finds_its_batch_job_past_the_first_page_of_the_name_li
     first = batch.submit_job(jobName=name, jobQueue=queue, jobDefinition=definition)
 
     def listed() -> list[int]:
-        pages = batch.get_paginator("list_jobs").paginate(jobQueue=queue, filters=[{"name": "JOB_NAME", "values": [name]}])
+        pages = batch.get_paginator("list_jobs").paginate(
+            jobQueue=queue, filters=[{"name": "JOB_NAME", "values": [name]}]
+        )
         return [len(page["jobSummaryList"]) for page in pages]
 
     assert listed() == [LIST_JOBS_PAGE, 1]
