@@ -15,6 +15,7 @@ from botocore.exceptions import ClientError
 
 from functions.shared.adapters.base import ClientAdapter
 from functions.shared.domain.batch import BatchJobState, ComputeEnvironmentState, JobQueueState
+from functions.shared.domain.pools import generation_of
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
 IAM_ACTIONS = (
@@ -108,6 +109,22 @@ class BatchPoolsAdapter(ClientAdapter):
     def describe_compute_environment(self, name: str) -> ComputeEnvironmentState | None:
         found = self._aws.describe_compute_environments(computeEnvironments=[name])["computeEnvironments"]
         return ComputeEnvironmentState.from_batch(found[0]) if found else None
+
+    def generations(self, pool: str) -> tuple[list[ComputeEnvironmentState], list[JobQueueState]]:
+        # Listed, not described by name: a generation's number is not known before Batch says which exist.
+        environments = [
+            ComputeEnvironmentState.from_batch(environment)
+            for page in self._aws.get_paginator("describe_compute_environments").paginate()
+            for environment in page["computeEnvironments"]
+            if generation_of(pool, environment["computeEnvironmentName"]) is not None
+        ]
+        queues = [
+            JobQueueState.from_batch(queue)
+            for page in self._aws.get_paginator("describe_job_queues").paginate()
+            for queue in page["jobQueues"]
+            if generation_of(pool, queue["jobQueueName"]) is not None
+        ]
+        return environments, queues
 
     def compute_environments(self, prefix: str) -> list[ComputeEnvironmentState]:
         pages = self._aws.get_paginator("describe_compute_environments").paginate()
