@@ -16,7 +16,7 @@ from functions.shared.adapters.table_store import DynamoOfferingMemory
 from functions.shared.domain.records import AttemptRecord, Wait
 from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.vocabulary import CapacityType, JobStatus, WaitPhase
-from tests.integration.conftest import ZONES, Cloud, HandlerError
+from tests.integration.conftest import DELETE_SECONDS, ZONES, Cloud, HandlerError
 
 JOB = "job00000001"
 REQUEST = {"name": "train", "image": "nvidia/cuda:12.4.1-base-ubuntu22.04", "command": ["nvidia-smi"]}
@@ -145,6 +145,33 @@ def test_an_invalid_pool_is_diagnosed_and_the_workflow_told_to_fall_back(cloud: 
     assert (status["remedy"], status["next_index"]) == ("fall_back", 1)
     assert attempt.diagnosis.category == "COMPUTE_ENVIRONMENT_INVALID"
     assert attempt.diagnosis.evidence["compute_environment_reason"] == reason
+
+
+def test_a_pool_batch_is_still_deleting_is_not_waited_on_the_job_gets_the_pool_s_next_generation(
+    cloud: Cloud, store: Any
+) -> None:
+    # Given a pool that ran a job and was taken down in Batch's order: its queue deleted, then its compute
+    # environment, which Batch still shows DELETING (its name taken)
+    state = provisioned(cloud)
+    pool = state["queue"]["compute_environment"]
+    batch = boto3.client("batch")
+    batch.update_job_queue(jobQueue=pool, state="DISABLED")
+    batch.delete_job_queue(jobQueue=pool)
+    cloud.clock.advance(DELETE_SECONDS)
+    batch.update_compute_environment(computeEnvironment=pool, state="DISABLED")
+    batch.delete_compute_environment(computeEnvironment=pool)
+
+    # When a workflow needs the same pool
+    payload = {"job_id": JOB, "request": REQUEST, "selection": state["selection"]}
+    first = cloud.invoke("ensure_queue", payload)
+
+    # Then it creates the pool's next generation at once, under a name Batch does not hold, and gets it ready
+    assert (first["compute_environment"], first["status"]) == (f"{pool}-g2", "CREATING/NOT_CREATED")
+    cloud.clock.advance()
+    ready = cloud.invoke("ensure_queue", payload | {"previous": first})
+    assert (ready["ready"], ready["job_queue"]) == (True, f"{pool}-g2")
+    shown = batch.describe_compute_environments()["computeEnvironments"]
+    assert {e["computeEnvironmentName"]: e["status"] for e in shown} == {pool: "DELETED", f"{pool}-g2": "VALID"}
 
 
 # -- SubmitBatchJob ----------------------------------------------------------------------------------
