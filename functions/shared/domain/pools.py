@@ -130,7 +130,7 @@ def pool_generation(
         number = generation_of(pool, queue.name)
         if number is not None:
             generations.setdefault(number, Generation(number=number)).queue = queue
-    live = [g for n, g in sorted(generations.items(), reverse=True) if g.live]
+    live = [g for _, g in sorted(generations.items(), reverse=True) if g.live]
     return (live[0] if live else None), max(generations, default=0) + 1
 
 
