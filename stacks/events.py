@@ -16,6 +16,13 @@ from functions.shared.constants import (
     SWEEP_RATE_MINUTES,
 )
 from stacks.nag import Kind, acknowledge, acknowledge_checkov
+from stacks.settings import RESOURCE_PREFIX
+
+# The job queues GPU Pilot creates, in any partition, region and account: both events name the job's queue by
+# its ARN in `detail.jobQueue`. A wildcard, not a prefix joined from the stack's tokens, because the ARN of a
+# queue in another region (capacity regions forward their Batch events to the home bus) or partition must
+# match too, and a plain string keeps the synthesized pattern the one the local cloud matches events against.
+GPU_PILOT_QUEUES = f"arn:*:batch:*:*:job-queue/{RESOURCE_PREFIX}-*"
 
 
 class JobEvents(Construct):
@@ -49,10 +56,13 @@ class JobEvents(Construct):
         self.batch_rule = events.Rule(
             self,
             "BatchJobEvents",
-            description="Batch job state changes and blocked queues -> job_events",
+            description="Batch job state changes and blocked queues of GPU Pilot's queues -> job_events",
+            # Only GPU Pilot's queues: other teams' jobs in the account would otherwise invoke job_events for
+            # nothing. A foreign job submitted into a GPU Pilot queue still matches, as the sweep covers it.
             event_pattern=events.EventPattern(
                 source=[BATCH_EVENT_SOURCE],
                 detail_type=[BATCH_JOB_STATE_CHANGE, BATCH_JOB_QUEUE_BLOCKED],
+                detail={"jobQueue": events.Match.wildcard(GPU_PILOT_QUEUES)},
             ),
         )
         self.batch_rule.add_target(

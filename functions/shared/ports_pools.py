@@ -39,6 +39,11 @@ class BatchPools(Protocol):
 
     def describe_compute_environment(self, name: str) -> ComputeEnvironmentState | None: ...
 
+    def generations(self, pool: str) -> tuple[list[ComputeEnvironmentState], list[JobQueueState]]:
+        """Every compute environment and job queue Batch shows of the pool's generations, DELETING and DELETED
+        ones included."""
+        ...
+
     def compute_environments(self, prefix: str) -> list[ComputeEnvironmentState]: ...
 
     def job_queues(self, prefix: str) -> list[JobQueueState]:

@@ -33,15 +33,24 @@ MOTO_CONFIG = {
 DEFAULT_PORT = 8765
 DEFAULT_SWEEP_SECONDS = 300.0
 # The local timeline: a compute environment is CREATING for this long, and the workflow polls a new pool
-# this often (production: Batch takes tens of seconds, GpuJob polls every 10 s).
+# this often (production: Batch takes tens of seconds, GpuJob polls every 10 s), giving up on it after a minute
+# (production: half an hour). A deleted queue or compute environment is DELETING for a second, then shown
+# DELETED for half a minute, its name taken meanwhile (production: minutes, and longer).
 LOCAL_CE_CREATE_SECONDS = 0.5
 LOCAL_QUEUE_POLL_SECONDS = "1"
+LOCAL_PROVISION_TIMEOUT_SECONDS = "60"
+LOCAL_DELETE_SECONDS = 1.0
+LOCAL_DELETED_SECONDS = 30.0
 # An instance not registered 2 s after launch never will be, here; a job with no instance after 3 s gets none.
 _FLEET_CLOCK = {"GPUPILOT_REGISTRATION_GRACE_SECONDS": "2", "GPUPILOT_LAUNCH_GRACE_SECONDS": "3"}
 # A workflow goes from claiming its pool to SubmitJob within a second here: a pool claimed 2 s ago can retire.
 _POOL_CLOCK = {"GPUPILOT_POOL_CLAIM_GRACE_SECONDS": "2"}
 TIMELINE_OVERRIDES = {
-    "api": {"GPUPILOT_QUEUE_POLL_SECONDS": LOCAL_QUEUE_POLL_SECONDS} | _FLEET_CLOCK,
+    "api": {
+        "GPUPILOT_QUEUE_POLL_SECONDS": LOCAL_QUEUE_POLL_SECONDS,
+        "GPUPILOT_PROVISION_TIMEOUT_SECONDS": LOCAL_PROVISION_TIMEOUT_SECONDS,
+    }
+    | _FLEET_CLOCK,
     "diagnose": _FLEET_CLOCK,
     "health_sweep": _FLEET_CLOCK | _POOL_CLOCK,
     "ensure_queue": _POOL_CLOCK,
@@ -228,7 +237,10 @@ class LocalCloud:
         state_manager.set_transition("batch::job", {"progression": "manual", "times": 10**9})
 
         lifecycle = ComputeEnvironmentLifecycle(
-            create_seconds=LOCAL_CE_CREATE_SECONDS, invalid_reason=self.world.compute_environment_invalid
+            create_seconds=LOCAL_CE_CREATE_SECONDS,
+            invalid_reason=self.world.compute_environment_invalid,
+            delete_seconds=LOCAL_DELETE_SECONDS,
+            deleted_seconds=LOCAL_DELETED_SECONDS,
         )
         faults = Faults(self.world.faults)
         self.faults = faults

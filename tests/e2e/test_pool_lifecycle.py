@@ -1,5 +1,6 @@
 """Pool lifecycle on the local cloud: a new launch template version moves new jobs to a new pool version and
-the sweep deletes the old one; idle pools retire; Batch's 50 compute environments per region hold."""
+the sweep deletes the old one; idle pools retire; Batch's 50 compute environments per region hold. The local
+cloud deletes as Batch does: DELETING for a moment, then DELETED and still shown for a while, its name taken."""
 
 from __future__ import annotations
 
@@ -43,8 +44,28 @@ def sweep(cloud: RunningCloud) -> list[dict[str, Any]]:
 
 
 def environments(cloud: RunningCloud) -> dict[str, dict[str, Any]]:
+    """Every compute environment Batch shows, DELETED ones included."""
     found = aws(cloud, "batch").describe_compute_environments()["computeEnvironments"]
     return {e["computeEnvironmentName"]: e for e in found}
+
+
+def live_environments(cloud: RunningCloud) -> dict[str, dict[str, Any]]:
+    """The compute environments Batch has not deleted (what its limit counts)."""
+    return {name: e for name, e in environments(cloud).items() if e["status"] != "DELETED"}
+
+
+def sweep_until_retired(cloud: RunningCloud, pool: str, timeout: float = 60) -> list[dict[str, Any]]:
+    """Sweep until a sweep reports the pool's retirement done (Batch deletes its queue, then its compute
+    environment, each taking a moment); every POOL_RETIRING finding about it, in order."""
+    deadline = time.monotonic() + timeout
+    seen: list[dict[str, Any]] = []
+    while True:
+        seen += [f for f in sweep(cloud) if f["kind"] == "POOL_RETIRING" and f["resource"] == pool]
+        if seen and seen[-1]["evidence"]["step"] == "done":
+            return seen
+        if time.monotonic() > deadline:
+            raise AssertionError(f"pool {pool} not retired in {timeout:.0f} s: {seen}")
+        time.sleep(0.5)
 
 
 def test_a_new_launch_template_version_moves_new_jobs_to_a_new_pool_and_the_old_is_deleted(
@@ -70,15 +91,15 @@ def test_a_new_launch_template_version_moves_new_jobs_to_a_new_pool_and_the_old_
     assert new != old and new.rsplit("-", 1)[0] == old.rsplit("-", 1)[0]
     assert environments(cloud)[new]["computeResources"]["launchTemplate"]["version"] == "2"
 
-    # And the sweep drains and deletes the old version (queue disabled, deleted; compute environment too)
+    # And the sweeps drain and delete the old version (queue disabled, deleted; compute environment too), waiting
+    # as Batch deletes each; Batch then shows it DELETED for a while
     time.sleep(PAST_CLAIM_GRACE)
-    findings = sweep(cloud)
-    [retired] = [f for f in findings if f["kind"] == "POOL_RETIRING"]
-    evidence = retired["evidence"]
-    assert (retired["resource"], evidence["reason"], evidence["step"]) == (old, "outdated", "done")
-    assert old not in environments(cloud) and new in environments(cloud)
+    retired = sweep_until_retired(cloud, old)
+    assert {f["evidence"]["reason"] for f in retired} == {"outdated"}
+    assert [f["evidence"]["step"] for f in retired][-2:] == ["wait", "done"]
+    assert environments(cloud)[old]["status"] == "DELETED" and new in live_environments(cloud)
     queues = {q["jobQueueName"]: q for q in aws(cloud, "batch").describe_job_queues()["jobQueues"]}
-    assert old not in queues and queues[new]["state"] == "ENABLED"
+    assert queues[old]["status"] == "DELETED" and queues[new]["state"] == "ENABLED"
 
 
 def test_a_pool_idle_for_pool_idle_hours_is_retired_and_recreated_by_the_next_job(
@@ -97,19 +118,20 @@ def test_a_pool_idle_for_pool_idle_hours_is_retired_and_recreated_by_the_next_jo
         Environment={"Variables": variables | {"GPUPILOT_POOL_IDLE_HOURS": "0.0003"}},
     )
 
-    # When a sweep sees it idle, and a later one finds it idle past the setting
+    # When a sweep sees it idle, and later ones find it idle past the setting
     assert [f["resource"] for f in sweep(cloud) if f["kind"] == "IDLE_POOL"] == [pool]
     time.sleep(PAST_CLAIM_GRACE)
-    findings = sweep(cloud)
+    retired = sweep_until_retired(cloud, pool)
 
-    # Then it was retired, every step taken, and it is gone from Batch
-    [retired] = [f for f in findings if f["kind"] == "POOL_RETIRING"]
-    assert (retired["resource"], retired["evidence"]["reason"], retired["evidence"]["step"]) == (pool, "idle", "done")
-    assert pool not in environments(cloud)
+    # Then it was retired, every step taken, and Batch shows it DELETED (its name still taken)
+    assert {f["evidence"]["reason"] for f in retired} == {"idle"}
+    assert environments(cloud)[pool]["status"] == "DELETED"
 
-    # And the next job that needs it creates it again, under the same name, and runs
+    # And the next job that needs it gets the pool's next generation at once, under a name Batch does not hold,
+    # and runs
     again = run(cloud)
-    assert (again["status"], pool_of(again)) == ("SUCCEEDED", pool)
+    assert (again["status"], pool_of(again)) == ("SUCCEEDED", f"{pool}-g2")
+    assert environments(cloud)[pool]["status"] == "DELETED"
 
 
 def test_at_batch_s_limit_the_least_recently_used_idle_pool_makes_room_and_without_one_the_job_says_why(
@@ -128,10 +150,11 @@ def test_at_batch_s_limit_the_least_recently_used_idle_pool_makes_room_and_witho
     # When a job needs a pool that does not exist yet
     made_room = run(cloud, instance_types=["g5.xlarge"])
 
-    # Then the idle pool was retired to make room, and the job ran in its new pool; still 50
+    # Then the idle pool was retired to make room (Batch shows it DELETED, which no limit counts), and the job ran
+    # in its new pool; still 50
     assert made_room["status"] == "SUCCEEDED"
-    assert idle not in environments(cloud) and pool_of(made_room) in environments(cloud)
-    assert len(environments(cloud)) == 50
+    assert idle not in live_environments(cloud) and pool_of(made_room) in live_environments(cloud)
+    assert len(live_environments(cloud)) == 50
 
     # And when no pool can be retired (the only one was just used), a job needing a new pool fails saying why
     stuck = run(cloud, instance_types=["g6.xlarge"])
@@ -141,4 +164,4 @@ def test_at_batch_s_limit_the_least_recently_used_idle_pool_makes_room_and_witho
     assert "Batch allows 50" in attempt["diagnosis"]["reason"]
     shown = cloud.cli("status", stuck["job_id"])
     assert "POOL_LIMIT" in shown.stdout
-    assert len(environments(cloud)) == 50
+    assert len(live_environments(cloud)) == 50

@@ -22,6 +22,7 @@ from functions.shared.domain.cost import PriceQuote
 from functions.shared.domain.errors import SweepNotFound
 from functions.shared.domain.fleet import QUOTA_NAMES, QuotaState
 from functions.shared.domain.pool_health import USE_FIELDS, PoolState
+from functions.shared.domain.pools import GONE, generation_of
 from functions.shared.domain.selection import AvailabilitySnapshot
 from functions.shared.domain.settings import Settings
 from functions.shared.domain.views import HealthReport
@@ -190,7 +191,9 @@ class FakeBatch:
 
 @dataclass
 class FakePools:
-    """Compute environments by name; new ones are CREATING until `make_valid` (as Batch does)."""
+    """Compute environments by name; new ones are CREATING until `make_valid` (as Batch does). With
+    `slow_deletes`, a deleted queue or compute environment stays, DELETING, until `finish_deleting` (then
+    DELETED, until `forget_deleted`), as Batch shows them; otherwise deletes are immediate."""
 
     environments: dict[str, dict[str, Any]] = field(default_factory=dict)
     queues: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -198,10 +201,17 @@ class FakePools:
     foreign_environments: int = 0
     foreign_queues: int = 0
     busy_queues: set[str] = field(default_factory=set)
+    slow_deletes: bool = False
 
     def describe_compute_environment(self, name: str) -> ComputeEnvironmentState | None:
         found = self.environments.get(name)
         return ComputeEnvironmentState.from_batch(found) if found else None
+
+    def generations(self, pool: str) -> tuple[list[ComputeEnvironmentState], list[JobQueueState]]:
+        return (
+            [ComputeEnvironmentState.from_batch(e) for n, e in self.environments.items() if generation_of(pool, n)],
+            [JobQueueState.from_batch(q) for n, q in self.queues.items() if generation_of(pool, n)],
+        )
 
     def compute_environments(self, prefix: str) -> list[ComputeEnvironmentState]:
         return [
@@ -213,6 +223,9 @@ class FakePools:
 
     def create_compute_environment(self, spec: dict[str, Any]) -> None:
         name = spec["computeEnvironmentName"]
+        if self.environments.get(name, {}).get("status") in GONE:
+            raise AssertionError(f"compute environment {name} is still {self.environments[name]['status']}: "
+                                 "Batch keeps its name, GPU Pilot must not reuse it")  # fmt: skip
         self.environments.setdefault(
             name,
             spec
@@ -227,6 +240,8 @@ class FakePools:
         return JobQueueState.from_batch(found) if found else None
 
     def create_job_queue(self, spec: dict[str, Any]) -> None:
+        if self.queues.get(spec["jobQueueName"], {}).get("status") in GONE:
+            raise AssertionError(f"job queue {spec['jobQueueName']} is still being deleted: Batch keeps its name")
         for entry in spec["computeEnvironmentOrder"]:
             name = entry["computeEnvironment"].rsplit("/", 1)[-1]
             if self.environments.get(name, {}).get("status") != "VALID":
@@ -237,15 +252,17 @@ class FakePools:
         self.queues[name] |= {"state": "DISABLED"}
 
     def counts(self) -> tuple[int, int]:
-        return len(self.environments) + self.foreign_environments, len(self.queues) + self.foreign_queues
+        environments = sum(1 for e in self.environments.values() if e.get("status") != "DELETED")
+        queues = sum(1 for q in self.queues.values() if q.get("status") != "DELETED")
+        return environments + self.foreign_environments, queues + self.foreign_queues
 
     def queue_has_jobs(self, name: str) -> bool:
         return name in self.busy_queues
 
     def delete_job_queue(self, name: str) -> bool:
-        if self.queues.get(name, {}).get("state") != "DISABLED":
+        if self.queues.get(name, {}).get("state") != "DISABLED" or self.queues[name].get("status") in GONE:
             return False  # Batch: "You must first disable submissions for a queue"
-        del self.queues[name]
+        self._delete(self.queues, name)
         return True
 
     def disable_compute_environment(self, name: str) -> bool:
@@ -256,12 +273,31 @@ class FakePools:
         ordered = any(
             e["computeEnvironment"].rsplit("/", 1)[-1] == name
             for q in self.queues.values()
+            if q.get("status") != "DELETED"
             for e in q.get("computeEnvironmentOrder", [])
         )
-        if ordered or self.environments.get(name, {}).get("state") != "DISABLED":
+        environment = self.environments.get(name, {})
+        if ordered or environment.get("state") != "DISABLED" or environment.get("status") in GONE:
             return False  # Batch deletes only a DISABLED compute environment no queue orders
-        del self.environments[name]
+        self._delete(self.environments, name)
         return True
+
+    def _delete(self, resources: dict[str, dict[str, Any]], name: str) -> None:
+        if self.slow_deletes:
+            resources[name] |= {"status": "DELETING"}
+        else:
+            del resources[name]
+
+    def finish_deleting(self) -> None:
+        """Batch finishes the deletions under way: those queues and compute environments are DELETED."""
+        for resource in [*self.queues.values(), *self.environments.values()]:
+            if resource.get("status") == "DELETING":
+                resource["status"] = "DELETED"
+
+    def forget_deleted(self) -> None:
+        """Batch stops showing what it deleted."""
+        self.queues = {n: q for n, q in self.queues.items() if q.get("status") != "DELETED"}
+        self.environments = {n: e for n, e in self.environments.items() if e.get("status") != "DELETED"}
 
     def make_valid(self, name: str | None = None) -> None:
         for key, environment in self.environments.items():

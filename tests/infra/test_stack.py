@@ -559,6 +559,18 @@ def test_batch_job_events_reach_job_events_with_retries_and_a_secure_dead_letter
     )
 
 
+def test_the_batch_event_rule_matches_only_gpu_pilot_s_queues_in_any_region_account_and_partition(
+    synthesized: Synthesized,
+) -> None:
+    # Given the rule matching Batch's own events
+    [rule] = [r for r in synthesized.of_type("AWS::Events::Rule").values() if "EventPattern" in r["Properties"]]
+    pattern = rule["Properties"]["EventPattern"]
+    # Then both event types are narrowed by the queue each carries in detail.jobQueue, to the queues named with
+    # GPU Pilot's prefix, as one plain string (no token: the same pattern in any account, region, partition)
+    assert pattern["detail"] == {"jobQueue": [{"wildcard": f"arn:*:batch:*:*:job-queue/{SERVICE_NAME}-*"}]}
+    assert "Fn::" not in json.dumps(pattern)
+
+
 def test_health_sweep_runs_every_five_minutes(synthesized: Synthesized) -> None:
     [rule] = [r for r in synthesized.of_type("AWS::Events::Rule").values() if "ScheduleExpression" in r["Properties"]]
     assert rule["Properties"]["ScheduleExpression"] == f"rate({SWEEP_RATE_MINUTES} minutes)" == "rate(5 minutes)"

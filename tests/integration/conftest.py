@@ -26,6 +26,9 @@ MOTO_CONFIG: Any = {
 }
 ZONES = ["us-east-1a", "us-east-1b"]
 CREATE_SECONDS = 60.0
+# Batch deletes a queue or a compute environment in about as long, then shows it DELETED for a while.
+DELETE_SECONDS = 60.0
+DELETED_SECONDS = 600.0
 
 
 class ManualClock:
@@ -78,7 +81,9 @@ def cloud(template: dict[str, Any]) -> Iterator[Cloud]:
     clock = ManualClock()
     captured: list[tuple[str, list[dict[str, Any]]]] = []
     dispatcher = HandlerDispatcher(metric_sink=lambda namespace, data: captured.append((namespace, data)))
-    lifecycle = ComputeEnvironmentLifecycle(create_seconds=CREATE_SECONDS, clock=clock)
+    lifecycle = ComputeEnvironmentLifecycle(
+        create_seconds=CREATE_SECONDS, clock=clock, delete_seconds=DELETE_SECONDS, deleted_seconds=DELETED_SECONDS
+    )
     spot_market = SpotMarket(offered=lambda instance_type: list(ZONES))
     with (
         mock_aws(config=MOTO_CONFIG),

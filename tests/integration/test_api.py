@@ -79,6 +79,7 @@ def test_a_valid_job_is_accepted_recorded_and_its_workflow_started(cloud: Cloud)
         "stuck_after_seconds": 900,
         "finish_after_seconds": 3 * (3600 + 600),
         "queue_poll_seconds": 10,
+        "provision_timeout_seconds": 1800,
     }
     assert job["request"]["gpus"] == 1
     assert job["timeline"][0]["status"] == "SUBMITTED"

@@ -160,6 +160,10 @@ def test_the_wrapped_batch_methods_keep_the_parameters_the_adaptation_relies_on(
     assert create == ["self", "compute_environment_name", "_type", "state", "compute_resources", "service_role", "tags"]
     assert queue == ["self", "queue_name", "priority", "schedule_policy", "state", "compute_env_order", "tags"]
     assert describe == ["self", "environments"]
+    assert list(inspect.signature(BatchBackend.describe_job_queues).parameters) == ["self", "job_queues"]
+    assert list(inspect.signature(BatchBackend.delete_job_queue).parameters) == ["self", "queue_name"]
+    delete = list(inspect.signature(BatchBackend.delete_compute_environment).parameters)
+    assert delete == ["self", "compute_environment_name"]
 
 
 def test_adaptations_are_undone_when_the_block_ends(aws):
@@ -368,6 +372,58 @@ def test_moto_alone_deletes_an_enabled_queue_and_environment_and_adapted_batch_s
         assert pools.delete_job_queue("gpu-queue") is True
         assert pools.delete_compute_environment("gpu-ce") is True
         assert pools.counts() == (0, 0)
+
+
+def test_moto_alone_forgets_a_deleted_pool_at_once_and_adapted_batch_shows_it_deleting_then_deleted_name_taken(aws):
+    from functions.shared.adapters.batch import BatchPoolsAdapter
+
+    batch = boto3.client("batch", region_name=REGION)
+
+    def shown(kind: str = "environment") -> list[tuple[str, str]]:
+        if kind == "queue":
+            return [(q["jobQueueName"], q["status"]) for q in batch.describe_job_queues()["jobQueues"]]
+        return [
+            (e["computeEnvironmentName"], e["status"])
+            for e in batch.describe_compute_environments()["computeEnvironments"]
+        ]
+
+    # moto alone: a deleted compute environment is gone at once, and its name free at once
+    create_environment(aws, "plain", service_role=aws["role"])
+    batch.update_compute_environment(computeEnvironment="plain", state="DISABLED")
+    batch.delete_compute_environment(computeEnvironment="plain")
+    assert shown() == []
+    create_environment(aws, "plain", service_role=aws["role"])
+
+    clock = ManualClock()
+    lifecycle = ComputeEnvironmentLifecycle(create_seconds=0, clock=clock, delete_seconds=60, deleted_seconds=600)
+    with adapted_moto(lifecycle=lifecycle):
+        pools = BatchPoolsAdapter(batch)
+        create_queue(create_environment(aws))
+        pools.disable_job_queue("gpu-queue")
+        pools.disable_compute_environment("gpu-ce")
+        # When the queue is deleted / Then Batch shows it DELETING, and it still orders its compute environment
+        assert pools.delete_job_queue("gpu-queue") is True
+        assert shown("queue") == [("gpu-queue", "DELETING")]
+        assert pools.delete_compute_environment("gpu-ce") is False
+        # And once Batch has deleted it, it is shown DELETED and orders nothing: the compute environment can go
+        clock.advance(60)
+        assert shown("queue") == [("gpu-queue", "DELETED")]
+        assert pools.delete_compute_environment("gpu-ce") is True
+        assert ("gpu-ce", "DELETING") in shown()
+        # And while Batch shows it, DELETING or DELETED, its name is taken (and a DELETED one counts no more)
+        for _ in range(2):
+            with pytest.raises(ClientError, match="Object already exists") as refused:
+                create_environment(aws)
+            assert refused.value.response["Error"]["Code"] == "ClientException"
+            clock.advance(60)
+        assert ("gpu-ce", "DELETED") in shown()
+        assert pools.counts() == (1, 0)  # "plain" only
+        with pytest.raises(ClientError, match="Object already exists"):
+            create_queue(pools.describe_compute_environment("plain").arn)  # type: ignore[union-attr]
+        # And once Batch forgets them, they are gone and their names free
+        clock.advance(600)
+        assert shown() == [("plain", "VALID")] and shown("queue") == []
+        create_environment(aws)
 
 
 def test_adapted_batch_allows_50_compute_environments_and_50_queues_per_region(aws):

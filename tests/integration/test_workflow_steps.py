@@ -10,12 +10,13 @@ from typing import Any
 import boto3
 import pytest
 
+from functions.shared.adapters.batch import LIST_JOBS_PAGE
 from functions.shared.adapters.job_store import DynamoJobStore
 from functions.shared.adapters.table_store import DynamoOfferingMemory
 from functions.shared.domain.records import AttemptRecord, Wait
 from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.vocabulary import CapacityType, JobStatus, WaitPhase
-from tests.integration.conftest import ZONES, Cloud, HandlerError
+from tests.integration.conftest import DELETE_SECONDS, ZONES, Cloud, HandlerError
 
 JOB = "job00000001"
 REQUEST = {"name": "train", "image": "nvidia/cuda:12.4.1-base-ubuntu22.04", "command": ["nvidia-smi"]}
@@ -146,6 +147,33 @@ def test_an_invalid_pool_is_diagnosed_and_the_workflow_told_to_fall_back(cloud: 
     assert attempt.diagnosis.evidence["compute_environment_reason"] == reason
 
 
+def test_a_pool_batch_is_still_deleting_is_not_waited_on_the_job_gets_the_pool_s_next_generation(
+    cloud: Cloud, store: Any
+) -> None:
+    # Given a pool that ran a job and was taken down in Batch's order: its queue deleted, then its compute
+    # environment, which Batch still shows DELETING (its name taken)
+    state = provisioned(cloud)
+    pool = state["queue"]["compute_environment"]
+    batch = boto3.client("batch")
+    batch.update_job_queue(jobQueue=pool, state="DISABLED")
+    batch.delete_job_queue(jobQueue=pool)
+    cloud.clock.advance(DELETE_SECONDS)
+    batch.update_compute_environment(computeEnvironment=pool, state="DISABLED")
+    batch.delete_compute_environment(computeEnvironment=pool)
+
+    # When a workflow needs the same pool
+    payload = {"job_id": JOB, "request": REQUEST, "selection": state["selection"]}
+    first = cloud.invoke("ensure_queue", payload)
+
+    # Then it creates the pool's next generation at once, under a name Batch does not hold, and gets it ready
+    assert (first["compute_environment"], first["status"]) == (f"{pool}-g2", "CREATING/NOT_CREATED")
+    cloud.clock.advance()
+    ready = cloud.invoke("ensure_queue", payload | {"previous": first})
+    assert (ready["ready"], ready["job_queue"]) == (True, f"{pool}-g2")
+    shown = batch.describe_compute_environments()["computeEnvironments"]
+    assert {e["computeEnvironmentName"]: e["status"] for e in shown} == {pool: "DELETED", f"{pool}-g2": "VALID"}
+
+
 # -- SubmitBatchJob ----------------------------------------------------------------------------------
 def test_submit_registers_gpu_requirements_and_the_job_role_and_a_retry_submits_nothing_new(
     cloud: Cloud, store: Any
@@ -184,6 +212,39 @@ def test_a_retried_submit_finds_the_batch_job_its_first_try_submitted(cloud: Clo
     # When SubmitBatchJob is retried / Then it adopts that Batch job instead of submitting a second one
     assert cloud.invoke("submit_job", state)["batch_job_id"] == first["jobId"]
     assert store.get_job(JOB).attempts[1].batch_job_id == first["jobId"]
+
+
+def test_a_retried_submit_finds_its_batch_job_past_the_first_page_of_the_name_listing(cloud: Cloud, store: Any) -> None:
+    # Given Batch accepted attempt 1 after more than a page (100) of other jobs whose names match its name but for
+    # case (ListJobs' JOB_NAME filter ignores case), and the record never learned the attempt's id
+    state = provisioned(cloud)
+    queue = state["queue"]["job_queue"]
+    candidate = state["selection"]["candidates"][0]
+    store.put_attempt(JOB, 1, AttemptRecord(instance_type=candidate["instance_type"], capacity=CapacityType.ON_DEMAND,
+                                            job_queue=queue))  # fmt: skip
+    batch = boto3.client("batch")
+    definition = batch.register_job_definition(
+        jobDefinitionName="gpupilot-train",
+        type="container",
+        containerProperties={"image": "img", "command": ["true"], "vcpus": 1, "memory": 512},
+    )["jobDefinitionArn"]
+    name = f"gpupilot-{JOB}-a1"
+    for _ in range(LIST_JOBS_PAGE):
+        batch.submit_job(jobName=name.upper(), jobQueue=queue, jobDefinition=definition)
+    first = batch.submit_job(jobName=name, jobQueue=queue, jobDefinition=definition)
+
+    def listed() -> list[int]:
+        pages = batch.get_paginator("list_jobs").paginate(
+            jobQueue=queue, filters=[{"name": "JOB_NAME", "values": [name]}]
+        )
+        return [len(page["jobSummaryList"]) for page in pages]
+
+    assert listed() == [LIST_JOBS_PAGE, 1]
+
+    # When SubmitBatchJob is retried / Then it adopts that very Batch job, and submits no other
+    assert cloud.invoke("submit_job", state)["batch_job_id"] == first["jobId"]
+    assert store.get_job(JOB).attempts[1].batch_job_id == first["jobId"]
+    assert listed() == [LIST_JOBS_PAGE, 1]
 
 
 # -- job_events -------------------------------------------------------------------------------------
@@ -402,8 +463,10 @@ def test_a_retried_ensure_queue_records_an_invalid_pools_attempt_once(cloud: Clo
     cloud.clock.advance()
     cloud.lifecycle.invalid_reason = lambda _types: "CLIENT_ERROR - security group sg-1 does not exist"
     first = cloud.invoke("ensure_queue", state)
-    # When Step Functions retries EnsureJobQueue / Then the same answer, one attempt
-    assert cloud.invoke("ensure_queue", state) == first
+    # When Step Functions retries EnsureJobQueue / Then the same answer (but for the wait's start and deadline:
+    # a retried first check starts the attempt's wait anew), one attempt
+    again = cloud.invoke("ensure_queue", state)
+    assert {**again, "since": None, "deadline": None} == {**first, "since": None, "deadline": None}
     assert list(store.get_job(JOB).attempts) == [1]
 
 

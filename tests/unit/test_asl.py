@@ -113,6 +113,14 @@ def test_an_invalid_pool_falls_back_or_gives_up_and_a_new_one_is_polled() -> Non
     assert ASL["States"]["FallBackFromBrokenPool"]["InputPath"] == "$.queue.next_index"
 
 
+def test_each_pool_check_gets_the_previous_check_and_the_timeouts_that_bound_the_wait() -> None:
+    # The attempt's deadline travels in $.queue (the previous check); its length in $.timeouts
+    parameters = ASL["States"]["EnsureJobQueue"]["Parameters"]
+    assert parameters["previous.$"] == "$.queue"
+    assert parameters["timeouts.$"] == "$.timeouts"
+    assert ASL["States"]["EnsureJobQueue"]["ResultPath"] == "$.queue"
+
+
 def test_waits_time_out_from_the_request_and_a_stuck_start_is_diagnosed() -> None:
     start, finish = ASL["States"]["WaitForJobToStart"], ASL["States"]["WaitForJobToFinish"]
     assert start["TimeoutSecondsPath"] == "$.timeouts.stuck_after_seconds"

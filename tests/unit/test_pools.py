@@ -6,7 +6,19 @@ import re
 
 import pytest
 
-from functions.shared.domain.pools import Pool, compute_environment_spec, ec2_configuration, job_queue_spec, pool_for
+from functions.shared.domain.batch import ComputeEnvironmentState, JobQueueState
+from functions.shared.domain.pools import (
+    Pool,
+    compute_environment_spec,
+    ec2_configuration,
+    generation_name,
+    generation_of,
+    job_queue_spec,
+    pool_for,
+    pool_generation,
+    spec_version,
+    versioned_pool,
+)
 from functions.shared.domain.settings import Settings
 from functions.shared.domain.vocabulary import Arch
 from tests.unit.builders import candidate
@@ -207,3 +219,46 @@ def test_a_pool_is_taken_down_in_batch_s_order():
     assert retirement_step(None, environment("DISABLED")) == RetireStep.DELETE_ENVIRONMENT
     assert retirement_step(None, environment("DISABLED", "DELETING")) == RetireStep.WAIT
     assert retirement_step(None, None) == RetireStep.DONE
+
+
+# -- generations: a pool Batch is still deleting keeps its name, so the next one takes another ----------------
+def test_a_pool_s_first_generation_has_its_plain_name_and_later_ones_a_numbered_suffix():
+    base = "gpupilot-od-x8664-g5-xlarge-1a2b3c4d"
+    assert [generation_name(base, n) for n in (1, 2, 10)] == [base, f"{base}-g2", f"{base}-g10"]
+    assert [generation_of(base, generation_name(base, n)) for n in (1, 2, 10)] == [1, 2, 10]
+
+
+@pytest.mark.parametrize("suffix", ["-g", "-g1", "-g02", "-gx", "-2", "x"])
+def test_a_name_that_only_looks_like_a_generation_of_the_pool_is_none(suffix):
+    base = "gpupilot-od-x8664-g5-xlarge-1a2b3c4d"
+    assert generation_of(base, base + suffix) is None
+    assert generation_of(base, "gpupilot-od-x8664-g6-xlarge-1a2b3c4d") is None
+
+
+def test_a_generation_keeps_the_pool_s_spec_version_and_key_and_is_named_and_tagged_as_itself():
+    first, first_spec = versioned_pool(POOL, SETTINGS)
+    third, third_spec = versioned_pool(POOL, SETTINGS, generation=3)
+    assert third.name == f"{first.name}-g3" and BATCH_NAME.match(third.name)
+    assert (third.key, third.version) == (first.key, first.version)
+    assert third_spec["computeEnvironmentName"] == third.name
+    assert third_spec["tags"]["gpupilot:pool"] == third_spec["computeResources"]["tags"]["gpupilot:pool"] == third.name
+    assert spec_version(third_spec) == spec_version(first_spec) == first.version
+
+
+def ce(name: str, status: str) -> ComputeEnvironmentState:
+    return ComputeEnvironmentState(name=name, status=status)
+
+
+def test_the_pool_to_use_is_its_newest_live_generation_and_a_new_one_is_numbered_past_every_one_batch_shows():
+    base = "gpupilot-od-x8664-g5-xlarge-1a2b3c4d"
+    # Nothing shown: the first generation, to create
+    assert pool_generation(base, [], []) == (None, 1)
+    # Generation 1 VALID, 2 DELETING: generation 1 is the pool; a new one would be 3
+    live, number = pool_generation(base, [ce(base, "VALID"), ce(f"{base}-g2", "DELETING")], [])
+    assert (live.number if live else None, number) == (1, 3)
+    # Generation 1 VALID but its queue DELETED, 2 CREATING: generation 2
+    queue = JobQueueState(name=base, status="DELETED")
+    live, number = pool_generation(base, [ce(base, "VALID"), ce(f"{base}-g2", "CREATING")], [queue])
+    assert (live.number if live else None, number) == (2, 3)
+    # Only a queue left of generation 4 (its compute environment gone): nothing live, a new one is 5
+    assert pool_generation(base, [], [JobQueueState(name=f"{base}-g4", status="DELETING")]) == (None, 5)

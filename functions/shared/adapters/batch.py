@@ -15,6 +15,7 @@ from botocore.exceptions import ClientError
 
 from functions.shared.adapters.base import ClientAdapter
 from functions.shared.domain.batch import BatchJobState, ComputeEnvironmentState, JobQueueState
+from functions.shared.domain.pools import generation_of
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
 IAM_ACTIONS = (
@@ -64,9 +65,19 @@ class BatchJobsAdapter(ClientAdapter):
         return str(response["jobId"])
 
     def find_job(self, job_queue: str, name: str) -> BatchJobState | None:
-        summaries = self._aws.list_jobs(jobQueue=job_queue, filters=[{"name": "JOB_NAME", "values": [name]}])
-        found = summaries["jobSummaryList"]
-        return BatchJobState.from_batch(found[0]) if found else None
+        # Every page: Batch pages a filtered listing too (a page may hold none of the matches and still have a
+        # nextToken), and JOB_NAME matches case-insensitively, so other jobs may come first; ours has the exact
+        # name. With a filter Batch ignores jobStatus and lists jobs of any status, newest first.
+        pages = self._aws.get_paginator("list_jobs").paginate(
+            jobQueue=job_queue,
+            filters=[{"name": "JOB_NAME", "values": [name]}],
+            PaginationConfig={"PageSize": LIST_JOBS_PAGE},
+        )
+        for page in pages:
+            for summary in page["jobSummaryList"]:
+                if summary.get("jobName") == name:
+                    return BatchJobState.from_batch(summary | {"jobQueue": job_queue})
+        return None
 
     def describe_jobs(self, job_ids: list[str]) -> list[BatchJobState]:
         described: list[BatchJobState] = []
@@ -98,6 +109,22 @@ class BatchPoolsAdapter(ClientAdapter):
     def describe_compute_environment(self, name: str) -> ComputeEnvironmentState | None:
         found = self._aws.describe_compute_environments(computeEnvironments=[name])["computeEnvironments"]
         return ComputeEnvironmentState.from_batch(found[0]) if found else None
+
+    def generations(self, pool: str) -> tuple[list[ComputeEnvironmentState], list[JobQueueState]]:
+        # Listed, not described by name: a generation's number is not known before Batch says which exist.
+        environments = [
+            ComputeEnvironmentState.from_batch(environment)
+            for page in self._aws.get_paginator("describe_compute_environments").paginate()
+            for environment in page["computeEnvironments"]
+            if generation_of(pool, environment["computeEnvironmentName"]) is not None
+        ]
+        queues = [
+            JobQueueState.from_batch(queue)
+            for page in self._aws.get_paginator("describe_job_queues").paginate()
+            for queue in page["jobQueues"]
+            if generation_of(pool, queue["jobQueueName"]) is not None
+        ]
+        return environments, queues
 
     def compute_environments(self, prefix: str) -> list[ComputeEnvironmentState]:
         pages = self._aws.get_paginator("describe_compute_environments").paginate()

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from functools import cache
 
 from functions.shared import constants as c
-from functions.shared.domain.settings import Settings
+from functions.shared.domain.settings import DEFAULT_PROVISION_TIMEOUT_SECONDS, Settings
 
 _overlay: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar("gpupilot_env", default=None)
 
@@ -69,6 +69,7 @@ def _settings(variables: tuple[tuple[str, str], ...], region: str) -> Settings:
         job_role_pattern=env.get(c.ENV_JOB_ROLE_PATTERN, ""),
         secret_arn_patterns=_csv(env.get(c.ENV_SECRET_ARN_PATTERNS)),
         queue_poll_seconds=int(env.get(c.ENV_QUEUE_POLL_SECONDS, "10")),
+        provision_timeout_seconds=int(env.get(c.ENV_PROVISION_TIMEOUT_SECONDS, str(DEFAULT_PROVISION_TIMEOUT_SECONDS))),
         sweep_function_name=env.get(c.ENV_SWEEP_FUNCTION, ""),
         registration_grace_seconds=float(env.get(c.ENV_REGISTRATION_GRACE_SECONDS, "600")),
         launch_grace_seconds=float(env.get(c.ENV_LAUNCH_GRACE_SECONDS, "600")),

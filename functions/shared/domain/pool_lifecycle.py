@@ -152,6 +152,34 @@ def pool_limit(pool: str, environments: int, queues: int) -> Diagnosis:
     )
 
 
+POOL_NOT_READY_RECOMMENDATION = (
+    "Batch usually makes a compute environment VALID within minutes. Read its status and statusReason (aws batch "
+    "describe-compute-environments --compute-environments {pool}) and its job queue's (aws batch "
+    "describe-job-queues --job-queues {pool}); if Batch is only slow here, or room under its 50 compute "
+    "environments and 50 job queues per region takes long to make, raise GPUPILOT_PROVISION_TIMEOUT_SECONDS (the "
+    "api function's setting). The job falls back to its next candidate; the pool keeps being created for later jobs."
+)
+
+
+def pool_not_ready(pool: str, status: str, status_reason: str | None, since: str, deadline: str, at: str) -> Diagnosis:
+    """The diagnosis of a pool that was not ready by its attempt's deadline (still creating, or no room yet)."""
+    waited = round(seconds_between(since, at))
+    return Diagnosis(
+        category=DiagnosisCategory.POOL_NOT_READY,
+        reason=f"pool {pool} was not ready after {waited} s (deadline {deadline}): still {status}"
+        + (f" ({status_reason})" if status_reason else ""),
+        evidence={
+            "compute_environment": pool,
+            "status": status,
+            "status_reason": status_reason,
+            "provisioning_since": since,
+            "deadline": deadline,
+            "waited_seconds": waited,
+        },
+        recommendation=POOL_NOT_READY_RECOMMENDATION.format(pool=pool),
+    )
+
+
 RETIRE_RECOMMENDATION = {
     RetireReason.OUTDATED: "Nothing to do: its spec changed (launch template version, AMI, subnets, ...), new jobs "
     "go to its new version, and this one is deleted once the jobs in it have finished.",

@@ -4,6 +4,11 @@ Batch allows 50 compute environments and 50 queues per region, so jobs share poo
 (instance type, capacity type, arch, zones) instead of getting one each. A pool's name ends with the version
 of its spec (a hash of everything Batch would build it from: types, capacity, AMI, launch template version,
 subnets, ...): a changed spec is a new pool, new jobs go there, and the sweep drains and deletes the old one.
+
+Batch deletes a compute environment or a queue slowly, and keeps showing it (DELETING, then DELETED) for a while;
+its name is taken meanwhile. Such a pool is never reused or waited on: the next job gets a new generation of the
+pool, named after the version with `-g2`, `-g3`, ... (the first generation has no suffix), the one after the
+newest generation Batch still shows, so a new name never collides with one Batch is still deleting.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from typing import Any
 
 from pydantic import Field
 
+from functions.shared.domain.batch import ComputeEnvironmentState, JobQueueState
 from functions.shared.domain.diagnosis import Diagnosis
 from functions.shared.domain.model import DomainModel
 from functions.shared.domain.selection import Candidate
@@ -24,7 +30,6 @@ from functions.shared.domain.vocabulary import Arch, CapacityType, Remedy
 IMAGE_TYPE = "ECS_AL2023_NVIDIA"
 ALLOCATION = {CapacityType.ON_DEMAND: "BEST_FIT_PROGRESSIVE", CapacityType.SPOT: "SPOT_PRICE_CAPACITY_OPTIMIZED"}
 RESOURCE_TYPE = {CapacityType.ON_DEMAND: "EC2", CapacityType.SPOT: "SPOT"}
-MAX_READY_CHECKS = 30
 POOL_TAG = "gpupilot:pool"
 CAPACITY_TAG = "gpupilot:capacity"
 KEY_TAG = "gpupilot:pool-key"
@@ -41,6 +46,13 @@ class ComputeEnvironmentStatus:
     UPDATING = "UPDATING"
     VALID = "VALID"
     INVALID = "INVALID"
+    DELETING = "DELETING"
+    DELETED = "DELETED"
+
+
+# A compute environment or job queue Batch shows in one of these is on its way out: never a pool to use.
+GONE = frozenset({ComputeEnvironmentStatus.DELETING, ComputeEnvironmentStatus.DELETED})
+GENERATION_MARK = "-g"
 
 
 class Pool(DomainModel):
@@ -67,10 +79,59 @@ class QueueStatus(DomainModel):
     remedy: Remedy | None = None
     next_index: int | None = None
     diagnosis: Diagnosis | None = None
+    attempt: int | None = Field(default=None, description="The attempt whose pool this is (its checks and deadline)")
+    since: str | None = Field(default=None, description="When EnsureJobQueue first looked at this attempt's pool")
+    deadline: str | None = Field(default=None, description="The pool not ready by then, the attempt falls back")
 
 
-class QueueNotReady(Exception):
-    """The pool did not become VALID within the bounded number of checks."""
+class Generation(DomainModel):
+    """One generation of a pool, as Batch shows its compute environment and job queue (either may be missing)."""
+
+    number: int
+    environment: ComputeEnvironmentState | None = None
+    queue: JobQueueState | None = None
+
+    @property
+    def live(self) -> bool:
+        """A pool to use: its compute environment exists and neither it nor its queue is being deleted."""
+        return (
+            self.environment is not None
+            and self.environment.status not in GONE
+            and (self.queue is None or self.queue.status not in GONE)
+        )
+
+
+def generation_name(pool: str, number: int) -> str:
+    """The name of generation `number` of the pool (its compute environment's and its queue's)."""
+    return pool if number <= 1 else f"{pool}{GENERATION_MARK}{number}"
+
+
+def generation_of(pool: str, name: str) -> int | None:
+    """Which generation of the pool `name` is, or None when it is not one of the pool's."""
+    if name == pool:
+        return 1
+    suffix = name.removeprefix(pool + GENERATION_MARK)
+    if suffix == name or not suffix.isdigit() or generation_name(pool, int(suffix)) != name:
+        return None
+    return int(suffix)
+
+
+def pool_generation(
+    pool: str, environments: list[ComputeEnvironmentState], queues: list[JobQueueState]
+) -> tuple[Generation | None, int]:
+    """The newest live generation of the pool Batch shows (None when none is), and the number a new generation
+    takes: one past the newest Batch shows at all, DELETING and DELETED ones included (their names are taken)."""
+    generations: dict[int, Generation] = {}
+    for environment in environments:
+        number = generation_of(pool, environment.name)
+        if number is not None:
+            generations.setdefault(number, Generation(number=number)).environment = environment
+    for queue in queues:
+        number = generation_of(pool, queue.name)
+        if number is not None:
+            generations.setdefault(number, Generation(number=number)).queue = queue
+    live = [g for _, g in sorted(generations.items(), reverse=True) if g.live]
+    return (live[0] if live else None), max(generations, default=0) + 1
 
 
 def pool_for(candidate: Candidate, arch: Arch, prefix: str, zones: list[str] | None = None) -> Pool:
@@ -152,11 +213,16 @@ def spec_version(spec: dict[str, Any]) -> str:
 
 
 def versioned_pool(
-    pool: Pool, settings: Settings, subnets: list[str] | None = None, launch_template_version: int | None = None
+    pool: Pool,
+    settings: Settings,
+    subnets: list[str] | None = None,
+    launch_template_version: int | None = None,
+    generation: int = 1,
 ) -> tuple[Pool, dict[str, Any]]:
-    """The pool named after its spec's version, and its `CreateComputeEnvironment` arguments."""
+    """The pool named after its spec's version (and generation), and its `CreateComputeEnvironment` arguments."""
     version = spec_version(compute_environment_spec(pool, settings, subnets, launch_template_version))
-    named = pool.model_copy(update={"name": f"{pool.name}-{version}", "key": pool.name, "version": version})
+    name = generation_name(f"{pool.name}-{version}", generation)
+    named = pool.model_copy(update={"name": name, "key": pool.name, "version": version})
     return named, compute_environment_spec(named, settings, subnets, launch_template_version)
 
 

@@ -7,6 +7,10 @@ from pydantic import Field
 
 from functions.shared.domain.model import DomainModel
 
+# Batch takes tens of seconds to minutes to make a compute environment VALID, and making room under its limits
+# (a queue drained and deleted, then its compute environment) takes minutes more: half an hour is generous.
+DEFAULT_PROVISION_TIMEOUT_SECONDS = 1800
+
 
 class Settings(DomainModel):
     """What a handler needs to know about where it runs."""
@@ -29,6 +33,12 @@ class Settings(DomainModel):
         default_factory=list, description="ARN globs of the secrets and parameters jobs may reference"
     )
     queue_poll_seconds: int = Field(default=10, ge=1, description="How long the workflow waits between pool checks")
+    provision_timeout_seconds: int = Field(
+        default=DEFAULT_PROVISION_TIMEOUT_SECONDS,
+        ge=1,
+        description="How long an attempt waits for its pool to be ready (Batch creating it, room being made) "
+        "before it falls back",
+    )
     sweep_function_name: str = Field(default="", description="health_sweep Lambda (api only: POST /sweep)")
     registration_grace_seconds: float = Field(
         default=600, gt=0, description="An instance running this long without joining ECS never will"

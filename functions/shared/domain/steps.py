@@ -12,6 +12,7 @@ from functions.shared.domain.pools import QueueStatus
 from functions.shared.domain.records import DiagnosisOutcome
 from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.selection import Candidate
+from functions.shared.domain.settings import DEFAULT_PROVISION_TIMEOUT_SECONDS
 from functions.shared.domain.vocabulary import BatchStatus, CapacityType, WaitPhase
 
 
@@ -23,6 +24,10 @@ class Timeouts(DomainModel):
     stuck_after_seconds: int = Field(description="WaitForJobToStart times out after this, then diagnoses")
     finish_after_seconds: int = Field(description="WaitForJobToFinish gives up after this")
     queue_poll_seconds: int = Field(default=10, description="WaitForJobQueue: between checks of a new pool")
+    provision_timeout_seconds: int = Field(
+        default=DEFAULT_PROVISION_TIMEOUT_SECONDS,
+        description="EnsureJobQueue: an attempt's pool not ready this long after its first check, it falls back",
+    )
 
 
 class ExecutionInput(DomainModel):
@@ -70,6 +75,11 @@ class EnsureQueueInput(DomainModel):
     request: JobRequest
     selection: Selection
     previous: dict[str, Any] | None = None
+    timeouts: Timeouts | None = None
+
+    @property
+    def provision_timeout_seconds(self) -> int:
+        return self.timeouts.provision_timeout_seconds if self.timeouts else DEFAULT_PROVISION_TIMEOUT_SECONDS
 
 
 class SubmitInput(DomainModel):

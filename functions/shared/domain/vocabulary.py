@@ -100,6 +100,10 @@ class DiagnosisCategory(StrEnum):
     # A diagnosis: the pool the job needs cannot be created under Batch's 50 compute environments and 50 job
     # queues per region, and no pool of GPU Pilot's is idle enough to retire for it (the workflow falls back).
     POOL_LIMIT = "POOL_LIMIT"
+    # A diagnosis: the pool the job needs was not ready (compute environment and job queue VALID) by the attempt's
+    # provisioning deadline: Batch still creating it, or room under its limits still being made (the workflow
+    # falls back).
+    POOL_NOT_READY = "POOL_NOT_READY"
     # A finding only: a pool being retired (outdated spec, idle, INVALID, or to make room), one step per sweep.
     POOL_RETIRING = "POOL_RETIRING"
 

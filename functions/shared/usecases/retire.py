@@ -97,15 +97,21 @@ def sweep_retirements(
     environments: dict[str, ComputeEnvironmentState], states: dict[str, PoolState], at: str, ports: Ports
 ) -> list[Finding]:
     """The sweep's part: start the retirements due (outdated, idle, INVALID) and advance those under way, one
-    finding per pool and step."""
+    finding per pool and step; a retirement whose compute environment Batch no longer lists (DELETED, or gone)
+    is finished too."""
     newer = outdated(list(environments.values()), states)
     found: list[Finding] = []
-    for name, environment in sorted(environments.items()):
+    gone = {name for name, state in states.items() if state.retiring_since and name not in environments}
+    for name in sorted(set(environments) | gone):
         state = states.get(name)
         settings = ports.settings
-        reason = retire_reason(
-            environment, state, name in newer, at, settings.pool_idle_hours, settings.pool_claim_grace_seconds
-        )
+        environment = environments.get(name)
+        if environment is None:
+            reason: RetireReason | None = RetireReason((state.retire_reason if state else None) or RetireReason.IDLE)
+        else:
+            reason = retire_reason(
+                environment, state, name in newer, at, settings.pool_idle_hours, settings.pool_claim_grace_seconds
+            )
         if reason is None:
             continue
         since = state.retiring_since if state else None

@@ -58,6 +58,7 @@ def execution_input(job_id: str, request: JobRequest, settings: Settings) -> Exe
             ),
             finish_after_seconds=RETRY_ATTEMPTS * (request.timeout_minutes * 60 + FINISH_GRACE_SECONDS),
             queue_poll_seconds=settings.queue_poll_seconds,
+            provision_timeout_seconds=settings.provision_timeout_seconds,
         ),
     )
 

@@ -19,6 +19,7 @@ from functions.shared.domain.health import (
     invalid_environment_finding,
     report,
 )
+from functions.shared.domain.pools import ComputeEnvironmentStatus
 from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.views import Finding, HealthReport, SweepStarted
 from functions.shared.domain.vocabulary import BatchStatus, FindingKind, MetricName, Severity, SweepStatus
@@ -84,8 +85,17 @@ def run_sweep(sweep_id: str | None, ports: Ports) -> HealthReport:
 def _sweep(sweep_id: str, ports: Ports) -> HealthReport:
     at = now_iso()
     settings = ports.settings
-    pools = {e.name: e for e in ports.pools.compute_environments(settings.resource_prefix)}
-    queues = {q.name: q for q in ports.pools.job_queues(settings.resource_prefix)}
+    # What Batch deleted it still shows (DELETED) for a while: no pool to sweep any more.
+    pools = {
+        e.name: e
+        for e in ports.pools.compute_environments(settings.resource_prefix)
+        if e.status != ComputeEnvironmentStatus.DELETED
+    }
+    queues = {
+        q.name: q
+        for q in ports.pools.job_queues(settings.resource_prefix)
+        if q.status != ComputeEnvironmentStatus.DELETED
+    }
     fleets = ports.fleet.fleets({name: e.ecs_cluster_arn for name, e in pools.items() if e.ecs_cluster_arn})
     swept = sweep_jobs(sorted(queues), at, ports)
     instance_vcpus = {name: gpu.vcpus for name, gpu in ports.catalog.gpu_types().items()}

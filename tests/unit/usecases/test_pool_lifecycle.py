@@ -3,6 +3,8 @@ and the races between a workflow claiming a pool and a retirement taking it."""
 
 from __future__ import annotations
 
+import pytest
+
 from functions.shared.domain.clock import now_iso
 from functions.shared.domain.pool_health import PoolState
 from functions.shared.domain.pool_lifecycle import RetireStep
@@ -140,8 +142,9 @@ def test_a_retirement_does_not_start_on_a_pool_claimed_since_it_was_read(ports):
     assert not ports.pool_states.start_retiring(name, "idle", now_iso(), seen)
 
 
-def test_a_workflow_that_finds_its_pool_retiring_helps_it_down_and_recreates_it(ports):
-    # Given a pool whose retirement started (the sweep got there first)
+def test_a_workflow_that_finds_its_pool_retiring_helps_it_down_and_gets_a_new_generation_at_once(ports):
+    # Given a pool whose retirement started (the sweep got there first), in a Batch that deletes slowly
+    ports.pools.slow_deletes = True
     name = ready_pool(ports)
     state = ports.pool_states.states[name]
     assert ports.pool_states.start_retiring(name, "idle", now_iso(), state.last_used_at)
@@ -150,11 +153,118 @@ def test_a_workflow_that_finds_its_pool_retiring_helps_it_down_and_recreates_it(
     # When a workflow needs that pool
     status = ensure(ports)
 
-    # Then it took the old one down (queue disabled, deleted; compute environment disabled, deleted) and
-    # created it anew; nothing was submitted into the retiring queue
-    assert (status.compute_environment, status.ready) == (name, False)
-    assert ports.pools.environments[name]["status"] == "CREATING"
-    assert name not in ports.pools.queues
+    # Then it took the old one down as far as Batch allows (queue disabled, being deleted) and, instead of waiting
+    # minutes for that, created the pool's next generation; nothing was submitted into the retiring queue
+    assert ports.pools.queues[name]["state"] == "DISABLED" and ports.pools.queues[name]["status"] == "DELETING"
+    assert (status.compute_environment, status.ready) == (f"{name}-g2", False)
+    assert ports.pools.environments[f"{name}-g2"]["status"] == "CREATING"
+
+
+# -- Batch's slow deletions: DELETING, then DELETED, still shown for a while --------------------------------
+@pytest.mark.parametrize("status", ["DELETING", "DELETED"])
+def test_a_compute_environment_batch_still_shows_being_deleted_is_never_reused_the_job_gets_a_new_generation(
+    ports, status
+):
+    # Given a pool whose compute environment Batch still shows DELETING or DELETED (its name still taken), its
+    # queue gone
+    name = ready_pool(ports)
+    ports.pools.environments[name] |= {"status": status, "state": "DISABLED"}
+    del ports.pools.queues[name]
+
+    # When a job needs that pool
+    first = ensure(ports)
+
+    # Then the pool's next generation is created, under a name Batch does not hold, and nobody waits on the old
+    assert (first.compute_environment, first.job_queue, first.status) == (f"{name}-g2", f"{name}-g2",
+                                                                          "CREATING/NOT_CREATED")  # fmt: skip
+    assert ports.pools.environments[name]["status"] == status
+    new = ports.pools.environments[f"{name}-g2"]
+    assert new["tags"]["gpupilot:pool"] == f"{name}-g2" and new["computeResources"]["tags"]["gpupilot:pool"] == (
+        f"{name}-g2"
+    )
+    assert new["tags"]["gpupilot:pool-key"] == ports.pools.environments[name]["tags"]["gpupilot:pool-key"]
+
+    # And once VALID it gets its queue and takes the job
+    ports.pools.make_valid(f"{name}-g2")
+    assert ensure(ports, previous=first.model_dump()).ready
+
+
+def test_a_pool_whose_queue_batch_is_deleting_gets_a_new_generation(ports):
+    # Given a pool whose compute environment is VALID but whose queue Batch is deleting
+    name = ready_pool(ports)
+    ports.pools.queues[name] |= {"state": "DISABLED", "status": "DELETING"}
+
+    # When a job needs that pool / Then it gets the next generation, not the queue on its way out
+    assert ensure(ports).compute_environment == f"{name}-g2"
+
+
+def test_the_newest_live_generation_is_reused_while_older_ones_are_still_being_deleted(ports):
+    # Given generation 1 DELETED (still shown) and generation 2 ready
+    name = ready_pool(ports)
+    ports.pools.environments[name] |= {"status": "DELETED"}
+    del ports.pools.queues[name]
+    second = ready_pool(ports)
+    assert second == f"{name}-g2"
+    environments = dict(ports.pools.environments)
+
+    # When the next job needs the pool / Then it runs in generation 2, and nothing new is created
+    status = ensure(ports)
+    assert (status.compute_environment, status.ready) == (second, True)
+    assert ports.pools.environments == environments
+
+
+def test_a_new_generation_is_numbered_past_the_newest_batch_still_shows(ports):
+    # Given generation 1 DELETED and generation 2 DELETING, both still shown by Batch
+    name = ready_pool(ports)
+    ports.pools.environments[name] |= {"status": "DELETED"}
+    del ports.pools.queues[name]
+    second = ready_pool(ports)
+    ports.pools.environments[second] |= {"status": "DELETING"}
+    del ports.pools.queues[second]
+
+    # When a job needs the pool / Then generation 3 is created (neither name is free)
+    assert ensure(ports).compute_environment == f"{name}-g3"
+
+
+def test_once_batch_stops_showing_the_deleted_generations_the_pool_gets_its_first_name_again(ports):
+    # Given a pool retired through Batch's slow deletions, then forgotten by Batch
+    ports.pools.slow_deletes = True
+    name = ready_pool(ports)
+    ports.pools.environments[name] |= {"status": "DELETED"}
+    del ports.pools.queues[name]
+    ports.pools.forget_deleted()
+
+    # When a job needs the pool / Then it is created under its first name again
+    assert ensure(ports).compute_environment == name
+
+
+def test_the_sweep_takes_a_retirement_through_batch_s_slow_deletions_and_then_forgets_the_pool(ports):
+    # Given an idle pool in a Batch that deletes slowly
+    ports.pools.slow_deletes = True
+    name = ready_pool(ports)
+    settings(ports, pool_idle_hours=24)
+    ports.pool_states.states[name] = ports.pool_states.states[name].model_copy(
+        update={"last_used_at": LONG_AGO, "idle_since": LONG_AGO}
+    )
+
+    def steps() -> list[str]:
+        found = run_sweep(None, ports).findings
+        return [f"{f.resource}:{f.evidence['step']}" for f in found if f.kind == "POOL_RETIRING"]
+
+    # When sweeps come by as Batch deletes the queue, then the compute environment
+    assert steps() == [f"{name}:wait"]  # queue disabled, its deletion asked for: DELETING
+    ports.pools.finish_deleting()
+    assert steps() == [f"{name}:wait"]  # compute environment disabled, its deletion asked for: DELETING
+    assert ports.pools.environments[name]["status"] == "DELETING"
+    ports.pools.finish_deleting()
+    assert steps() == [f"{name}:done"]
+
+    # Then the pool is forgotten, and the DELETED compute environment and queue Batch still shows are no pool
+    # to sweep: no finding, no state written again
+    assert name not in ports.pool_states.states
+    later = run_sweep(None, ports).findings
+    assert [f for f in later if f.resource == name] == []
+    assert name not in ports.pool_states.states
 
 
 def test_a_retirement_takes_batch_s_steps_in_order_and_waits_for_jobs(ports):

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
-
-from functions.shared.domain.pools import MAX_READY_CHECKS, QueueNotReady, QueueStatus
-from functions.shared.domain.steps import EnsureQueueInput, Selection
+from functions.shared.domain.clock import now_iso, seconds_between
+from functions.shared.domain.pools import QueueStatus
+from functions.shared.domain.steps import EnsureQueueInput, Selection, Timeouts
 from functions.shared.domain.vocabulary import AttemptStatus, DiagnosisCategory, MetricName, Remedy
 from functions.shared.ports import Ports
 from functions.shared.usecases.provision import ensure_job_queue
@@ -15,13 +14,19 @@ from tests.unit.usecases.conftest import JOB_ID, selected
 BROKEN = "CLIENT_ERROR - The specified instance profile gpupilot-gpu-instance does not exist"
 
 
-def ensure(ports: Ports, index: int = 0) -> tuple[EnsureQueueInput, QueueStatus]:
+TIMEOUTS = Timeouts(stuck_after_seconds=900, finish_after_seconds=3600, provision_timeout_seconds=600)
+LONG_AGO = "2026-01-01T00:00:00.000Z"
+
+
+def ensure(ports: Ports, index: int = 0, previous: dict | None = None) -> tuple[EnsureQueueInput, QueueStatus]:
     """EnsureJobQueue for candidate `index` of a selected job (selected on the first call)."""
     if not ports.jobs.records:
         selected(ports)
     record = ports.jobs.get_job(JOB_ID)
     selection = Selection(candidates=plan_request(record.request, ports).candidates[:6], index=index)
-    payload = EnsureQueueInput(job_id=JOB_ID, request=record.request, selection=selection)
+    payload = EnsureQueueInput(
+        job_id=JOB_ID, request=record.request, selection=selection, previous=previous, timeouts=TIMEOUTS
+    )
     return payload, ensure_job_queue(payload, ports)
 
 
@@ -69,14 +74,60 @@ def test_a_ready_pool_is_reused_without_creating_anything(ports):
     assert (ports.pools.environments, ports.pools.queues) == (environments, queues)
 
 
-def test_the_wait_for_a_pool_is_bounded(ports):
-    # Given a compute environment stuck in CREATING, checked all but once
-    payload, status = ensure(ports)
-    previous = status.model_dump() | {"checks": MAX_READY_CHECKS - 1}
+def test_an_attempt_s_deadline_is_set_at_its_first_check_from_the_workflow_s_timeout_and_carried_on(ports):
+    # Given a new pool (CREATING) checked once
+    before = now_iso()
+    _, first = ensure(ports)
 
-    # When / Then: the last check gives up with what is waiting
-    with pytest.raises(QueueNotReady, match=f"CREATING/NOT_CREATED after {MAX_READY_CHECKS} checks"):
-        ensure_job_queue(payload.model_copy(update={"previous": previous}), ports)
+    # When the workflow checks again
+    _, second = ensure(ports, previous=first.model_dump())
+
+    # Then the first check set the deadline provision_timeout_seconds after it, and later checks keep it
+    assert first.since is not None and first.deadline is not None and first.since >= before
+    assert seconds_between(first.since, first.deadline) == TIMEOUTS.provision_timeout_seconds
+    assert (second.attempt, second.since, second.deadline, second.checks) == (1, first.since, first.deadline, 2)
+    assert second.ready is False and second.remedy is None
+
+
+def test_a_pool_not_ready_by_the_attempt_s_deadline_is_diagnosed_pool_not_ready_and_the_workflow_falls_back(ports):
+    # Given a compute environment still CREATING when the attempt's deadline has passed
+    _, first = ensure(ports)
+    past = first.model_dump() | {"since": LONG_AGO, "deadline": "2026-01-01T00:30:00.000Z"}
+
+    # When the workflow checks again
+    _, status = ensure(ports, previous=past)
+
+    # Then the attempt says why (what was waited on, since when, until when), nothing was submitted, and the
+    # workflow falls back to the next candidate instead of waiting on
+    attempt = ports.jobs.get_job(JOB_ID).attempts[1]
+    assert attempt.status == AttemptStatus.NOT_SUBMITTED and attempt.batch_job_id is None
+    assert attempt.diagnosis is not None and attempt.diagnosis.category == DiagnosisCategory.POOL_NOT_READY
+    evidence = attempt.diagnosis.evidence
+    assert (evidence["status"], evidence["provisioning_since"], evidence["deadline"]) == (
+        "CREATING/NOT_CREATED",
+        LONG_AGO,
+        "2026-01-01T00:30:00.000Z",
+    )
+    assert "GPUPILOT_PROVISION_TIMEOUT_SECONDS" in attempt.diagnosis.recommendation
+    assert (status.ready, status.remedy, status.next_index, status.status) == (
+        False,
+        Remedy.FALL_BACK,
+        1,
+        "CREATING/NOT_CREATED",
+    )
+
+
+def test_a_fallback_gets_a_deadline_of_its_own(ports):
+    # Given the first candidate's attempt gave up on its pool past its deadline
+    _, first = ensure(ports)
+    spent = first.model_dump() | {"since": LONG_AGO, "deadline": "2026-01-01T00:30:00.000Z"}
+
+    # When the next candidate's pool is checked for the first time
+    _, status = ensure(ports, index=1, previous=spent)
+
+    # Then it waits, with a deadline of its own
+    assert (status.attempt, status.checks, status.remedy) == (2, 1, None)
+    assert status.deadline is not None and status.deadline > now_iso()
 
 
 def test_an_invalid_pool_is_diagnosed_on_its_attempt_and_the_workflow_falls_back(ports):

@@ -32,6 +32,7 @@ def test_a_job_is_recorded_then_its_workflow_started_with_its_timeouts(ports):
         "stuck_after_seconds": 120,
         "finish_after_seconds": 3 * (600 + 600),
         "queue_poll_seconds": ports.settings.queue_poll_seconds,
+        "provision_timeout_seconds": ports.settings.provision_timeout_seconds,
     }
 
 
@@ -130,3 +131,12 @@ def test_give_up_after_minutes_shortens_the_first_wait(ports):
     response = start_job(request(stuck_after_minutes=15, give_up_after_minutes=2), ports)
     execution_input = json.loads(ports.workflow.executions[response.execution_arn])
     assert execution_input["timeouts"]["stuck_after_seconds"] == 120
+
+
+def test_the_provisioning_timeout_the_deployment_sets_bounds_each_attempt_s_wait_for_its_pool(ports):
+    # Given a deployment that gives pools a minute (GPUPILOT_PROVISION_TIMEOUT_SECONDS)
+    object.__setattr__(ports, "settings", ports.settings.model_copy(update={"provision_timeout_seconds": 60}))
+    # When a job is started / Then its workflow carries that timeout to EnsureJobQueue
+    response = start_job(request(), ports)
+    execution_input = json.loads(ports.workflow.executions[response.execution_arn])
+    assert execution_input["timeouts"]["provision_timeout_seconds"] == 60
