@@ -1,5 +1,8 @@
 """Ports to what the market and the account say about GPU offerings: the catalog, offerings and spot
-placement per zone, prices, quotas. Part of functions/shared/ports.py (which re-exports them)."""
+placement per zone, prices, quotas. Part of functions/shared/ports.py (which re-exports them).
+
+A market signal AWS will not give (refused, or failing past botocore's retries) raises SignalUnavailable
+(domain/errors.py): selection ranks without it, and costing leaves the attempt unpriced."""
 
 from __future__ import annotations
 
@@ -8,13 +11,15 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:  # annotations only: a handler imports the domain modules it uses, not all of them
     from functions.shared.domain.catalog import GpuType
     from functions.shared.domain.cost import PriceQuote
+    from functions.shared.domain.errors import SignalUnavailable
     from functions.shared.domain.fleet import QuotaState
     from functions.shared.domain.selection import AvailabilitySnapshot
 
 
 class Quotas(Protocol):
     def vcpu_quota(self, code: str) -> QuotaState | None:
-        """The account's EC2 vCPU quota of that code, or None when Service Quotas does not know it."""
+        """The account's EC2 vCPU quota of that code, or None when Service Quotas does not know it
+        (SignalUnavailable when Service Quotas will not say)."""
         ...
 
 
@@ -37,7 +42,8 @@ class Availability(Protocol):
         ...
 
     def placement_scores(self, instance_types: list[str]) -> dict[str, dict[str, int]]:
-        """instance type -> zone -> spot placement score (1-10) for one instance, in the deployment's region."""
+        """instance type -> zone -> spot placement score (1-10) of the types asked together (AWS scores a set),
+        for one instance, in the deployment's region (SignalUnavailable when EC2 will not say)."""
         ...
 
     def launch_template_version(self, name: str) -> int | None:
@@ -46,7 +52,13 @@ class Availability(Protocol):
 
 
 class Prices(Protocol):
-    def on_demand(self, instance_type: str) -> PriceQuote | None: ...
+    def on_demand(self, instance_type: str) -> PriceQuote | None:
+        """The on-demand price: the Price List's, else the bundled snapshot's of the region (None: neither)."""
+        ...
+
+    def price_list_unavailable(self) -> SignalUnavailable | None:
+        """Why on-demand prices do not come from the AWS Price List now (None: they do)."""
+        ...
 
     def spot(self, instance_types: list[str], zones: list[str]) -> dict[str, dict[str, PriceQuote]]:
         """instance type -> zone -> the latest spot price there (Linux/UNIX)."""

@@ -1,9 +1,12 @@
-"""Fault injection for the local cloud, from the world file's `faults`: AWS throttling per service, Batch
-events dropped, duplicated or reordered, and Lambda invocations failing as the Lambda service can.
+"""Fault injection for the local cloud, from the world file's `faults`: AWS throttling per service, AWS refusing
+an operation, Batch events dropped, duplicated or reordered, and Lambda invocations failing as the Lambda service
+can.
 
 Faults hit what the product does, never the simulated AWS itself: a throttle answers one of a handler's AWS
 calls (before it is sent) with the throttling error that service returns, in that service's protocol, so
-botocore's retries, the adapters' transient errors and the workflow's Retry see what they would see in AWS.
+botocore's retries, the adapters' transient errors and the workflow's Retry see what they would see in AWS; a
+refusal answers every call to its operation with the error the world names (AccessDenied from an organisation's
+policy, a daily limit, throttling that outlasts the retries).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 
 from botocore.awsrequest import AWSResponse
 
-from gpupilot.localcloud.world import FaultsWorld
+from gpupilot.localcloud.world import REFUSABLE, FaultsWorld
 
 # What each service answers when it throttles (error code, HTTP status), and how its protocol carries it.
 THROTTLES: dict[str, tuple[str, int]] = {
@@ -48,7 +51,11 @@ class _Body:
 def throttle_response(service: str, url: str) -> AWSResponse:
     """The throttling answer of `service`, as its wire protocol carries it."""
     code, status = THROTTLES[service]
-    message = "Rate exceeded (injected by the local cloud's faults)"
+    return error_response(service, code, status, url, "Rate exceeded (injected by the local cloud's faults)")
+
+
+def error_response(service: str, code: str, status: int, url: str, message: str) -> AWSResponse:
+    """An AWS error answer of `service`, as its wire protocol carries it (EC2's XML, the others' JSON)."""
     if service == "ec2":
         body = (
             f"<Response><Errors><Error><Code>{code}</Code><Message>{message}</Message></Error></Errors>"
@@ -88,6 +95,19 @@ class Faults:
         if service in THROTTLES and self._draw(probability, f"throttle:{service}"):
             return throttle_response(service, getattr(request, "url", ""))
         return None
+
+    # -- AWS refusals ----------------------------------------------------------------------------------
+    def refuse(self, request: Any = None, event_name: str = "", **_: Any) -> AWSResponse | None:
+        """botocore `before-send`: answer every call to an operation the world refuses with the world's error."""
+        parts = event_name.split(".")
+        operation = parts[2] if len(parts) > 2 else ""
+        code = self.world.refuse.get(operation)
+        if code is None:
+            return None
+        with self._lock:
+            self.injected[f"refuse:{operation}"] = self.injected.get(f"refuse:{operation}", 0) + 1
+        message = f"{operation} refused (the local cloud's world: faults.refuse)"
+        return error_response(parts[1], code, REFUSABLE[operation][code], getattr(request, "url", ""), message)
 
     # -- Lambda ----------------------------------------------------------------------------------------
     def lambda_error(self, function_key: str) -> bool:

@@ -446,7 +446,7 @@ class FleetSimulator:
 
     def _within_quota(self, instance_type: str, spot: bool, vcpus: int) -> bool:
         code = vcpu_quota_code(instance_type, spot)
-        limit = self.world.quotas.get(code)
+        limit = self.world.quotas.get(code) if code else None
         if limit is None:
             return True
         in_use = sum(

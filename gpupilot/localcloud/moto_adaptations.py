@@ -28,12 +28,18 @@ the local cloud makes moto behave like AWS:
    GetSpotPlacementScores; here spot prices and placement scores come from the world (`spot.<type>`):
    `hourly_usd` (default: 40% of the type's on-demand snapshot price in the world's region),
    `placement_score` (default 9; 1 where the world's spot `capacity` is `none`), for the zones that offer
-   the type.
+   the type. Asked about fewer than three instance types, AWS scores low whatever the capacity ("If you
+   specify one or two instance types [...] the returned placement score will always be low":
+   GetSpotPlacementScores, InstanceType.N); so does the local cloud (3 at most).
 
 11. The AWS Price List API: not in moto at all; here GetProducts answers, in the Price List's own shape,
    the on-demand Linux prices of the bundled snapshot of each region (functions/shared/data/prices/; a
    region without one has no products), both to the embedded server (the local cloud) and to in-process
-   mocks (tests).
+   mocks (tests). Every TERM_MATCH filter is honoured, on the products' attributes, as the API does. As in
+   the Price List, a type sold in Capacity Blocks also has a Capacity Block product (`marketoption`
+   `CapacityBlock`, operation `RunInstances:CB`) with the same type, region, OS, tenancy and capacity
+   status; its hourly rate is not the on-demand price (here: half of it), so a reader that does not ask for
+   `marketoption` `OnDemand` prices the type wrong.
 
 12. Batch deletions and limits: moto deletes a job queue or a compute environment in any state, at once, and
    creates any number of them. AWS deletes a queue only once it is DISABLED ("You must first disable
@@ -569,6 +575,9 @@ def batch_deletions_and_limits(patches: _Patches, lifecycle: ComputeEnvironmentL
 
 # What a simulated spot offering costs when the world does not say: spot is typically well below on-demand.
 DEFAULT_SPOT_FRACTION = 0.4
+# AWS scores a request of fewer instance types than this low, whatever the capacity; low is 3 at most here.
+FEW_TYPES_FOR_A_SCORE = 3
+FEW_TYPES_SCORE = 3
 
 
 @dataclass
@@ -617,10 +626,12 @@ def world_spot_market(patches: _Patches, market: SpotMarket) -> None:
         zone_ids = {z.name: z.zone_id for z in self.ec2_backend.describe_availability_zones()}
         scores = []
         for zone, zone_id in sorted(zone_ids.items()):
-            # A set of types is as likely as its likeliest type offered in the zone.
+            # A set of types is as likely as its likeliest type offered in the zone; one or two types, low.
             offering = [t for t in types if zone in market.offered(t)]
             if offering:
                 score = max(market.placement_score.get(t, 9) for t in offering)
+                if len(set(types)) < FEW_TYPES_FOR_A_SCORE:
+                    score = min(score, FEW_TYPES_SCORE)
                 scores.append({"Region": self.region, "AvailabilityZoneId": zone_id, "Score": score})
         return ActionResult({"SpotPlacementScores": scores})
 
@@ -633,14 +644,18 @@ def world_spot_market(patches: _Patches, market: SpotMarket) -> None:
 
 
 PRICE_LIST_TARGET = "AWSPriceListService."
+# The families EC2 sells in Capacity Blocks (EC2 User Guide, "How Capacity Blocks work"): the Price List has a
+# Capacity Block product of each of their types beside the on-demand one.
+CAPACITY_BLOCK_FAMILIES = ("p4d", "p4de", "p5", "p5e", "p5en", "p6-b200")
+# A Capacity Block product's hourly rate here: not the on-demand price (Capacity Blocks are priced per offering).
+CAPACITY_BLOCK_RATE = 0.5
 
 
 def price_list_answer(target: str, body: bytes) -> tuple[int, dict[str, str], str]:
     """11. The Price List API's GetProducts over the bundled on-demand snapshots, one per region."""
     import json
-    import zlib
 
-    from functions.shared.adapters.prices import price_snapshot, snapshot_regions, snapshot_table
+    from functions.shared.adapters.prices import snapshot_regions, snapshot_table
 
     headers = {"Content-Type": "application/x-amz-json-1.1"}
     if not target.endswith(".GetProducts"):
@@ -651,23 +666,40 @@ def price_list_answer(target: str, body: bytes) -> tuple[int, dict[str, str], st
     regions = [wanted["regionCode"]] if "regionCode" in wanted else snapshot_regions()
     products = []
     for region in regions if request.get("ServiceCode") == "AmazonEC2" else []:
-        # The snapshot's prices were published no later than its date: each item says so, as the API's do.
-        as_of = (price_snapshot(region) or {}).get("as_of", "1970-01-01")
         for instance_type, hourly in sorted(snapshot_table(region).items()):
-            if wanted.get("instanceType", instance_type) != instance_type:
-                continue
-            sku = f"SKU{zlib.crc32(f'{region}/{instance_type}'.encode()):010d}"
-            dimension = {"unit": "Hrs", "pricePerUnit": {"USD": f"{hourly:.10f}"}}
-            products.append(json.dumps({
-                "product": {"sku": sku, "productFamily": "Compute Instance", "attributes": {
-                    "instanceType": instance_type, "regionCode": region, "operatingSystem": "Linux",
-                    "tenancy": "Shared", "preInstalledSw": "NA", "capacitystatus": "Used",
-                    "instanceFamily": "GPU instance", "marketoption": "OnDemand"}},
-                "terms": {"OnDemand": {f"{sku}.JRTCKXETXF": {"priceDimensions": {
-                    f"{sku}.JRTCKXETXF.6YS6EN2CT7": dimension}, "effectiveDate": f"{as_of}T00:00:00Z"}}},
-                "version": as_of.replace("-", "") + "000000", "publicationDate": f"{as_of}T00:00:00Z",
-            }))  # fmt: skip
+            offers = [("OnDemand", hourly)]
+            if instance_type.split(".")[0] in CAPACITY_BLOCK_FAMILIES:
+                offers.append(("CapacityBlock", round(hourly * CAPACITY_BLOCK_RATE, 4)))
+            for market, rate in offers:
+                product = _price_list_product(region, instance_type, market, rate)
+                attributes = product["product"]["attributes"]
+                # TERM_MATCH: a product matches when each filtered attribute has exactly that value.
+                if all(attributes.get(field) == value for field, value in wanted.items()):
+                    products.append(json.dumps(product))
     return 200, headers, json.dumps({"FormatVersion": "aws_v1", "PriceList": products})
+
+
+def _price_list_product(region: str, instance_type: str, market: str, hourly: float) -> dict[str, Any]:
+    """One Linux product of the Price List, sold `OnDemand` or in a `CapacityBlock`, with its on-demand term."""
+    import zlib
+
+    from functions.shared.adapters.prices import price_snapshot
+
+    # The snapshot's prices were published no later than its date: each item says so, as the API's do.
+    as_of = (price_snapshot(region) or {}).get("as_of", "1970-01-01")
+    sku = f"SKU{zlib.crc32(f'{region}/{instance_type}/{market}'.encode()):010d}"
+    operation = "RunInstances" if market == "OnDemand" else "RunInstances:CB"
+    dimension = {"unit": "Hrs", "pricePerUnit": {"USD": f"{hourly:.10f}"}}
+    return {
+        "product": {"sku": sku, "productFamily": "Compute Instance", "attributes": {
+            "servicecode": "AmazonEC2", "instanceType": instance_type, "regionCode": region,
+            "operatingSystem": "Linux", "tenancy": "Shared", "preInstalledSw": "NA", "capacitystatus": "Used",
+            "licenseModel": "No License required", "instanceFamily": "GPU instance", "marketoption": market,
+            "operation": operation}},
+        "terms": {"OnDemand": {f"{sku}.JRTCKXETXF": {"priceDimensions": {
+            f"{sku}.JRTCKXETXF.6YS6EN2CT7": dimension}, "effectiveDate": f"{as_of}T00:00:00Z"}}},
+        "version": as_of.replace("-", "") + "000000", "publicationDate": f"{as_of}T00:00:00Z",
+    }  # fmt: skip
 
 
 def serve_price_list(patches: _Patches) -> None:

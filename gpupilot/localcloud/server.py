@@ -289,9 +289,10 @@ class LocalCloud:
         )
         observe_calls(enforcer)
         self._adaptations.callback(stop_observing, enforcer)
-        # The world's faults: a handler's AWS call may be throttled (answered before it is sent).
-        observe_calls(faults.throttle, event="before-send")
-        self._adaptations.callback(stop_observing, faults.throttle)
+        # The world's faults: a handler's AWS call may be refused or throttled (answered before it is sent).
+        for fault in (faults.refuse, faults.throttle):
+            observe_calls(fault, event="before-send")
+            self._adaptations.callback(stop_observing, fault)
         reset_clients()
         reset_ports()
         self.simulator.start()

@@ -61,9 +61,28 @@ class EventFaultsWorld(_Strict):
     reorder: bool = Field(default=False, description="Some events are held back and delivered after the next")
 
 
+# The calls a world can make AWS refuse (the market signals selection reads), and the errors AWS refuses them
+# with, by error code: the HTTP status it comes with (the services' API references and botocore's models).
+REFUSABLE: dict[str, dict[str, int]] = {
+    "GetSpotPlacementScores": {
+        "UnauthorizedOperation": 403,
+        "MaxConfigLimitExceeded": 400,
+        "RequestLimitExceeded": 503,
+    },
+    "DescribeSpotPriceHistory": {"UnauthorizedOperation": 403, "RequestLimitExceeded": 503},
+    "GetServiceQuota": {"AccessDeniedException": 400, "TooManyRequestsException": 400, "ServiceException": 500},
+    "GetProducts": {"AccessDeniedException": 400, "ThrottlingException": 400, "InternalErrorException": 500},
+}
+
+
 class FaultsWorld(_Strict):
     throttle: dict[Literal["batch", "ec2", "dynamodb", "stepfunctions", "ecs", "lambda", "cloudwatch"], float] = Field(
         default_factory=dict, description="Probability that a handler's call to the service is throttled"
+    )
+    refuse: dict[str, str] = Field(
+        default_factory=dict,
+        description="AWS operation -> the error code every handler's call to it is refused with (an organisation's "
+        "policy, a daily limit, throttling that outlasts the retries)",
     )
     events: EventFaultsWorld = Field(default_factory=EventFaultsWorld)
     lambda_errors: float = Field(
@@ -76,6 +95,13 @@ class FaultsWorld(_Strict):
         wrong = sorted(service for service, p in self.throttle.items() if not 0 <= p <= 1)
         if wrong:
             raise ValueError(f"throttle: {wrong} must be probabilities from 0 to 1")
+        for operation, code in self.refuse.items():
+            if operation not in REFUSABLE:
+                raise ValueError(f"refuse: unknown operation {operation!r}; valid: {', '.join(REFUSABLE)}")
+            if code not in REFUSABLE[operation]:
+                raise ValueError(
+                    f"refuse.{operation}: unknown error {code!r}; valid: {', '.join(REFUSABLE[operation])}"
+                )
         return self
 
 

@@ -60,3 +60,37 @@ def test_lambda_service_errors_are_retried_and_every_job_ends_with_its_record(
     assert statuses.get("SUCCEEDED", 0) >= JOBS - 1, statuses
     failed = [j for j in list_all(cloud.api_url) if j["name"].startswith("lambda-") and j["status"] != "SUCCEEDED"]
     assert all(j["error"].startswith("Lambda.ServiceException") for j in failed), failed
+
+
+# The market signals selection reads, each refused as AWS can refuse it (an organisation's policy).
+REFUSED = {
+    "GetSpotPlacementScores": "UnauthorizedOperation",
+    "DescribeSpotPriceHistory": "UnauthorizedOperation",
+    "GetServiceQuota": "AccessDeniedException",
+    "GetProducts": "AccessDeniedException",
+}
+
+
+def test_market_signals_aws_refuses_are_warnings_and_the_job_still_runs(
+    cloud_factory: Callable[..., RunningCloud],
+) -> None:
+    # Given a world where AWS refuses every market signal GPU Pilot ranks offerings by
+    cloud = cloud_factory({"jobs": {"runtime_seconds": 1}, "faults": {"refuse": REFUSED}})
+    body = {"name": "refused", "image": "nvidia/cuda:12.4.1-base-ubuntu22.04", "command": ["nvidia-smi", "-L"],
+            "capacity": "spot-first"}  # fmt: skip
+
+    # When the job is planned, then submitted
+    plan = cloud.api.request("POST", "/plan", body)
+    submitted = cloud.api.request("POST", "/jobs", body)
+
+    # Then both answer with a plan, each refused call and its error named once in the warnings
+    assert (plan.status, submitted.status) == (200, 202), (plan.body, submitted.body)
+    for warnings in (plan.body["warnings"], submitted.body["warnings"]):
+        for operation, code in REFUSED.items():
+            assert sum(f"({operation}: {code})" in w for w in warnings) == 1, (operation, warnings)
+    first, second = plan.body["candidates"][:2]
+    assert (first["capacity"], first["hourly_usd"], first["placement_score"]) == ("spot", None, None)
+    assert second["capacity"] == "on-demand" and "price snapshot" in second["pricing"]
+    # And the job runs to its end
+    job = cloud.wait_for(submitted.body["job_id"], {"SUCCEEDED", "FAILED"}, TIMEOUT_SECONDS)
+    assert job["status"] == "SUCCEEDED", job

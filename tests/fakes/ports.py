@@ -19,7 +19,7 @@ from functions.shared.domain.batch import (
 )
 from functions.shared.domain.catalog import GpuType
 from functions.shared.domain.cost import PriceQuote
-from functions.shared.domain.errors import SweepNotFound
+from functions.shared.domain.errors import SignalUnavailable, SweepNotFound
 from functions.shared.domain.fleet import QUOTA_NAMES, QuotaState
 from functions.shared.domain.pool_health import USE_FIELDS, PoolState
 from functions.shared.domain.pools import GONE, generation_of
@@ -368,9 +368,13 @@ class FakeFleet:
 class FakeQuotas:
     values: dict[str, float] = field(default_factory=dict)
     asked: list[str] = field(default_factory=list)
+    # Codes Service Quotas will not tell (AccessDenied, throttled past the retries).
+    refused: dict[str, SignalUnavailable] = field(default_factory=dict)
 
     def vcpu_quota(self, code: str) -> QuotaState | None:
         self.asked.append(code)
+        if code in self.refused:
+            raise self.refused[code]
         value = self.values.get(code)
         return None if value is None else QuotaState(code=code, name=QUOTA_NAMES[code], vcpus=value)
 
@@ -394,6 +398,8 @@ class FakeAvailability:
         self.zones = zones or list(ZONES)
         self.offered = offered
         self.scores: dict[str, int] = {}
+        self.asked_scores: list[list[str]] = []
+        self.scores_error: SignalUnavailable | None = None
         self.template_versions: dict[str, int] = {}
 
     def launch_template_version(self, name: str) -> int | None:
@@ -403,6 +409,9 @@ class FakeAvailability:
         return [f"subnet-{zone[-1]}" for zone in self.zones if zone in zones]
 
     def placement_scores(self, instance_types: list[str]) -> dict[str, dict[str, int]]:
+        self.asked_scores.append(list(instance_types))
+        if self.scores_error is not None:
+            raise self.scores_error
         return {t: {z: self.scores[t] for z in self.zones} for t in instance_types if t in self.scores}
 
     def snapshot(self, instance_types: list[str], unavailable: set[str]) -> AvailabilitySnapshot:
@@ -414,8 +423,17 @@ class FakePrices:
     def __init__(self, table: dict[str, float] | None = None, spot_table: dict[str, float] | None = None) -> None:
         self._table = table
         self.spot_table = spot_table or {}
+        # Set to make the Price List unreadable (on-demand prices then come from the snapshot, as the adapter's do).
+        self.price_list_error: SignalUnavailable | None = None
+        # Set to make spot price history unreadable.
+        self.spot_error: SignalUnavailable | None = None
+
+    def price_list_unavailable(self) -> SignalUnavailable | None:
+        return self.price_list_error
 
     def spot_over(self, instance_type: str, zones: list[str], start: str, stop: str) -> PriceQuote | None:
+        if self.spot_error is not None:
+            raise self.spot_error
         if instance_type not in self.spot_table or not zones:
             return None
         where = ",".join(zones)
@@ -424,6 +442,8 @@ class FakePrices:
         )
 
     def spot(self, instance_types: list[str], zones: list[str]) -> dict[str, dict[str, PriceQuote]]:
+        if self.spot_error is not None:
+            raise self.spot_error
         return {
             t: {z: PriceQuote(hourly_usd=self.spot_table[t], pricing=f"test spot price in {z}") for z in zones}
             for t in instance_types
@@ -431,7 +451,7 @@ class FakePrices:
         }
 
     def on_demand(self, instance_type: str) -> PriceQuote | None:
-        if self._table is None:
+        if self._table is None or self.price_list_error is not None:
             return SnapshotPrices().on_demand(instance_type)
         hourly = self._table.get(instance_type)
         return None if hourly is None else PriceQuote(hourly_usd=hourly, pricing="test prices")

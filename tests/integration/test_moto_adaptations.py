@@ -346,6 +346,50 @@ def test_moto_alone_prices_spot_at_a_token_and_adapted_the_worlds_market_answers
         ec2.get_spot_placement_scores(InstanceTypes=["g5.xlarge"], TargetCapacity=1, RegionNames=[REGION])
 
 
+def test_adapted_placement_scores_of_fewer_than_three_types_are_low_as_aws_gives_them(aws):
+    from gpupilot.localcloud.moto_adaptations import SpotMarket
+
+    # Given a world where every type would score 9
+    ec2 = boto3.client("ec2", region_name=REGION)
+    market = SpotMarket(offered=lambda t: ["us-east-1a"])
+
+    def score(types: list[str]) -> int:
+        [answer] = ec2.get_spot_placement_scores(
+            InstanceTypes=types, TargetCapacity=1, SingleAvailabilityZone=True, RegionNames=[REGION]
+        )["SpotPlacementScores"]
+        return int(answer["Score"])
+
+    # When EC2 is asked about one, two, then three types / Then one or two score low, three as the world says
+    with adapted_moto(spot_market=market):
+        assert [score(["g5.xlarge"]), score(["g5.xlarge", "g6.xlarge"])] == [3, 3]
+        assert score(["g5.xlarge", "g6.xlarge", "g4dn.xlarge"]) == 9
+
+
+# -- the AWS Price List (11) ---------------------------------------------------------------------------------
+def test_moto_alone_has_no_price_list_and_adapted_it_answers_every_term_match_filter(aws):
+    pricing = boto3.client("pricing", region_name="us-east-1")
+
+    def products(**filters: str) -> list[dict[str, str]]:
+        terms = [{"Type": "TERM_MATCH", "Field": f, "Value": v} for f, v in ({"regionCode": REGION} | filters).items()]
+        answer = pricing.get_products(ServiceCode="AmazonEC2", Filters=terms)["PriceList"]
+        return [json.loads(p)["product"]["attributes"] for p in answer]
+
+    with pytest.raises(ClientError, match="Not yet implemented"):
+        products(instanceType="p5.48xlarge")
+    with adapted_moto():
+        # A type sold in Capacity Blocks has a Capacity Block product beside its on-demand one, as in the Price List
+        assert [(a["marketoption"], a["operation"]) for a in products(instanceType="p5.48xlarge")] == [
+            ("OnDemand", "RunInstances"),
+            ("CapacityBlock", "RunInstances:CB"),
+        ]
+        assert [a["marketoption"] for a in products(instanceType="p5.48xlarge", marketoption="OnDemand")] == [
+            "OnDemand"
+        ]
+        assert products(instanceType="g5.xlarge", marketoption="CapacityBlock") == []
+        assert products(instanceType="g5.xlarge", tenancy="Dedicated") == []
+        assert {a["instanceType"] for a in products(operation="RunInstances:CB")} >= {"p4d.24xlarge", "p5.48xlarge"}
+
+
 # -- Batch deletions and limits (12) -----------------------------------------------------------------------------
 def test_moto_alone_deletes_an_enabled_queue_and_environment_and_adapted_batch_s_order_is_enforced(aws):
     from functions.shared.adapters.batch import BatchPoolsAdapter

@@ -3,6 +3,7 @@ table for a day; the snapshot only for its own region; a region without data is 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -80,3 +81,65 @@ def test_a_price_list_product_is_read_from_its_on_demand_terms(cloud_prices: Clo
     found, published = price_list(boto3.client("pricing", region_name="us-east-1"), REGION)
     assert found["g5.xlarge"] == 1.006 and all(usd > 0 for usd in found.values())
     assert published == price_snapshot(REGION)["as_of"]  # type: ignore[index]
+
+
+def test_a_price_list_aws_refuses_is_said_and_asked_again_after_five_minutes(
+    cloud_prices: Cloud, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    from botocore.stub import Stubber
+
+    from functions.shared.adapters import prices
+
+    class Clock:
+        """The adapter's clock: monotonic time set by the test, the rest real."""
+
+        monotonic_now = 1000.0
+
+        def monotonic(self) -> float:
+            return self.monotonic_now
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(time, name)
+
+    clock = Clock()
+    monkeypatch.setattr(prices, "time", clock)
+    # Given the Price List refusing GetProducts (an organisation's policy); the Stubber fails any call not queued
+    pricing = boto3.client("pricing", region_name="us-east-1")
+    stubber = Stubber(pricing)
+    stubber.add_client_error("get_products", service_error_code="AccessDeniedException", http_status_code=400)
+    stubber.activate()
+    adapter, _ = prices_for(cloud_prices, pricing=pricing)
+
+    # When pricing / Then the snapshot prices, and the adapter says why the Price List did not
+    quote = adapter.on_demand("g5.xlarge")
+    assert quote is not None and "price snapshot of" in quote.pricing
+    unavailable = adapter.price_list_unavailable()
+    assert unavailable is not None
+    assert (unavailable.operation, unavailable.code) == ("GetProducts", "AccessDeniedException")
+    # Within five minutes the failure stands: no second GetProducts
+    clock.monotonic_now += 299
+    assert adapter.on_demand("g6.xlarge") is not None
+    stubber.assert_no_pending_responses()
+    # Past them, the Price List is asked again (here: throttled past botocore's retries)
+    clock.monotonic_now += 2
+    stubber.add_client_error("get_products", service_error_code="ThrottlingException", http_status_code=400)
+    assert adapter.on_demand("g6.xlarge") is not None
+    stubber.assert_no_pending_responses()
+    unavailable = adapter.price_list_unavailable()
+    assert unavailable is not None and unavailable.code == "ThrottlingException"
+
+
+def test_on_demand_prices_never_come_from_a_types_capacity_block_product(cloud_prices: Cloud) -> None:
+    # Given a type the Price List also lists as a Capacity Block product (the local cloud's lists both)
+    pricing = boto3.client("pricing", region_name="us-east-1")
+    everything = pricing.get_products(ServiceCode="AmazonEC2", Filters=[
+        {"Type": "TERM_MATCH", "Field": "regionCode", "Value": REGION},
+        {"Type": "TERM_MATCH", "Field": "instanceType", "Value": "p5.48xlarge"},
+    ])["PriceList"]  # fmt: skip
+    assert {json.loads(p)["product"]["attributes"]["marketoption"] for p in everything} == {"OnDemand", "CapacityBlock"}
+
+    # When the Price List is read / Then the type's price is its on-demand one
+    found, _ = price_list(pricing, REGION)
+    assert found["p5.48xlarge"] == price_snapshot(REGION)["prices"]["p5.48xlarge"]  # type: ignore[index]

@@ -14,12 +14,14 @@ from gpupilot.localcloud.moto_adaptations import SpotMarket, adapted_moto
 
 REGION = "us-east-1"
 ZONES = ["us-east-1a", "us-east-1b"]
+# AWS scores fewer than three types low whatever the capacity: placement scores are asked for three at least.
+SCORED = ["g4dn.xlarge", "g5.xlarge", "g6.xlarge"]
 
 
 @pytest.fixture
 def market() -> Iterator[Ec2SpotMarket]:
     world = SpotMarket(offered=lambda t: ZONES if t != "g6.xlarge" else ZONES[:1], hourly_usd={"g5.xlarge": 0.42},
-                       placement_score={"g5.xlarge": 6})  # fmt: skip
+                       placement_score=dict.fromkeys(SCORED, 6))  # fmt: skip
     with mock_aws(), adapted_moto(spot_market=world):
         yield Ec2SpotMarket(REGION, boto3.client("ec2", region_name=REGION))
 
@@ -33,10 +35,11 @@ def test_spot_prices_are_per_type_and_zone_of_the_zones_asked(market: Ec2SpotMar
 
 
 def test_placement_scores_name_zones_and_are_cached(market: Ec2SpotMarket) -> None:
-    assert market.placement_scores(["g5.xlarge"]) == {"g5.xlarge": {"us-east-1a": 6, "us-east-1b": 6}}
+    scored = {instance_type: {"us-east-1a": 6, "us-east-1b": 6} for instance_type in SCORED}
+    assert market.placement_scores(SCORED) == scored
     calls: list[str] = []
     market._aws.meta.events.register("before-call.ec2", lambda model, **_: calls.append(model.name))
-    assert market.placement_scores(["g5.xlarge"]) == {"g5.xlarge": {"us-east-1a": 6, "us-east-1b": 6}}
+    assert market.placement_scores(SCORED) == scored
     assert calls == []
 
 

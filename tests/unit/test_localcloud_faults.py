@@ -1,5 +1,6 @@
-"""The local cloud's faults: each throttle is the error its service returns, parsed by botocore as AWS's own;
-draws follow the world's probabilities; events are dropped, duplicated, held back."""
+"""The local cloud's faults: each throttle is the error its service returns, parsed by botocore as AWS's own, and
+so is each refusal the world names; draws follow the world's probabilities; events are dropped, duplicated,
+held back."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ from typing import Any
 import boto3
 import pytest
 from botocore.config import Config
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, EndpointConnectionError
 
 from functions.shared.adapters.transient import is_transient
 from gpupilot.localcloud.faults import THROTTLES, Faults
-from gpupilot.localcloud.world import FaultsWorld, World, WorldError
+from gpupilot.localcloud.world import REFUSABLE, FaultsWorld, World, WorldError
 
 CALLS: dict[str, tuple[str, dict[str, Any]]] = {
     "batch": ("describe_job_queues", {}),
@@ -83,3 +84,48 @@ def test_a_world_s_faults_are_validated_naming_the_field() -> None:
         with pytest.raises((WorldError, ValueError)) as refused:
             World.model_validate({"faults": faults})
         assert field in str(refused.value), faults
+
+
+REFUSED_CALLS: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "GetSpotPlacementScores": ("ec2", "get_spot_placement_scores", {"TargetCapacity": 1}),
+    "DescribeSpotPriceHistory": ("ec2", "describe_spot_price_history", {}),
+    "GetServiceQuota": ("service-quotas", "get_service_quota", {"ServiceCode": "ec2", "QuotaCode": "L-DB2E81BA"}),
+    "GetProducts": ("pricing", "get_products", {"ServiceCode": "AmazonEC2"}),
+}
+
+
+def unreachable(service: str) -> Any:
+    """A client whose calls would fail if they were sent (nothing listens on port 9), without retries."""
+    return boto3.client(
+        service, region_name="us-east-1", endpoint_url="http://127.0.0.1:9", aws_access_key_id="x",
+        aws_secret_access_key="x", config=Config(retries={"mode": "standard", "total_max_attempts": 1}),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("operation", "code"), [(operation, code) for operation, codes in REFUSABLE.items() for code in codes]
+)
+def test_a_refused_call_fails_with_the_worlds_error_in_its_services_protocol_before_anything_is_sent(
+    operation: str, code: str
+) -> None:
+    # Given a world refusing the operation with that error
+    faults = Faults(FaultsWorld.model_validate({"refuse": {operation: code}}))
+    service, method, params = REFUSED_CALLS[operation]
+    client = unreachable(service)
+    client.meta.events.register("before-send", faults.refuse)
+
+    # When it is called / Then botocore parses AWS's error, with its HTTP status
+    with pytest.raises(ClientError) as raised:
+        getattr(client, method)(**params)
+    assert raised.value.response["Error"]["Code"] == code
+    assert raised.value.response["ResponseMetadata"]["HTTPStatusCode"] == REFUSABLE[operation][code]
+    assert faults.injected == {f"refuse:{operation}": 1}
+
+
+def test_a_refusal_leaves_every_other_operation_alone() -> None:
+    faults = Faults(FaultsWorld.model_validate({"refuse": {"GetSpotPlacementScores": "UnauthorizedOperation"}}))
+    ec2 = unreachable("ec2")
+    ec2.meta.events.register("before-send", faults.refuse)
+    with pytest.raises(EndpointConnectionError):  # sent, as no fault stopped it
+        ec2.describe_availability_zones()
+    assert faults.injected == {}

@@ -108,3 +108,43 @@ def test_the_world_checks_messages_read_without_pydantic_prefixes(tmp_path):
         f"world file {path}: instance_types: unknown GPU type(s) ['g9.xlarge']; valid: "
     )
     assert "Value error" not in str(raised.value)
+
+
+def test_the_p5_spot_quota_is_a_quota_a_world_may_set(tmp_path):
+    # Given a world with no spot P5 vCPUs / When loaded / Then the code is taken as a vCPU quota
+    world = load_world(write_world(tmp_path, {"quotas": {"L-C4BD4855": 0, "L-7212CCBC": 96}}))
+    assert world.quotas == {"L-C4BD4855": 0, "L-7212CCBC": 96}
+
+
+def test_an_unknown_quota_code_is_an_error_listing_the_valid_ones(tmp_path):
+    with pytest.raises(WorldError) as raised:
+        load_world(write_world(tmp_path, {"quotas": {"L-00000000": 0}}))
+    assert "quotas: unknown code(s) ['L-00000000']; valid: " in str(raised.value)
+    assert "L-C4BD4855" in str(raised.value)
+
+
+def test_a_world_can_make_aws_refuse_a_market_signal_call(tmp_path):
+    refuse = {"GetSpotPlacementScores": "UnauthorizedOperation", "GetServiceQuota": "AccessDeniedException"}
+    world = load_world(write_world(tmp_path, {"faults": {"refuse": refuse}}))
+    assert world.faults.refuse == refuse
+
+
+@pytest.mark.parametrize(
+    ("refuse", "expected"),
+    [
+        (
+            {"RunInstances": "UnauthorizedOperation"},
+            "faults: refuse: unknown operation 'RunInstances'; valid: GetSpotPlacementScores, "
+            "DescribeSpotPriceHistory, GetServiceQuota, GetProducts",
+        ),
+        (
+            {"GetSpotPlacementScores": "AccessDeniedException"},
+            "faults: refuse.GetSpotPlacementScores: unknown error 'AccessDeniedException'; valid: "
+            "UnauthorizedOperation, MaxConfigLimitExceeded, RequestLimitExceeded",
+        ),
+    ],
+)
+def test_a_refusal_aws_does_not_make_is_an_error_listing_the_valid_ones(tmp_path, refuse, expected):
+    with pytest.raises(WorldError) as raised:
+        load_world(write_world(tmp_path, {"faults": {"refuse": refuse}}))
+    assert expected in str(raised.value)

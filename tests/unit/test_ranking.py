@@ -5,8 +5,10 @@ from __future__ import annotations
 import itertools
 
 from functions.shared.domain.fleet import QuotaState
-from functions.shared.domain.selection import MarketSignals, offering_key
-from tests.unit.builders import ZONES, gpu_type, offered_everywhere
+from functions.shared.domain.offers import SignalGap
+from functions.shared.domain.selection import MarketSignals, offering_key, placement_score_types
+from functions.shared.domain.vocabulary import MarketSignal
+from tests.unit.builders import ZONES, candidate, gpu_type, offered_everywhere
 from tests.unit.test_selection import A10G, A10G_2X, L4, T4, candidate_types, plan_for, rejection, spot_market
 
 L4_2X = gpu_type("g6.2xlarge", gpu_model="L4", gpu_memory_gib=24.0, vcpus=8, memory_gib=32.0)
@@ -59,6 +61,54 @@ def test_a_low_placement_score_lowers_the_rank_and_warns():
     assert "spot placement score 9/10" in result.candidates[0].why
     assert result.candidates[1].score == 0.2
     assert not any("placement score" in w for w in result.warnings)  # the first choice scores well
+
+
+def test_placement_scores_are_asked_for_the_spot_types_tried_and_enough_others_to_make_three():
+    spot = [candidate(t, capacity="spot") for t in ("g6.xlarge", "g5.xlarge", "g4dn.xlarge", "g6e.xlarge")]
+    on_demand = candidate("g6.xlarge")
+    # The job tries two offerings, one of them spot: that type, then the next two spot types
+    assert placement_score_types([spot[0], on_demand, *spot[1:]], max_attempts=2) == [
+        "g6.xlarge",
+        "g5.xlarge",
+        "g4dn.xlarge",
+    ]
+    # Four spot types tried: all four, nothing added
+    assert placement_score_types(spot, max_attempts=6) == ["g6.xlarge", "g5.xlarge", "g4dn.xlarge", "g6e.xlarge"]
+
+
+def test_placement_scores_are_not_asked_for_fewer_than_three_spot_types_or_when_none_is_tried():
+    two = [candidate(t, capacity="spot") for t in ("g6.xlarge", "g5.xlarge")]
+    assert placement_score_types(two, max_attempts=6) == []
+    three = [
+        candidate("g6.xlarge"),
+        *(candidate(t, capacity="spot") for t in ("g5.xlarge", "g4dn.xlarge", "g6e.xlarge")),
+    ]
+    assert placement_score_types(three, max_attempts=1) == []
+
+
+# -- signals that could not be read -------------------------------------------------------------
+def test_each_signal_that_could_not_be_read_is_one_warning_naming_the_call_and_the_error():
+    # Given two quotas and the placement scores AWS refused
+    denied = {"signal": MarketSignal.VCPU_QUOTAS, "operation": "GetServiceQuota", "code": "AccessDeniedException"}
+    market = MarketSignals(
+        unavailable=[
+            SignalGap(**denied, subject="L-DB2E81BA"),
+            SignalGap(**denied, subject="L-417A185B"),
+            SignalGap(
+                signal=MarketSignal.PLACEMENT_SCORES, operation="GetSpotPlacementScores", code="MaxConfigLimitExceeded"
+            ),
+        ]
+    )
+
+    # When planning / Then one warning per signal and error, the quotas listed, and the plan ranks all the same
+    result = plan_for({}, A10G, L4, table=TABLE, market=market)
+    assert candidate_types(result) == ["g6.xlarge", "g5.xlarge"]
+    assert result.warnings[-2:] == [
+        "vCPU quotas L-DB2E81BA, L-417A185B could not be read (GetServiceQuota: AccessDeniedException): "
+        "not checked, so a type they bound may wait for quota",
+        "spot placement scores could not be read (GetSpotPlacementScores: MaxConfigLimitExceeded): "
+        "spot offerings are ranked without them",
+    ]
 
 
 # -- zones -------------------------------------------------------------------------------------

@@ -3,7 +3,9 @@ table for a day and in the process for an hour), else the bundled, dated snapsho
 (functions/shared/data/prices/<region>.json, written by `make prices`), else none: a region GPU Pilot has no
 data for is never priced as another. Spot: EC2's spot price history (spot.py).
 
-IAM: pricing:GetProducts has no resource types (grant on `*`); the Price List API answers in us-east-1.
+IAM: pricing:GetProducts has no resource types (grant on `*`); the Price List API answers in us-east-1. A Price
+List that cannot be read (refused, or failing past botocore's retries) is asked again after five minutes, and
+`price_list_unavailable` says why prices come from the snapshot meanwhile.
 """
 
 from __future__ import annotations
@@ -17,13 +19,14 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import ClientError
 
 from functions.shared import constants as c
-from functions.shared.adapters.base import ClientAdapter
+from functions.shared.adapters.base import AWS_ERRORS, ClientAdapter, signal_unavailable
 from functions.shared.adapters.clients import client
 from functions.shared.adapters.spot import Ec2SpotMarket
 from functions.shared.domain.cost import PriceQuote
+from functions.shared.domain.errors import SignalUnavailable
 from functions.shared.observability import logger
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
@@ -34,13 +37,18 @@ REGION_NAME = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d+$")
 PRICE_LIST_REGION = "us-east-1"
 TABLE_TTL_SECONDS = 86400
 PROCESS_TTL_SECONDS = 3600
+# A Price List that could not be read is asked again this much later (the snapshot prices meanwhile).
+FAILURE_TTL_SECONDS = 300
 PRICES_PARTITION = "PRICES"
-# Linux, shared tenancy, nothing pre-installed, not a capacity reservation: what Batch's instances are.
+# Linux, shared tenancy, nothing pre-installed, not a capacity reservation, sold on demand: what Batch's on-demand
+# instances are. `marketoption` keeps out the Capacity Block product of the same type (`CapacityBlock`), whose
+# on-demand term would otherwise stand in for (or overwrite) the type's on-demand price.
 FILTERS = {
     "operatingSystem": "Linux",
     "tenancy": "Shared",
     "preInstalledSw": "NA",
     "capacitystatus": "Used",
+    "marketoption": "OnDemand",
     "instanceFamily": "GPU instance",
 }
 
@@ -117,10 +125,14 @@ class MarketPrices(ClientAdapter):
         self._pricing = pricing
         self._snapshot = SnapshotPrices(region)
         self._lock = threading.Lock()
-        self._cached: tuple[float, dict[str, PriceQuote]] | None = None
+        # (monotonic time it expires, the Price List's quotes, why it could not be read)
+        self._cached: tuple[float, dict[str, PriceQuote], SignalUnavailable | None] | None = None
 
     def on_demand(self, instance_type: str) -> PriceQuote | None:
-        return self._table().get(instance_type) or self._snapshot.on_demand(instance_type)
+        return self._table()[0].get(instance_type) or self._snapshot.on_demand(instance_type)
+
+    def price_list_unavailable(self) -> SignalUnavailable | None:
+        return self._table()[1]
 
     def spot(self, instance_types: list[str], zones: list[str]) -> dict[str, dict[str, PriceQuote]]:
         return self._spot.spot_prices(instance_types, zones)
@@ -128,13 +140,16 @@ class MarketPrices(ClientAdapter):
     def spot_over(self, instance_type: str, zones: list[str], start: str, stop: str) -> PriceQuote | None:
         return self._spot.spot_over(instance_type, zones, start, stop)
 
-    def _table(self) -> dict[str, PriceQuote]:
+    def _table(self) -> tuple[dict[str, PriceQuote], SignalUnavailable | None]:
+        """The Price List's quotes of the region (cached), and why it could not be read, if it could not."""
         with self._lock:
-            if self._cached is None or time.monotonic() - self._cached[0] >= PROCESS_TTL_SECONDS:
-                self._cached = (time.monotonic(), self._read())
-            return self._cached[1]
+            if self._cached is None or time.monotonic() >= self._cached[0]:
+                prices, error = self._read()
+                ttl = FAILURE_TTL_SECONDS if error else PROCESS_TTL_SECONDS
+                self._cached = (time.monotonic() + ttl, prices, error)
+            return self._cached[1], self._cached[2]
 
-    def _read(self) -> dict[str, PriceQuote]:
+    def _read(self) -> tuple[dict[str, PriceQuote], SignalUnavailable | None]:
         key = {c.TABLE_PK: {"S": PRICES_PARTITION}, c.TABLE_SK: {"S": self._region}}
         item = self._aws.get_item(TableName=self._table_name, Key=key).get("Item")
         if item and int(item[c.TTL_ATTRIBUTE]["N"]) > time.time():
@@ -142,16 +157,16 @@ class MarketPrices(ClientAdapter):
         else:
             try:
                 prices, published = price_list(self._pricing or client("pricing", PRICE_LIST_REGION), self._region)
-            except (BotoCoreError, ClientError) as error:
+            except AWS_ERRORS as error:
                 logger.warning(
                     "Price List unavailable: on-demand prices from the snapshot", extra={"error": str(error)}
                 )
-                return {}
+                return {}, signal_unavailable("GetProducts", error)
             # The prices' own date (their publication), else the day they were read.
             fetched_at = published or time.strftime("%Y-%m-%d", time.gmtime())
             self._store(key, prices, fetched_at)
         source = f"on-demand {self._region} AWS Price List of {fetched_at}"
-        return {t: PriceQuote(hourly_usd=usd, pricing=source) for t, usd in prices.items()}
+        return {t: PriceQuote(hourly_usd=usd, pricing=source) for t, usd in prices.items()}, None
 
     def _store(self, key: dict[str, Any], prices: dict[str, float], fetched_at: str) -> None:
         item = key | {

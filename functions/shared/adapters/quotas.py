@@ -1,6 +1,7 @@
 """Service Quotas: the account's EC2 vCPU quotas (a quota of 0 is why a new account's GPU job never starts).
 
-IAM: servicequotas:GetServiceQuota, scoped to EC2's quotas.
+IAM: servicequotas:GetServiceQuota, scoped to EC2's quotas. A quota AWS will not tell (AccessDenied, throttling
+past botocore's retries) is SignalUnavailable, never a rejection: selection goes on without it.
 """
 
 from __future__ import annotations
@@ -9,9 +10,9 @@ import threading
 import time
 from typing import Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
-from functions.shared.adapters.base import ClientAdapter
+from functions.shared.adapters.base import ClientAdapter, signal_unavailable
 from functions.shared.domain.fleet import QUOTA_NAMES, QuotaState
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
@@ -41,8 +42,10 @@ class ServiceQuotas(ClientAdapter):
             )
         except ClientError as error:
             if error.response.get("Error", {}).get("Code") != "NoSuchResourceException":
-                raise
+                raise signal_unavailable("GetServiceQuota", error) from error
             found = None
+        except BotoCoreError as error:  # no answer at all (connection, time-out)
+            raise signal_unavailable("GetServiceQuota", error) from error
         with self._lock:
             self._cache[code] = (time.monotonic(), found)
         return found

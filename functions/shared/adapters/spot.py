@@ -3,14 +3,16 @@
 IAM: ec2:DescribeSpotPriceHistory, ec2:GetSpotPlacementScores and ec2:DescribeAvailabilityZones have no
 resource types (grant on `*`). GetSpotPlacementScores scores a set of types together, for the zones of the
 region, and AWS limits how many configurations may be asked a day: one call per plan, cached ten minutes.
+A call AWS refuses, or that fails past botocore's retries, is SignalUnavailable: selection ranks without it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from functions.shared.adapters.base import ClientAdapter, TtlCache
+from functions.shared.adapters.base import AWS_ERRORS, ClientAdapter, TtlCache, signal_unavailable
 from functions.shared.domain.cost import PriceQuote, time_weighted
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
@@ -46,11 +48,10 @@ class Ec2SpotMarket(ClientAdapter):
                 StartTime=datetime.now(UTC),
                 Filters=[{"Name": "availability-zone", "Values": zones}],
             )
-            for page in pages:
-                for entry in page["SpotPriceHistory"]:
-                    where = (entry["InstanceType"], entry["AvailabilityZone"])
-                    if where not in latest or _stamp(entry) > _stamp(latest[where]):
-                        latest[where] = entry
+            for entry in _entries(pages):
+                where = (entry["InstanceType"], entry["AvailabilityZone"])
+                if where not in latest or _stamp(entry) > _stamp(latest[where]):
+                    latest[where] = entry
         found: dict[str, dict[str, PriceQuote]] = {}
         for (instance_type, zone), entry in latest.items():
             if zone in zones:
@@ -74,10 +75,9 @@ class Ec2SpotMarket(ClientAdapter):
             EndTime=datetime.fromisoformat(stop.replace("Z", "+00:00")),
             Filters=[{"Name": "availability-zone", "Values": zones}],
         )
-        for page in pages:
-            for entry in page["SpotPriceHistory"]:
-                stamp = _stamp(entry).astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-                points.setdefault(entry["AvailabilityZone"], []).append((stamp, float(entry["SpotPrice"])))
+        for entry in _entries(pages):
+            stamp = _stamp(entry).astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+            points.setdefault(entry["AvailabilityZone"], []).append((stamp, float(entry["SpotPrice"])))
         averages = {z: time_weighted(p, start, stop) for z, p in points.items() if z in zones}
         priced = {z: usd for z, usd in averages.items() if usd is not None}
         if not priced:
@@ -96,13 +96,16 @@ class Ec2SpotMarket(ClientAdapter):
         if scores is None:
             scores = {}
             if key:
-                answer = self._aws.get_spot_placement_scores(
-                    InstanceTypes=list(key),
-                    TargetCapacity=1,
-                    TargetCapacityUnitType="units",
-                    SingleAvailabilityZone=True,
-                    RegionNames=[self._region],
-                )
+                try:
+                    answer = self._aws.get_spot_placement_scores(
+                        InstanceTypes=list(key),
+                        TargetCapacity=1,
+                        TargetCapacityUnitType="units",
+                        SingleAvailabilityZone=True,
+                        RegionNames=[self._region],
+                    )
+                except AWS_ERRORS as error:
+                    raise signal_unavailable("GetSpotPlacementScores", error) from error
                 names = self._zone_name_of()
                 scores = {
                     names[s["AvailabilityZoneId"]]: int(s["Score"])
@@ -115,9 +118,21 @@ class Ec2SpotMarket(ClientAdapter):
     def _zone_name_of(self) -> dict[str, str]:
         """Zone id (use1-az1) -> zone name (us-east-1a): placement scores name zones by id."""
         if self._zone_names is None:
-            zones = self._aws.describe_availability_zones()["AvailabilityZones"]
+            try:
+                zones = self._aws.describe_availability_zones()["AvailabilityZones"]
+            except AWS_ERRORS as error:
+                raise signal_unavailable("DescribeAvailabilityZones", error) from error
             self._zone_names = {z["ZoneId"]: z["ZoneName"] for z in zones}
         return self._zone_names
+
+
+def _entries(pages: Any) -> Iterator[dict[str, Any]]:
+    """Every spot price of DescribeSpotPriceHistory's pages (each page is a call: any may fail)."""
+    try:
+        for page in pages:
+            yield from page["SpotPriceHistory"]
+    except AWS_ERRORS as error:
+        raise signal_unavailable("DescribeSpotPriceHistory", error) from error
 
 
 def _stamp(entry: dict[str, Any]) -> datetime:

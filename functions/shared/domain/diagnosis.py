@@ -14,6 +14,8 @@ from functions.shared.domain.fleet import (
     FleetAnalysis,
     QuotaState,
     analyse_fleet,
+    quota_advice,
+    vcpu_quota_code,
 )
 from functions.shared.domain.model import DomainModel
 from functions.shared.domain.vocabulary import DiagnosisCategory, Remedy
@@ -115,6 +117,7 @@ class StuckJobSnapshot(DomainModel):
     fleet: FleetState | None = None
     instance_vcpus: dict[str, int] = Field(default_factory=dict, description="vCPUs of each GPU type")
     quota: QuotaState | None = None
+    quota_unavailable: str | None = Field(default=None, description="Why the quota could not be read (call: error)")
     registration_grace_seconds: float = REGISTRATION_GRACE_SECONDS
     launch_grace_seconds: float = LAUNCH_GRACE_SECONDS
     fleet_analysis: FleetAnalysis | None = Field(default=None, description="The fleet, analysed already")
@@ -215,28 +218,15 @@ def _from_fleet(snapshot: StuckJobSnapshot, fleet: FleetAnalysis, evidence: dict
 
 
 def _no_instances(snapshot: StuckJobSnapshot, evidence: dict[str, Any]) -> Diagnosis:
-    quota = snapshot.quota
-    smallest = min(snapshot.instance_vcpus.get(t, 0) for t in snapshot.environment.instance_types or [""]) or 1
-    cause = "Batch launched no instance for it"
-    recommendation = (
-        "Check the compute environment's Auto Scaling activity for the launch error; a vCPU quota of 0 is the "
-        "most common cause in a new account (Service Quotas, service ec2)."
-    )
-    if quota is not None:
-        evidence = evidence | {"quota_code": quota.code, "quota_name": quota.name, "quota_vcpus": quota.vcpus}
-        if quota.used_vcpus is not None:
-            evidence["quota_used_vcpus"] = quota.used_vcpus
-        if quota.free_vcpus < smallest:
-            used = f", {quota.used_vcpus:g} of them in use" if quota.used_vcpus else ""
-            cause += f": the account's vCPU quota {quota.code} ({quota.name}) is {quota.vcpus:g}{used}"
-            recommendation = (
-                f"Ask for more: `aws service-quotas request-service-quota-increase --service-code ec2 "
-                f"--quota-code {quota.code} --desired-value {smallest * 4}`. GPU Pilot falls back meanwhile."
-            )
+    environment = snapshot.environment
+    smallest = min(snapshot.instance_vcpus.get(t, 0) for t in environment.instance_types or [""]) or 1
+    code = vcpu_quota_code(environment.instance_types[0], environment.spot) if environment.instance_types else None
+    cause, recommendation, quota_evidence = quota_advice(code, snapshot.quota, smallest, snapshot.quota_unavailable)
     return Diagnosis(
         category=Category.NO_INSTANCES_LAUNCHED,
-        reason=f"RUNNABLE for {round(snapshot.runnable_seconds)} s, the pool is VALID and {cause}",
-        evidence=evidence,
+        reason=f"RUNNABLE for {round(snapshot.runnable_seconds)} s, the pool is VALID and Batch launched no "
+        f"instance for it{cause}",
+        evidence=evidence | quota_evidence,
         recommendation=recommendation,
     )
 

@@ -50,3 +50,13 @@ class NoCandidate(Exception):
         self.rejected = rejected
         self.field = field
         self.message = message
+
+
+class SignalUnavailable(Exception):
+    """A market signal (a quota, a price, a placement score) could not be read: AWS refused the call or it failed
+    past botocore's retries. Selection ranks without it; it never fails a plan."""
+
+    def __init__(self, operation: str, code: str, message: str = "") -> None:
+        super().__init__(f"{operation}: {code}" + (f" ({message})" if message else ""))
+        self.operation = operation
+        self.code = code

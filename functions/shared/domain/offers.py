@@ -8,7 +8,7 @@ from pydantic import Field
 from functions.shared.domain.cost import PriceQuote
 from functions.shared.domain.fleet import QuotaState
 from functions.shared.domain.model import DomainModel
-from functions.shared.domain.vocabulary import CapacityType
+from functions.shared.domain.vocabulary import CapacityType, MarketSignal
 
 
 class AvailabilitySnapshot(DomainModel):
@@ -17,6 +17,15 @@ class AvailabilitySnapshot(DomainModel):
     zones: list[str]
     offered: dict[str, list[str]] = Field(description="instance type -> zones that offer it")
     unavailable: set[str] = Field(default_factory=set, description="'capacity:type:zone' remembered as unavailable")
+
+
+class SignalGap(DomainModel):
+    """A market signal this plan could not read, and AWS's answer: the plan ranks without it."""
+
+    signal: MarketSignal
+    operation: str = Field(description="The AWS call that failed, e.g. GetSpotPlacementScores")
+    code: str = Field(description="AWS's error code (AccessDeniedException), or the SDK's error when none came back")
+    subject: str | None = Field(default=None, description="What of the signal was missing, e.g. a quota code")
 
 
 class MarketSignals(DomainModel):
@@ -32,6 +41,7 @@ class MarketSignals(DomainModel):
         default_factory=dict, description="instance type -> zone -> spot placement score (1-10)"
     )
     max_vcpus: int | None = Field(default=None, description="maxvCpus of a pool's compute environment")
+    unavailable: list[SignalGap] = Field(default_factory=list, description="Signals that could not be read")
 
 
 class Candidate(DomainModel):

@@ -16,15 +16,24 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from functions.shared.domain.fleet import QUOTA_NAMES
-from functions.shared.domain.vocabulary import CapacityType
+from functions.shared.domain.vocabulary import CapacityType, MarketSignal
 
 if TYPE_CHECKING:
+    from functions.shared.domain.offers import SignalGap
     from functions.shared.domain.requests import JobRequest
     from functions.shared.domain.selection import Candidate
 
 UNPRICED_FACTOR = 0.5  # an offering of unknown price is worth trying, after those whose price is known
 LOW_PLACEMENT_SCORE = 3  # AWS: scores of 1-3 mean a spot request is unlikely to succeed
 FEW_INSTANCES = 2
+# What a plan does without a signal it could not read: the signal counts as unknown, never against an offering.
+WITHOUT_SIGNAL = {
+    MarketSignal.ON_DEMAND_PRICES: "on-demand prices come from the bundled price snapshot where it has the type "
+    "(each candidate's pricing says)",
+    MarketSignal.SPOT_PRICES: "spot offerings are ranked as unpriced",
+    MarketSignal.PLACEMENT_SCORES: "spot offerings are ranked without them",
+    MarketSignal.VCPU_QUOTAS: "not checked, so a type they bound may wait for quota",
+}
 
 
 def rank(request: JobRequest, options: list[Candidate]) -> list[Candidate]:
@@ -117,3 +126,18 @@ def plan_warnings(candidates: list[Candidate]) -> list[str]:
     if len({c.family for c in candidates}) == 1 and len(candidates) > 1:
         warnings.append(f"every candidate is a {first.family}: a {first.family} shortage leaves no fallback")
     return warnings
+
+
+def signal_warnings(gaps: list[SignalGap]) -> list[str]:
+    """One warning per market signal this plan could not read and AWS error: the signal, the call, the error
+    code, and what the plan did without it."""
+    grouped: dict[tuple[MarketSignal, str, str], list[str]] = {}
+    for gap in gaps:
+        subjects = grouped.setdefault((gap.signal, gap.operation, gap.code), [])
+        if gap.subject and gap.subject not in subjects:
+            subjects.append(gap.subject)
+    return [
+        f"{signal.value}{' ' + ', '.join(subjects) if subjects else ''} could not be read ({operation}: {code}): "
+        f"{WITHOUT_SIGNAL[signal]}"
+        for (signal, operation, code), subjects in grouped.items()
+    ]

@@ -11,7 +11,7 @@ from functions.shared.domain.catalog import GpuType
 from functions.shared.domain.cost import PriceQuote, cheapest
 from functions.shared.domain.fleet import QuotaState, vcpu_quota_code
 from functions.shared.domain.offers import AvailabilitySnapshot, Candidate, MarketSignals, Plan, Rejected
-from functions.shared.domain.ranking import plan_warnings, rank
+from functions.shared.domain.ranking import plan_warnings, rank, signal_warnings
 from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.vocabulary import Arch, CapacityPreference, CapacityType
 
@@ -21,7 +21,19 @@ HOST_MEMORY_RESERVE = 0.1
 NO_BATCH_NVIDIA_AMI = ("p3.", "p3dn.", "g3.", "g3s.")
 # How long an offering that failed (no capacity, a broken pool) is left out of selection, across executions.
 UNAVAILABLE_TTL_SECONDS = 1800
-__all__ = ["AvailabilitySnapshot", "Candidate", "MarketSignals", "Plan", "Rejected", "offering_key", "plan"]
+# GetSpotPlacementScores: "If you specify one or two instance types, or specify variations of a single instance
+# type [...], the returned placement score will always be low." Fewer types than this are never asked about.
+MIN_SCORED_TYPES = 3
+__all__ = [
+    "AvailabilitySnapshot",
+    "Candidate",
+    "MarketSignals",
+    "Plan",
+    "Rejected",
+    "offering_key",
+    "placement_score_types",
+    "plan",
+]
 
 
 def offering_key(capacity: CapacityType, instance_type: str, zone: str) -> str:
@@ -36,6 +48,18 @@ def capacities_for(preference: CapacityPreference) -> list[CapacityType]:
     if preference == CapacityPreference.SPOT_FIRST:
         return [CapacityType.SPOT, CapacityType.ON_DEMAND]
     return [CapacityType.ON_DEMAND]
+
+
+def placement_score_types(candidates: list[Candidate], max_attempts: int) -> list[str]:
+    """The spot types whose placement score to ask for, as one set: those the job would try, with the next spot
+    candidates when they are fewer than three (AWS scores one or two types low whatever the capacity); none when
+    fewer than three types fit at all, so that a score AWS always gives low never demotes spot."""
+    spot_types = list(dict.fromkeys(c.instance_type for c in candidates if c.capacity == CapacityType.SPOT))
+    tried = list(dict.fromkeys(c.instance_type for c in candidates[:max_attempts] if c.capacity == CapacityType.SPOT))
+    if not tried:
+        return []
+    asked = tried + [t for t in spot_types if t not in tried][: max(0, MIN_SCORED_TYPES - len(tried))]
+    return asked if len(asked) >= MIN_SCORED_TYPES else []
 
 
 Problem = tuple[str, str]  # (the request field that rules an offering out, why)
@@ -89,7 +113,8 @@ def plan(
     """Every GPU offering that can run `request`, in attempt order, and every one left out with its reason.
 
     `price_of` gives on-demand prices; `market` the spot prices, quotas and placement scores read for this
-    plan; `arm64_ami` says whether a custom NVIDIA AMI for Graviton is configured (Batch ships none).
+    plan, and those that could not be read (ranked as unknown, and warned of); `arm64_ami` says whether a custom
+    NVIDIA AMI for Graviton is configured (Batch ships none).
     """
     market = market or MarketSignals()
     rejected: list[Rejected] = []
@@ -115,7 +140,8 @@ def plan(
             else:
                 options.append(option)
     candidates = rank(request, options)
-    return Plan(candidates=candidates, rejected=rejected, warnings=plan_warnings(candidates))
+    warnings = plan_warnings(candidates) + signal_warnings(market.unavailable)
+    return Plan(candidates=candidates, rejected=rejected, warnings=warnings)
 
 
 def _type_problem(
@@ -154,7 +180,8 @@ def _offering(
         reason = f"{capacity.value} ${quote.hourly_usd}/h exceeds max_hourly_usd ${request.max_hourly_usd}"
         return Rejected(instance_type=instance_type, reason=reason, field="max_hourly_usd")
     code = vcpu_quota_code(instance_type, capacity == CapacityType.SPOT)
-    quota = (market.quotas or {}).get(code)
+    # A quota not known (no published code, or Service Quotas would not say) rejects nothing.
+    quota = (market.quotas or {}).get(code) if code else None
     if quota is not None and quota.vcpus < gpu.vcpus:
         return Rejected(instance_type=instance_type, reason=quota_reason(quota, gpu.vcpus, capacity), field="capacity")
     scores = market.placement_scores.get(instance_type, {}) if capacity == CapacityType.SPOT else {}

@@ -72,6 +72,15 @@ class CapacityPreference(StrEnum):
     SPOT_FIRST = "spot-first"
 
 
+class MarketSignal(StrEnum):
+    """What selection reads about an offering now; one that cannot be read degrades the plan, never fails it."""
+
+    ON_DEMAND_PRICES = "on-demand prices"
+    SPOT_PRICES = "spot prices"
+    PLACEMENT_SCORES = "spot placement scores"
+    VCPU_QUOTAS = "vCPU quotas"
+
+
 class Arch(StrEnum):
     X86_64 = "x86_64"
     ARM64 = "arm64"

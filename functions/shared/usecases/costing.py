@@ -1,14 +1,17 @@
 """What each attempt cost, whatever its end (succeeded, failed, cancelled, fallen back): priced once, when
 Batch says it ended, at its capacity type's price (on-demand from the Price List, spot from spot price
-history in its zones) for its runtime, by the share of the instance it held."""
+history in its zones) for its runtime, by the share of the instance it held. A price AWS will not give now leaves
+the attempt unpriced (a later writer may price it), never fails the step that asked."""
 
 from __future__ import annotations
 
 from functions.shared.domain.cost import Cost, PriceQuote, attempt_cost, cheapest, gpu_share, instance_share
+from functions.shared.domain.errors import SignalUnavailable
 from functions.shared.domain.job_definitions import resources_on
 from functions.shared.domain.records import AttemptRecord
 from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.vocabulary import CapacityType
+from functions.shared.observability import logger
 from functions.shared.ports import Ports
 
 
@@ -17,7 +20,11 @@ def hourly_quotes(instance_types: list[str], spot: bool, zones: list[str], ports
     if not spot:
         found = {t: ports.prices.on_demand(t) for t in instance_types}
         return {t: quote for t, quote in found.items() if quote is not None}
-    by_type = ports.prices.spot(instance_types, zones) if instance_types else {}
+    try:
+        by_type = ports.prices.spot(instance_types, zones) if instance_types else {}
+    except SignalUnavailable as error:
+        logger.warning("spot prices unavailable: left unpriced", extra={"error": str(error)})
+        return {}
     lowest = {t: cheapest(by_zone.values()) for t, by_zone in by_type.items()}
     return {t: quote for t, quote in lowest.items() if quote is not None}
 
@@ -31,7 +38,11 @@ def quote_for(attempt: AttemptRecord, ports: Ports) -> PriceQuote | None:
         ran_in = ports.fleet.zone_of(attempt.container_instance_arn)
         zones = [ran_in] if ran_in else zones
     if spot and attempt.started_at and attempt.stopped_at:
-        over = ports.prices.spot_over(attempt.instance_type, zones, attempt.started_at, attempt.stopped_at)
+        try:
+            over = ports.prices.spot_over(attempt.instance_type, zones, attempt.started_at, attempt.stopped_at)
+        except SignalUnavailable as error:
+            logger.warning("spot price history unavailable: left unpriced", extra={"error": str(error)})
+            return None
         if over is not None:
             return over
     return hourly_quotes([attempt.instance_type], spot, zones, ports).get(attempt.instance_type)

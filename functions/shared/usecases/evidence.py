@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from functions.shared.domain.batch import BatchJobState, ComputeEnvironmentState, FleetState
 from functions.shared.domain.diagnosis import StuckJobSnapshot
-from functions.shared.domain.fleet import FleetAnalysis, vcpu_quota_code
+from functions.shared.domain.errors import SignalUnavailable
+from functions.shared.domain.fleet import FleetAnalysis, QuotaState, vcpu_quota_code
 from functions.shared.ports import Ports
 
 
@@ -16,13 +17,18 @@ def read_snapshot(
     ports: Ports,
     analysis: FleetAnalysis | None = None,
 ) -> StuckJobSnapshot:
-    """The snapshot diagnosis reads. The quota is read only when the pool has no instance at all."""
+    """The snapshot diagnosis reads. The quota is read only when the pool has no instance at all (a quota Service
+    Quotas will not tell is left out, and said in the evidence)."""
     instance_vcpus = {name: gpu.vcpus for name, gpu in ports.catalog.gpu_types().items()}
-    quota = None
+    quota: QuotaState | None = None
+    unavailable: str | None = None
     alive = fleet is not None and any(instance.alive for instance in fleet.instances)
-    if fleet is not None and not alive and environment.instance_types:
-        code = vcpu_quota_code(environment.instance_types[0], environment.spot)
-        quota = ports.quotas.vcpu_quota(code)
+    code = vcpu_quota_code(environment.instance_types[0], environment.spot) if environment.instance_types else None
+    if fleet is not None and not alive and code is not None:
+        try:
+            quota = ports.quotas.vcpu_quota(code)
+        except SignalUnavailable as error:
+            unavailable = f"{error.operation}: {error.code}"
         if quota is not None:
             # What the quota counts: every running instance of its families and capacity type in the account.
             running = ports.fleet.running_types(environment.spot)
@@ -37,6 +43,7 @@ def read_snapshot(
         fleet=fleet,
         instance_vcpus=instance_vcpus,
         quota=quota,
+        quota_unavailable=unavailable,
         registration_grace_seconds=ports.settings.registration_grace_seconds,
         launch_grace_seconds=ports.settings.launch_grace_seconds,
         fleet_analysis=analysis,

@@ -3,8 +3,13 @@ what the account and the region say now (offerings, quotas, spot prices and plac
 
 from __future__ import annotations
 
-from functions.shared.domain.errors import NoCandidate, RequestRefused
-from functions.shared.domain.fleet import QuotaState, vcpu_quota_code
+from collections.abc import Callable
+from functools import partial
+from typing import TypeVar
+
+from functions.shared.domain.errors import NoCandidate, RequestRefused, SignalUnavailable
+from functions.shared.domain.fleet import vcpu_quota_code
+from functions.shared.domain.offers import SignalGap
 from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.selection import (
     MarketSignals,
@@ -12,21 +17,24 @@ from functions.shared.domain.selection import (
     Rejected,
     capacities_for,
     fits,
+    placement_score_types,
     plan,
     within_filters,
 )
 from functions.shared.domain.steps import NoGpuTypeAvailable, SelectInput, Selection
-from functions.shared.domain.vocabulary import CapacityType, JobStatus
+from functions.shared.domain.vocabulary import CapacityType, JobStatus, MarketSignal
 from functions.shared.ports import Ports
 
 # The workflow carries its candidates in every state's input: a bound on the attempts, whatever is asked.
 MAX_WORKFLOW_CANDIDATES = 20
+T = TypeVar("T")
 
 
 def plan_request(request: JobRequest, ports: Ports) -> Plan:
     """Every GPU offering for `request`, in attempt order, and every one left out with its reason.
 
-    RequestRefused when the request names what this deployment does not know (a GPU model, a zone)."""
+    RequestRefused when the request names what this deployment does not know (a GPU model, a zone). A market
+    signal AWS will not give (a quota, a price, placement scores) is a warning, never a failure."""
     gpu_types = ports.catalog.gpu_types()
     known_models = sorted({gpu.gpu_model for gpu in gpu_types.values()})
     unknown = [m for m in request.gpu_models or [] if m.lower() not in {k.lower() for k in known_models}]
@@ -38,29 +46,56 @@ def plan_request(request: JobRequest, ports: Ports) -> Plan:
         deployed = ", ".join(snapshot.zones) or "none"
         raise RequestRefused("zones", f"{', '.join(outside)} is not a zone of this deployment's subnets ({deployed})")
     fitting = sorted(t for t, gpu in gpu_types.items() if fits(request, gpu))
-    market = MarketSignals(max_vcpus=ports.settings.max_vcpus, quotas=_quotas(request, fitting, ports))
+    capacities = capacities_for(request.capacity)
+    market = MarketSignals(max_vcpus=ports.settings.max_vcpus)
+    market.quotas = {
+        code: _read(market, MarketSignal.VCPU_QUOTAS, partial(ports.quotas.vcpu_quota, code), None, subject=code)
+        for code in _quota_codes(fitting, capacities)
+    }
+    if CapacityType.ON_DEMAND in capacities and fitting:
+        price_list = ports.prices.price_list_unavailable()
+        if price_list is not None:
+            _note_gap(market, MarketSignal.ON_DEMAND_PRICES, price_list)
     arm64_ami = bool(ports.settings.arm64_gpu_ami_id)
-    spot = CapacityType.SPOT in capacities_for(request.capacity) and bool(fitting)
+    spot = CapacityType.SPOT in capacities and bool(fitting)
     if spot:
         zones = [z for z in snapshot.zones if not request.zones or z in request.zones]
-        market.spot_prices = ports.prices.spot(fitting, zones)
+        market.spot_prices = _read(market, MarketSignal.SPOT_PRICES, partial(ports.prices.spot, fitting, zones), {})
     planned = plan(request, gpu_types, snapshot, ports.prices.on_demand, arm64_ami=arm64_ami, market=market)
-    if not spot:
+    scored = placement_score_types(planned.candidates, request.max_attempts) if spot else []
+    if not scored:
         return planned
-    # Placement scores are asked once, for the set of spot offerings the job would try: rank again with them.
-    tried = [c for c in planned.candidates[: request.max_attempts] if c.capacity == CapacityType.SPOT]
-    market.placement_scores = ports.availability.placement_scores(sorted({c.instance_type for c in tried}))
+    # Placement scores are asked once, for a set of the spot offerings the job would try: rank again with them.
+    read_scores = partial(ports.availability.placement_scores, sorted(scored))
+    market.placement_scores = _read(market, MarketSignal.PLACEMENT_SCORES, read_scores, {})
     return plan(request, gpu_types, snapshot, ports.prices.on_demand, arm64_ami=arm64_ami, market=market)
 
 
-def _quotas(request: JobRequest, fitting: list[str], ports: Ports) -> dict[str, QuotaState | None]:
-    """The vCPU quotas that bound the fitting types on the request's capacity types (at most four codes)."""
+def _quota_codes(fitting: list[str], capacities: list[CapacityType]) -> list[str]:
+    """The vCPU quotas that bound the fitting types on the request's capacity types (at most five codes)."""
     codes = {
         vcpu_quota_code(instance_type, capacity == CapacityType.SPOT)
         for instance_type in fitting
-        for capacity in capacities_for(request.capacity)
+        for capacity in capacities
     }
-    return {code: ports.quotas.vcpu_quota(code) for code in sorted(codes)}
+    return sorted(code for code in codes if code)
+
+
+def _read(
+    market: MarketSignals, signal: MarketSignal, read: Callable[[], T], unknown: T, subject: str | None = None
+) -> T:
+    """A market signal as AWS gives it now, or `unknown` (and the gap noted) when AWS will not."""
+    try:
+        return read()
+    except SignalUnavailable as error:
+        _note_gap(market, signal, error, subject)
+        return unknown
+
+
+def _note_gap(
+    market: MarketSignals, signal: MarketSignal, error: SignalUnavailable, subject: str | None = None
+) -> None:
+    market.unavailable.append(SignalGap(signal=signal, operation=error.operation, code=error.code, subject=subject))
 
 
 def check_plannable(request: JobRequest, ports: Ports) -> Plan:

@@ -118,6 +118,30 @@ def test_a_stuck_job_in_an_invalid_pool_falls_back(ports):
     assert outcome.evidence["compute_environment_reason"] == "CLIENT_ERROR - launch template gpupilot-gpu not found"
 
 
+def test_a_pool_that_launched_nothing_is_diagnosed_when_service_quotas_will_not_tell_its_quota(ports):
+    import time
+
+    from functions.shared.domain.errors import SignalUnavailable
+
+    # Given an attempt RUNNABLE for 20 minutes in a VALID pool without instances, its quota refused to GPU Pilot
+    step = submitted(ports)
+    name = step.queue.compute_environment
+    resources = {"type": "EC2", "maxvCpus": 256, "instanceTypes": [step.selection.current().instance_type]}
+    ports.pools.create_compute_environment({"computeEnvironmentName": name, "computeResources": resources})
+    ports.pools.make_valid(name)
+    ports.quotas.refused["L-DB2E81BA"] = SignalUnavailable("GetServiceQuota", "AccessDeniedException")
+    (batch_job_id,) = ports.batch.jobs
+    ports.batch.set_status(batch_job_id, "RUNNABLE", createdAt=int((time.time() - 1200) * 1000))
+
+    # When diagnosing it
+    outcome = diagnose_stuck_job(diagnose_input(ports, step), ports)
+
+    # Then the diagnosis stands, says why it could not tell the quota, and names the quota to check
+    assert outcome.category == DiagnosisCategory.NO_INSTANCES_LAUNCHED
+    assert outcome.evidence["quota_unavailable"] == "GetServiceQuota: AccessDeniedException"
+    assert "quota L-DB2E81BA, Running On-Demand G and VT instances" in outcome.recommendation
+
+
 def test_a_job_past_its_give_up_after_minutes_gives_up_however_curable_the_cause(ports):
     # Given a job that may wait 1 minute in all, created two minutes ago, stuck for lack of capacity
     step = submitted(ports, give_up_after_minutes=1)

@@ -172,6 +172,32 @@ def test_a_spot_attempt_is_priced_in_the_zone_its_container_instance_ran_in(port
     assert cost is not None and cost.pricing.startswith("test spot price in us-east-1b over ")
 
 
+def test_a_spot_attempt_whose_price_aws_refuses_ends_without_a_cost_not_without_its_status(ports):
+    from functions.shared.domain.errors import SignalUnavailable
+
+    # Given a spot attempt that ran, and spot price history refused (an organisation's policy)
+    ports.prices.spot_table["g4dn.xlarge"] = 0.2
+    submitted(ports, capacity="spot", instance_types=["g4dn.xlarge"])
+    ports.prices.spot_error = SignalUnavailable("DescribeSpotPriceHistory", "UnauthorizedOperation")
+
+    # When RecordCost runs / Then the job succeeded, unpriced (a later writer may price the attempt)
+    assert record_cost(cost_input(ports), ports) is None
+    assert ports.jobs.get_job(JOB_ID).status == JobStatus.SUCCEEDED
+    assert ports.jobs.get_job(JOB_ID).attempts[1].cost is None
+
+
+def test_spot_prices_aws_refuses_leave_the_types_unpriced_for_waste_and_cost(ports):
+    from functions.shared.domain.errors import SignalUnavailable
+    from functions.shared.usecases.costing import hourly_quotes
+
+    # Given spot price history throttled past the retries / When a sweep prices a spot pool's instances
+    ports.prices.spot_table["g4dn.xlarge"] = 0.2
+    ports.prices.spot_error = SignalUnavailable("DescribeSpotPriceHistory", "RequestLimitExceeded")
+
+    # Then they are unpriced, and the sweep goes on
+    assert hourly_quotes(["g4dn.xlarge"], True, ["us-east-1a"], ports) == {}
+
+
 def test_a_type_without_a_price_ends_without_a_cost_not_without_its_status(ports):
     submitted(ports)
     ports.prices._table = {}
