@@ -214,6 +214,22 @@ SUMMARY = (
     "and the clients it makes, against the floor of `import boto3` and the same clients, both with the collector "
     "paused as the handlers run in Lambda. Goal (hardening issue): every handler at most 1.3x its boto3 floor."
 )
+NOTES = (
+    "What was done: the staged code ships its bytecode (Lambda's code directory is read-only, so Python compiled "
+    "the whole package at every cold start); the api imports Powertools' idempotency utility only for a keyed "
+    "submit; the ports import the domain for annotations only; domain models are built on first use "
+    "(functions/shared/domain/model.py; the '+models' rows build every one, an upper bound of what a first "
+    "invocation adds); the composition root (functions/shared/adapters/wiring.py) imports each adapter on its "
+    "port's first use; every function sets PYDANTIC_DISABLE_PLUGINS=__all__ (GPU Pilot uses no pydantic plugin; "
+    "without it pydantic scans every installed distribution's entry points at its first model build); and the "
+    "cold start runs with Python's cyclic garbage collector paused (functions/shared/coldstart.py): in Lambda "
+    "only (AWS_EXECUTION_ENV), importing `functions` pauses it and the end of the sandbox's first invocation "
+    "(whatever its outcome) resumes it. Everything a cold start allocates lives as long as the sandbox, so the "
+    "collector's passes over that growing heap free almost nothing (boto3_floor_collector_paused_ratio_vs_"
+    "boto3_floor is what they cost boto3 alone). Until 2026-11-24 the headline compared the paused handlers with "
+    "an unpaused floor, crediting our code with the pause; it now compares like with like. Medians move by about "
+    "0.1 of the floor between runs on the shared machine; the fastest-sample rows move less."
+)
 
 
 def library_floor(handler: str) -> str:
@@ -356,6 +372,7 @@ def run(runs: int = DEFAULT_RUNS, keys: list[str] | None = None, heavy_import: s
         "benchmark": NAME,
         "measured_at": utc_now(),
         "summary": SUMMARY,
+        "notes": NOTES,
         "method": (
             f"Each sample is a fresh `python -c` interpreter (no -X importtime) that times, with time.process_time "
             "(CPU; the wall clock, time.perf_counter, is in details), only the cold-start work on top of "

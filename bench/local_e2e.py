@@ -46,6 +46,16 @@ SUMMARY = (
     "Jobs sent one at a time show the control plane's own latency; 200 at once show what one interpreter on 2 "
     "cores can serve, with the local cloud's CPU seconds per job saying why."
 )
+NOTES = (
+    "Sampled under the 200-job load (2026-11-23), half the local cloud's CPU was moto's generic response "
+    "serializer re-encoding DynamoDB items already in their JSON wire format, a tenth its ANTLR parse of the state "
+    "machine at every execution, another tenth a new boto3 client for every Step Functions task: "
+    "gpupilot/localcloud/moto_speed.py removes all three with answers unchanged (tested against moto alone). What "
+    "is left is mostly moto's DynamoDB UpdateItem (expression parsing and validation, deep copies), the HTTP round "
+    "trip of every call to the embedded server, the handlers' own work, and the answers to the clients' polls. "
+    "Until 2026-11-24 the overhead stopped at the timeline's SUCCEEDED entry, which is Batch's stoppedAt "
+    "(startedAt + runtime in the simulator): everything after the job's start was left out."
+)
 
 
 @dataclass
@@ -271,6 +281,7 @@ def run(
         "benchmark": NAME,
         "measured_at": utc_now(),
         "summary": SUMMARY,
+        "notes": NOTES,
         "method": (
             f"One in-process local cloud (default world, jobs of {RUNTIME_SECONDS:g} s runtime cycling over "
             f"{', '.join(types)}, sweep timer off), one job per type first to make the pools (not measured). Then "

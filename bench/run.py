@@ -1,5 +1,5 @@
 """Run the benchmarks (cold start, control plane, sweep, plan, API properties, faults, load), write
-bench/results/<name>.json, print a table.
+bench/results/<name>.json, print a table (`python -m bench.render` then writes docs/benchmarks.md from them).
 
 python -m bench.run [--only cold_start|control_plane|sweep|plan|api_properties|faults|local_e2e] [--runs N]
 """
@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench import REPO_ROOT, RESULTS_DIR, api_properties, cold_start, control_plane, faults, local_e2e, plan, sweep
+from bench.render import table as metrics_table
 
 BENCHMARKS: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
     cold_start.NAME: lambda args: cold_start.run(args.runs),
@@ -25,21 +26,9 @@ BENCHMARKS: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
 }
 
 
-def _number(value: float) -> str:
-    return f"{value:g}" if float(value).is_integer() else f"{value:.3f}".rstrip("0").rstrip(".")
-
-
 def table(result: dict[str, Any]) -> str:
-    """The result's metrics as a markdown table (metric | value | unit | baseline | ratio)."""
-    lines = [
-        f"### {result['benchmark']} ({result['measured_at']})",
-        "",
-        "| metric | value | unit | baseline | ratio |",
-        "|---|---:|---|---:|---:|",
-    ]
-    for name, m in result["metrics"].items():
-        lines.append(f"| {name} | {_number(m['value'])} | {m['unit']} | {_number(m['baseline'])} | {m['ratio']:.2f} |")
-    return "\n".join(lines)
+    """The result's metrics as a markdown table, under the bench's name and time."""
+    return f"### {result['benchmark']} ({result['measured_at']})\n\n{metrics_table(result['metrics'])}"
 
 
 def write(result: dict[str, Any]) -> str:
