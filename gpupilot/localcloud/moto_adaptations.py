@@ -616,7 +616,9 @@ def workflow_time(patches: _Patches, clock: WorkflowClock) -> None:
         _wait_until(env, clock.wait_seconds(seconds) if isinstance(self, relative) else seconds)
 
     def timeout_body(self: Any, env: Any) -> None:
-        env.stack.append(clock.timeout_seconds(self._eval_seconds(env=env)))
+        seconds = clock.timeout_seconds(self._eval_seconds(env=env))
+        # Whole seconds stay an integer, as the execution history reports a timeout (TaskScheduled's timeoutInSeconds).
+        env.stack.append(int(seconds) if float(seconds).is_integer() else seconds)
 
     patches.replace(WaitFunction, "_eval_body", wait_body)
     patches.replace(Timeout, "_eval_body", timeout_body)

@@ -467,7 +467,6 @@ def test_adapted_a_task_timeout_passes_at_the_workflow_clocks_speed_but_not_belo
         "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
         "Parameters": {"FunctionName": "fn", "Payload": {"token.$": "$$.Task.Token"}},
         "TimeoutSeconds": A_DAY,
-        "HeartbeatSeconds": A_DAY - 1,
         "Catch": [{"ErrorEquals": ["States.Timeout"], "Next": "TimedOut"}],
         "Next": "Done",
     }
@@ -482,5 +481,28 @@ def test_adapted_a_task_timeout_passes_at_the_workflow_clocks_speed_but_not_belo
         )  # fmt: skip
         events = await_history(workflows, execution, "ExecutionSucceeded")
     # Then its timeout was caught: the workflow went on to TimedOut
+    entered = [e["stateEnteredEventDetails"]["name"] for e in events if e["type"].endswith("StateEntered")]
+    assert entered == ["Wait", "TimedOut"]
+
+
+def test_adapted_a_task_heartbeat_passes_at_the_workflow_clocks_speed(workflows):
+    callback = {
+        "Type": "Task",
+        "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
+        "Parameters": {"FunctionName": "fn", "Payload": {"token.$": "$$.Task.Token"}},
+        # At the clock's speed the task's timeout still lasts 100 s: only its heartbeat can end it in time
+        "TimeoutSeconds": 99_999_999,
+        "HeartbeatSeconds": A_DAY,
+        "Catch": [{"ErrorEquals": ["States.Timeout"], "Next": "TimedOut"}],
+        "Next": "Done",
+    }
+    with adapted_moto(workflow_clock=WorkflowClock(speedup=1_000_000, timeout_floor_seconds=0.2)):
+        # When a callback task that never sends a heartbeat waits
+        execution = start(
+            workflows, "no-heartbeat", {"Wait": callback, "TimedOut": {"Type": "Pass", "End": True},
+                                        "Done": {"Type": "Succeed"}}
+        )  # fmt: skip
+        events = await_history(workflows, execution, "ExecutionSucceeded")
+    # Then its missed heartbeat (a simulated day) ended it
     entered = [e["stateEnteredEventDetails"]["name"] for e in events if e["type"].endswith("StateEntered")]
     assert entered == ["Wait", "TimedOut"]
