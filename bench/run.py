@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from bench import REPO_ROOT, RESULTS_DIR, api_properties, cold_start, control_plane, faults, local_e2e, plan, sweep
@@ -38,18 +42,33 @@ def write(result: dict[str, Any]) -> str:
     return str(path.relative_to(REPO_ROOT))
 
 
+def in_own_process(name: str, runs: int) -> dict[str, Any]:
+    """Bench `name` in a fresh interpreter: moto's state and the environment a bench sets are process-global, so
+    a bench run after another in one process would find the first one's tables, jobs and variables."""
+    with tempfile.TemporaryDirectory(prefix="gpupilot-bench-") as tmp:
+        output = Path(tmp) / f"{name}.json"
+        command = [sys.executable, "-m", "bench.run", "--here", name, "--runs", str(runs), "--output", str(output)]
+        subprocess.run(command, cwd=REPO_ROOT, check=True)
+        return dict(json.loads(output.read_text()))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", choices=list(BENCHMARKS), action="append", help="run only this benchmark")
     parser.add_argument("--runs", type=int, default=cold_start.DEFAULT_RUNS, help="cold-start samples per candidate")
+    parser.add_argument("--here", choices=list(BENCHMARKS), help=argparse.SUPPRESS)  # one bench, in this process
+    parser.add_argument("--output", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.here:
+        args.output.write_text(json.dumps(BENCHMARKS[args.here](args)))
+        return
     started = time.perf_counter()
     tables = []
-    for name, benchmark in BENCHMARKS.items():
+    for name in BENCHMARKS:
         if args.only and name not in args.only:
             continue
         began = time.perf_counter()
-        result = benchmark(args)
+        result = in_own_process(name, args.runs)
         path = write(result)
         print(f"{name}: {time.perf_counter() - began:.1f}s -> {path}", flush=True)
         tables.append(table(result))
