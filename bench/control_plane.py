@@ -59,8 +59,8 @@ NOTES = (
     "Lambda that parks its task token; Batch's state-change event, through job_events, resumes it), RecordCost. "
     "Waiting costs nothing, so the 10-hour job's transitions and invocations are the 1-minute job's. Step "
     "Functions Standard workflows are billed per state transition: the polling variant pays three per poll, "
-    "600 polls over 10 hours on AWS (details.runs counts the local cloud's, a few fewer: each poll's own work "
-    "adds real time that the speedup does not shorten)."
+    "600 polls over 10 hours on AWS (details.runs counts the local cloud's, fewer: each poll's own work adds real "
+    "time that the speedup does not shorten)."
 )
 
 
