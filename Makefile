@@ -61,8 +61,10 @@ test-fast: setup
 openapi: setup
 	$(PY) -m gpupilot.openapi
 
+# The benches write bench/results/*.json; docs/benchmarks.md is rendered from them, never edited by hand.
 bench: synth
 	$(PY) -m bench.run
+	$(PY) -m bench.render
 
 # Refresh the bundled snapshots from a real account (your AWS credentials; read-only calls).
 catalog: setup

@@ -1,8 +1,10 @@
 """GPU Pilot benchmarks: `python -m bench.run` (or `make bench`) writes bench/results/*.json.
 
-Each result is `{"benchmark", "measured_at", "method", "environment", "metrics", "details"}`; every
-metric is `{"value", "unit", "baseline", "ratio"}` with its baseline measured in the same run and
-`ratio = value / baseline`. Nothing here asserts a timing: the numbers are reported, not judged.
+Each result is `{"benchmark", "measured_at", "summary", "method", "notes", "environment", "metrics", "details"}`
+(`python -m bench.render` writes docs/benchmarks.md from them: summary, method and notes are the bench's words
+there); every metric is `{"value", "unit", "baseline", "ratio"}` with its baseline measured in the same run (or a
+goal) and `ratio = value / baseline`. Nothing here asserts a timing: the numbers are reported, not judged; each
+bench's test (tests/bench/) shows its figure moving against a deliberately worse variant.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Run the benchmarks (cold start, control plane, sweep, plan, API properties, faults, load), write
-bench/results/<name>.json, print a table.
+bench/results/<name>.json, print a table (`python -m bench.render` then writes docs/benchmarks.md from them).
 
 python -m bench.run [--only cold_start|control_plane|sweep|plan|api_properties|faults|local_e2e] [--runs N]
 """
@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from bench import REPO_ROOT, RESULTS_DIR, api_properties, cold_start, control_plane, faults, local_e2e, plan, sweep
+from bench.render import table as metrics_table
 
 BENCHMARKS: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
     cold_start.NAME: lambda args: cold_start.run(args.runs),
@@ -25,21 +30,9 @@ BENCHMARKS: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
 }
 
 
-def _number(value: float) -> str:
-    return f"{value:g}" if float(value).is_integer() else f"{value:.3f}".rstrip("0").rstrip(".")
-
-
 def table(result: dict[str, Any]) -> str:
-    """The result's metrics as a markdown table (metric | value | unit | baseline | ratio)."""
-    lines = [
-        f"### {result['benchmark']} ({result['measured_at']})",
-        "",
-        "| metric | value | unit | baseline | ratio |",
-        "|---|---:|---|---:|---:|",
-    ]
-    for name, m in result["metrics"].items():
-        lines.append(f"| {name} | {_number(m['value'])} | {m['unit']} | {_number(m['baseline'])} | {m['ratio']:.2f} |")
-    return "\n".join(lines)
+    """The result's metrics as a markdown table, under the bench's name and time."""
+    return f"### {result['benchmark']} ({result['measured_at']})\n\n{metrics_table(result['metrics'])}"
 
 
 def write(result: dict[str, Any]) -> str:
@@ -49,18 +42,33 @@ def write(result: dict[str, Any]) -> str:
     return str(path.relative_to(REPO_ROOT))
 
 
+def in_own_process(name: str, runs: int) -> dict[str, Any]:
+    """Bench `name` in a fresh interpreter: moto's state and the environment a bench sets are process-global, so
+    a bench run after another in one process would find the first one's tables, jobs and variables."""
+    with tempfile.TemporaryDirectory(prefix="gpupilot-bench-") as tmp:
+        output = Path(tmp) / f"{name}.json"
+        command = [sys.executable, "-m", "bench.run", "--here", name, "--runs", str(runs), "--output", str(output)]
+        subprocess.run(command, cwd=REPO_ROOT, check=True)
+        return dict(json.loads(output.read_text()))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", choices=list(BENCHMARKS), action="append", help="run only this benchmark")
     parser.add_argument("--runs", type=int, default=cold_start.DEFAULT_RUNS, help="cold-start samples per candidate")
+    parser.add_argument("--here", choices=list(BENCHMARKS), help=argparse.SUPPRESS)  # one bench, in this process
+    parser.add_argument("--output", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.here:
+        args.output.write_text(json.dumps(BENCHMARKS[args.here](args)))
+        return
     started = time.perf_counter()
     tables = []
-    for name, benchmark in BENCHMARKS.items():
+    for name in BENCHMARKS:
         if args.only and name not in args.only:
             continue
         began = time.perf_counter()
-        result = benchmark(args)
+        result = in_own_process(name, args.runs)
         path = write(result)
         print(f"{name}: {time.perf_counter() - began:.1f}s -> {path}", flush=True)
         tables.append(table(result))

@@ -66,6 +66,14 @@ the local cloud makes moto behave like AWS:
    DescribeComputeEnvironments example: compute environment P2OnDemand, cluster P2OnDemand_Batch_2c06f29d-...),
    and GPU Pilot's IAM scopes its fleet reads and deregistrations to its compute environments' clusters by that
    name. Here the cluster is named as AWS Batch names it.
+16. Simulated time in the workflow: moto's Step Functions engine really sleeps a Wait state's seconds and
+   really waits out a task's TimeoutSeconds and HeartbeatSeconds. The local cloud runs simulated time
+   `speedup` times faster (`--speedup`): here a Wait state's `Seconds`/`SecondsPath` and a task's
+   `TimeoutSeconds`/`TimeoutSecondsPath`/`HeartbeatSeconds`/`HeartbeatSecondsPath` pass `speedup` times
+   faster too, so a workflow that polled on a timer would poll as often per simulated hour as on AWS. A
+   timeout is never scaled below a few real seconds (or its own length, if shorter): the local fleet's steps
+   and the handlers' work take real time that speedup does not shorten. A `Timestamp` wait and a Retry's
+   backoff keep real time.
 
 tests/integration/test_moto_adaptations.py holds one test per adaptation that fails if moto changes under it.
 """
@@ -732,6 +740,61 @@ def serve_price_list(patches: _Patches) -> None:
     patches.replace(DomainDispatcherApplication, "__call__", call)
 
 
+# The local fleet's steps (an instance's boot, a job's start) and the handlers' own work take real seconds
+# that speedup does not shorten: a timeout scaled below this would expire for want of them, not of time.
+TIMEOUT_FLOOR_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class WorkflowClock:
+    """15. How fast the workflow's own time passes: `speedup` times faster than real time."""
+
+    speedup: float = 1.0
+    timeout_floor_seconds: float = TIMEOUT_FLOOR_SECONDS
+
+    def wait_seconds(self, seconds: float) -> float:
+        """The real seconds a Wait state of `seconds` lasts."""
+        return seconds / self.speedup
+
+    def timeout_seconds(self, seconds: float) -> float:
+        """The real seconds a task's timeout (or heartbeat) of `seconds` lasts: scaled, but not below the floor."""
+        return max(seconds / self.speedup, min(seconds, self.timeout_floor_seconds))
+
+
+def _wait_until(env: Any, seconds: float) -> None:
+    """Wait `seconds` (a float: moto's own wait rounds to whole seconds) unless the execution ends first."""
+    deadline = time.monotonic() + seconds
+    while env.is_running():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        env.program_state_event.wait(left)
+
+
+def workflow_time(patches: _Patches, clock: WorkflowClock) -> None:
+    """15. Wait states' Seconds/SecondsPath and tasks' timeouts and heartbeats pass at the clock's speed."""
+    from moto.stepfunctions.parser.asl.component.common.timeouts.heartbeat import Heartbeat
+    from moto.stepfunctions.parser.asl.component.common.timeouts.timeout import Timeout
+    from moto.stepfunctions.parser.asl.component.state.wait.wait_function.seconds import Seconds, SecondsJSONata
+    from moto.stepfunctions.parser.asl.component.state.wait.wait_function.seconds_path import SecondsPath
+    from moto.stepfunctions.parser.asl.component.state.wait.wait_function.wait_function import WaitFunction
+
+    relative = (Seconds, SecondsJSONata, SecondsPath)  # not Timestamp waits: those name a moment
+
+    def wait_body(self: Any, env: Any) -> None:
+        seconds = self._get_wait_seconds(env=env)
+        _wait_until(env, clock.wait_seconds(seconds) if isinstance(self, relative) else seconds)
+
+    def timeout_body(self: Any, env: Any) -> None:
+        seconds = clock.timeout_seconds(self._eval_seconds(env=env))
+        # Whole seconds stay an integer, as the execution history reports a timeout (TaskScheduled's timeoutInSeconds).
+        env.stack.append(int(seconds) if float(seconds).is_integer() else seconds)
+
+    patches.replace(WaitFunction, "_eval_body", wait_body)
+    patches.replace(Timeout, "_eval_body", timeout_body)
+    patches.replace(Heartbeat, "_eval_body", timeout_body)
+
+
 @contextlib.contextmanager
 def adapted_moto(
     *,
@@ -741,6 +804,7 @@ def adapted_moto(
     offerings: tuple[str, list[str], dict[str, list[str]]] | None = None,
     quotas: dict[str, int] | None = None,
     spot_market: SpotMarket | None = None,
+    workflow_clock: WorkflowClock | None = None,
 ) -> Iterator[None]:
     """moto, behaving like AWS where GPU Pilot depends on it, until the block ends."""
     patches = _Patches()
@@ -766,6 +830,8 @@ def adapted_moto(
         direct_dynamodb_item_answers(patches)
         parse_each_definition_once(patches)
         share_task_clients(patches)
+        if workflow_clock is not None:
+            workflow_time(patches, workflow_clock)
         yield
     finally:
         patches.undo()

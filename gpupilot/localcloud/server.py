@@ -21,7 +21,7 @@ from gpupilot.localcloud.faults import Faults
 from gpupilot.localcloud.fleet import FleetSimulator
 from gpupilot.localcloud.http_api import ApiServer
 from gpupilot.localcloud.iam import IamEnforcer, enforcer_for
-from gpupilot.localcloud.moto_adaptations import ComputeEnvironmentLifecycle, SpotMarket, adapted_moto
+from gpupilot.localcloud.moto_adaptations import ComputeEnvironmentLifecycle, SpotMarket, WorkflowClock, adapted_moto
 from gpupilot.localcloud.template import load_template
 from gpupilot.localcloud.world import World
 
@@ -34,8 +34,9 @@ DEFAULT_PORT = 8765
 DEFAULT_SWEEP_SECONDS = 300.0
 # The local timeline: a compute environment is CREATING for this long, and the workflow polls a new pool
 # this often (production: Batch takes tens of seconds, GpuJob polls every 10 s), giving up on it after a minute
-# (production: half an hour). A deleted queue or compute environment is DELETING for a second, then shown
-# DELETED for half a minute, its name taken meanwhile (production: minutes, and longer).
+# (production: half an hour). Both are real seconds, whatever the speedup (timeline_overrides), so a new pool
+# always takes the workflow one WaitForJobQueue round. A deleted queue or compute environment is DELETING for a
+# second, then shown DELETED for half a minute, its name taken meanwhile (production: minutes, and longer).
 LOCAL_CE_CREATE_SECONDS = 0.5
 LOCAL_QUEUE_POLL_SECONDS = "1"
 LOCAL_PROVISION_TIMEOUT_SECONDS = "60"
@@ -55,6 +56,16 @@ TIMELINE_OVERRIDES = {
     "health_sweep": _FLEET_CLOCK | _POOL_CLOCK,
     "ensure_queue": _POOL_CLOCK,
 }
+
+
+def timeline_overrides(key: str, speedup: float = 1.0) -> dict[str, str]:
+    """The local timeline's settings for function `key` at `speedup`. The workflow's Wait states pass in simulated
+    time, `speedup` times faster: the pool poll it is told is stretched by as much, so that it stays a real second
+    against a compute environment's real half second of creation."""
+    overrides = dict(TIMELINE_OVERRIDES.get(key, {}))
+    if "GPUPILOT_QUEUE_POLL_SECONDS" in overrides:
+        overrides["GPUPILOT_QUEUE_POLL_SECONDS"] = str(max(1, round(float(LOCAL_QUEUE_POLL_SECONDS) * speedup)))
+    return overrides
 
 
 @contextlib.contextmanager
@@ -267,13 +278,17 @@ class LocalCloud:
                         t: 1 if s.capacity == "none" else s.placement_score for t, s in self.world.spot.items()
                     },
                 ),
+                # The workflow's Wait states and timeouts pass in simulated time, as the jobs do.
+                workflow_clock=WorkflowClock(self.speedup),
             )
         )
         import boto3
 
         self.deployment = deploy(boto3.session.Session(), load_template(), self.world.zones, self.world.region)
         self.dispatcher.functions = {
-            key: dataclasses.replace(function, environment={**function.environment, **TIMELINE_OVERRIDES.get(key, {})})
+            key: dataclasses.replace(
+                function, environment={**function.environment, **timeline_overrides(key, self.speedup)}
+            )
             for key, function in self.deployment.functions.items()
         }
         from functions.shared.adapters.clients import observe_calls, reset_clients, stop_observing

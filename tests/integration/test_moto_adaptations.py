@@ -15,7 +15,7 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from gpupilot.localcloud.dispatch import HandlerDispatcher, LocalFunction
-from gpupilot.localcloud.moto_adaptations import ComputeEnvironmentLifecycle, adapted_moto
+from gpupilot.localcloud.moto_adaptations import ComputeEnvironmentLifecycle, WorkflowClock, adapted_moto
 from tests.integration.conftest import MOTO_CONFIG, ManualClock
 
 REGION = "us-east-1"
@@ -519,3 +519,117 @@ def test_moto_alone_drops_a_finished_jobs_exit_code_and_adapted_it_is_described_
     assert adapted["container"]["exitCode"] == 3
     assert adapted["attempts"][-1]["container"]["exitCode"] == 3
     assert adapted["attempts"][-1]["statusReason"] == "Essential container in task exited"
+
+
+# -- Step Functions: simulated time ------------------------------------------------------------------
+A_DAY = 86400
+
+
+@pytest.fixture
+def workflows() -> Iterator[Any]:
+    """moto executing state machines, with a function a callback task can invoke (it never sends its token)."""
+    with mock_aws(config={**MOTO_CONFIG, "stepfunctions": {"execute_state_machine": True}}):
+        iam = boto3.client("iam", region_name=REGION)
+        trust = json.dumps({"Statement": [{"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}}]})
+        role = iam.create_role(RoleName="fn", AssumeRolePolicyDocument=trust)["Role"]["Arn"]
+        boto3.client("lambda", region_name=REGION).create_function(
+            FunctionName="fn", Runtime="python3.11", Role=role, Handler="x.y", Code={"ZipFile": b"PK"}
+        )
+        yield boto3.client("stepfunctions", region_name=REGION), role
+
+
+def start(workflows: Any, name: str, states: dict[str, Any]) -> str:
+    sfn, role = workflows
+    definition = json.dumps({"StartAt": next(iter(states)), "States": states})
+    machine = sfn.create_state_machine(name=name, definition=definition, roleArn=role)["stateMachineArn"]
+    return str(sfn.start_execution(stateMachineArn=machine)["executionArn"])
+
+
+def await_history(workflows: Any, execution: str, event_type: str, timeout: float = 30) -> list[dict[str, Any]]:
+    """The execution's history once it holds an event of `event_type` (fails at the deadline)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        events = workflows[0].get_execution_history(executionArn=execution, maxResults=1000)["events"]
+        if any(e["type"] == event_type for e in events):
+            return list(events)
+        assert time.monotonic() < deadline, f"no {event_type} in {timeout:.0f} s: {[e['type'] for e in events]}"
+        time.sleep(0.05)
+
+
+A_DAY_LONG_WAIT = {"Wait": {"Type": "Wait", "Seconds": A_DAY, "Next": "Done"}, "Done": {"Type": "Succeed"}}
+
+
+def test_moto_alone_sleeps_a_wait_state_in_real_seconds(workflows):
+    # Given plain moto / When a workflow enters a day-long Wait state
+    execution = start(workflows, "waits", A_DAY_LONG_WAIT)
+    await_history(workflows, execution, "WaitStateEntered")
+    # Then it is still waiting (why the adaptation exists: a simulated day would take a day)
+    assert workflows[0].describe_execution(executionArn=execution)["status"] == "RUNNING"
+    workflows[0].stop_execution(executionArn=execution)
+
+
+def test_adapted_a_wait_state_passes_at_the_workflow_clocks_speed(workflows):
+    # Given a workflow clock running a day in a tenth of a second
+    with adapted_moto(workflow_clock=WorkflowClock(speedup=A_DAY * 10)):
+        # When a workflow waits a day (Seconds) and then a day read from its input (SecondsPath)
+        execution = start(
+            workflows,
+            "waits",
+            {
+                "Pass": {"Type": "Pass", "Result": A_DAY, "ResultPath": "$.seconds", "Next": "Wait"},
+                "Wait": {"Type": "Wait", "Seconds": A_DAY, "Next": "WaitPath"},
+                "WaitPath": {"Type": "Wait", "SecondsPath": "$.seconds", "Next": "Done"},
+                "Done": {"Type": "Succeed"},
+            },
+        )
+        # Then both waits pass and the execution succeeds
+        await_history(workflows, execution, "ExecutionSucceeded")
+
+
+def test_adapted_a_task_timeout_passes_at_the_workflow_clocks_speed_but_not_below_its_floor(workflows):
+    callback = {
+        "Type": "Task",
+        "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
+        "Parameters": {"FunctionName": "fn", "Payload": {"token.$": "$$.Task.Token"}},
+        "TimeoutSeconds": A_DAY,
+        "Catch": [{"ErrorEquals": ["States.Timeout"], "Next": "TimedOut"}],
+        "Next": "Done",
+    }
+    clock = WorkflowClock(speedup=A_DAY * 100, timeout_floor_seconds=0.2)
+    # The clock: a day's timeout would last a thousandth of a second, so the floor holds it
+    assert clock.timeout_seconds(A_DAY) == 0.2 and clock.timeout_seconds(0.1) == 0.1
+    with adapted_moto(workflow_clock=clock):
+        # When a callback task that is never resumed times out after a simulated day
+        execution = start(
+            workflows, "times-out", {"Wait": callback, "TimedOut": {"Type": "Pass", "End": True},
+                                     "Done": {"Type": "Succeed"}}
+        )  # fmt: skip
+        events = await_history(workflows, execution, "ExecutionSucceeded")
+    # Then its timeout was caught: the workflow went on to TimedOut
+    entered = [e["stateEnteredEventDetails"]["name"] for e in events if e["type"].endswith("StateEntered")]
+    assert entered == ["Wait", "TimedOut"]
+
+
+def test_adapted_a_task_heartbeat_passes_at_the_workflow_clocks_speed(workflows):
+    callback = {
+        "Type": "Task",
+        "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
+        "Parameters": {"FunctionName": "fn", "Payload": {"token.$": "$$.Task.Token"}},
+        # At the clock's speed the task's timeout still lasts 100 s: only its heartbeat can end it in time
+        "TimeoutSeconds": 99_999_999,
+        "HeartbeatSeconds": A_DAY,
+        "Catch": [{"ErrorEquals": ["States.Timeout"], "Next": "TimedOut"}],
+        "Next": "Done",
+    }
+    with adapted_moto(workflow_clock=WorkflowClock(speedup=1_000_000, timeout_floor_seconds=0.2)):
+        # When a callback task that never sends a heartbeat waits
+        execution = start(
+            workflows, "no-heartbeat", {"Wait": callback, "TimedOut": {"Type": "Pass", "End": True},
+                                        "Done": {"Type": "Succeed"}}
+        )  # fmt: skip
+        events = await_history(workflows, execution, "ExecutionSucceeded")
+    # Then its missed heartbeat (a simulated day) ended it
+    entered = [e["stateEnteredEventDetails"]["name"] for e in events if e["type"].endswith("StateEntered")]
+    assert entered == ["Wait", "TimedOut"]

@@ -38,7 +38,7 @@ class Accounting:
     accepted: dict[str, str] = field(default_factory=dict)  # job id -> name
     statuses: Counter[str] = field(default_factory=Counter)
     not_terminal: list[str] = field(default_factory=list)
-    lost: list[str] = field(default_factory=list)  # no record, or a record Batch contradicts
+    lost: list[str] = field(default_factory=list)  # no record, or a record Batch contradicts (an end it missed)
     duplicated: list[str] = field(default_factory=list)  # names recorded more than once
 
     def summary(self) -> dict[str, Any]:
@@ -106,13 +106,15 @@ def run_jobs(api_url: str, aws_url: str, count: int, prefix: str, timeout: float
             accounting.lost.append(job_id)
             continue
         accounting.statuses[record["status"]] += 1
+        batch_id = (record.get("attempts") or [{}])[-1].get("batch_job_id")
+        described = batch.describe_jobs(jobs=[batch_id])["jobs"] if batch_id else []
+        batch_status = described[0]["status"] if described else None
         if record["status"] not in FINISHED:
             accounting.not_terminal.append(job_id)
-        elif record["status"] == "SUCCEEDED":
-            batch_id = (record.get("attempts") or [{}])[-1].get("batch_job_id")
-            described = batch.describe_jobs(jobs=[batch_id])["jobs"] if batch_id else []
-            if not described or described[0]["status"] != "SUCCEEDED":
-                accounting.lost.append(job_id)  # the record says what Batch does not
+            if batch_status in FINISHED:
+                accounting.lost.append(job_id)  # Batch ended it; the record never learnt
+        elif record["status"] == "SUCCEEDED" and batch_status != "SUCCEEDED":
+            accounting.lost.append(job_id)  # the record says what Batch does not
     names = Counter(j["name"] for j in list_all(api_url) if j["name"].startswith(f"{prefix}-"))
     accounting.duplicated = sorted(name for name, seen in names.items() if seen > 1)
     return accounting
