@@ -54,7 +54,9 @@ the local cloud makes moto behave like AWS:
 
 13. Speed, answers unchanged (moto_speed.py): DynamoDB item answers are JSON-encoded directly instead of
    through moto's shape-walking serializer, a state machine's ASL is parsed once, not per execution, and
-   Step Functions tasks share one client per service instead of creating one each.
+   Step Functions tasks share one client per service instead of creating one each; a DynamoDB transaction saves
+   (and, cancelled, restores) only the items it names, not a copy of each whole table, which also keeps what
+   other writers wrote to other items meanwhile, as DynamoDB does; an index's projection picks its attributes.
 
 14. Batch DescribeJobs: moto's job description rebuilds its `container` block without the exit code it
    recorded, and its attempts carry none. AWS gives a finished job's `container.exitCode` and each attempt's
@@ -90,7 +92,9 @@ from typing import Any
 from gpupilot.localcloud.dispatch import HandlerDispatcher
 from gpupilot.localcloud.moto_speed import (
     direct_dynamodb_item_answers,
+    item_level_transactions,
     parse_each_definition_once,
+    pick_projected_attributes,
     share_task_clients,
 )
 
@@ -828,6 +832,8 @@ def adapted_moto(
             world_spot_market(patches, spot_market)
         serve_price_list(patches)
         direct_dynamodb_item_answers(patches)
+        item_level_transactions(patches)
+        pick_projected_attributes(patches)
         parse_each_definition_once(patches)
         share_task_clients(patches)
         if workflow_clock is not None:
