@@ -6,6 +6,7 @@ implement them in memory. Use cases see only these.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -14,7 +15,7 @@ from functions.shared.ports_pools import BatchPools, PoolStates
 
 if TYPE_CHECKING:  # annotations only: a handler imports the domain modules it uses, not all of them
     from functions.shared.domain.batch import BatchJobState, FleetState
-    from functions.shared.domain.records import AttemptRecord, JobRecord, Wait
+    from functions.shared.domain.records import ActiveJob, AttemptRecord, JobRecord, JobWrite, Wait
     from functions.shared.domain.requests import JobRequest
     from functions.shared.domain.settings import Settings
     from functions.shared.domain.views import HealthReport
@@ -88,8 +89,17 @@ class JobStore(Protocol):
 
     def clear_wait(self, job_id: str, phase: WaitPhase, token: str) -> None: ...
 
-    def active_jobs(self, max_items: int = 20000) -> list[JobRecord]:
-        """Every unfinished job (a sparse index: never a scan, never one hot partition)."""
+    def get_jobs(self, job_ids: Sequence[str]) -> dict[str, JobRecord]:
+        """Several records at once, read consistently (unknown ids are left out)."""
+        ...
+
+    def write_many(self, writes: Sequence[JobWrite]) -> list[bool]:
+        """Many writes in few calls, each exactly as conditional as its single form and applied or refused on its
+        own (True where it applied); a job's writes apply in the order given."""
+        ...
+
+    def active_jobs(self, max_items: int = 20000) -> list[ActiveJob]:
+        """Every unfinished job, as the sweep reads it (a sparse index: never a scan, never one hot partition)."""
         ...
 
     def jobs_created_between(self, start: str, end: str, max_items: int = 5000) -> list[JobRecord]: ...

@@ -13,33 +13,23 @@ from botocore.exceptions import ClientError
 
 from functions.shared import constants as c
 from functions.shared.adapters.dynamodb_codec import serialize
-from functions.shared.adapters.job_lists import JobLists, job_key, list_keys, record_of
+from functions.shared.adapters.job_batches import JobBatches, is_conditional_failure
+from functions.shared.adapters.job_lists import job_key, list_keys, record_of
+from functions.shared.adapters.job_updates import advance_update, attempt_update, clear_wait_update
 from functions.shared.domain.clock import now_iso
 from functions.shared.domain.errors import JobAlreadyExists, JobNotFound
-from functions.shared.domain.lifecycle import batch_rank, status_rank
+from functions.shared.domain.lifecycle import status_rank
 from functions.shared.domain.records import AttemptRecord, JobRecord, TimelineEntry, Wait
 from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.vocabulary import BatchStatus, JobStatus, WaitPhase
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
 IAM_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
+__all__ = ["DynamoJobStore", "is_conditional_failure"]
 
 
-def is_conditional_failure(error: ClientError) -> bool:
-    return error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
-
-
-class DynamoJobStore(JobLists):
-    """Implements ports.JobStore (the list queries come from JobLists)."""
-
-    def _update(self, job_id: str, **kwargs: Any) -> dict[str, Any] | None:
-        """UpdateItem on the job; None when its condition failed."""
-        try:
-            return dict(self._aws.update_item(TableName=self._table, Key=job_key(job_id), **kwargs))
-        except ClientError as error:
-            if is_conditional_failure(error):
-                return None
-            raise
+class DynamoJobStore(JobBatches):
+    """Implements ports.JobStore (the list queries come from JobLists, many jobs at once from JobBatches)."""
 
     # -- jobs ---------------------------------------------------------------------------------
     def create_job(self, job_id: str, request: JobRequest) -> JobRecord:
@@ -55,7 +45,12 @@ class DynamoJobStore(JobLists):
             created_at=at,
             updated_at=at,
         )
-        document = record.model_dump(mode="json") | list_keys(job_id, at)
+        # stuck_after_minutes also stands alone, for the index of unfinished jobs to project (not the whole request).
+        document = (
+            record.model_dump(mode="json")
+            | list_keys(job_id, at)
+            | {"stuck_after_minutes": request.stuck_after_minutes}
+        )
         item = {k: serialize(v) for k, v in document.items() if v is not None} | job_key(job_id)
         try:
             self._aws.put_item(
@@ -93,39 +88,7 @@ class DynamoJobStore(JobLists):
         reason: str | None = None,
     ) -> bool:
         """Move the job to `status` (appending it to the timeline) unless it is already past it."""
-        entry = TimelineEntry(status=status, at=at or now_iso(), reason=reason)
-        names = {"#status": "status", "#pk": c.TABLE_PK}
-        values = {
-            ":status": serialize(status),
-            ":rank": serialize(status_rank(status, attempt)),
-            ":entry": serialize([entry]),
-            ":now": serialize(now_iso()),
-        }
-        sets = [
-            "#status = :status",
-            "status_rank = :rank",
-            "timeline = list_append(timeline, :entry)",
-            "updated_at = :now",
-        ]
-        for index, (name, value) in enumerate((fields or {}).items()):
-            names[f"#f{index}"] = name
-            values[f":f{index}"] = serialize(value)
-            sets.append(f"#f{index} = :f{index}")
-        expression = "SET " + ", ".join(sets)
-        if status.finished:
-            # Out of the sparse index of unfinished jobs: the sweep's working set holds only live jobs.
-            names |= {"#apk": c.GSI2_PK, "#ask": c.GSI2_SK}
-            expression += " REMOVE #apk, #ask"
-        return (
-            self._update(
-                job_id,
-                UpdateExpression=expression,
-                ConditionExpression="attribute_exists(#pk) AND status_rank < :rank",
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=values,
-            )
-            is not None
-        )
+        return self._update(job_id, **advance_update(status, attempt, at, fields, reason)) is not None
 
     def finish(
         self,
@@ -163,40 +126,8 @@ class DynamoJobStore(JobLists):
         """Set fields on an attempt; with a `batch_status`, only if it moves the attempt forward.
         `if_missing` fields are set only where the attempt has none yet; `timeline_reason` (index, reason)
         explains that timeline entry (entries are only ever appended). None when stale or duplicate."""
-        unknown = (set(fields) | set(if_missing or {})) - set(AttemptRecord.model_fields)
-        if unknown:
-            raise ValueError(f"not attempt fields: {sorted(unknown)}")
-        names = {"#n": str(number), "#pk": c.TABLE_PK}
-        values: dict[str, Any] = {":now": serialize(now_iso())}
-        sets = ["updated_at = :now"]
-        for index, (name, value) in enumerate((if_missing or {}).items()):
-            if value is None:
-                continue
-            names[f"#m{index}"] = name
-            values[f":m{index}"] = serialize(value)
-            sets.append(f"attempts.#n.#m{index} = if_not_exists(attempts.#n.#m{index}, :m{index})")
-        condition = "attribute_exists(#pk) AND attribute_exists(attempts.#n)"
-        if fields.get("batch_status") is not None:
-            fields = fields | {"batch_rank": batch_rank(fields["batch_status"])}
-            values[":rank"] = serialize(fields["batch_rank"])
-            condition += " AND (attribute_not_exists(attempts.#n.batch_rank) OR attempts.#n.batch_rank < :rank)"
-        for index, (name, value) in enumerate(fields.items()):
-            if value is None:
-                continue
-            names[f"#f{index}"] = name
-            values[f":f{index}"] = serialize(value)
-            sets.append(f"attempts.#n.#f{index} = :f{index}")
-        if timeline_reason is not None:
-            values[":why"] = serialize(timeline_reason[1])
-            sets.append(f"timeline[{int(timeline_reason[0])}].reason = :why")
-        response = self._update(
-            job_id,
-            UpdateExpression="SET " + ", ".join(sets),
-            ConditionExpression=condition,
-            ExpressionAttributeNames=names,
-            ExpressionAttributeValues=values,
-            ReturnValues="ALL_NEW",
-        )
+        update = attempt_update(number, fields, if_missing, timeline_reason)
+        response = self._update(job_id, **update, ReturnValues="ALL_NEW")
         return record_of(response["Attributes"]) if response else None
 
     def note_reason(
@@ -236,10 +167,4 @@ class DynamoJobStore(JobLists):
 
     def clear_wait(self, job_id: str, phase: WaitPhase, token: str) -> None:
         """Forget a spent token, unless a newer wait has replaced it meanwhile."""
-        self._update(
-            job_id,
-            UpdateExpression="REMOVE waits.#phase",
-            ConditionExpression="waits.#phase.#token = :token",
-            ExpressionAttributeNames={"#phase": phase.value, "#token": "token"},
-            ExpressionAttributeValues={":token": {"S": token}},
-        )
+        self._update(job_id, **clear_wait_update(phase, token))

@@ -147,7 +147,7 @@ def _stuck_findings(
             continue
         owner = swept.owners.get(batch_job.job_id)
         waited = seconds_between(batch_job.created_at, at)
-        if waited < (owner.request.stuck_after_minutes if owner else DEFAULT_STUCK_AFTER_MINUTES) * 60:
+        if waited < ((owner.stuck_after_minutes if owner else None) or DEFAULT_STUCK_AFTER_MINUTES) * 60:
             continue
         pool = batch_job.job_queue.rsplit("/", 1)[-1]
         key = (pool, batch_job.status_reason, waited >= SCALE_UP_GRACE_SECONDS, waited >= launch_grace)

@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from functions.shared.domain.errors import SweepNotFound
+from functions.shared.domain.lifecycle import batch_job_name
 from functions.shared.domain.pool_health import PoolState
-from functions.shared.domain.records import Wait
-from functions.shared.domain.vocabulary import BatchStatus, JobStatus, MetricName, SweepStatus, WaitPhase
+from functions.shared.domain.records import AttemptRecord, Wait
+from functions.shared.domain.requests import JobRequest
+from functions.shared.domain.vocabulary import (
+    AttemptStatus,
+    BatchStatus,
+    CapacityType,
+    JobStatus,
+    MetricName,
+    SweepStatus,
+    WaitPhase,
+)
 from functions.shared.usecases.sweep import health, run_sweep, start_sweep
-from tests.unit.usecases.conftest import JOB_ID, submitted
+from tests.unit.usecases.conftest import JOB_ID, REQUEST, submitted
 
 
 def test_post_sweep_records_a_running_sweep_and_starts_it_elsewhere(ports):
@@ -376,3 +388,92 @@ def test_an_instance_seen_disconnected_then_unregistered_is_waste_once(ports, mo
     assert "ECS_AGENT_NOT_REGISTERED" in [f.kind for f in second.findings if "i-gone" in f.instances]
     seconds = {reason: entry.seconds for (_, _, reason), entry in ports.waste.entries.items()}
     assert seconds == {"agent_disconnected": 3600, "never_registered": 600}
+
+
+# -- the records of unfinished jobs -------------------------------------------------------------------
+STARTED_MS, STOPPED_MS = 1_800_000_000_000, 1_800_000_600_000
+
+
+def running_job(ports, job_id: str, **request) -> str:
+    """A GPU Pilot job RUNNING on a g4dn.xlarge of POOL, its workflow parked on the finish: its Batch job id."""
+    ports.jobs.create_job(job_id, JobRequest.model_validate(REQUEST | request))
+    batch_job_id = ports.batch.submit_job(batch_job_name(job_id, 1), POOL, "gpupilot-def", {})
+    ports.batch.set_status(batch_job_id, "RUNNING", startedAt=STARTED_MS, createdAt=LONG_AGO_MS)
+    attempt = AttemptRecord(instance_type="g4dn.xlarge", capacity=CapacityType.ON_DEMAND, job_queue=POOL)
+    ports.jobs.put_attempt(job_id, 1, attempt.model_copy(update={"batch_job_id": batch_job_id}))
+    ports.jobs.update_attempt(job_id, 1, {"batch_status": BatchStatus.RUNNING, "status": AttemptStatus.RUNNING})
+    ports.jobs.advance(job_id, JobStatus.RUNNING, attempt=1)
+    ports.jobs.set_execution_arn(job_id, f"arn:aws:states:us-east-1:123456789012:execution:GpuJob:{job_id}")
+    ports.jobs.store_wait(job_id, WaitPhase.FINISH, Wait(attempt=1, token=f"tok-{job_id}"))
+    return batch_job_id
+
+
+def store_calls(ports, monkeypatch, *names: str) -> list[str]:
+    """The job store's methods the use cases call (not those the fake's own methods call), in order."""
+    calls: list[str] = []
+    depth = [0]
+
+    def spy(name, method):
+        def called(*args, **kwargs):
+            if not depth[0]:
+                calls.append(name)
+            depth[0] += 1
+            try:
+                return method(*args, **kwargs)
+            finally:
+                depth[0] -= 1
+
+        return called
+
+    for name in names:
+        monkeypatch.setattr(ports.jobs, name, spy(name, getattr(ports.jobs, name)))
+    return calls
+
+
+def test_many_missed_ends_and_vanished_jobs_cost_the_job_store_the_same_few_calls_as_one(ports, monkeypatch):
+    # Given six jobs whose Batch jobs ended unnoticed and two whose Batch jobs are gone
+    pool(ports)
+    ended = [f"ended{n:015d}" for n in range(6)]
+    gone = [f"gone{n:016d}" for n in range(2)]
+    for job_id in ended:
+        ports.batch.set_status(running_job(ports, job_id), "SUCCEEDED", stoppedAt=STOPPED_MS, container={"exitCode": 0})
+    for job_id in gone:
+        del ports.batch.jobs[running_job(ports, job_id)]
+    singles = ("get_job", "update_attempt", "finish", "clear_wait")
+    calls = store_calls(ports, monkeypatch, *singles, "get_jobs", "write_many")
+
+    # When the sweep runs
+    result = run_sweep(None, ports)
+
+    # Then every end is recorded, priced and its workflow resumed, and every vanished job failed and stopped...
+    for job_id in ended:
+        attempt = ports.jobs.records[job_id].attempts[1]
+        assert (attempt.batch_status, attempt.exit_code, attempt.cost is not None) == (BatchStatus.SUCCEEDED, 0, True)
+        assert ports.jobs.records[job_id].waits == {}
+    assert sorted(token for token, _ in ports.workflow.sent) == sorted(f"tok-{job_id}" for job_id in ended)
+    assert [ports.jobs.records[job_id].status for job_id in gone] == [JobStatus.FAILED] * 2
+    assert sorted(ports.workflow.stopped) == sorted(
+        f"arn:aws:states:us-east-1:123456789012:execution:GpuJob:{j}" for j in gone
+    )
+    assert (result.summary["reconciled_events"], result.summary["vanished_jobs"]) == (6, 2)
+    # ... in writes of many jobs at once: the ends with the vanished, then the prices, then the spent tokens,
+    # and one read of the records written, as for a single job
+    assert calls == ["write_many", "get_jobs", "write_many", "write_many"]
+
+
+def test_a_record_written_before_the_index_held_stuck_after_is_judged_by_its_own_request(ports, monkeypatch):
+    # Given a job that may wait 120 minutes, RUNNABLE for an hour, whose record predates stuck_after in the index
+    pool(ports)
+    batch_job_id = running_job(ports, "patient0000000000000", stuck_after_minutes=120)
+    ports.batch.set_status(batch_job_id, "RUNNABLE", createdAt=int(time.time() * 1000) - 3_600_000)
+    ports.jobs.update_attempt("patient0000000000000", 1, {"batch_status": BatchStatus.RUNNABLE})
+    listed = ports.jobs.active_jobs
+    monkeypatch.setattr(
+        ports.jobs, "active_jobs", lambda: [job.model_copy(update={"stuck_after_minutes": None}) for job in listed()]
+    )
+
+    # When the sweep runs
+    result = run_sweep(None, ports)
+
+    # Then the job is not stuck: its request's 120 minutes count, not the default 15
+    assert [f for f in result.findings if "patient0000000000000" in f.jobs] == []
