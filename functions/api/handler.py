@@ -171,7 +171,7 @@ def submit_job() -> BaseModel:
     ports = _ports()
 
     def start(checked: JobRequest) -> SubmitResponse:
-        return submit.start_job(checked, ports)
+        return submit.start_job(checked, ports, key=key)
 
     if key:
         return submit_idempotently(ports.settings.table_name, start, request, key, app.lambda_context)

@@ -68,6 +68,9 @@ GSI2_LEGACY_NAME = "active"
 JOB_INDEX_SHARDS = 8
 TTL_ATTRIBUTE = "expires_at"
 
+# How long an Idempotency-Key returns the job it first made (its idempotency record's lifetime).
+IDEMPOTENCY_WINDOW_SECONDS = 24 * 3600
+
 # Batch events the workflow listens to.
 BATCH_EVENT_SOURCE = "aws.batch"
 BATCH_JOB_STATE_CHANGE = "Batch Job State Change"
