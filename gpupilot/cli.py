@@ -197,6 +197,9 @@ def _job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--instance-type", action="append", dest="instance_types", help="repeat: allow-list")
     parser.add_argument("--capacity", choices=["on-demand", "spot", "spot-first"])
     parser.add_argument("--max-hourly-usd", type=float)
+    parser.add_argument(
+        "--price-band", type=float, help="fallbacks within this multiple of the cheapest candidate's price (default 3)"
+    )
     parser.add_argument("--timeout-minutes", type=int)
     parser.add_argument("--stuck-after-minutes", type=float)
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE")
@@ -385,8 +388,8 @@ def job_body(args: argparse.Namespace) -> dict[str, Any]:
             raise UsageError(f"--file {args.file} must hold a JSON object", field="--file")
     for field in (
         "name", "image", "gpus", "min_gpu_memory_gib", "vcpus", "memory_gib", "gpu_models", "instance_types",
-        "capacity", "max_hourly_usd", "timeout_minutes", "stuck_after_minutes", "arch", "zones", "max_attempts",
-        "give_up_after_minutes",
+        "capacity", "max_hourly_usd", "price_band", "timeout_minutes", "stuck_after_minutes", "arch", "zones",
+        "max_attempts", "give_up_after_minutes",
     ):  # fmt: skip
         value = getattr(args, field)
         if value is not None:

@@ -41,6 +41,12 @@ def test_flags_override_the_fields_of_the_request_file(tmp_path):
     assert body == {"name": "from-flag", "image": "img:1", "gpus": 2, "command": ["a"]}
 
 
+def test_price_band_is_a_flag_of_submit_and_plan():
+    # Given / When / Then: a job may widen the band its fallbacks stay within
+    assert body_of("--name", "n", "--price-band", "13.1")["price_band"] == 13.1
+    assert job_body(build_parser().parse_args(["plan", "--price-band", "4"]))["price_band"] == 4.0
+
+
 def test_flags_alone_build_the_body_with_typed_values_and_repeated_lists():
     # Given / When
     body = body_of(

@@ -102,6 +102,14 @@ QUOTA_NAMES = {
     SPOT_P2_TO_P4: "All P4, P3 and P2 Spot Instance Requests",
     SPOT_P5: "All P5 Spot Instance Requests",
 }
+# The instance types each quota bounds, in a few words (a plan says which cheap types a quota keeps from starting).
+QUOTA_COVERS = {
+    ON_DEMAND_G_VT: "G and VT types",
+    ON_DEMAND_P: "P types",
+    SPOT_G_VT: "spot G and VT types",
+    SPOT_P2_TO_P4: "spot P4, P3 and P2 types",
+    SPOT_P5: "spot P5 types",
+}
 # A type's series and generation: p5en.48xlarge is series p, generation 5 (EC2's instance type names).
 P_GENERATION = re.compile(r"^p(\d+)")
 

@@ -6,8 +6,9 @@ import hashlib
 import math
 from typing import Any
 
+from functions.shared.domain.fit import HOST_MEMORY_RESERVE
 from functions.shared.domain.requests import JobRequest
-from functions.shared.domain.selection import HOST_MEMORY_RESERVE, Candidate
+from functions.shared.domain.selection import Candidate
 
 NVIDIA_ENVIRONMENT = {"NVIDIA_DRIVER_CAPABILITIES": "compute,utility"}
 # Exit code of the GPU preflight: the host's GPU is broken, so retry the attempt on another host.

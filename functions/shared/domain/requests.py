@@ -38,6 +38,8 @@ SECRET_ARN = re.compile(
     r"|ssm:[a-z0-9-]+:\d{12}:parameter/[A-Za-z0-9/_.-]+)$"
 )
 ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}$")
+# Fallbacks stay within this multiple of the cheapest candidate's hourly price (README: Picking a GPU).
+DEFAULT_PRICE_BAND = 3.0
 
 # An image reference by Docker's grammar (github.com/distribution/reference, regexp.go, ReferenceRegexp):
 #   reference := name [":" tag] ["@" digest]        name := [domain "/"] path-component ["/" path-component]*
@@ -114,6 +116,14 @@ class JobRequest(DomainModel):
     )
     capacity: CapacityPreference = Field(default=CapacityPreference.ON_DEMAND)
     max_hourly_usd: StrictFloat | None = Field(default=None, ge=0.0001, le=10_000)
+    price_band: StrictFloat = Field(
+        default=DEFAULT_PRICE_BAND,
+        ge=1,
+        le=1000,
+        description="Candidates stay within this multiple of the cheapest one's hourly price (same capacity type), "
+        "and the first choice within this multiple of the cheapest type that fits but cannot start now; widen it to "
+        "allow larger or pricier instances",
+    )
     timeout_minutes: StrictInt = Field(default=60, ge=1, le=20160)
     stuck_after_minutes: StrictFloat = Field(default=15, ge=0.001, le=1440, description="> 0; at least 0.001 (60 ms)")
     environment: dict[str, str] = Field(
