@@ -348,8 +348,8 @@ def build_parser(json_errors: bool = False) -> Parser:
     sweep.add_argument("--timeout", type=positive_number, default=300, help="seconds to wait for the report")
     costs = command(
         "costs",
-        help="what every ended attempt cost: per day, or grouped, and the waste (instances that served no job); "
-        "--csv for one row per attempt",
+        help="what every ended attempt cost: per day, or grouped, and the waste (instances, or shares of them, that "
+        "served no job); --csv for one row per attempt",
     )
     costs.add_argument("--from", dest="date_from")
     costs.add_argument("--to", dest="date_to")

@@ -200,6 +200,10 @@ def job_summary(job: dict[str, Any]) -> str:
                 f" ({cost['pricing']})",
             )
         )
+        if cost["gpu_share"] < 1 and cost.get("instance_usd") is not None:
+            # The rest of the instance is the account's bill too: waste, unless other jobs shared it.
+            rest = "the rest is unused_share waste unless other jobs shared it"
+            rows.append(("instance", f"${cost['instance_usd']:.6f}  ({rest})"))
     if job.get("error"):
         rows.append(("error", job["error"]))
     if job.get("reason"):
@@ -244,7 +248,7 @@ def health(report: dict[str, Any]) -> str:
 
 def costs(report: dict[str, Any]) -> str:
     """The report's groups when it has them, else each day by GPU type, job name and capacity type; then the total
-    and, next to it, the waste (instances that served no job) by reason."""
+    and, next to it, the waste (instances, or shares of them, that served no job) by reason."""
     if report.get("groups"):
         groups = [(g["key"], g["attempts"], f"{g['usd']:.6f}") for g in report["groups"]]
         out = table((report.get("group_by") or "key", "attempts", "usd"), groups)
@@ -262,7 +266,9 @@ def costs(report: dict[str, Any]) -> str:
         out = table(("date", "by", "key", "usd"), rows)
     waste = report.get("waste") or {}
     reasons = sorted((waste.get("by_reason") or {}).items(), key=lambda item: (-item[1], item[0]))
-    waste_line = f"waste ${waste.get('usd', 0):.6f}  (instances that served no job; not in the total)"
+    waste_line = (
+        f"waste ${waste.get('usd', 0):.6f}  (instances, or shares of them, that served no job; not in the total)"
+    )
     if reasons:
         waste_line += ": " + ", ".join(f"{reason} ${usd:.6f}" for reason, usd in reasons)
     return out + f"\ntotal ${report.get('total_usd', 0):.6f}\n{waste_line}"

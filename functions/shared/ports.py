@@ -13,10 +13,11 @@ from functions.shared.ports_market import Availability, Catalog, Prices, Quotas
 from functions.shared.ports_pools import BatchPools, PoolStates
 
 if TYPE_CHECKING:  # annotations only: a handler imports the domain modules it uses, not all of them
-    from functions.shared.domain.batch import BatchJobState, FleetState
+    from functions.shared.domain.batch import BatchJobState, ContainerInstanceState, FleetState
     from functions.shared.domain.records import AttemptRecord, JobRecord, Wait
     from functions.shared.domain.requests import JobRequest
     from functions.shared.domain.settings import Settings
+    from functions.shared.domain.shares import Occupant, SharedInstance
     from functions.shared.domain.views import HealthReport
     from functions.shared.domain.vocabulary import BatchStatus, JobStatus, MetricName, WaitPhase
     from functions.shared.domain.waste import WasteEntry
@@ -104,14 +105,23 @@ class OfferingMemory(Protocol):
 
 
 class WasteLedger(Protocol):
-    """What the fleet cost without serving a job: one item per instance, whatever reasons sweeps see it under."""
+    """What the fleet cost without serving a job: one item per instance, whatever reasons sweeps see it under,
+    and one per instance for the share of it its jobs left unused."""
 
     def record_waste(self, entry: WasteEntry) -> float:
         """Charge the part of the entry's span not charged before (domain/waste.charge); returns the USD it
         added (0 if none)."""
         ...
 
-    def waste_between(self, day_from: str, day_to: str) -> list[WasteEntry]: ...
+    def record_share(self, instance: SharedInstance, key: str, attempt: Occupant) -> SharedInstance | None:
+        """Add a priced attempt to its instance's ledger (`instance` when it has none yet) and restate the unused
+        share (domain/shares.occupy), conditional on the ledger's version; the ledger as written, None when the
+        attempt was in it already or other writers kept writing first."""
+        ...
+
+    def waste_between(self, day_from: str, day_to: str) -> list[WasteEntry]:
+        """Waste of the instances that launched (registered, for unused shares) from `day_from` to `day_to`."""
+        ...
 
 
 class HealthStore(Protocol):
@@ -169,6 +179,11 @@ class Fleet(Protocol):
 
     def zone_of(self, container_instance_arn: str) -> str | None:
         """The zone of a container instance (ECS's ecs.availability-zone), None when ECS no longer knows it."""
+        ...
+
+    def container_instance(self, container_instance_arn: str) -> ContainerInstanceState | None:
+        """A container instance as ECS describes it (its EC2 instance, zone, registration), None when ECS no
+        longer knows it."""
         ...
 
 

@@ -25,6 +25,7 @@ from functions.shared.domain.pool_health import USE_FIELDS, PoolState
 from functions.shared.domain.pools import GONE, generation_of
 from functions.shared.domain.selection import AvailabilitySnapshot
 from functions.shared.domain.settings import Settings
+from functions.shared.domain.shares import Occupant, SharedInstance, occupy
 from functions.shared.domain.views import HealthReport
 from functions.shared.domain.vocabulary import MetricName, SweepStatus
 from functions.shared.domain.waste import InstanceWaste, WasteEntry, charge
@@ -86,6 +87,7 @@ class FakeWasteLedger:
 
     def __init__(self) -> None:
         self.instances: dict[tuple[str, str], InstanceWaste] = {}
+        self.shared: dict[tuple[str, str], SharedInstance] = {}
 
     @property
     def entries(self) -> dict[tuple[str, str, str], WasteEntry]:
@@ -103,8 +105,18 @@ class FakeWasteLedger:
             self.instances[key] = ledger
         return added
 
+    def record_share(self, instance: SharedInstance, key: str, attempt: Occupant) -> SharedInstance | None:
+        where = (instance.day, instance.instance_id)
+        written = occupy(self.shared.get(where, instance), key, attempt)
+        if written is not None:
+            self.shared[where] = written
+        return written
+
     def waste_between(self, day_from: str, day_to: str) -> list[WasteEntry]:
-        return [e for (day, _, _), e in self.entries.items() if day_from <= day <= day_to]
+        shared = [
+            e for (day, _), ledger in sorted(self.shared.items()) if day_from <= day <= day_to for e in ledger.entries()
+        ]
+        return [e for (day, _, _), e in self.entries.items() if day_from <= day <= day_to] + shared
 
 
 class FakeHealthStore:
@@ -335,8 +347,12 @@ class FakeFleet:
         ]
 
     def zone_of(self, container_instance_arn: str) -> str | None:
+        found = self.container_instance(container_instance_arn)
+        return (found.zone or None) if found else None
+
+    def container_instance(self, container_instance_arn: str) -> ContainerInstanceState | None:
         found = [c for cs in self.by_cluster.values() for c in cs if c.arn == container_instance_arn]
-        return (found[0].zone or None) if found else None
+        return found[0] if found else None
 
     def instances(self, pools: list[str]) -> dict[str, list[Ec2InstanceState]]:
         return {pool: list(self.by_pool.get(pool, [])) for pool in pools}

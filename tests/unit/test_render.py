@@ -55,6 +55,16 @@ def test_summary_shows_the_cost_and_how_it_was_computed():
     assert line(summary, "runtime").endswith("30.0 min")
 
 
+def test_summary_of_a_job_on_part_of_an_instance_shows_what_the_whole_instance_cost():
+    # Given a job that held a quarter of its instance, which cost $0.60 meanwhile
+    cost = job()["cost"] | {"instance_usd": 0.6}
+
+    # When / Then the summary shows the instance's cost, and where the rest of it is counted
+    assert line(job_summary(job(cost=cost)), "instance").split(None, 1)[1] == (
+        "$0.600000  (the rest is unused_share waste unless other jobs shared it)"
+    )
+
+
 def test_summary_shows_the_timeline_in_order_with_times_of_day():
     # Given / When
     summary = job_summary(job())
@@ -141,7 +151,8 @@ def test_the_costs_table_shows_the_waste_by_reason_next_to_the_total():
     lines = costs(COSTS).splitlines()
     assert lines[-2] == "total $0.500000"
     assert lines[-1] == (
-        "waste $0.125000  (instances that served no job; not in the total): never_registered $0.100000, idle $0.025000"
+        "waste $0.125000  (instances, or shares of them, that served no job; not in the total): "
+        "never_registered $0.100000, idle $0.025000"
     )
 
 
@@ -149,5 +160,5 @@ def test_the_grouped_costs_table_shows_the_waste_too_and_no_waste_reads_as_zero(
     report = COSTS | {"group_by": "gpu_type", "groups": [{"key": "g6.xlarge", "usd": 0.5, "attempts": 1}]}
     assert costs(report).splitlines()[-1].startswith("waste $0.125000  ")
     assert costs(COSTS | {"waste": {"usd": 0.0, "by_reason": {}, "by_pool": {}}}).splitlines()[-1] == (
-        "waste $0.000000  (instances that served no job; not in the total)"
+        "waste $0.000000  (instances, or shares of them, that served no job; not in the total)"
     )

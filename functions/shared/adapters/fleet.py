@@ -89,7 +89,12 @@ class Ec2EcsFleet(ClientAdapter):
         return described
 
     def zone_of(self, container_instance_arn: str) -> str | None:
-        # arn:aws:ecs:<region>:<account>:container-instance/<cluster>/<id>: the cluster is in the ARN.
+        described = self.container_instance(container_instance_arn)
+        return (described.zone or None) if described else None
+
+    def container_instance(self, container_instance_arn: str) -> ContainerInstanceState | None:
+        # arn:aws:ecs:<region>:<account>:container-instance/<cluster>/<id>: the cluster is in the ARN. ECS still
+        # describes a container instance for a while after it was deregistered (INACTIVE), then not at all.
         parts = container_instance_arn.split(":", 5)[-1].split("/")
         if len(parts) != 3:
             return None
@@ -100,7 +105,7 @@ class Ec2EcsFleet(ClientAdapter):
         except ClientError:
             return None
         described = [ContainerInstanceState.from_ecs(c) for c in found["containerInstances"]]
-        return (described[0].zone or None) if described else None
+        return described[0] if described else None
 
     def fleets(self, pools: dict[str, str | None]) -> dict[str, FleetState]:
         """pool -> its fleet, for pools given with their cluster ARN (None: no cluster yet).

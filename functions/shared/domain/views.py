@@ -123,7 +123,8 @@ class CostGroup(DomainModel):
 
 class Waste(DomainModel):
     """What the fleet cost without serving a job (instances never registered, registered without GPUs, agent
-    disconnected, left alive in an idle pool), by the day it began."""
+    disconnected, left alive in an idle pool; the share of an instance no job held while its jobs ran,
+    `unused_share`), by the day the instance launched."""
 
     usd: float = 0.0
     by_reason: dict[str, float] = Field(default_factory=dict)
