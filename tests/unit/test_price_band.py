@@ -114,18 +114,37 @@ def test_candidates_without_a_known_price_come_after_every_priced_one_smallest_f
 
 
 # -- spot and GPU model preference ----------------------------------------------------------------------------------
-def test_spot_first_holds_spot_against_spot_and_on_demand_against_on_demand():
-    # Given spot at 40% of on-demand for the T4, A10G and L4 sizes that fit
-    spot = {t: {z: PriceQuote(hourly_usd=round(0.4 * PRICES[t], 4), pricing="spot") for z in ZONES} for t in PRICES}
+SPOT_AT_40_PERCENT = {
+    t: {z: PriceQuote(hourly_usd=round(0.4 * price, 4), pricing="spot") for z in ZONES} for t, price in PRICES.items()
+}
+
+
+def test_spot_first_holds_on_demand_against_on_demand_so_it_keeps_its_on_demand_fallbacks():
+    # Given spot at 40% of on-demand
     # When planning a spot-first job
-    result = plan_of(MarketSignals(spot_prices=spot), capacity="spot-first")
+    result = plan_of(MarketSignals(spot_prices=SPOT_AT_40_PERCENT), capacity="spot-first")
 
     # Then on-demand g5.xlarge ($1.006/h, 1.9x the cheapest on-demand) stays, although 4.8x the cheapest spot offer
     [g5] = [c for c in result.candidates if (c.instance_type, c.capacity) == ("g5.xlarge", "on-demand")]
     assert g5.price_ratio == round(1.006 / 0.526, 4)
-    assert result.candidates[:2] == [c for c in result.candidates if c.instance_type == "g4dn.xlarge"], (
-        "spot then on-demand of the cheapest type first"
-    )
+    cheapest_type = [c for c in result.candidates if c.instance_type == "g4dn.xlarge"]
+    assert result.candidates[:2] == cheapest_type, "spot then on-demand of the cheapest type first"
+
+
+def test_spot_is_held_against_on_demand_too_so_a_new_accounts_spot_first_job_gets_no_pricey_eight_gpu_spot_host():
+    # Given a new account: no spot G and VT, P4 or P5 vCPUs (spot P6 has no published quota), on-demand G allowed
+    market = quotas(L_3819A6DF=0, L_7212CCBC=0, L_C4BD4855=0)
+    market.spot_prices = SPOT_AT_40_PERCENT
+
+    # When planning a spot-first 1-GPU job
+    result = plan_of(market, capacity="spot-first")
+
+    # Then the only priced spot offering left, an 8-GPU p6-b200, is no candidate: it costs 87x the cheapest on-demand
+    # one (the unpriced p6-b300 stays, last, as every unpriced offering does)
+    assert not [c for c in result.candidates if c.capacity == "spot" and c.hourly_usd is not None]
+    reasons = [r.reason for r in result.rejected if r.instance_type == "p6-b200.48xlarge"]
+    assert any(reason.startswith("spot $45.57/h is 86.6x the cheapest candidate") for reason in reasons)
+    assert result.candidates[0].instance_type == "g4dn.xlarge" and result.outside_band is None
 
 
 def test_with_gpu_models_each_model_is_held_against_its_own_cheapest():

@@ -1,7 +1,8 @@
 """The price band: what a request agreed to pay, against the cheapest that could run it. Pure.
 
-A candidate stays within `price_band` times the cheapest candidate of its band (spot against spot, on-demand
-against on-demand; with `gpu_models`, against the cheapest of its GPU model). And the first choice stays within
+A candidate stays within `price_band` times the cheapest candidate it is held against (an on-demand one against
+the cheapest on-demand one, a spot one against the cheapest of either; with `gpu_models`, within its GPU model
+only). And the first choice stays within
 `price_band` times the cheapest offering that fits the request whatever blocks it (a quota, the zones' offerings,
 a recent shortage): past that, the cheap types are all blocked and the job would cost many times what it could.
 """
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
 
 # Prices are compared as floats: a ratio this close to the band is within it.
 BAND_TOLERANCE = 1e-9
-BandKey = tuple[CapacityType, str]
 
 
 class Blocked(NamedTuple):
@@ -43,10 +43,14 @@ class Blocked(NamedTuple):
         return self.vcpus - self.quota.vcpus if self.quota else 0.0
 
 
-def band_key(request: JobRequest, capacity: CapacityType, gpu_model: str) -> BandKey:
-    """What an offering's price is held against: the cheapest of its capacity type (of its GPU model too, when
-    the request names GPU models: each is a preference of its own)."""
-    return capacity, gpu_model.lower() if request.gpu_models else ""
+def held_against(
+    request: JobRequest, capacity: CapacityType, model: str, other: CapacityType, other_model: str
+) -> bool:
+    """Whether an offering (capacity, model) is held against another's price: an on-demand one against on-demand
+    ones (spot-first keeps its on-demand fallbacks), a spot one against both (a spot price above the band of
+    what on-demand costs saves nothing); with gpu_models, only within one model (each is a preference of its own)."""
+    same_model = not request.gpu_models or model.lower() == other_model.lower()
+    return same_model and (capacity == CapacityType.SPOT or other == capacity)
 
 
 def needed_band(ratio: float) -> float:
@@ -66,8 +70,11 @@ def outside_band(request: JobRequest, candidates: list[Candidate], blocked: list
     first = candidates[0] if candidates else None
     if first is None or first.hourly_usd is None:
         return None
-    key = band_key(request, first.capacity, first.gpu_model)
-    same = [b for b in blocked if b.hourly_usd is not None and band_key(request, b.capacity, b.gpu_model) == key]
+    same = [
+        b
+        for b in blocked
+        if b.hourly_usd is not None and held_against(request, first.capacity, first.gpu_model, b.capacity, b.gpu_model)
+    ]
     if request.max_hourly_usd is not None:
         same = [b for b in same if (b.hourly_usd or 0) <= request.max_hourly_usd]
     floor = min(same, key=lambda b: (b.hourly_usd or 0, b.instance_type), default=None)

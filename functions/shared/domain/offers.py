@@ -90,8 +90,9 @@ class Candidate(DomainModel):
     )
     price_ratio: float | None = Field(
         default=None,
-        description="Its hourly price as a multiple of the cheapest candidate of its capacity type (and GPU model, "
-        "with gpu_models): at most price_band; None: no known price",
+        description="Its hourly price as a multiple of the cheapest candidate it is held against (on-demand: the "
+        "cheapest on-demand one; spot: the cheapest of either; within its GPU model with gpu_models): at most "
+        "price_band; None: no known price",
     )
 
     @property

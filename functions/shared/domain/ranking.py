@@ -5,9 +5,10 @@ selection.py found and imports nothing of it.
 Price: what the account pays for the instance the job would start, alone on it (`hourly_usd`), never per GPU: a
 1-GPU job on an 8-GPU p4d.24xlarge pays for all eight.
 
-Band: an offering is a candidate only within `price_band` times the cheapest candidate of its capacity type (spot
-against spot, on-demand against on-demand; with `gpu_models`, against the cheapest of its GPU model); the others
-are rejected naming `price_band`. An offering of unknown price is not held against the band.
+Band: an offering is a candidate only within `price_band` times the cheapest candidate it is held against (an
+on-demand one against the cheapest on-demand one, a spot one against the cheapest of either; with `gpu_models`,
+within its GPU model only: band.held_against); the others are rejected naming `price_band`. An offering of
+unknown price is not held against the band.
 
 Score: the product of what makes an offering likely to start soon and cheap, each in (0, 1]: its price against the
 cheapest of its band (1 / price_ratio), zones offered (one zone is a single point of failure), zones recently
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from functions.shared.domain.band import BAND_TOLERANCE, band_key, outside_band_words, times
+from functions.shared.domain.band import BAND_TOLERANCE, held_against, outside_band_words, times
 from functions.shared.domain.fleet import QUOTA_NAMES
 from functions.shared.domain.vocabulary import CapacityType, MarketSignal
 
@@ -46,14 +47,9 @@ WITHOUT_SIGNAL = {
 
 def rank(request: JobRequest, options: list[Candidate]) -> tuple[list[Candidate], list[Candidate]]:
     """(the options within the price band, scored, explained and in attempt order; those beyond it)."""
-    cheapest: dict[tuple[CapacityType, str], float] = {}
-    for option in options:
-        if option.hourly_usd is not None:
-            key = band_key(request, option.capacity, option.gpu_model)
-            cheapest[key] = min(cheapest.get(key, option.hourly_usd), option.hourly_usd)
     within, beyond = [], []
     for option in options:
-        best = cheapest.get(band_key(request, option.capacity, option.gpu_model))
+        best = _cheapest_held_against(request, option, options)
         if option.hourly_usd is not None and best is not None:
             ratio = option.hourly_usd / best if best > 0 else 1.0
             option.price_ratio = round(ratio, 4)
@@ -68,6 +64,17 @@ def rank(request: JobRequest, options: list[Candidate]) -> tuple[list[Candidate]
         before = ordered[position - 1] if position else None
         candidate.why = _why(request, candidate, before, candidate.instance_type in moved)
     return ordered, beyond
+
+
+def _cheapest_held_against(request: JobRequest, option: Candidate, options: list[Candidate]) -> float | None:
+    """The price the option's own is held against: the cheapest of the priced options it is compared with."""
+    prices = [
+        o.hourly_usd
+        for o in options
+        if o.hourly_usd is not None
+        and held_against(request, option.capacity, option.gpu_model, o.capacity, o.gpu_model)
+    ]
+    return min(prices, default=None)
 
 
 def _order(request: JobRequest, options: list[Candidate]) -> tuple[list[Candidate], set[str]]:

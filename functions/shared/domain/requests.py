@@ -120,9 +120,9 @@ class JobRequest(DomainModel):
         default=DEFAULT_PRICE_BAND,
         ge=1,
         le=1000,
-        description="Candidates stay within this multiple of the cheapest one's hourly price (same capacity type), "
-        "and the first choice within this multiple of the cheapest type that fits but cannot start now; widen it to "
-        "allow larger or pricier instances",
+        description="Candidates stay within this multiple of the cheapest one's hourly price, and the first choice "
+        "within this multiple of the cheapest type that fits but cannot start now; widen it to allow larger or "
+        "pricier instances",
     )
     timeout_minutes: StrictInt = Field(default=60, ge=1, le=20160)
     stuck_after_minutes: StrictFloat = Field(default=15, ge=0.001, le=1440, description="> 0; at least 0.001 (60 ms)")
