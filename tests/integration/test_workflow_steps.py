@@ -13,9 +13,11 @@ import pytest
 from functions.shared.adapters.batch import LIST_JOBS_PAGE
 from functions.shared.adapters.job_store import DynamoJobStore
 from functions.shared.adapters.table_store import DynamoOfferingMemory
+from functions.shared.domain.clock import now_iso
+from functions.shared.domain.memory import remembered
 from functions.shared.domain.records import AttemptRecord, Wait
 from functions.shared.domain.requests import JobRequest
-from functions.shared.domain.vocabulary import CapacityType, JobStatus, WaitPhase
+from functions.shared.domain.vocabulary import CapacityType, DiagnosisCategory, JobStatus, WaitPhase
 from tests.integration.conftest import DELETE_SECONDS, ZONES, Cloud, HandlerError
 
 JOB = "job00000001"
@@ -92,7 +94,10 @@ def test_selection_ranks_the_cheapest_nvidia_type_offered_in_the_deployments_zon
 def test_selection_skips_offerings_remembered_as_unavailable(cloud: Cloud, store: Any) -> None:
     memory = DynamoOfferingMemory(cloud.deployment.table_name)
     for zone in ("us-east-1a", "us-east-1b"):
-        memory.remember_unavailable(f"on-demand:g4dn.xlarge:{zone}", "INSUFFICIENT_CAPACITY", 600)
+        memory.remember_unavailable(
+            f"on-demand:g4dn.xlarge:{zone}",
+            remembered(DiagnosisCategory.INSUFFICIENT_CAPACITY, "AWS Batch said CAPACITY", now_iso(), 600),
+        )
     assert select(cloud)["candidates"][0]["instance_type"] != "g4dn.xlarge"
 
 

@@ -25,6 +25,8 @@ MAX_COMMAND_CHARS = 12_288
 MAX_ENVIRONMENT_CHARS = 8_192
 MAX_LIST_ITEMS = 64
 MAX_SECRETS = 32
+# Batch's RetryStrategy takes 1 to 10 attempts: a spot attempt cannot outlast more reclaims than that.
+MAX_SPOT_RECLAIMS = 10
 # A variable name that every shell and runtime reads as one: letters, digits and '_', not starting with a digit
 # (POSIX's portable names, lower case allowed). The container's environment is "NAME=value" strings, so a name
 # with '=' would set another variable.
@@ -157,8 +159,19 @@ class JobRequest(DomainModel):
     give_up_after_minutes: StrictFloat | None = Field(
         default=None, ge=0.001, le=10080, description="Fail the job if it has not started this long after submission"
     )
+    spot_reclaims_before_fallback: StrictInt = Field(
+        default=1,
+        ge=1,
+        le=MAX_SPOT_RECLAIMS,
+        description="A spot attempt whose hosts EC2 reclaimed this many times ends, and the job goes to its next "
+        "candidate (normally on-demand) instead of waiting for spot again in the same pool",
+    )
+    ignore_unavailable: StrictBool = Field(
+        default=False,
+        description="Try offerings the memory of unavailable offerings would leave out for now (a retry on purpose)",
+    )
 
-    @field_validator("gpus", "vcpus", "timeout_minutes", "max_attempts", mode="before")
+    @field_validator("gpus", "vcpus", "timeout_minutes", "max_attempts", "spot_reclaims_before_fallback", mode="before")
     @classmethod
     def _whole_numbers(cls, value: Any) -> Any:
         return _integral(value)

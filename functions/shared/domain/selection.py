@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from functions.shared.domain.catalog import GpuType
 from functions.shared.domain.cost import PriceQuote, cheapest
 from functions.shared.domain.fleet import QuotaState, vcpu_quota_code
+from functions.shared.domain.memory import rejection_reason
 from functions.shared.domain.offers import AvailabilitySnapshot, Candidate, MarketSignals, Plan, Rejected
 from functions.shared.domain.ranking import plan_warnings, rank, signal_warnings
 from functions.shared.domain.requests import JobRequest
@@ -170,7 +171,8 @@ def _offering(
     instance_type = gpu.instance_type
     zones = [z for z in offered_zones if offering_key(capacity, instance_type, z) not in availability.unavailable]
     if not zones:
-        reason = f"{capacity.value} capacity recently unavailable in {', '.join(offered_zones)}"
+        keys = {z: offering_key(capacity, instance_type, z) for z in offered_zones}
+        reason = rejection_reason(capacity.value, {z: availability.remembered.get(key) for z, key in keys.items()})
         return Rejected(instance_type=instance_type, reason=reason, field="capacity")
     quote = _price(capacity, instance_type, zones, price_of, market)
     if request.max_hourly_usd is not None and quote is None:
