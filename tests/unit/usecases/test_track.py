@@ -214,3 +214,120 @@ def test_a_late_reason_of_an_earlier_attempt_does_not_explain_the_next_attempts_
     record = ports.jobs.get_job(JOB_ID)
     assert record.attempts[1].status_reason == CAPACITY
     assert (record.timeline[-1].status, record.timeline[-1].reason) == (JobStatus.RUNNABLE, None)
+
+
+# -- Batch's verdict resumes the start wait at once -------------------------------------------------------------
+def queue_blocked(ports, reason: str, at: str = "2026-11-22T10:05:00Z") -> BatchJobEvent:
+    batch_job_id = ports.jobs.get_job(JOB_ID).attempts[1].batch_job_id
+    blocked = BatchJobEvent.from_eventbridge(
+        {"detail-type": "Batch Job Queue Blocked", "time": at,
+         "detail": {"jobId": batch_job_id, "jobName": f"gpupilot-{JOB_ID}-a1", "status": "RUNNABLE",
+                    "statusReason": reason}}
+    )  # fmt: skip
+    assert blocked is not None
+    return blocked
+
+
+def test_a_capacity_verdict_resumes_the_parked_start_wait_at_once_saying_so(ports):
+    # Given the start wait parked on an attempt Batch reported RUNNABLE without a reason
+    submitted(ports)
+    record_batch_event(event(ports, "RUNNABLE"), ports)
+    park(ports, WaitPhase.START, "tok-start")
+
+    # When Batch's queue-blocked event says it lacks capacity
+    result = record_batch_event(queue_blocked(ports, CAPACITY), ports)
+
+    # Then the wait resumes now, its output naming the verdict (the workflow diagnoses rather than waits)
+    assert result["resumed"] == [WaitPhase.START]
+    ((token, output),) = ports.workflow.sent
+    assert token == "tok-start"
+    sent = json.loads(output)
+    assert (sent["status"], sent["verdict"]) == ("RUNNABLE", "INSUFFICIENT_CAPACITY")
+    record = ports.jobs.get_job(JOB_ID)
+    assert record.waits == {} and record.attempts[1].verdict == CAPACITY
+
+
+def test_a_start_wait_that_parks_after_the_verdict_resumes_at_once(ports):
+    # Given Batch already said why the job cannot start
+    submitted(ports)
+    record_batch_event(event(ports, "RUNNABLE", statusReason=CAPACITY), ports)
+
+    # When the start wait parks
+    resumed = park(ports, WaitPhase.START, "tok-start")
+
+    # Then it resumes itself with the verdict
+    assert resumed == [WaitPhase.START]
+    assert json.loads(ports.workflow.sent[0][1])["verdict"] == "INSUFFICIENT_CAPACITY"
+
+
+def test_a_verdict_resumes_the_start_wait_once(ports):
+    # Given a verdict that already resumed the start wait (the workflow diagnosed it and waits again)
+    submitted(ports)
+    record_batch_event(event(ports, "RUNNABLE", statusReason=CAPACITY), ports)
+    park(ports, WaitPhase.START, "tok-first")
+
+    # When the workflow parks again, and Batch repeats its verdict
+    again = park(ports, WaitPhase.START, "tok-second")
+    repeated = record_batch_event(queue_blocked(ports, CAPACITY), ports)
+
+    # Then the same words do not resume it again: its timeout is left to act
+    assert again == [] and repeated.get("resumed", []) == []
+    assert [token for token, _ in ports.workflow.sent] == ["tok-first"]
+    assert set(ports.jobs.get_job(JOB_ID).waits) == {WaitPhase.START}
+
+
+@pytest.mark.parametrize(
+    "reason",
+    [
+        "MISCONFIGURATION:COMPUTE_ENVIRONMENT_MAX_RESOURCE - CE(s) associated with the job queue cannot meet the CPU",
+        "UNDETERMINED - Batch job is blocked, root cause is undetermined.",
+        "MISCONFIGURATION:SERVICE_ROLE_PERMISSIONS - Batch service role has a permission issue.",
+    ],
+)
+def test_a_reason_another_gpu_type_does_not_cure_leaves_the_start_wait_to_its_timeout(ports, reason):
+    # Given a parked start wait
+    submitted(ports)
+    record_batch_event(event(ports, "RUNNABLE"), ports)
+    park(ports, WaitPhase.START, "tok-start")
+
+    # When Batch blocks the queue for a reason time (or an operator) may cure
+    record_batch_event(queue_blocked(ports, reason), ports)
+
+    # Then the reason is recorded, and the wait keeps waiting
+    assert ports.workflow.sent == []
+    assert ports.jobs.get_job(JOB_ID).attempts[1].status_reason == reason
+
+
+def test_the_runnable_entry_keeps_when_batch_gave_its_reason(ports):
+    # Given an attempt RUNNABLE since 10:00:00 without a reason
+    submitted(ports)
+    record_batch_event(event(ports, "RUNNABLE"), ports)
+
+    # When Batch's queue-blocked event of 10:05 says why
+    record_batch_event(queue_blocked(ports, CAPACITY, at="2026-11-22T10:05:00Z"), ports)
+
+    # Then the RUNNABLE entry says when the reason was learnt (Batch's verdict moment)
+    entry = ports.jobs.get_job(JOB_ID).timeline[-1]
+    assert (entry.status, entry.reason, entry.reason_at) == (JobStatus.RUNNABLE, CAPACITY, "2026-11-22T10:05:00.000Z")
+
+
+def test_the_parked_start_wait_knows_until_when_it_waits_and_what_comes_next(ports):
+    # Given a job with candidates after its first
+    step = submitted(ports)
+
+    # When the start wait parks with its timeout and the selection
+    park_wait(
+        WaitInput(job_id=JOB_ID, phase=WaitPhase.START, attempt=1, task_token="tok", timeout_seconds=900,
+                  selection=step.selection, batch_job_id=ports.jobs.get_job(JOB_ID).attempts[1].batch_job_id or ""),
+        ports,
+    )  # fmt: skip
+
+    # Then the record holds when it parked, for how long, and the next candidate
+    wait = ports.jobs.get_job(JOB_ID).waits[WaitPhase.START]
+    following = step.selection.candidates[1]
+    assert wait.since is not None and wait.timeout_seconds == 900
+    assert wait.next_candidate is not None
+    assert (wait.next_candidate.instance_type, wait.next_candidate.capacity) == (
+        following.instance_type,
+        following.capacity,
+    )
