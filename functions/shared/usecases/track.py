@@ -55,7 +55,7 @@ def resume(record: JobRecord, ports: Ports) -> list[WaitPhase]:
         verdict = pending_verdict(attempt) if phase == WaitPhase.START else None
         if not wait_satisfied(phase, attempt.batch_status) and verdict is None:
             continue
-        if ports.workflow.send_task_success(wait.token, wait_result(attempt, phase).model_dump_json(exclude_none=True)):
+        if ports.workflow.send_task_success(wait.token, wait_result(attempt, phase).model_dump_json()):
             resumed.append(phase)
         if verdict is not None:
             # Written after the token is sent, so a failed send is retried by the next event or the sweep.
