@@ -46,7 +46,7 @@ def wait_for_timeouts() -> None:
     workflow diagnoses only when the wait times out after stuck_after."""
     from functions.shared.usecases import track
 
-    track.pending_verdict = lambda attempt: None
+    track.pending_verdict = lambda attempt, wait: None
 
 
 def moments(job: dict[str, Any]) -> dict[str, float]:

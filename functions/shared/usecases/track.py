@@ -21,8 +21,10 @@ from functions.shared.ports import Ports
 from functions.shared.usecases.costing import record_attempt_cost
 
 
-def wait_result(attempt: AttemptRecord, phase: WaitPhase = WaitPhase.FINISH) -> WaitResult:
-    """The resumed wait's output, from the attempt as the record holds it."""
+def wait_result(
+    attempt: AttemptRecord, phase: WaitPhase = WaitPhase.FINISH, verdict: DiagnosisCategory | None = None
+) -> WaitResult:
+    """The resumed wait's output, from the attempt as the record holds it (and the verdict that resumed it)."""
     assert attempt.batch_status is not None
     return WaitResult(
         status=attempt.batch_status,
@@ -32,16 +34,18 @@ def wait_result(attempt: AttemptRecord, phase: WaitPhase = WaitPhase.FINISH) -> 
         stopped_at=attempt.stopped_at,
         status_reason=attempt.status_reason,
         runtime_seconds=attempt.runtime_seconds,
-        verdict=pending_verdict(attempt) if phase == WaitPhase.START else None,
+        verdict=verdict,
         reclaimed=phase == WaitPhase.FINISH and attempt.reclaimed,
     )
 
 
-def pending_verdict(attempt: AttemptRecord) -> DiagnosisCategory | None:
-    """Batch's verdict on a waiting attempt (see diagnosis.batch_verdict) that has not resumed its wait yet."""
+def pending_verdict(attempt: AttemptRecord, wait: Wait) -> DiagnosisCategory | None:
+    """Batch's verdict on a waiting attempt (see diagnosis.batch_verdict) that the start wait can act on now: it has
+    not resumed the wait yet, and the job has a next candidate to fall back to (with none, the wait keeps its
+    stuck_after: capacity may come back)."""
     if attempt.batch_status is None or attempt.batch_status.started or attempt.verdict == attempt.status_reason:
         return None
-    return batch_verdict(attempt.status_reason)
+    return batch_verdict(attempt.status_reason) if wait.next_candidate is not None else None
 
 
 def resume(record: JobRecord, ports: Ports) -> list[WaitPhase]:
@@ -52,10 +56,10 @@ def resume(record: JobRecord, ports: Ports) -> list[WaitPhase]:
         attempt = record.attempts.get(wait.attempt)
         if attempt is None:
             continue
-        verdict = pending_verdict(attempt) if phase == WaitPhase.START else None
+        verdict = pending_verdict(attempt, wait) if phase == WaitPhase.START else None
         if not wait_satisfied(phase, attempt.batch_status) and verdict is None:
             continue
-        if ports.workflow.send_task_success(wait.token, wait_result(attempt, phase).model_dump_json()):
+        if ports.workflow.send_task_success(wait.token, wait_result(attempt, phase, verdict).model_dump_json()):
             resumed.append(phase)
         if verdict is not None:
             # Written after the token is sent, so a failed send is retried by the next event or the sweep.

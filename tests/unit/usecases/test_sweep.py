@@ -8,8 +8,8 @@ import pytest
 
 from functions.shared.domain.errors import SweepNotFound
 from functions.shared.domain.pool_health import PoolState
-from functions.shared.domain.records import Wait
-from functions.shared.domain.vocabulary import BatchStatus, JobStatus, MetricName, SweepStatus, WaitPhase
+from functions.shared.domain.records import NextCandidate, Wait
+from functions.shared.domain.vocabulary import BatchStatus, CapacityType, JobStatus, MetricName, SweepStatus, WaitPhase
 from functions.shared.usecases.sweep import health, run_sweep, start_sweep
 from tests.unit.usecases.conftest import JOB_ID, submitted
 
@@ -76,7 +76,8 @@ def test_a_missed_queue_blocked_verdict_is_seen_by_the_sweep_and_resumes_the_sta
     (batch_job_id,) = ports.batch.jobs
     ports.batch.set_status(batch_job_id, "RUNNABLE")
     run_sweep(None, ports)
-    ports.jobs.store_wait(JOB_ID, WaitPhase.START, Wait(attempt=1, token="tok-start"))
+    following = NextCandidate(instance_type="g6.xlarge", capacity=CapacityType.ON_DEMAND)
+    ports.jobs.store_wait(JOB_ID, WaitPhase.START, Wait(attempt=1, token="tok-start", next_candidate=following))
     ports.batch.set_status(batch_job_id, "RUNNABLE", statusReason=CAPACITY)
 
     # When the sweep runs

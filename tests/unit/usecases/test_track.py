@@ -8,7 +8,7 @@ import pytest
 
 from functions.shared.domain.batch import BatchJobEvent, BatchJobState
 from functions.shared.domain.records import Wait
-from functions.shared.domain.steps import WaitInput
+from functions.shared.domain.steps import Selection, WaitInput
 from functions.shared.domain.vocabulary import BatchStatus, JobStatus, WaitPhase
 from functions.shared.usecases.track import park_wait, record_batch_event
 from tests.unit.usecases.conftest import JOB_ID, submitted
@@ -22,11 +22,11 @@ def event(ports, status: str, attempt: int = 1, **fields) -> BatchJobEvent:
     return BatchJobEvent(at=AT, job=BatchJobState.from_batch(detail))
 
 
-def park(ports, phase: WaitPhase, token: str, attempt: int = 1) -> list[WaitPhase]:
+def park(ports, phase: WaitPhase, token: str, attempt: int = 1, selection: Selection | None = None) -> list[WaitPhase]:
     batch_job_id = ports.jobs.get_job(JOB_ID).attempts[attempt].batch_job_id
-    return park_wait(
-        WaitInput(job_id=JOB_ID, phase=phase, attempt=attempt, batch_job_id=batch_job_id, task_token=token), ports
-    )
+    waiting = WaitInput(job_id=JOB_ID, phase=phase, attempt=attempt, batch_job_id=batch_job_id, task_token=token,
+                        selection=selection)  # fmt: skip
+    return park_wait(waiting, ports)
 
 
 def test_an_event_after_the_wait_parked_resumes_it(ports):
@@ -230,9 +230,9 @@ def queue_blocked(ports, reason: str, at: str = "2026-11-22T10:05:00Z") -> Batch
 
 def test_a_capacity_verdict_resumes_the_parked_start_wait_at_once_saying_so(ports):
     # Given the start wait parked on an attempt Batch reported RUNNABLE without a reason
-    submitted(ports)
+    step = submitted(ports)
     record_batch_event(event(ports, "RUNNABLE"), ports)
-    park(ports, WaitPhase.START, "tok-start")
+    park(ports, WaitPhase.START, "tok-start", selection=step.selection)
 
     # When Batch's queue-blocked event says it lacks capacity
     result = record_batch_event(queue_blocked(ports, CAPACITY), ports)
@@ -249,11 +249,11 @@ def test_a_capacity_verdict_resumes_the_parked_start_wait_at_once_saying_so(port
 
 def test_a_start_wait_that_parks_after_the_verdict_resumes_at_once(ports):
     # Given Batch already said why the job cannot start
-    submitted(ports)
+    step = submitted(ports)
     record_batch_event(event(ports, "RUNNABLE", statusReason=CAPACITY), ports)
 
     # When the start wait parks
-    resumed = park(ports, WaitPhase.START, "tok-start")
+    resumed = park(ports, WaitPhase.START, "tok-start", selection=step.selection)
 
     # Then it resumes itself with the verdict
     assert resumed == [WaitPhase.START]
@@ -262,12 +262,12 @@ def test_a_start_wait_that_parks_after_the_verdict_resumes_at_once(ports):
 
 def test_a_verdict_resumes_the_start_wait_once(ports):
     # Given a verdict that already resumed the start wait (the workflow diagnosed it and waits again)
-    submitted(ports)
+    step = submitted(ports)
     record_batch_event(event(ports, "RUNNABLE", statusReason=CAPACITY), ports)
-    park(ports, WaitPhase.START, "tok-first")
+    park(ports, WaitPhase.START, "tok-first", selection=step.selection)
 
     # When the workflow parks again, and Batch repeats its verdict
-    again = park(ports, WaitPhase.START, "tok-second")
+    again = park(ports, WaitPhase.START, "tok-second", selection=step.selection)
     repeated = record_batch_event(queue_blocked(ports, CAPACITY), ports)
 
     # Then the same words do not resume it again: its timeout is left to act
@@ -286,9 +286,9 @@ def test_a_verdict_resumes_the_start_wait_once(ports):
 )
 def test_a_reason_another_gpu_type_does_not_cure_leaves_the_start_wait_to_its_timeout(ports, reason):
     # Given a parked start wait
-    submitted(ports)
+    step = submitted(ports)
     record_batch_event(event(ports, "RUNNABLE"), ports)
-    park(ports, WaitPhase.START, "tok-start")
+    park(ports, WaitPhase.START, "tok-start", selection=step.selection)
 
     # When Batch blocks the queue for a reason time (or an operator) may cure
     record_batch_event(queue_blocked(ports, reason), ports)
@@ -296,6 +296,21 @@ def test_a_reason_another_gpu_type_does_not_cure_leaves_the_start_wait_to_its_ti
     # Then the reason is recorded, and the wait keeps waiting
     assert ports.workflow.sent == []
     assert ports.jobs.get_job(JOB_ID).attempts[1].status_reason == reason
+
+
+def test_a_verdict_on_a_job_with_no_candidate_left_leaves_the_start_wait_to_its_stuck_after(ports):
+    # Given a job that accepts one GPU type only, its start wait parked
+    step = submitted(ports, instance_types=["g4dn.xlarge"])
+    assert len(step.selection.candidates) == 1
+    record_batch_event(event(ports, "RUNNABLE"), ports)
+    park(ports, WaitPhase.START, "tok-start", selection=step.selection)
+
+    # When Batch says it lacks capacity
+    record_batch_event(queue_blocked(ports, CAPACITY), ports)
+
+    # Then there is nowhere to fall back to: the wait keeps the time the request gave it (capacity may come back)
+    assert ports.workflow.sent == []
+    assert set(ports.jobs.get_job(JOB_ID).waits) == {WaitPhase.START}
 
 
 def test_the_runnable_entry_keeps_when_batch_gave_its_reason(ports):
