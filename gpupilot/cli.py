@@ -432,8 +432,8 @@ def _checked(response: ApiResponse) -> Any:
     )
 
 
-# While a job waits with no reason given, `--wait` asks for an explanation this often (a diagnosis reads the job,
-# its pool and its fleet: a few AWS calls).
+# While a job has waited this long with no reason given, `--wait` asks for an explanation, and again this often (a
+# diagnosis reads the job, its pool and its fleet: a few AWS calls; a job about to start needs none).
 EXPLAIN_EVERY_SECONDS = 10.0
 
 
@@ -453,7 +453,11 @@ def follow(
     explained_at: float | None = None
     while True:
         job = _checked(client.request("GET", f"/jobs/{job_id}"))
-        if _unexplained(job) and (explained_at is None or time.monotonic() - explained_at >= EXPLAIN_EVERY_SECONDS):
+        if not _unexplained(job):
+            explained_at = None
+        elif explained_at is None:
+            explained_at = time.monotonic()  # the wait without a reason starts: explain it once it lasts
+        elif time.monotonic() - explained_at >= EXPLAIN_EVERY_SECONDS:
             # Batch gives no reason: what --explain would say is the cause, as soon as the evidence shows it.
             job = _checked(client.request("GET", f"/jobs/{job_id}", query={"explain": "true"}))
             explained_at = time.monotonic()

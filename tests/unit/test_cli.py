@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from gpupilot import render
+from gpupilot import cli, render
 from gpupilot.cli import UsageError, build_parser, job_body, main
 from gpupilot.client import ApiClient, ApiResponse, ApiUnreachable
 from tests.unit.scripted_api import Answer, ScriptedApi, in_progress
@@ -547,19 +547,27 @@ def test_plain_status_of_a_running_job_asks_nothing_more(monkeypatch, capsys):
     assert asked == [None]
 
 
-def test_status_wait_shows_the_cause_the_evidence_gives_while_batch_gives_none(monkeypatch, capsys):
-    # Given a job that waits without a reason, then runs and succeeds
-    polls = [job_state("RUNNABLE", None, "SUBMITTED", "RUNNABLE"),
-             job_state("RUNNABLE", None, "SUBMITTED", "RUNNABLE") | {"explanation": EXPLAINED, "next_action": NEXT},
-             *POLLS[2:]]  # fmt: skip
-    polled(monkeypatch, polls)
+def test_status_wait_explains_a_wait_batch_gives_no_reason_for_once_it_lasts(monkeypatch, capsys):
+    # Given a job that waits without a reason (long enough to be explained), then runs and succeeds
+    monkeypatch.setattr(cli, "EXPLAIN_EVERY_SECONDS", 0.0)
+    monkeypatch.setattr("gpupilot.cli.time.sleep", lambda seconds: None)
+    waiting = job_state("RUNNABLE", None, "SUBMITTED", "RUNNABLE")
+    answers = iter([waiting, waiting, waiting | {"explanation": EXPLAINED, "next_action": NEXT}, *POLLS[2:]])
+    asked: list[dict | None] = []
+
+    def request(self, method, path, body=None, query=None, **kwargs):
+        asked.append(query)
+        return ApiResponse(200, next(answers))
+
+    monkeypatch.setattr(ApiClient, "request", request)
 
     # When following it
     assert main(["status", "--wait", "j1"]) == 0
 
-    # Then the progress says the explanation's cause and the next action
+    # Then it asked for an explanation on the second poll of the wait, and the progress says its cause and next action
+    assert asked[:3] == [None, None, {"explain": "true"}]
     err = capsys.readouterr().err.splitlines()
-    assert err[0].endswith(
+    assert err[1].endswith(
         f"waiting: ECS_AGENT_NOT_REGISTERED: {EXPLAINED['reason']}; falls back to g6.xlarge (on-demand) at 12:41:07 "
         "UTC unless it starts"
     )
