@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from functions.shared.domain.diagnosis import Diagnosis
 from functions.shared.domain.next_action import NextAction, next_action, with_next_action
-from functions.shared.domain.recommendations import UNREGISTERED_RECOMMENDATION
+from functions.shared.domain.recommendations import INVALID_RECOMMENDATION, UNREGISTERED_RECOMMENDATION
 from functions.shared.domain.records import AttemptRecord, JobRecord, NextCandidate, Wait
 from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.views import job_view
@@ -78,10 +80,11 @@ def test_the_view_of_a_waiting_job_carries_its_next_action():
     assert job_view(waiting(CAPACITY)).next_action == next_action(waiting(CAPACITY))
 
 
-def test_a_recommendation_never_promises_a_fallback_meanwhile_without_its_time():
+@pytest.mark.parametrize("recommendation", [UNREGISTERED_RECOMMENDATION, INVALID_RECOMMENDATION])
+def test_a_recommendation_never_promises_a_fallback_meanwhile_without_its_time(recommendation: str):
     # Given a diagnosis whose recommendation says GPU Pilot falls back "meanwhile"
     diagnosis = Diagnosis(
-        category=DiagnosisCategory.ECS_AGENT_NOT_REGISTERED, reason="r", recommendation=UNREGISTERED_RECOMMENDATION
+        category=DiagnosisCategory.ECS_AGENT_NOT_REGISTERED, reason="r", recommendation=recommendation
     )
 
     # When it is shown with the next action

@@ -3,6 +3,7 @@ of its start wait (stuck_after_minutes), unless it starts first. Pure."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 from pydantic import Field
@@ -13,6 +14,9 @@ from functions.shared.domain.memory import clock_minute
 from functions.shared.domain.model import DomainModel
 from functions.shared.domain.records import JobRecord, NextCandidate
 from functions.shared.domain.vocabulary import DiagnosisCategory, NextStep, WaitPhase
+
+# The undated promise some recommendations end with ("GPU Pilot falls back [to the next GPU type] meanwhile.").
+MEANWHILE = re.compile(r"\s*GPU Pilot falls back[^.]*meanwhile\.")
 
 
 class NextAction(DomainModel):
@@ -67,5 +71,5 @@ def with_next_action(diagnosis: Diagnosis, action: NextAction | None) -> Diagnos
     that may be minutes away."""
     if action is None:
         return diagnosis
-    recommendation = diagnosis.recommendation.replace(" GPU Pilot falls back meanwhile.", "").rstrip()
+    recommendation = MEANWHILE.sub("", diagnosis.recommendation).rstrip()
     return diagnosis.model_copy(update={"recommendation": f"{recommendation} GPU Pilot {action.words()}."})
