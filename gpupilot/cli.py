@@ -435,6 +435,11 @@ def _checked(response: ApiResponse) -> Any:
     )
 
 
+# While a job has waited this long with no reason given, `--wait` asks for an explanation, and again this often (a
+# diagnosis reads the job, its pool and its fleet: a few AWS calls; a job about to start needs none).
+EXPLAIN_EVERY_SECONDS = 10.0
+
+
 def follow(
     client: ApiClient,
     job_id: str,
@@ -448,14 +453,24 @@ def follow(
     seen = 0
     reason = None
     started = time.monotonic()
+    explained_at: float | None = None
     while True:
         job = _checked(client.request("GET", f"/jobs/{job_id}"))
+        if not _unexplained(job):
+            explained_at = None
+        elif explained_at is None:
+            explained_at = time.monotonic()  # the wait without a reason starts: explain it once it lasts
+        elif time.monotonic() - explained_at >= EXPLAIN_EVERY_SECONDS:
+            # Batch gives no reason: what --explain would say is the cause, as soon as the evidence shows it.
+            job = _checked(client.request("GET", f"/jobs/{job_id}", query={"explain": "true"}))
+            explained_at = time.monotonic()
         for entry in job["timeline"][seen:]:
             out(render.progress_line(entry, job))
         seen = len(job["timeline"])
-        if job.get("reason") and job["reason"] != reason:
-            out(render.reason_line(job["reason"], time.monotonic() - started))
-        reason = job.get("reason")
+        said = render.waiting_reason(job)
+        if said and said != reason:
+            out(render.reason_line(said, time.monotonic() - started, render.next_action(job)))
+        reason = said
         if on_poll is not None:
             on_poll(job, time.monotonic() - started)
         if job["status"] in FINISHED:
@@ -463,6 +478,11 @@ def follow(
         if limit_seconds and time.monotonic() - started > limit_seconds:
             raise ServiceError(f"job {job_id} still {job['status']} after {limit_seconds:.0f} s")
         time.sleep(poll_seconds)
+
+
+def _unexplained(job: dict[str, Any]) -> bool:
+    """A job waiting for its GPU with no reason given (Batch's words, or a diagnosis): one an explanation helps."""
+    return job["status"] == "RUNNABLE" and not job.get("reason")
 
 
 def wait_for_sweep(client: ApiClient, sweep_id: str, limit_seconds: float, poll_seconds: float = 0.5) -> dict[str, Any]:
@@ -515,6 +535,9 @@ def run(args: argparse.Namespace) -> int:
             job = follow_with_progress(client, args.job_id, args)
         else:
             job = _checked(client.request("GET", job_path, query={"explain": "true"} if args.explain else None))
+            if not args.json and not args.explain and _unexplained(job):
+                # Batch gives no reason: show the cause the evidence shows now (what --explain says).
+                job = _checked(client.request("GET", job_path, query={"explain": "true"}))
         emit(json.dumps(job, indent=2) if args.json else render.job_summary(job))
         if args.wait:
             return EXIT_OK if job["status"] == "SUCCEEDED" else EXIT_JOB_FAILED

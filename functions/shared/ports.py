@@ -14,6 +14,8 @@ from functions.shared.ports_pools import BatchPools, PoolStates
 
 if TYPE_CHECKING:  # annotations only: a handler imports the domain modules it uses, not all of them
     from functions.shared.domain.batch import BatchJobState, ContainerInstanceState, FleetState
+    from functions.shared.domain.fleet import RunningInstances
+    from functions.shared.domain.memory import UnavailableOffering
     from functions.shared.domain.records import AttemptRecord, JobRecord, Wait
     from functions.shared.domain.requests import JobRequest
     from functions.shared.domain.settings import Settings
@@ -71,18 +73,24 @@ class JobStore(Protocol):
         number: int,
         fields: dict[str, Any],
         if_missing: dict[str, Any] | None = None,
-        timeline_reason: tuple[int, str] | None = None,
+        timeline_reason: tuple[int, str, str] | None = None,
     ) -> JobRecord | None:
         """Set AttemptRecord fields; with `batch_status`, only if it moves the attempt forward. None: stale.
-        `timeline_reason` (index, reason) sets that timeline entry's reason in the same write."""
+        `timeline_reason` (index, reason, when it was learnt) sets that timeline entry's reason in the same write."""
         ...
 
     def note_reason(
-        self, job_id: str, number: int, status: BatchStatus, reason: str, timeline_index: int | None = None
+        self,
+        job_id: str,
+        number: int,
+        status: BatchStatus,
+        reason: str,
+        timeline_index: int | None = None,
+        at: str | None = None,
     ) -> bool:
         """Set the attempt's status_reason while its Batch status is still `status` (Batch's reason for a
         RUNNABLE job changes without its status changing), and the reason of timeline entry `timeline_index`
-        (the one that status added) in the same write; False when the attempt moved on."""
+        (the one that status added, learnt `at`) in the same write; False when the attempt moved on."""
         ...
 
     def store_wait(self, job_id: str, phase: WaitPhase, wait: Wait) -> JobRecord: ...
@@ -99,9 +107,13 @@ class JobStore(Protocol):
 class OfferingMemory(Protocol):
     """Offerings (`capacity:type:zone`) remembered as unavailable, with a TTL, across executions."""
 
-    def remember_unavailable(self, key: str, reason: str, ttl_seconds: int) -> None: ...
+    def remember_unavailable(self, key: str, memory: UnavailableOffering) -> None:
+        """Leave the offering out of selection until `memory.expires_at`, with its category and cause."""
+        ...
 
-    def unavailable_offerings(self) -> set[str]: ...
+    def unavailable_offerings(self) -> dict[str, UnavailableOffering]:
+        """Every offering remembered and not yet expired, with why."""
+        ...
 
 
 class WasteLedger(Protocol):
@@ -169,8 +181,8 @@ class Fleet(Protocol):
         """pool -> its fleet (pools given with their cluster ARN, None when there is none yet)."""
         ...
 
-    def running_types(self, spot: bool) -> dict[str, int]:
-        """instance type -> how many of the account's instances of it run (spot ones, or on-demand ones)."""
+    def running_instances(self, spot: bool) -> list[RunningInstances]:
+        """The account's pending and running instances (spot ones, or on-demand ones), by type and GPU Pilot pool."""
         ...
 
     def terminate_instances(self, instance_ids: list[str]) -> None: ...

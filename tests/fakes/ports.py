@@ -18,9 +18,11 @@ from functions.shared.domain.batch import (
     JobQueueState,
 )
 from functions.shared.domain.catalog import GpuType
+from functions.shared.domain.clock import now_iso
 from functions.shared.domain.cost import PriceQuote
 from functions.shared.domain.errors import SignalUnavailable, SweepNotFound
-from functions.shared.domain.fleet import QUOTA_NAMES, QuotaState
+from functions.shared.domain.fleet import QUOTA_NAMES, QuotaState, RunningInstances
+from functions.shared.domain.memory import UnavailableOffering
 from functions.shared.domain.pool_health import USE_FIELDS, PoolState
 from functions.shared.domain.pools import GONE, generation_of
 from functions.shared.domain.selection import AvailabilitySnapshot
@@ -37,13 +39,14 @@ ZONES = ["us-east-1a", "us-east-1b"]
 
 class FakeOfferingMemory:
     def __init__(self) -> None:
-        self.remembered: dict[str, tuple[str, float]] = {}
+        self.remembered: dict[str, UnavailableOffering] = {}
 
-    def remember_unavailable(self, key: str, reason: str, ttl_seconds: int) -> None:
-        self.remembered[key] = (reason, time.time() + ttl_seconds)
+    def remember_unavailable(self, key: str, memory: UnavailableOffering) -> None:
+        self.remembered[key] = memory
 
-    def unavailable_offerings(self) -> set[str]:
-        return {key for key, (_, expires) in self.remembered.items() if expires > time.time()}
+    def unavailable_offerings(self) -> dict[str, UnavailableOffering]:
+        now = now_iso()
+        return {key: memory for key, memory in self.remembered.items() if memory.expires_at > now}
 
 
 class FakePoolStates:
@@ -329,11 +332,14 @@ class FakeFleet:
     terminated: list[str] = field(default_factory=list)
     deregistered: list[str] = field(default_factory=list)
 
-    def running_types(self, spot: bool) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for instance in (i for instances in self.by_pool.values() for i in instances if i.alive):
-            counts[instance.instance_type] = counts.get(instance.instance_type, 0) + 1
-        return counts
+    def running_instances(self, spot: bool) -> list[RunningInstances]:
+        counts: dict[tuple[str, str], int] = {}
+        for pool, instances in self.by_pool.items():
+            for instance in instances:
+                if instance.alive and instance.spot == spot:
+                    key = (instance.instance_type, pool)
+                    counts[key] = counts.get(key, 0) + 1
+        return [RunningInstances(instance_type=t, pool=pool, count=n) for (t, pool), n in sorted(counts.items())]
 
     def terminate_instances(self, instance_ids: list[str]) -> None:
         self.terminated += instance_ids

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpupilot.render import costs, job_summary
+from gpupilot.render import costs, job_summary, status_line
 
 
 def job(**overrides: Any) -> dict[str, Any]:
@@ -103,6 +103,43 @@ def test_summary_shows_each_attempts_diagnosis():
 
     # Then
     assert line(summary, "diagnosis g6.xlarge").endswith("INSUFFICIENT_CAPACITY: AWS Batch says: CAPACITY:...")
+
+
+def test_summary_of_a_waiting_job_says_why_and_what_happens_next_and_when():
+    # Given a job waiting on Batch's capacity verdict, its fallback due at 12:41:07
+    waiting = job(
+        status="RUNNABLE",
+        cost=None,
+        reason="CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY",
+        next_action={"action": "fall_back", "at": "2026-11-22T12:41:07.250Z",
+                     "candidate": {"instance_type": "g6.xlarge", "capacity": "on-demand"}},
+    )  # fmt: skip
+
+    # When / Then
+    summary = job_summary(waiting)
+    assert line(summary, "waiting").endswith("CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY")
+    assert line(summary, "next").endswith("falls back to g6.xlarge (on-demand) at 12:41:07 UTC unless it starts")
+
+
+def test_the_progress_line_of_a_waiting_job_says_when_it_gives_up_when_no_candidate_is_left():
+    waiting = job(status="RUNNABLE", reason="r", next_action={"action": "give_up", "at": "2026-11-22T12:41:07.250Z"})
+    assert status_line(waiting, 65).endswith("waiting: r; gives up at 12:41:07 UTC unless it starts")
+
+
+def test_summary_shows_each_attempt_priced_with_batchs_words_for_each_reclaimed_host():
+    # Given a spot attempt EC2 reclaimed, then an on-demand attempt that succeeded, both priced
+    reclaimed = job()["attempts"][0] | {
+        "instance_type": "g6.xlarge", "capacity": "spot", "status": "FAILED",
+        "host_terminations": ["Host EC2 (instance i-0abc) terminated."],
+        "cost": {"usd": 0.0012, "hourly_usd": 0.35, "runtime_seconds": 12.0, "gpu_share": 1.0, "pricing": "spot"},
+    }  # fmt: skip
+    summary = job_summary(job(attempts=[reclaimed, *job()["attempts"]]))
+
+    # Then the first attempt's line names its capacity, its end, its cost and the host's termination
+    assert line(summary, "attempt 1").split(None, 2)[2] == (
+        "g6.xlarge spot  FAILED  $0.001200 ($0.35/h x 12.0 s)  Host EC2 (instance i-0abc) terminated."
+    )
+    assert line(summary, "attempt 2").split(None, 2)[2].startswith("g5.12xlarge on-demand  SUCCEEDED")
 
 
 def test_the_plan_table_shows_price_capacity_score_why_and_warnings():

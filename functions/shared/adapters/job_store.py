@@ -158,11 +158,11 @@ class DynamoJobStore(JobLists):
         number: int,
         fields: dict[str, Any],
         if_missing: dict[str, Any] | None = None,
-        timeline_reason: tuple[int, str] | None = None,
+        timeline_reason: tuple[int, str, str] | None = None,
     ) -> JobRecord | None:
         """Set fields on an attempt; with a `batch_status`, only if it moves the attempt forward.
-        `if_missing` fields are set only where the attempt has none yet; `timeline_reason` (index, reason)
-        explains that timeline entry (entries are only ever appended). None when stale or duplicate."""
+        `if_missing` fields are set only where the attempt has none yet; `timeline_reason` (index, reason, when it
+        was learnt) explains that timeline entry (entries are only ever appended). None when stale or duplicate."""
         unknown = (set(fields) | set(if_missing or {})) - set(AttemptRecord.model_fields)
         if unknown:
             raise ValueError(f"not attempt fields: {sorted(unknown)}")
@@ -187,8 +187,9 @@ class DynamoJobStore(JobLists):
             values[f":f{index}"] = serialize(value)
             sets.append(f"attempts.#n.#f{index} = :f{index}")
         if timeline_reason is not None:
-            values[":why"] = serialize(timeline_reason[1])
-            sets.append(f"timeline[{int(timeline_reason[0])}].reason = :why")
+            index, why, learnt = timeline_reason
+            values |= {":why": serialize(why), ":learnt": serialize(learnt)}
+            sets.append(f"timeline[{int(index)}].reason = :why, timeline[{int(index)}].reason_at = :learnt")
         response = self._update(
             job_id,
             UpdateExpression="SET " + ", ".join(sets),
@@ -200,21 +201,31 @@ class DynamoJobStore(JobLists):
         return record_of(response["Attributes"]) if response else None
 
     def note_reason(
-        self, job_id: str, number: int, status: BatchStatus, reason: str, timeline_index: int | None = None
+        self,
+        job_id: str,
+        number: int,
+        status: BatchStatus,
+        reason: str,
+        timeline_index: int | None = None,
+        at: str | None = None,
     ) -> bool:
-        """Set the attempt's status_reason while its Batch status is still `status` (and that timeline entry's)."""
-        timeline = f", timeline[{int(timeline_index)}].reason = :reason" if timeline_index is not None else ""
+        """Set the attempt's status_reason while its Batch status is still `status` (and that timeline entry's,
+        learnt `at`)."""
+        now = now_iso()
+        timeline = ""
+        if timeline_index is not None:
+            entry = f"timeline[{int(timeline_index)}]"
+            timeline = f", {entry}.reason = :reason, {entry}.reason_at = :learnt"
+        values = {":reason": serialize(reason), ":status": serialize(status), ":now": serialize(now)}
+        if timeline_index is not None:
+            values[":learnt"] = serialize(at or now)
         return (
             self._update(
                 job_id,
                 UpdateExpression=f"SET attempts.#n.status_reason = :reason, updated_at = :now{timeline}",
                 ConditionExpression="attempts.#n.batch_status = :status",
                 ExpressionAttributeNames={"#n": str(number)},
-                ExpressionAttributeValues={
-                    ":reason": serialize(reason),
-                    ":status": serialize(status),
-                    ":now": serialize(now_iso()),
-                },
+                ExpressionAttributeValues=values,
             )
             is not None
         )

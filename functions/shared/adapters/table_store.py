@@ -3,8 +3,10 @@ health sweeps' reports."""
 
 from __future__ import annotations
 
+import math
 import time
 import zlib
+from datetime import UTC, datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -13,10 +15,12 @@ from functions.shared import constants as c
 from functions.shared.adapters.base import ClientAdapter
 from functions.shared.adapters.dynamodb_codec import deserialize_item, serialize
 from functions.shared.adapters.job_store import is_conditional_failure
+from functions.shared.domain.clock import iso, parse_iso
 from functions.shared.domain.errors import SweepNotFound
+from functions.shared.domain.memory import UnavailableOffering
 from functions.shared.domain.shares import Occupant, SharedInstance, occupy
 from functions.shared.domain.views import HealthReport
-from functions.shared.domain.vocabulary import SweepStatus
+from functions.shared.domain.vocabulary import DiagnosisCategory, SweepStatus
 from functions.shared.domain.waste import InstanceWaste, WasteEntry, charge
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
@@ -54,20 +58,23 @@ class _Table(ClientAdapter):
 
 
 class DynamoOfferingMemory(_Table):
-    """Implements ports.OfferingMemory: one item per offering, deleted by DynamoDB's TTL."""
+    """Implements ports.OfferingMemory: one item per offering (its category, cause and time), deleted by DynamoDB's
+    TTL."""
 
-    def remember_unavailable(self, key: str, reason: str, ttl_seconds: int) -> None:
+    def remember_unavailable(self, key: str, memory: UnavailableOffering) -> None:
         self._put(
             {
                 c.TABLE_PK: {"S": OFFERINGS_PARTITION},
                 c.TABLE_SK: {"S": key},
-                "reason": {"S": reason},
-                c.TTL_ATTRIBUTE: {"N": str(int(time.time()) + ttl_seconds)},
+                "reason": {"S": memory.category.value},
+                "cause": {"S": memory.cause},
+                "at": {"S": memory.at},
+                c.TTL_ATTRIBUTE: {"N": str(math.ceil(parse_iso(memory.expires_at).timestamp()))},
             }
         )
 
-    def unavailable_offerings(self) -> set[str]:
-        """Offerings remembered and not yet expired (TTL deletion lags by hours, so filter)."""
+    def unavailable_offerings(self) -> dict[str, UnavailableOffering]:
+        """Offerings remembered and not yet expired (TTL deletion lags by hours, so filter), with why."""
         pages = self._aws.get_paginator("query").paginate(
             TableName=self._table,
             KeyConditionExpression="#pk = :p",
@@ -75,7 +82,17 @@ class DynamoOfferingMemory(_Table):
             ExpressionAttributeNames={"#pk": c.TABLE_PK, "#ttl": c.TTL_ATTRIBUTE},
             ExpressionAttributeValues={":p": {"S": OFFERINGS_PARTITION}, ":now": {"N": str(int(time.time()))}},
         )
-        return {item[c.TABLE_SK]["S"] for page in pages for item in page.get("Items", [])}
+        return {item[c.TABLE_SK]["S"]: _remembered(item) for page in pages for item in page.get("Items", [])}
+
+
+def _remembered(item: dict[str, Any]) -> UnavailableOffering:
+    """A stored memory; one written before causes were kept says its category only."""
+    expires_at = iso(datetime.fromtimestamp(int(item[c.TTL_ATTRIBUTE]["N"]), tz=UTC))
+    category = DiagnosisCategory(item["reason"]["S"])
+    cause = item["cause"]["S"] if "cause" in item else category.value
+    return UnavailableOffering(
+        category=category, cause=cause, at=item["at"]["S"] if "at" in item else expires_at, expires_at=expires_at
+    )
 
 
 class DynamoWasteLedger(_Table):

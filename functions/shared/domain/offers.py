@@ -9,6 +9,7 @@ from pydantic import Field
 from functions.shared.domain.catalog import GpuType
 from functions.shared.domain.cost import PriceQuote
 from functions.shared.domain.fleet import QuotaState
+from functions.shared.domain.memory import UnavailableOffering
 from functions.shared.domain.model import DomainModel
 from functions.shared.domain.vocabulary import CapacityType, MarketSignal
 
@@ -19,6 +20,9 @@ class AvailabilitySnapshot(DomainModel):
     zones: list[str]
     offered: dict[str, list[str]] = Field(description="instance type -> zones that offer it")
     unavailable: set[str] = Field(default_factory=set, description="'capacity:type:zone' remembered as unavailable")
+    remembered: dict[str, UnavailableOffering] = Field(
+        default_factory=dict, description="Why each offering of `unavailable` was remembered, and until when"
+    )
 
 
 class SignalGap(DomainModel):

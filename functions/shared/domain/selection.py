@@ -13,6 +13,7 @@ from functions.shared.domain.catalog import GpuType
 from functions.shared.domain.cost import PriceQuote, cheapest
 from functions.shared.domain.fit import HOST_MEMORY_RESERVE, filter_problem, fit_problem, fits, type_problem
 from functions.shared.domain.fleet import QuotaState, vcpu_quota_code
+from functions.shared.domain.memory import rejection_reason
 from functions.shared.domain.offers import (
     AvailabilitySnapshot,
     Candidate,
@@ -180,7 +181,8 @@ def _offering(
     instance_type, availability, market = gpu.instance_type, signals.availability, signals.market
     zones = [z for z in offered_zones if offering_key(capacity, instance_type, z) not in availability.unavailable]
     if not zones:
-        reason = f"{capacity.value} capacity recently unavailable in {', '.join(offered_zones)}"
+        keys = {z: offering_key(capacity, instance_type, z) for z in offered_zones}
+        reason = rejection_reason(capacity.value, {z: availability.remembered.get(key) for z, key in keys.items()})
         quote = _price(capacity, instance_type, offered_zones, signals)
         blocked = _blocked(gpu, capacity, "memory", quote)
         return _reject(BLOCKED, instance_type, reason, "capacity", _price_order(quote)), blocked

@@ -47,7 +47,10 @@ def _signals(request: JobRequest, ports: Ports) -> Signals:
     unknown = [m for m in request.gpu_models or [] if m.lower() not in {k.lower() for k in known_models}]
     if unknown:
         raise RequestRefused("gpu_models", f"unknown GPU model {', '.join(unknown)}; known: {', '.join(known_models)}")
-    snapshot = ports.availability.snapshot(sorted(gpu_types), ports.offerings.unavailable_offerings())
+    # A request may retry on purpose what the memory of unavailable offerings would leave out.
+    remembered = {} if request.ignore_unavailable else ports.offerings.unavailable_offerings()
+    snapshot = ports.availability.snapshot(sorted(gpu_types), set(remembered))
+    snapshot.remembered = remembered
     outside = [z for z in request.zones or [] if z not in snapshot.zones]
     if outside:
         deployed = ", ".join(snapshot.zones) or "none"
