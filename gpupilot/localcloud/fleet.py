@@ -44,6 +44,10 @@ MAX_RESOURCE = (
 )
 INVALID_ENVIRONMENT = "ACTION_REQUIRED - CE(s) associated with the job queue are invalid."
 HOST_TERMINATED = "Host EC2 (instance {}) terminated."
+JOB_STATE_CHANGE = "Batch Job State Change"
+# Batch's event for the RUNNABLE job at the head of a queue that it says why it cannot start ("Job queue blocked
+# events"); its detail is the job as DescribeJobs shows it, statusReason included.
+QUEUE_BLOCKED = "Batch Job Queue Blocked"
 AMI = "ami-03cf127a"
 EventSink = Callable[[dict[str, Any]], None]
 
@@ -57,7 +61,6 @@ class Timeline:
     boot: float = 0.4
     disconnect_after: float = 0.3
     idle: float = 5.0
-    max_attempts: int = 3
 
 
 @dataclass
@@ -102,6 +105,31 @@ class SimJob:
     instance: SimInstance | None = None
     ends_at: float = 0.0
     runs: int = 0
+    # The reason a queue-blocked event was last sent for (one per reason, as the job heads its queue).
+    blocked_for: str | None = None
+
+
+def _glob(pattern: str, value: str) -> bool:
+    """Batch's evaluateOnExit patterns: exact, or a prefix when they end with `*`."""
+    return value.startswith(pattern[:-1]) if pattern.endswith("*") else value == pattern
+
+
+def retried(job: Any, status_reason: str, runs: int, reason: str = "", exit_code: int | None = None) -> bool:
+    """Whether Batch moves the job back to RUNNABLE after an attempt that ended so: its definition's retryStrategy
+    (attempts, default 1; the first evaluateOnExit entry whose conditions all match decides, and none matching
+    retries)."""
+    strategy = job.job_definition.retry_strategy or {}
+    if runs >= int(strategy.get("attempts") or 1):
+        return False
+    said = {
+        "onStatusReason": status_reason,
+        "onReason": reason,
+        "onExitCode": "" if exit_code is None else str(exit_code),
+    }
+    for rule in strategy.get("evaluateOnExit") or []:
+        if all(_glob(str(rule[key]), value) for key, value in said.items() if key in rule):
+            return str(rule.get("action", "")).lower() == "retry"
+    return True
 
 
 def requirements_of(job: Any) -> dict[str, int]:
@@ -216,15 +244,15 @@ class FleetSimulator:
         types = list(resources.get("instanceTypes") or [])
         status, _ = self._status_of(environment.arn, types)
         if status == "INVALID":
-            return self._reason(sim.job, INVALID_ENVIRONMENT)
+            return self._reason(sim, INVALID_ENVIRONMENT)
         if status != "VALID":
             return
         if sim.needs["VCPU"] > int(resources.get("maxvCpus") or 0):
-            return self._reason(sim.job, MAX_RESOURCE)
+            return self._reason(sim, MAX_RESOURCE)
         shapes = {t: self._shape(t) for t in types}
         fitting = [t for t, shape in shapes.items() if shape and _fits(shape, sim.needs)]
         if not fitting:
-            return self._reason(sim.job, JOB_RESOURCE_REQUIREMENT)
+            return self._reason(sim, JOB_RESOURCE_REQUIREMENT)
         fleet = self._instances.setdefault(environment.arn, [])
         placed = next((i for i in fleet if not i.terminated and i.usable and i.fits(sim.needs)), None)
         if placed is not None:
@@ -234,7 +262,7 @@ class FleetSimulator:
         spot = resources.get("type") == "SPOT"
         blocked = [t for t in fitting if self.world.capacity(t, spot) == "none"]
         if len(blocked) == len(fitting):
-            return self._reason(sim.job, INSUFFICIENT_CAPACITY.format(", ".join(blocked)))
+            return self._reason(sim, INSUFFICIENT_CAPACITY.format(", ".join(blocked)))
         self._launch(environment, [t for t in fitting if t not in blocked], fleet, now)
 
     def _launch(self, environment: Any, types: list[str], fleet: list[SimInstance], now: float) -> None:
@@ -321,20 +349,21 @@ class FleetSimulator:
 
     def _reclaim(self, instance: SimInstance, now: float) -> None:
         """The host goes (a spot interruption, or terminated through EC2): its jobs' attempts fail the way Batch
-        reports it, and are retried."""
+        reports it, and are retried as their job definition's retryStrategy says."""
         self._terminate(instance)
+        said = HOST_TERMINATED.format(instance.instance_id)
         for job_id in list(instance.jobs):
             sim = self._jobs[job_id]
             self._release(sim, now)
             job = sim.job
             job.job_stopped_at = datetime.now()
             job._stop_attempt()
-            job.latest_attempt["statusReason"] = HOST_TERMINATED.format(instance.instance_id)
-            if sim.runs >= self.timeline.max_attempts:
-                self._finish(sim, "FAILED", None, now, reason=HOST_TERMINATED.format(instance.instance_id))
-            else:
-                job.job_stopped_reason = HOST_TERMINATED.format(instance.instance_id)
+            job.latest_attempt["statusReason"] = said
+            if retried(job, said, sim.runs):
+                job.job_stopped_reason = said
                 self._set(job, "RUNNABLE")
+            else:
+                self._finish(sim, "FAILED", None, now, reason=said)
 
     def _terminated_elsewhere(self, instance: SimInstance) -> bool:
         try:
@@ -457,27 +486,37 @@ class FleetSimulator:
         )
         return in_use + vcpus <= limit
 
-    def _reason(self, job: Any, reason: str) -> None:
-        """A RUNNABLE job's statusReason; Batch emits an event when it changes."""
-        if job.job_stopped_reason != reason:
-            job.job_stopped_reason = reason
-            self._emit(job)
+    def _reason(self, sim: SimJob, reason: str) -> None:
+        """Batch's reason for a RUNNABLE job that cannot start: DescribeJobs and ListJobs show it at once; no state
+        change event says it (the state did not change), a queue-blocked event does once the job heads its queue."""
+        sim.job.job_stopped_reason = reason
+        if sim.blocked_for != reason and self._heads_queue(sim):
+            sim.blocked_for = reason
+            self._emit(sim.job, QUEUE_BLOCKED, resources=[sim.job.arn, sim.job.job_queue.arn])
+
+    def _heads_queue(self, sim: SimJob) -> bool:
+        """Whether the job is the first RUNNABLE job of its queue (by submission: the queues are first in, first
+        out)."""
+        queue_arn = sim.job.job_queue.arn
+        head = next((s for s in self._jobs.values() if s.job.status == "RUNNABLE" and s.job.job_queue.arn == queue_arn),
+                    None)  # fmt: skip
+        return head is sim
 
     def _set(self, job: Any, status: str) -> None:
         job.status = status
         self._emit(job)
 
-    def _emit(self, job: Any) -> None:
+    def _emit(self, job: Any, detail_type: str = JOB_STATE_CHANGE, resources: list[str] | None = None) -> None:
         self._events.put(
             {
                 "version": "0",
                 "id": str(uuid.uuid4()),
-                "detail-type": "Batch Job State Change",
+                "detail-type": detail_type,
                 "source": "aws.batch",
                 "account": self._account_id,
                 "time": datetime.now().astimezone().isoformat(timespec="seconds").replace("+00:00", "Z"),
                 "region": self.world.region,
-                "resources": [job.arn],
+                "resources": resources or [job.arn],
                 "detail": job.describe(),
             }
         )

@@ -116,6 +116,37 @@ def test_retry_strategy_retries_host_failures_and_the_preflight_exit_code_only()
     assert strategy["attempts"] > 1
 
 
+def spot_spec(**request_fields: Any) -> dict[str, Any]:
+    return job_definition_spec(
+        "0123456789abcdef0123",
+        job_request(capacity="spot-first", **request_fields),
+        candidate(capacity="spot"),
+        job_role_arn=DEFAULT_ROLE,
+        execution_role_arn=EXECUTION_ROLE,
+        region="eu-west-1",
+    )
+
+
+def test_a_spot_attempt_ends_at_its_first_reclaim_by_default_and_still_retries_a_broken_gpu():
+    # Given / When: a spot attempt of a spot-first job, spot_reclaims_before_fallback left at 1
+    strategy = spot_spec()["retryStrategy"]
+
+    # Then a host reclaim ends the attempt (the job moves on to its next candidate), a failed preflight retries
+    rules = strategy["evaluateOnExit"]
+    assert rules[0] == {"onStatusReason": "Host EC2*", "action": "EXIT"}
+    assert {"onExitCode": str(PREFLIGHT_EXIT_CODE), "action": "RETRY"} in rules
+    assert strategy["attempts"] > 1
+
+
+def test_a_spot_attempt_allowed_more_reclaims_gets_that_many_batch_attempts():
+    # Given / When: a job that allows 3 reclaims before it falls back
+    strategy = spot_spec(spot_reclaims_before_fallback=3)["retryStrategy"]
+
+    # Then Batch retries a reclaim, and the attempt ends at the third
+    assert strategy["evaluateOnExit"][0] == {"onStatusReason": "Host EC2*", "action": "RETRY"}
+    assert strategy["attempts"] == 3
+
+
 def test_job_definition_is_named_after_the_request_and_tagged_with_the_job():
     # Given / When
     definition = spec(name="resnet-train")

@@ -121,31 +121,41 @@ class DynamoJobStore(JobBatches):
         number: int,
         fields: dict[str, Any],
         if_missing: dict[str, Any] | None = None,
-        timeline_reason: tuple[int, str] | None = None,
+        timeline_reason: tuple[int, str, str] | None = None,
     ) -> JobRecord | None:
         """Set fields on an attempt; with a `batch_status`, only if it moves the attempt forward.
-        `if_missing` fields are set only where the attempt has none yet; `timeline_reason` (index, reason)
-        explains that timeline entry (entries are only ever appended). None when stale or duplicate."""
+        `if_missing` fields are set only where the attempt has none yet; `timeline_reason` (index, reason, when it
+        was learnt) explains that timeline entry (entries are only ever appended). None when stale or duplicate."""
         update = attempt_update(number, fields, if_missing, timeline_reason)
         response = self._update(job_id, **update, ReturnValues="ALL_NEW")
         return record_of(response["Attributes"]) if response else None
 
     def note_reason(
-        self, job_id: str, number: int, status: BatchStatus, reason: str, timeline_index: int | None = None
+        self,
+        job_id: str,
+        number: int,
+        status: BatchStatus,
+        reason: str,
+        timeline_index: int | None = None,
+        at: str | None = None,
     ) -> bool:
-        """Set the attempt's status_reason while its Batch status is still `status` (and that timeline entry's)."""
-        timeline = f", timeline[{int(timeline_index)}].reason = :reason" if timeline_index is not None else ""
+        """Set the attempt's status_reason while its Batch status is still `status` (and that timeline entry's,
+        learnt `at`)."""
+        now = now_iso()
+        timeline = ""
+        if timeline_index is not None:
+            entry = f"timeline[{int(timeline_index)}]"
+            timeline = f", {entry}.reason = :reason, {entry}.reason_at = :learnt"
+        values = {":reason": serialize(reason), ":status": serialize(status), ":now": serialize(now)}
+        if timeline_index is not None:
+            values[":learnt"] = serialize(at or now)
         return (
             self._update(
                 job_id,
                 UpdateExpression=f"SET attempts.#n.status_reason = :reason, updated_at = :now{timeline}",
                 ConditionExpression="attempts.#n.batch_status = :status",
                 ExpressionAttributeNames={"#n": str(number)},
-                ExpressionAttributeValues={
-                    ":reason": serialize(reason),
-                    ":status": serialize(status),
-                    ":now": serialize(now_iso()),
-                },
+                ExpressionAttributeValues=values,
             )
             is not None
         )

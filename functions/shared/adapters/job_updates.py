@@ -62,7 +62,7 @@ def attempt_update(
     number: int,
     fields: dict[str, Any],
     if_missing: dict[str, Any] | None = None,
-    timeline_reason: tuple[int, str] | None = None,
+    timeline_reason: tuple[int, str, str] | None = None,
 ) -> dict[str, Any]:
     """An attempt's fields set (a Batch status only forward), `if_missing` ones only where unset."""
     unknown = (set(fields) | set(if_missing or {})) - set(AttemptRecord.model_fields)
@@ -89,8 +89,9 @@ def attempt_update(
         values[f":f{index}"] = serialize(value)
         sets.append(f"attempts.#n.#f{index} = :f{index}")
     if timeline_reason is not None:
-        values[":why"] = serialize(timeline_reason[1])
-        sets.append(f"timeline[{int(timeline_reason[0])}].reason = :why")
+        index, why, learnt = timeline_reason
+        values |= {":why": serialize(why), ":learnt": serialize(learnt)}
+        sets.append(f"timeline[{int(index)}].reason = :why, timeline[{int(index)}].reason_at = :learnt")
     return {
         "UpdateExpression": "SET " + ", ".join(sets),
         "ConditionExpression": condition,

@@ -6,8 +6,10 @@ import hashlib
 import math
 from typing import Any
 
+from functions.shared.domain.fit import HOST_MEMORY_RESERVE
 from functions.shared.domain.requests import JobRequest
-from functions.shared.domain.selection import HOST_MEMORY_RESERVE, Candidate
+from functions.shared.domain.selection import Candidate
+from functions.shared.domain.vocabulary import CapacityType
 
 NVIDIA_ENVIRONMENT = {"NVIDIA_DRIVER_CAPABILITIES": "compute,utility"}
 # Exit code of the GPU preflight: the host's GPU is broken, so retry the attempt on another host.
@@ -26,6 +28,37 @@ RETRY_STRATEGY = {
         {"onReason": "*", "action": "EXIT"},
     ],
 }
+
+
+def retry_strategy(capacity: CapacityType, reclaims_before_fallback: int = 1) -> dict[str, Any]:
+    """Batch's retries within an attempt. On-demand: a failed host or a failed GPU preflight is retried on another
+    host. Spot: the attempt ends at its `reclaims_before_fallback`-th reclaim (the job then goes to its next
+    candidate), so Batch's retries are not spent waiting for spot again in a market that took it back. Batch
+    counts every retry alike: at 1 a reclaim ends the attempt and a failed preflight is still retried; above 1
+    the attempt gets that many Batch attempts in all, whatever ended each."""
+    if capacity != CapacityType.SPOT:
+        return RETRY_STRATEGY
+    if reclaims_before_fallback <= 1:
+        on_host = {"onStatusReason": "Host EC2*", "action": "EXIT"}
+        attempts = RETRY_ATTEMPTS
+    else:
+        on_host = {"onStatusReason": "Host EC2*", "action": "RETRY"}
+        attempts = reclaims_before_fallback
+    return {
+        "attempts": attempts,
+        "evaluateOnExit": [
+            on_host,
+            {"onExitCode": str(PREFLIGHT_EXIT_CODE), "action": "RETRY"},
+            {"onReason": "*", "action": "EXIT"},
+        ],
+    }
+
+
+def batch_attempts(request: JobRequest) -> int:
+    """The most Batch attempts one attempt of the job may take (its finish wait covers them all)."""
+    return max(RETRY_ATTEMPTS, request.spot_reclaims_before_fallback)
+
+
 JOB_TAG = "gpupilot:job"
 ATTEMPT_TAG = "gpupilot:attempt"
 
@@ -94,7 +127,7 @@ def job_definition_spec(
         "type": "container",
         "containerProperties": container,
         "timeout": {"attemptDurationSeconds": max(60, request.timeout_minutes * 60)},
-        "retryStrategy": RETRY_STRATEGY,
+        "retryStrategy": retry_strategy(candidate.capacity, request.spot_reclaims_before_fallback),
         "propagateTags": True,
         "tags": {JOB_TAG: job_id},
     }

@@ -115,6 +115,10 @@ class DiagnosisCategory(StrEnum):
     POOL_NOT_READY = "POOL_NOT_READY"
     # A finding only: a pool being retired (outdated spec, idle, INVALID, or to make room), one step per sweep.
     POOL_RETIRING = "POOL_RETIRING"
+    # A diagnosis: the account's EC2 vCPU quota for the pool's instance family is held by running instances (other
+    # jobs', other pools', anyone's), so Batch cannot launch an instance for the job until some end (a normal
+    # scale-up otherwise); the evidence names the quota, what holds it, and how to raise it. Time cures it.
+    VCPU_QUOTA_REACHED = "VCPU_QUOTA_REACHED"
 
 
 # A finding's kind is a diagnosis category: the sweep and the workflow speak the same words.
@@ -133,6 +137,15 @@ class Remedy(StrEnum):
     FALL_BACK = "fall_back"
     KEEP_WAITING = "keep_waiting"
     GIVE_UP = "give_up"
+
+
+class NextStep(StrEnum):
+    """What the workflow does when a job's start wait ends without the job starting."""
+
+    FALL_BACK = "fall_back"
+    GIVE_UP = "give_up"
+    # The cause is not known to be one another GPU type cures yet: the workflow diagnoses it then.
+    DIAGNOSE = "diagnose"
 
 
 class WaitPhase(StrEnum):

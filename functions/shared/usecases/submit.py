@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from functions.shared import constants as c
 from functions.shared.domain.clock import now_iso, seconds_between
 from functions.shared.domain.errors import JobAlreadyExists, RequestRefused
-from functions.shared.domain.job_definitions import RETRY_ATTEMPTS
+from functions.shared.domain.job_definitions import batch_attempts
 from functions.shared.domain.records import JobRecord
 from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.settings import Settings
@@ -20,7 +20,7 @@ from functions.shared.domain.vocabulary import JobStatus
 from functions.shared.ports import Ports
 from functions.shared.usecases.select import check_plannable
 
-# Batch may run the job RETRY_ATTEMPTS times, each up to its timeout after an image pull.
+# Batch may run an attempt several times (job_definitions.batch_attempts), each up to its timeout after an image pull.
 FINISH_GRACE_SECONDS = 600
 # The job ids a keyed submit tries: the next one only after a submit under the previous failed before its workflow
 # started (or the key's window passed); past the last, a random id.
@@ -64,7 +64,7 @@ def execution_input(job_id: str, request: JobRequest, settings: Settings) -> Exe
             stuck_after_seconds=max(
                 1, round(min(request.stuck_after_minutes, request.give_up_after_minutes or 1e9) * 60)
             ),
-            finish_after_seconds=RETRY_ATTEMPTS * (request.timeout_minutes * 60 + FINISH_GRACE_SECONDS),
+            finish_after_seconds=batch_attempts(request) * (request.timeout_minutes * 60 + FINISH_GRACE_SECONDS),
             queue_poll_seconds=settings.queue_poll_seconds,
             provision_timeout_seconds=settings.provision_timeout_seconds,
         ),

@@ -16,7 +16,8 @@ from functions.shared.domain.records import ActiveJob, AttemptRecord, JobFinish
 from functions.shared.domain.vocabulary import BatchStatus, JobStatus
 from functions.shared.observability import logger
 from functions.shared.ports import Ports
-from functions.shared.usecases.track import replay_batch_events, resume
+from functions.shared.usecases.replay import replay_batch_events
+from functions.shared.usecases.track import resume
 
 LIVE_STATUSES = (BatchStatus.RUNNABLE, BatchStatus.STARTING, BatchStatus.RUNNING)
 VANISHED = "its Batch job {batch_job_id} is gone: DescribeJobs no longer knows it (Batch keeps finished jobs ~7 days)"
@@ -43,7 +44,7 @@ def sweep_jobs(queues: list[str], at: str, ports: Ports) -> SweptJobs:
     """List the queues' live jobs, then bring every unfinished record up to date with Batch.
 
     A record the listing shows as its attempt recorded it costs no call. The others cost calls by the hundred:
-    the records' missed events are replayed together (track.replay_batch_events), with the vanished jobs' ends."""
+    the records' missed events are replayed together (replay.replay_batch_events), with the vanished jobs' ends."""
     swept = SweptJobs(live=list_live_jobs(queues, ports))
     latest: dict[str, tuple[ActiveJob, AttemptRecord]] = {}
     for job in ports.jobs.active_jobs():

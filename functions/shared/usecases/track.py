@@ -7,30 +7,24 @@ when both do, the second `SendTaskSuccess` is refused by Step Functions and igno
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from functions.shared.domain.batch import BatchJobEvent
+from functions.shared.domain.clock import now_iso
+from functions.shared.domain.diagnosis import batch_verdict
 from functions.shared.domain.errors import JobNotFound
 from functions.shared.domain.lifecycle import job_status_for_batch, parse_batch_job_name, wait_satisfied
-from functions.shared.domain.records import (
-    ActiveJob,
-    AttemptRecord,
-    AttemptUpdate,
-    JobRecord,
-    JobWrite,
-    Wait,
-    WaitClear,
-)
+from functions.shared.domain.records import ActiveJob, AttemptRecord, AttemptUpdate, JobRecord, Wait, WaitClear
 from functions.shared.domain.steps import WaitInput, WaitResult
-from functions.shared.domain.vocabulary import AttemptStatus, BatchStatus, WaitPhase
-from functions.shared.observability import logger
+from functions.shared.domain.vocabulary import AttemptStatus, BatchStatus, DiagnosisCategory, WaitPhase
 from functions.shared.ports import Ports
-from functions.shared.usecases.costing import record_attempt_cost, unpriced_cost
+from functions.shared.usecases.costing import record_attempt_cost
 
 
-def wait_result(attempt: AttemptRecord) -> WaitResult:
-    """The resumed wait's output, from the attempt as the record holds it."""
+def wait_result(
+    attempt: AttemptRecord, phase: WaitPhase = WaitPhase.FINISH, verdict: DiagnosisCategory | None = None
+) -> WaitResult:
+    """The resumed wait's output, from the attempt as the record holds it (and the verdict that resumed it)."""
     assert attempt.batch_status is not None
     return WaitResult(
         status=attempt.batch_status,
@@ -40,36 +34,66 @@ def wait_result(attempt: AttemptRecord) -> WaitResult:
         stopped_at=attempt.stopped_at,
         status_reason=attempt.status_reason,
         runtime_seconds=attempt.runtime_seconds,
+        verdict=verdict,
+        reclaimed=phase == WaitPhase.FINISH and attempt.reclaimed,
     )
+
+
+def pending_verdict(attempt: AttemptRecord, wait: Wait) -> DiagnosisCategory | None:
+    """Batch's verdict on a waiting attempt (see diagnosis.batch_verdict) that the start wait can act on now: it has
+    not resumed the wait yet, and the job has a next candidate to fall back to (with none, the wait keeps its
+    stuck_after: capacity may come back)."""
+    if attempt.batch_status is None or attempt.batch_status.started or attempt.verdict == attempt.status_reason:
+        return None
+    return batch_verdict(attempt.status_reason) if wait.next_candidate is not None else None
 
 
 def resume(record: JobRecord | ActiveJob, ports: Ports) -> list[WaitPhase]:
-    """Send every satisfied wait's token, then forget the spent tokens (ours, or spent already)."""
-    resumed, spent = _send_satisfied(record, ports)
-    for clear in spent:
-        ports.jobs.clear_wait(clear.job_id, clear.phase, clear.token)
+    """Send every satisfied wait's token, then forget the spent tokens (ours, or spent already). A start wait is
+    also satisfied by Batch's verdict: the workflow then diagnoses at once (a verdict resumes a wait once)."""
+    resumed, writes = send_satisfied(record, ports)
+    for write in writes:
+        if isinstance(write, WaitClear):
+            ports.jobs.clear_wait(write.job_id, write.phase, write.token)
+        else:
+            ports.jobs.update_attempt(write.job_id, write.number, write.fields)
     return resumed
 
 
-def _send_satisfied(record: JobRecord | ActiveJob, ports: Ports) -> tuple[list[WaitPhase], list[WaitClear]]:
-    """Send every satisfied wait's token: the waits it resumed, and the tokens now spent (ours, or spent already)."""
+def send_satisfied(
+    record: JobRecord | ActiveJob, ports: Ports
+) -> tuple[list[WaitPhase], list[AttemptUpdate | WaitClear]]:
+    """Send every satisfied wait's token: the waits it resumed, and the writes that follow the sends, in order (the
+    verdicts that resumed a wait, the tokens now spent: ours, or spent already)."""
     resumed: list[WaitPhase] = []
-    spent: list[WaitClear] = []
+    writes: list[AttemptUpdate | WaitClear] = []
     for phase, wait in list(record.waits.items()):
         attempt = record.attempts.get(wait.attempt)
-        if attempt is None or not wait_satisfied(phase, attempt.batch_status):
+        if attempt is None:
             continue
-        if ports.workflow.send_task_success(wait.token, wait_result(attempt).model_dump_json()):
+        verdict = pending_verdict(attempt, wait) if phase == WaitPhase.START else None
+        if not wait_satisfied(phase, attempt.batch_status) and verdict is None:
+            continue
+        if ports.workflow.send_task_success(wait.token, wait_result(attempt, phase, verdict).model_dump_json()):
             resumed.append(phase)
-        spent.append(WaitClear(record.job_id, phase, wait.token))
-    return resumed, spent
+        if verdict is not None:
+            # Written after the token is sent, so a failed send is retried by the next event or the sweep.
+            writes.append(AttemptUpdate(record.job_id, wait.attempt, {"verdict": attempt.status_reason}))
+        writes.append(WaitClear(record.job_id, phase, wait.token))
+    return resumed, writes
 
 
 def park_wait(payload: WaitInput, ports: Ports) -> list[WaitPhase]:
-    """WaitForJobToStart/ToFinish: store the token, then resume at once if the event came first."""
-    record = ports.jobs.store_wait(
-        payload.job_id, payload.phase, Wait(attempt=payload.attempt, token=payload.task_token)
+    """WaitForJobToStart/ToFinish: store the token (and until when the workflow waits, and what it tries next),
+    then resume at once if the event came first."""
+    wait = Wait(
+        attempt=payload.attempt,
+        token=payload.task_token,
+        since=now_iso(),
+        timeout_seconds=payload.timeout_seconds,
+        next_candidate=payload.next_candidate(),
     )
+    record = ports.jobs.store_wait(payload.job_id, payload.phase, wait)
     return resume(record, ports)
 
 
@@ -87,68 +111,15 @@ def record_batch_event(event: BatchJobEvent, ports: Ports) -> dict[str, Any]:
             record = ports.jobs.get_job(job_id)
         except JobNotFound:
             return {"ignored": "not a job of this deployment", "job_id": job_id}
-        ignored = _catch_up(event, number, record, ports)
-        if ignored is not None:
-            return ignored
-        return {"ignored": "stale or duplicate event", "job_id": job_id, "resumed": resume(record, ports)}
-    _advance_recorded(event, number, record, ports)
+        answer = catch_up(event, number, record, ports)
+        if "resumed" in answer:
+            answer["resumed"] = resume(record, ports)
+        return answer
+    advance_recorded(event, number, record, ports)
     if status.ended:
         # Every attempt that ends is priced, whether the job succeeded, failed, fell back or was cancelled.
         record_attempt_cost(job_id, number, ports, record=record)
     return {"job_id": job_id, "attempt": number, "status": status, "resumed": resume(record, ports)}
-
-
-def replay_batch_events(
-    events: Sequence[BatchJobEvent], ports: Ports, along: Sequence[JobWrite] = ()
-) -> tuple[int, list[bool]]:
-    """The sweep's replays: many Batch events, each recorded as record_batch_event records one, in calls that grow
-    with pages of 100 jobs, not with jobs: the attempts' updates written together (with the `along` writes), the
-    records read back together (waits are judged after the write, as the wait protocol above asks), the ended
-    attempts priced together, the spent tokens forgotten together. Returns how many events it replayed, and
-    whether each `along` write applied."""
-    updates = [(event, update) for event in events if isinstance(update := attempt_update(event), AttemptUpdate)]
-    written = ports.jobs.write_many([update for _, update in updates] + list(along))
-    records = ports.jobs.get_jobs([update.job_id for _, update in updates])
-    costs: list[JobWrite] = []
-    resumable: list[JobRecord] = []
-    for (event, update), applied in zip(updates, written[: len(updates)], strict=True):
-        record = records.get(update.job_id)
-        if record is None or update.number not in record.attempts:
-            continue
-        try:
-            if not applied:
-                if _catch_up(event, update.number, record, ports) is not None:
-                    continue
-            else:
-                _advance_recorded(event, update.number, record, ports)
-                cost = unpriced_cost(record, update.number, ports) if update.fields["batch_status"].ended else None
-                if cost is not None:
-                    costs.append(AttemptUpdate(update.job_id, update.number, {}, if_missing={"cost": cost}))
-            resumable.append(record)
-        except Exception:
-            # One job's trouble must not stop the replay of the others.
-            logger.exception("could not replay the event", extra={"job_id": update.job_id})
-    if costs:
-        ports.jobs.write_many(costs)
-    _resume_many(resumable, ports)
-    return len(updates), written[len(updates) :]
-
-
-def _resume_many(records: Sequence[JobRecord | ActiveJob], ports: Ports) -> list[list[WaitPhase]]:
-    """resume, for many records: every satisfied wait's token sent, the spent ones forgotten together."""
-    resumed: list[list[WaitPhase]] = []
-    spent: list[JobWrite] = []
-    for record in records:
-        try:
-            phases, cleared = _send_satisfied(record, ports)
-        except Exception:
-            logger.exception("could not resume the job's waits", extra={"job_id": record.job_id})
-            phases, cleared = [], []
-        resumed.append(phases)
-        spent += cleared
-    if spent:
-        ports.jobs.write_many(spent)
-    return resumed
 
 
 def attempt_update(event: BatchJobEvent) -> AttemptUpdate | str:
@@ -172,30 +143,37 @@ def attempt_update(event: BatchJobEvent) -> AttemptUpdate | str:
         "container_reason": job.container_reason,
         "container_instance_arn": job.container_instance_arn,
         "runtime_seconds": job.runtime_seconds,
+        # Only what the event knows: ListJobs (the sweep's replays) gives no attempts.
+        "host_terminations": job.host_terminations or None,
+        "host_terminated": job.host_terminated or None,
     }
     # A submit whose record write failed still gets its Batch job id, so it can be terminated.
     return AttemptUpdate(job_id, number, fields, if_missing={"batch_job_id": job.job_id or None})
 
 
-def _catch_up(event: BatchJobEvent, number: int, record: JobRecord, ports: Ports) -> dict[str, Any] | None:
-    """A stale or duplicate event: keep Batch's newest words for a RUNNABLE job (its answer: the waits are left
-    alone), else finish what a failed write left undone, the job's status for what its attempt recorded (None:
-    its waits may be resumed)."""
+def catch_up(event: BatchJobEvent, number: int, record: JobRecord, ports: Ports) -> dict[str, Any]:
+    """A stale or duplicate event: what record_batch_event answers for it; with "resumed" (empty yet), the record's
+    waits are to be resumed next, without, left alone. Batch's newest words for a job still waiting are kept (they
+    may be a verdict the start wait acts on); otherwise what a failed write left undone is finished, the job's
+    status for what its attempt recorded."""
     job_id, job = record.job_id, event.job
     status = BatchStatus(job.status)
     recorded = record.attempts.get(number)
     if recorded is None:
         return {"ignored": "no such attempt", "job_id": job_id}
     if recorded.batch_status == status and job.status_reason and job.status_reason != recorded.status_reason:
-        # Batch's reason for a RUNNABLE job changes without its status changing: keep the newest words.
+        # Batch's reason for a RUNNABLE job changes without its status changing (a queue-blocked event, or the
+        # sweep seeing it): keep the newest words, and resume a start wait they are a verdict for.
         entry = record.entry_for(job_status_for_batch(status), number)
-        ports.jobs.note_reason(job_id, number, status, job.status_reason, entry)
-        return {"job_id": job_id, "attempt": number, "status": status, "reason": job.status_reason}
+        if not ports.jobs.note_reason(job_id, number, status, job.status_reason, entry, at=event.at):
+            return {"ignored": "the attempt moved on", "job_id": job_id}
+        recorded.status_reason = job.status_reason
+        return {"job_id": job_id, "attempt": number, "status": status, "reason": job.status_reason, "resumed": []}
     _advance_for_batch(job_id, number, recorded.batch_status, recorded.batch_status_at or event.at, ports)
-    return None
+    return {"ignored": "stale or duplicate event", "job_id": job_id, "resumed": []}
 
 
-def _advance_recorded(event: BatchJobEvent, number: int, record: JobRecord, ports: Ports) -> None:
+def advance_recorded(event: BatchJobEvent, number: int, record: JobRecord, ports: Ports) -> None:
     """The job's status for the Batch status just recorded on its attempt."""
     job = event.job
     status = BatchStatus(job.status)
@@ -226,6 +204,6 @@ def _advance_for_batch(
         # Already there (SubmitBatchJob moved it first): Batch's words explain that entry, in the write the
         # advance would have spent on finding the job there.
         if record.timeline[entry].reason != reason:
-            ports.jobs.note_reason(job_id, number, status, reason, entry)
+            ports.jobs.note_reason(job_id, number, status, reason, entry, at=at)
         return
     ports.jobs.advance(job_id, job_status, attempt=number, at=at, reason=reason)
