@@ -362,7 +362,7 @@ def run(
         (sweep - moto_query) / listing
         for sweep, moto_query, listing in list(zip(sweeps, moto_queries, listings, strict=True))[1:]
     )
-    client_side = moto["index_read_seconds"] - moto["index_read_moto_handling_seconds"]
+    parsed = moto["index_read_seconds"] - moto["index_read_moto_handling_seconds"] - moto["index_read_decode_seconds"]
     warm_ratio = statistics.median(warm_ratios)
     moto_warm = statistics.median(moto_queries[1:] or moto_queries)
     found = (
@@ -376,9 +376,14 @@ def run(
         f"{moto['query_page_of_100_seconds'] * 1000:.0f} ms against "
         f"{moto['list_jobs_page_of_100_seconds'] * 1000:.0f} ms for a ListJobs page of 100 jobs (details.moto). "
         "What is left is ours or botocore's: the sweep's own listing (1x: it lists the queues as the listing does), "
-        f"parsing the index's {round(jobs * OWNED_SHARE):,} items (botocore) and decoding them into the sweep's "
-        f"view (GPU Pilot), {client_side:.1f} s of the index read, and the other calls (ECS per pool, the replays, "
-        "the report) with moto's handling of them. Wall figures on the shared machine move by a factor of two "
+        f"the index's {round(jobs * OWNED_SHARE):,} items parsed (botocore, {parsed:.1f} s) and decoded into the "
+        f"sweep's view (GPU Pilot, {moto['index_read_decode_seconds']:.1f} s), and the other calls (ECS per pool, "
+        "the replays, the report) with moto's handling of them. Decoding only the records that need work would "
+        f"save at most the decoding ({moto['index_read_decode_seconds'] / warm_listing:.1f}x the listing): telling "
+        "them apart needs each record's latest attempt (its Batch status and reason, against the listing) and its "
+        "waits with their attempts' statuses, reasons and verdicts (a lost SendTaskSuccess, a verdict not acted on) "
+        "- most of what the index projects - so the saving would be a fraction of that, bought by restating the "
+        "wait rules on a partial view; not done. Wall figures on the shared machine move by a factor of two "
         "between runs (details.listing_seconds_per_round)."
     )
     return {
@@ -449,10 +454,12 @@ def moto_handling(operation: str) -> Iterator[list[float]]:
 def moto_query_cost(table: str, queue: str, ports: Any, repeats: int = 3) -> dict[str, float]:
     """What moto spends answering the sweep's read of the index of unfinished jobs, beside a ListJobs page: the
     read as the sweep makes it, the same queries with Select=COUNT (moto evaluates every item it matches, copies
-    it and sizes it, and answers a number: its own work, before any answer is built or parsed), and one page of
-    100 items of each API. Medians of `repeats`."""
+    it and sizes it, and answers a number: its own work, before any answer is built or parsed), the decoding of
+    the items read into the sweep's view (GPU Pilot's own part of the read), and one page of 100 items of each
+    API. Medians of `repeats`."""
     from functions.shared import constants as c
     from functions.shared.adapters.clients import client
+    from functions.shared.adapters.job_lists import active_job_of
 
     dynamodb, batch = client("dynamodb"), client("batch")
 
@@ -471,11 +478,14 @@ def moto_query_cost(table: str, queue: str, ports: Any, repeats: int = 3) -> dic
 
     with moto_handling("Query") as handled:
         index_read = timed(ports.jobs.active_jobs)
+    pages = [dynamodb.get_paginator("query").paginate(**shard(n)) for n in range(c.JOB_INDEX_SHARDS)]
+    items = [item for shard_pages in pages for page in shard_pages for item in page["Items"]]
     return {
         "index_read_seconds": index_read,
         "index_read_moto_handling_seconds": statistics.median(
             sum(handled[n : n + c.JOB_INDEX_SHARDS]) for n in range(0, len(handled), c.JOB_INDEX_SHARDS)
         ),
+        "index_read_decode_seconds": timed(lambda: [active_job_of(item) for item in items]),
         "index_read_count_only_seconds": timed(
             lambda: [dynamodb.query(**shard(n, Select="COUNT")) for n in range(c.JOB_INDEX_SHARDS)]
         ),
