@@ -11,7 +11,7 @@ import uuid
 from functions.shared.domain.batch import ComputeEnvironmentState, FleetState
 from functions.shared.domain.clock import now_iso, seconds_between
 from functions.shared.domain.diagnosis import SCALE_UP_GRACE_SECONDS, StuckJobSnapshot, diagnose
-from functions.shared.domain.fleet import FleetAnalysis, analyse_fleet
+from functions.shared.domain.fleet import FleetAnalysis, RunningInstances, analyse_fleet
 from functions.shared.domain.health import (
     StuckTally,
     fleet_findings,
@@ -139,6 +139,8 @@ def _stuck_findings(
     them: the sweep's cost per job is a lookup, whatever the number of jobs.
     """
     snapshots: dict[str, StuckJobSnapshot] = {}
+    # The account's running instances (what vCPU quotas count) are the same for every pool: read once per sweep.
+    running: dict[bool, list[RunningInstances]] = {}
     tallies: dict[tuple[str, str | None, bool, bool], StuckTally] = {}
     limit_seconds = ports.settings.cancel_stuck_after_minutes * 60
     launch_grace = ports.settings.launch_grace_seconds
@@ -156,7 +158,7 @@ def _stuck_findings(
             if pool not in snapshots:
                 environment = pools.get(pool) or ComputeEnvironmentState(name=pool)
                 snapshots[pool] = read_snapshot(
-                    batch_job, environment, fleets.get(pool), at, ports, analysis=analyses.get(pool)
+                    batch_job, environment, fleets.get(pool), at, ports, analysis=analyses.get(pool), running=running
                 )
             snapshot = snapshots[pool].model_copy(update={"job": batch_job})
             tally = tallies[key] = StuckTally(diagnose(snapshot), snapshots[pool].environment.name)

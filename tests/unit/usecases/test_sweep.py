@@ -520,3 +520,30 @@ def test_a_record_written_before_the_index_held_stuck_after_is_judged_by_its_own
 
     # Then the job is not stuck: its request's 120 minutes count, not the default 15
     assert [f for f in result.findings if "patient0000000000000" in f.jobs] == []
+
+
+def test_pools_whose_stuck_jobs_need_the_vcpu_quota_read_the_account_s_running_instances_once(ports, monkeypatch):
+    # Given two on-demand pools without instances, each with a job stuck for lack of room, and their quota known
+    for instance_type in ("g4dn.xlarge", "g5.xlarge"):
+        name = f"gpupilot-od-x8664-{instance_type.replace('.', '-')}"
+        ports.pools.environments[name] = {
+            "computeEnvironmentName": name,
+            "status": "VALID",
+            "ecsClusterArn": f"arn:aws:ecs:us-east-1:123456789012:cluster/{name}",
+            "computeResources": {"type": "EC2", "instanceTypes": [instance_type], "maxvCpus": 256},
+        }
+        ports.pools.queues[name] = {"jobQueueName": name, "status": "VALID"}
+        ports.batch.jobs[f"stuck-{name}"] = {"jobId": f"stuck-{name}", "jobName": "someone", "jobQueue": name,
+                                             "status": "RUNNABLE", "createdAt": LONG_AGO_MS}  # fmt: skip
+    ports.quotas.values["L-DB2E81BA"] = 64
+    reads: list[bool] = []
+    running = ports.fleet.running_instances
+    monkeypatch.setattr(ports.fleet, "running_instances", lambda spot: reads.append(spot) or running(spot))
+
+    # When the sweep runs
+    result = run_sweep(None, ports)
+
+    # Then both pools' diagnoses weighed the quota, and what holds it was read once for both
+    assert len([f for f in result.findings if f.jobs]) == 2
+    assert ports.quotas.asked == ["L-DB2E81BA", "L-DB2E81BA"]
+    assert reads == [False]
