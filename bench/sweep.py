@@ -67,10 +67,15 @@ NOTES = (
     "the spent tokens in one TransactWriteItems each; each workflow is resumed (SendTaskSuccess) or stopped "
     "(StopExecution) by a call of its own. The 10 ended and 2 vanished records of a round cost 16 calls where they "
     "cost 54 (an update, a read of the record to price it, the price and the spent token per ended record), and the "
-    "report is stored by its id and as the latest in one transaction: warm sweeps make 210 calls, the budget "
-    "exactly (details.calls_by_operation_per_round). The cold sweep adds what a new container reads once: the GPU "
-    "catalog (DescribeInstanceTypes) and the Price List, through the table's cache, empty in a new deployment "
-    "(GetItem, GetProducts, PutItem): 214, 4 over. Before the records stood behind the jobs (2026-11-23): reading "
+    "report is stored by its id and as the latest in one transaction (details.calls_by_operation_per_round): 210 "
+    "calls a warm sweep, the budget exactly, before the vCPU quota diagnosis joined the sweep. Since then the "
+    "pools whose stuck jobs weigh their vCPU quota read what holds it, the account's running instances "
+    "(DescribeInstances), once per sweep and capacity type rather than once per pool (20 reads, 237 calls), and "
+    "that one read is the warm sweep's call over the budget; and a Query of the index answers 1 MB of the index's "
+    "entries a page, as DynamoDB sizes it (moto sized the whole records: 16 Queries a sweep where the entries need "
+    "9). The cold sweep adds what a new container reads once: the GPU catalog (DescribeInstanceTypes), the Price "
+    "List through the table's cache, empty in a new deployment (GetItem, GetProducts, PutItem), and the vCPU quota "
+    "(GetServiceQuota). Before the records stood behind the jobs (2026-11-23): reading "
     "EC2 only for instances ECS does not know took the wall ratio from 2.3x to 1.5x, and storing each report as one "
     "compressed JSON attribute from 1.5x to 1.44x. "
 )
@@ -365,18 +370,23 @@ def run(
     parsed = moto["index_read_seconds"] - moto["index_read_moto_handling_seconds"] - moto["index_read_decode_seconds"]
     warm_ratio = statistics.median(warm_ratios)
     moto_warm = statistics.median(moto_queries[1:] or moto_queries)
+    over = max(warm_calls) - budget
     found = (
+        f"Calls: a warm sweep makes {max(warm_calls)} against the budget of {budget} "
+        + (f"(MISSED by {over}), " if over > 0 else "(met), ")
+        + f"the cold one {totals[0]}. "
         f"Wall time: the goal of 1.5x is MISSED. A warm sweep is {warm_ratio:.1f}x its listing "
         f"({warm_ratio / 1.5:.1f} times the goal), the cold one {ratios[0]:.1f}x; less moto's own handling of its "
         f"DynamoDB Queries, measured in the same rounds, a warm sweep is still {less_moto:.1f}x: missed too. Most "
         f"of the gap is moto's DynamoDB, a cost AWS does not have: moto spent a median {moto_warm:.1f} s of a warm "
-        f"sweep's {warm_sweep:.1f} s handling its Queries (it evaluates a Query in Python: it walks every item of "
-        "the table for each shard, and sizes twice and deep-copies each whole record the index matches before "
-        "projecting it), and a Query page of 100 index items took it "
+        f"sweep's {warm_sweep:.1f} s handling its Queries (it evaluates a Query in Python: for each shard it walks "
+        "every item of the table, sizes twice and deep-copies each entry of the index it matches, then turns its "
+        "answer into plain data and JSON), and a Query page of 100 index items took it "
         f"{moto['query_page_of_100_seconds'] * 1000:.0f} ms against "
         f"{moto['list_jobs_page_of_100_seconds'] * 1000:.0f} ms for a ListJobs page of 100 jobs (details.moto). "
         "What is left is ours or botocore's: the sweep's own listing (1x: it lists the queues as the listing does), "
-        f"the index's {round(jobs * OWNED_SHARE):,} items parsed (botocore, {parsed:.1f} s) and decoded into the "
+        f"the index's {round(jobs * OWNED_SHARE):,} items parsed (botocore's parser, with the glue between botocore "
+        f"and moto's handler: {parsed:.1f} s, a client's cost on AWS too) and decoded into the "
         f"sweep's view (GPU Pilot, {moto['index_read_decode_seconds']:.1f} s), and the other calls (ECS per pool, "
         "the replays, the report) with moto's handling of them. Decoding only the records that need work would "
         f"save at most the decoding ({moto['index_read_decode_seconds'] / warm_listing:.1f}x the listing): telling "
