@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from functions.shared.ports_hosts import HostLedger
 from functions.shared.ports_market import Availability, Catalog, Prices, Quotas
 from functions.shared.ports_pools import BatchPools, PoolStates
 
@@ -87,6 +88,11 @@ class JobStore(Protocol):
     def store_wait(self, job_id: str, phase: WaitPhase, wait: Wait) -> JobRecord: ...
 
     def clear_wait(self, job_id: str, phase: WaitPhase, token: str) -> None: ...
+
+    def note_host(self, job_id: str, status: JobStatus, instance_id: str, reason: str, at: str) -> bool:
+        """Append `reason` to the job's timeline (as `status`) once per host (a quarantined host that hit the job);
+        False when the job is gone or the host is noted already."""
+        ...
 
     def active_jobs(self, max_items: int = 20000) -> list[JobRecord]:
         """Every unfinished job (a sparse index: never a scan, never one hot partition)."""
@@ -167,6 +173,14 @@ class Fleet(Protocol):
 
     def deregister_container_instance(self, cluster_arn: str, container_instance_arn: str) -> None: ...
 
+    def drain(self, cluster_arn: str, container_instance_arns: list[str]) -> list[str]:
+        """Set them DRAINING (ECS places no new task on them); returns those ECS could not."""
+        ...
+
+    def console_output(self, instance_id: str) -> str | None:
+        """The instance's console output (the latest, decoded), None when EC2 has none or cannot give it."""
+        ...
+
     def zone_of(self, container_instance_arn: str) -> str | None:
         """The zone of a container instance (ECS's ecs.availability-zone), None when ECS no longer knows it."""
         ...
@@ -210,6 +224,7 @@ class Ports:
     health: HealthStore
     pool_states: PoolStates
     waste: WasteLedger
+    hosts: HostLedger
     batch: BatchJobs
     pools: BatchPools
     fleet: Fleet

@@ -17,6 +17,7 @@ from functions.shared.domain.vocabulary import BatchStatus, JobStatus, WaitPhase
 class FakeJobStore:
     def __init__(self) -> None:
         self.records: dict[str, JobRecord] = {}
+        self.hosts_noted: dict[str, set[str]] = {}
         self._lock = threading.Lock()
 
     def _get(self, job_id: str) -> JobRecord:
@@ -150,6 +151,16 @@ class FakeJobStore:
             attempt.status_reason = reason
             if timeline_index is not None:
                 record.timeline[timeline_index].reason = reason
+            return True
+
+    def note_host(self, job_id: str, status: JobStatus, instance_id: str, reason: str, at: str) -> bool:
+        with self._lock:
+            record = self.records.get(job_id)
+            noted = self.hosts_noted.setdefault(job_id, set())
+            if record is None or instance_id in noted:
+                return False
+            noted.add(instance_id)
+            record.timeline.append(TimelineEntry(status=status, at=at, reason=reason))
             return True
 
     def store_wait(self, job_id: str, phase: WaitPhase, wait: Wait) -> JobRecord:

@@ -219,6 +219,20 @@ class DynamoJobStore(JobLists):
             is not None
         )
 
+    def note_host(self, job_id: str, status: JobStatus, instance_id: str, reason: str, at: str) -> bool:
+        """A timeline note once per host: the hosts noted are a set on the item, checked and added in one write."""
+        entry = serialize([TimelineEntry(status=status, at=at, reason=reason)])
+        ids = {":ids": {"SS": [instance_id]}, ":id": {"S": instance_id}}
+        values = {":entry": entry, ":now": serialize(now_iso())} | ids
+        noted = self._update(
+            job_id,
+            UpdateExpression="SET timeline = list_append(timeline, :entry), updated_at = :now ADD hosts_noted :ids",
+            ConditionExpression="attribute_exists(#pk) AND NOT contains(hosts_noted, :id)",
+            ExpressionAttributeNames={"#pk": c.TABLE_PK},
+            ExpressionAttributeValues=values,
+        )
+        return noted is not None
+
     # -- waits --------------------------------------------------------------------------------
     def store_wait(self, job_id: str, phase: WaitPhase, wait: Wait) -> JobRecord:
         """Park the workflow's task token for `phase`; returns the record as it is after the write."""
