@@ -1,7 +1,7 @@
-"""Run the benchmarks (cold start, control plane, sweep, plan, API properties, faults, load), write
+"""Run the benchmarks (cold start, control plane, sweep, plan, API properties, faults, load, bad host), write
 bench/results/<name>.json, print a table (`python -m bench.render` then writes docs/benchmarks.md from them).
 
-python -m bench.run [--only cold_start|control_plane|sweep|plan|api_properties|faults|local_e2e] [--runs N]
+python -m bench.run [--only cold_start|control_plane|sweep|plan|api_properties|faults|local_e2e|bad_host] [--runs N]
 """
 
 from __future__ import annotations
@@ -16,7 +16,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import REPO_ROOT, RESULTS_DIR, api_properties, cold_start, control_plane, faults, local_e2e, plan, sweep
+from bench import (
+    REPO_ROOT,
+    RESULTS_DIR,
+    api_properties,
+    bad_host,
+    cold_start,
+    control_plane,
+    faults,
+    local_e2e,
+    plan,
+    sweep,
+)
 from bench.render import table as metrics_table
 
 BENCHMARKS: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
@@ -27,6 +38,7 @@ BENCHMARKS: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
     api_properties.NAME: lambda args: api_properties.run(),
     faults.NAME: lambda args: faults.run(),
     local_e2e.NAME: lambda args: local_e2e.run(),
+    bad_host.NAME: lambda args: bad_host.run(),
 }
 
 

@@ -90,7 +90,7 @@ class Timeline:
     # A job a bad host failed holds it a while (ECS stopping the task, the agent cleaning it up, Batch placing the
     # next): a bad host fails a job every few seconds, not every tick (the published incident: 554 jobs in under two
     # hours, one every 13 s).
-    bad_host_hold: float = 5.0
+    bad_host_hold: float = 10.0
     # A job on a host whose GPU throws CUDA errors dies this soon after it starts.
     cuda_error_after: float = 0.3
 
@@ -119,6 +119,7 @@ class SimInstance:
     # The world's `bad_hosts`: what this host does wrong, if it is bad.
     symptom: str | None = None
     console: list[str] = field(default_factory=list)
+    checked: bool = False  # the boot check has printed its verdict
     held_until: float = 0.0
 
     def print(self, line: str) -> None:
@@ -389,14 +390,18 @@ class FleetSimulator:
             return
         behaviour = self.world.instance(instance.instance_type)
         booted = now - instance.launched_at >= self.timeline.boot
-        if instance.container_instance_arn is None and booted and behaviour.ecs_agent != "never_registers":
-            # The launch template's boot check: a host that fails it registers without GPUs (userdata.py).
-            passed = instance.symptom != "boot_check_fails"
+        passed = instance.symptom != "boot_check_fails"
+        if booted and not instance.checked:
+            # The launch template's boot check, before the ECS agent starts: its verdict on the console, and a host
+            # that fails it registers without GPUs (userdata.py).
+            instance.checked = True
             instance.print(
-                f"gpupilot-boot-check: PASS {instance.gpus} GPUs visible ({instance.instance_type}): NVIDIA GPU"
+                f"cloud-init[2051]: gpupilot-boot-check: PASS {instance.gpus} GPUs visible ({instance.instance_type})"
                 if passed
-                else f"gpupilot-boot-check: FAIL nvidia-smi did not answer within 60 s ({instance.instance_type})"
+                else f"cloud-init[2051]: gpupilot-boot-check: FAIL nvidia-smi did not answer within 60 s "
+                f"({instance.instance_type})"
             )
+        if instance.container_instance_arn is None and booted and behaviour.ecs_agent != "never_registers":
             self._register(instance, gpus=behaviour.gpu_registration != "missing" and passed)
             instance.disconnects = behaviour.ecs_agent == "disconnects"
         disconnects_at = instance.launched_at + self.timeline.boot + self.timeline.disconnect_after
@@ -480,7 +485,8 @@ class FleetSimulator:
     def _retire_if_idle(self, instance: SimInstance, now: float) -> None:
         if instance.terminated or instance.jobs or not instance.usable:
             return
-        if now - instance.idle_since >= self.timeline.idle:
+        # A host still cleaning up a task it failed is not idle yet.
+        if now - max(instance.idle_since, instance.held_until) >= self.timeline.idle:
             self._terminate(instance)
 
     # -- moto's EC2, ECS and Batch ---------------------------------------------------------------

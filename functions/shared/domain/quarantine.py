@@ -95,6 +95,7 @@ class QuarantineRecord(DomainModel):
     container_instance_arn: str | None = None
     instance_type: str = ""
     waste_from: str | None = Field(default=None, description="From when its cost counts as waste (bad_host)")
+    drained_at: str | None = Field(default=None, description="When ECS took the drain (no new job placed after)")
     action: str = Field(default="", description="What the sweep did: drained, terminated")
 
 
@@ -164,6 +165,7 @@ def bad_host_finding(record: QuarantineRecord, waiting: list[str], new: bool) ->
             "instance_type": record.instance_type,
             "reason": record.reason.value,
             "quarantined_at": record.at,
+            "drained_at": record.drained_at,
             "jobs_hit": record.jobs_hit,
             "jobs_waiting": len(waiting),
             "waste_from": record.waste_from,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from functions.shared.domain.batch import ComputeEnvironmentState, ContainerInstanceState, FleetState
-from functions.shared.domain.clock import iso, parse_iso
+from functions.shared.domain.clock import iso, now_iso, parse_iso
 from functions.shared.domain.consoles import boot_verdict, console_evidence
 from functions.shared.domain.hosts import HostFault, jobs_hit, recent
 from functions.shared.domain.quarantine import (
@@ -188,6 +188,7 @@ def _quarantine(
         if pool.ecs_cluster_arn:
             refused = ports.fleet.drain(pool.ecs_cluster_arn, [container.arn])
             done.append("ECS refused to drain it" if refused else f"drained {container.arn.rsplit('/', 1)[-1]} in ECS")
+            record.drained_at = None if refused else now_iso()
         if container.running_tasks == 0:
             ports.fleet.terminate_instances([case.instance_id])
             done.append(f"terminated {case.instance_id}")
