@@ -79,6 +79,7 @@ def test_gpu_user_data_has_no_deadlock_risk_and_a_bounded_worst_case(boot_check)
     ("line", "why"),
     [
         ("nvidia-smi -L", "foreground"),
+        ('sh -c "$probe" "$STATE"', "foreground"),
         ("timeout 30 nvidia-smi -L", "`timeout` cannot reap"),
         ("while true; do sleep 1; done", "a loop without a fixed number of rounds"),
         ("sleep 5", "a sleep outside a bounded loop"),

@@ -180,7 +180,8 @@ def boot_time_risks(user_data: str) -> tuple[float, list[str]]:
             if pattern.search(line):
                 risks.append(f"{why}: {line}")
         quoted = _QUOTED.match(line) is not None  # an assignment of quoted text runs nothing
-        if "nvidia-smi" in line and not quoted and not line.startswith("verdict ") and not _DETACHED.match(line):
+        runs_the_driver = "nvidia-smi" in line or "$probe" in line  # the probe holds the nvidia-smi call
+        if runs_the_driver and not quoted and not line.startswith("verdict ") and not _DETACHED.match(line):
             risks.append(f"nvidia-smi runs in the foreground (it can hang unkillably): {line}")
         if "curl " in line:
             limit = _CURL_LIMIT.search(line)

@@ -232,3 +232,17 @@ def test_a_host_finding_names_the_jobs_waiting_in_its_pool(ports):
     # When / Then
     [finding] = kinds(run_sweep(None, ports), FindingKind.BAD_GPU_HOST)
     assert finding.jobs == ["waiting-1"] and finding.evidence["jobs_waiting"] == 1
+
+
+def test_a_registration_finding_names_the_jobs_waiting_in_its_pool_and_what_its_instance_printed(ports):
+    # Given a job RUNNABLE in a pool whose one instance never registered, its console read through EC2
+    pool(ports)
+    ports.fleet.launch(POOL, "i-never", launched_at="2026-01-01T00:00:00.000Z")
+    ports.fleet.consoles["i-never"] = "[ 0.0] Linux version 6.1\n" + PASSED
+    ports.batch.jobs["waiting-1"] = {"jobId": "waiting-1", "jobName": "someone", "status": "RUNNABLE",
+                                     "jobQueue": POOL, "createdAt": 1_800_000_000_000}  # fmt: skip
+
+    # When / Then
+    [finding] = kinds(run_sweep(None, ports), FindingKind.ECS_AGENT_NOT_REGISTERED)
+    assert finding.jobs == ["waiting-1"]
+    assert finding.evidence["console"]["i-never"]["boot_check"] == PASSED.strip()
