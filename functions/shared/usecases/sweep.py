@@ -34,6 +34,17 @@ from functions.shared.usecases.waste import record_waste
 
 # Jobs others submitted into GPU Pilot's queues have no stuck_after of their own.
 DEFAULT_STUCK_AFTER_MINUTES = JobRequest.model_fields["stuck_after_minutes"].default
+HOLDS_UP_ITS_POOL = frozenset(
+    {
+        FindingKind.ECS_AGENT_NOT_REGISTERED,
+        FindingKind.GPU_NOT_REGISTERED,
+        FindingKind.AGENT_DISCONNECTED,
+        FindingKind.BAD_GPU_HOST,
+        FindingKind.POOL_UNHEALTHY,
+        FindingKind.POOL_DISABLED,
+        FindingKind.COMPUTE_ENVIRONMENT_INVALID,
+    }
+)
 FLEET_METRICS = {
     FindingKind.ECS_AGENT_NOT_REGISTERED: MetricName.UNREGISTERED_INSTANCES,
     FindingKind.GPU_NOT_REGISTERED: MetricName.GPU_LESS_INSTANCES,
@@ -112,13 +123,16 @@ def _sweep(sweep_id: str, ports: Ports) -> HealthReport:
             update={"gpu_less": [i for i in analysis.gpu_less if i.instance_id not in hosts.boot_check_failed]}
         )
         for finding in fleet_findings(pools[name], seen):
-            finding.jobs = waiting.get(name, [])[:MAX_LISTED]
             _console_evidence(finding, ports, hosts.consoles)
             remediate_fleet(finding, pools[name], zones, ports)
             fleet_found.append(finding)
             ports.metrics.add_for_pool(FLEET_METRICS[finding.kind], name, len(finding.instances))
     findings = fleet_found + hosts.findings + pool_findings(pools, queues, fleets, swept, fleet_found, at, ports)
     findings += _stuck_findings(swept, pools, fleets, analyses, invalid, at, ports)
+    for finding in findings:
+        # A host or pool finding names what it holds up: the jobs waiting in its pool (stuck ones name themselves).
+        if not finding.jobs and finding.kind in HOLDS_UP_ITS_POOL:
+            finding.jobs = waiting.get(finding.resource, [])[:MAX_LISTED]
     record_waste(pools, fleets, analyses, findings, at, ports, bad_hosts=hosts.waste_from)
     result = report(sweep_id, at, findings, swept.reconciled)
     result.summary["vanished_jobs"] = len(swept.vanished)

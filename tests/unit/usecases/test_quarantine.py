@@ -246,3 +246,15 @@ def test_a_registration_finding_names_the_jobs_waiting_in_its_pool_and_what_its_
     [finding] = kinds(run_sweep(None, ports), FindingKind.ECS_AGENT_NOT_REGISTERED)
     assert finding.jobs == ["waiting-1"]
     assert finding.evidence["console"]["i-never"]["boot_check"] == PASSED.strip()
+
+
+def test_a_disabled_pools_finding_names_the_jobs_still_waiting_in_it(ports):
+    # Given a pool whose queue is DISABLED with a job still RUNNABLE in it
+    pool(ports)
+    ports.pools.queues[POOL] |= {"state": "DISABLED"}
+    ports.batch.jobs["waiting-1"] = {"jobId": "waiting-1", "jobName": "someone", "status": "RUNNABLE",
+                                     "jobQueue": POOL, "createdAt": 1_800_000_000_000}  # fmt: skip
+
+    # When / Then
+    [finding] = kinds(run_sweep(None, ports), FindingKind.POOL_DISABLED)
+    assert finding.jobs == ["waiting-1"]
