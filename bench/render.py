@@ -17,7 +17,17 @@ from bench import REPO_ROOT, RESULTS_DIR
 
 DOCUMENT = REPO_ROOT / "docs" / "benchmarks.md"
 # The order of the page; a result file of any other bench follows, by name.
-ORDER = ("control_plane", "cold_start", "sweep", "plan", "faults", "bad_host", "local_e2e", "api_properties")
+ORDER = (
+    "control_plane",
+    "cold_start",
+    "sweep",
+    "plan",
+    "faults",
+    "fallback",
+    "bad_host",
+    "local_e2e",
+    "api_properties",
+)
 INTRO = """\
 # Benchmarks
 

@@ -197,6 +197,9 @@ def _job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--instance-type", action="append", dest="instance_types", help="repeat: allow-list")
     parser.add_argument("--capacity", choices=["on-demand", "spot", "spot-first"])
     parser.add_argument("--max-hourly-usd", type=float)
+    parser.add_argument(
+        "--price-band", type=float, help="fallbacks within this multiple of the cheapest candidate's price (default 3)"
+    )
     parser.add_argument("--timeout-minutes", type=int)
     parser.add_argument("--stuck-after-minutes", type=float)
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE")
@@ -345,8 +348,8 @@ def build_parser(json_errors: bool = False) -> Parser:
     sweep.add_argument("--timeout", type=positive_number, default=300, help="seconds to wait for the report")
     costs = command(
         "costs",
-        help="what every ended attempt cost: per day, or grouped, and the waste (instances that served no job); "
-        "--csv for one row per attempt",
+        help="what every ended attempt cost: per day, or grouped, and the waste (instances, or shares of them, that "
+        "served no job); --csv for one row per attempt",
     )
     costs.add_argument("--from", dest="date_from")
     costs.add_argument("--to", dest="date_to")
@@ -385,8 +388,8 @@ def job_body(args: argparse.Namespace) -> dict[str, Any]:
             raise UsageError(f"--file {args.file} must hold a JSON object", field="--file")
     for field in (
         "name", "image", "gpus", "min_gpu_memory_gib", "vcpus", "memory_gib", "gpu_models", "instance_types",
-        "capacity", "max_hourly_usd", "timeout_minutes", "stuck_after_minutes", "arch", "zones", "max_attempts",
-        "give_up_after_minutes",
+        "capacity", "max_hourly_usd", "price_band", "timeout_minutes", "stuck_after_minutes", "arch", "zones",
+        "max_attempts", "give_up_after_minutes",
     ):  # fmt: skip
         value = getattr(args, field)
         if value is not None:
@@ -432,6 +435,11 @@ def _checked(response: ApiResponse) -> Any:
     )
 
 
+# While a job has waited this long with no reason given, `--wait` asks for an explanation, and again this often (a
+# diagnosis reads the job, its pool and its fleet: a few AWS calls; a job about to start needs none).
+EXPLAIN_EVERY_SECONDS = 10.0
+
+
 def follow(
     client: ApiClient,
     job_id: str,
@@ -445,14 +453,24 @@ def follow(
     seen = 0
     reason = None
     started = time.monotonic()
+    explained_at: float | None = None
     while True:
         job = _checked(client.request("GET", f"/jobs/{job_id}"))
+        if not _unexplained(job):
+            explained_at = None
+        elif explained_at is None:
+            explained_at = time.monotonic()  # the wait without a reason starts: explain it once it lasts
+        elif time.monotonic() - explained_at >= EXPLAIN_EVERY_SECONDS:
+            # Batch gives no reason: what --explain would say is the cause, as soon as the evidence shows it.
+            job = _checked(client.request("GET", f"/jobs/{job_id}", query={"explain": "true"}))
+            explained_at = time.monotonic()
         for entry in job["timeline"][seen:]:
             out(render.progress_line(entry, job))
         seen = len(job["timeline"])
-        if job.get("reason") and job["reason"] != reason:
-            out(render.reason_line(job["reason"], time.monotonic() - started))
-        reason = job.get("reason")
+        said = render.waiting_reason(job)
+        if said and said != reason:
+            out(render.reason_line(said, time.monotonic() - started, render.next_action(job)))
+        reason = said
         if on_poll is not None:
             on_poll(job, time.monotonic() - started)
         if job["status"] in FINISHED:
@@ -460,6 +478,11 @@ def follow(
         if limit_seconds and time.monotonic() - started > limit_seconds:
             raise ServiceError(f"job {job_id} still {job['status']} after {limit_seconds:.0f} s")
         time.sleep(poll_seconds)
+
+
+def _unexplained(job: dict[str, Any]) -> bool:
+    """A job waiting for its GPU with no reason given (Batch's words, or a diagnosis): one an explanation helps."""
+    return job["status"] == "RUNNABLE" and not job.get("reason")
 
 
 def wait_for_sweep(client: ApiClient, sweep_id: str, limit_seconds: float, poll_seconds: float = 0.5) -> dict[str, Any]:
@@ -512,6 +535,9 @@ def run(args: argparse.Namespace) -> int:
             job = follow_with_progress(client, args.job_id, args)
         else:
             job = _checked(client.request("GET", job_path, query={"explain": "true"} if args.explain else None))
+            if not args.json and not args.explain and _unexplained(job):
+                # Batch gives no reason: show the cause the evidence shows now (what --explain says).
+                job = _checked(client.request("GET", job_path, query={"explain": "true"}))
         emit(json.dumps(job, indent=2) if args.json else render.job_summary(job))
         if args.wait:
             return EXIT_OK if job["status"] == "SUCCEEDED" else EXIT_JOB_FAILED

@@ -30,9 +30,40 @@ def progress_line(entry: dict[str, Any], job: dict[str, Any]) -> str:
     return f"  {_clock(entry['at'])}  {entry['status']:<12}{detail}"
 
 
-def reason_line(reason: str, elapsed_seconds: float) -> str:
-    """Why the job waits, said while it waits."""
-    return f"  {'':12}  waiting {elapsed_seconds:.0f} s: {reason}"
+def reason_line(reason: str, elapsed_seconds: float, then: str | None = None) -> str:
+    """Why the job waits, said while it waits (and what happens next, if it is known)."""
+    return f"  {'':12}  waiting {elapsed_seconds:.0f} s: {reason}" + (f"; {then}" if then else "")
+
+
+def _utc(at: str) -> str:
+    """`12:41:07 UTC` from an ISO time."""
+    return f"{at[11:19]} UTC" if len(at) >= 19 else at
+
+
+def next_action(job: dict[str, Any]) -> str | None:
+    """What the workflow does next unless the job starts: `falls back to g6.xlarge (on-demand) at 12:41:07 UTC
+    unless it starts`, `gives up at ...`, or `diagnoses at ...` while the cause is not known to be curable."""
+    action = job.get("next_action")
+    if not action:
+        return None
+    when = f"at {_utc(action['at'])} unless it starts"
+    candidate = action.get("candidate")
+    following = f"{candidate['instance_type']} ({candidate['capacity']})" if candidate else None
+    if action["action"] == "fall_back" and following:
+        return f"falls back to {following} {when}"
+    if action["action"] == "give_up":
+        return f"gives up {when}"
+    return f"diagnoses {when}" + (f"; it may then fall back to {following}" if following else "")
+
+
+def waiting_reason(job: dict[str, Any]) -> str | None:
+    """Why the job waits: Batch's words or the last diagnosis, else a diagnosis made on request (`explanation`)."""
+    if job.get("reason"):
+        return str(job["reason"])
+    explanation = job.get("explanation")
+    if explanation and job.get("status") not in ("SUCCEEDED", "FAILED", "CANCELLED"):
+        return f"{explanation['category']}: {explanation['reason']}"
+    return None
 
 
 def elapsed(seconds: float) -> str:
@@ -51,8 +82,11 @@ def status_line(job: dict[str, Any], elapsed_seconds: float) -> str:
     if job.get("instance_type"):
         line += f"  {job['instance_type']} ({job.get('gpu_model') or '?'})"
     line += f"  {elapsed(elapsed_seconds)}"
-    if job.get("reason"):
-        line += f"  waiting: {job['reason']}"
+    reason, then = waiting_reason(job), next_action(job)
+    if reason:
+        line += f"  waiting: {reason}"
+    if then:
+        line += f"; {then}" if reason else f"  {then}"
     return line
 
 
@@ -92,7 +126,7 @@ class WaitProgress:
         if self._line is not None:
             self._line.show(job, elapsed_seconds)
             return
-        seen = (job["status"], job.get("reason"))
+        seen = (job["status"], waiting_reason(job))
         if self.plain and seen != self._seen:
             print(status_line(job, elapsed_seconds), file=self.stream, flush=True)
         self._seen = seen
@@ -200,23 +234,41 @@ def job_summary(job: dict[str, Any]) -> str:
                 f" ({cost['pricing']})",
             )
         )
+        if cost["gpu_share"] < 1 and cost.get("instance_usd") is not None:
+            # The rest of the instance is the account's bill too: waste, unless other jobs shared it.
+            rest = "the rest is unused_share waste unless other jobs shared it"
+            rows.append(("instance", f"${cost['instance_usd']:.6f}  ({rest})"))
     if job.get("error"):
         rows.append(("error", job["error"]))
     if job.get("reason"):
         rows.append(("waiting", job["reason"]))
+    if next_action(job):
+        rows.append(("next", str(next_action(job))))
     explanation = job.get("explanation")
     if explanation:
         rows.append(("diagnosis", f"{explanation['category']}: {explanation['reason']}"))
         rows.append(("recommended", explanation["recommendation"]))
-    for attempt_row in job.get("attempts") or []:
+    for number, attempt_row in enumerate(job.get("attempts") or [], start=1):
         if attempt_row.get("diagnosis"):
             diagnosis = attempt_row["diagnosis"]
             rows.append(
                 (f"diagnosis {attempt_row['instance_type']}", f"{diagnosis['category']}: {diagnosis['reason']}")
             )
+        if attempt_row.get("host_terminations") or len(job.get("attempts") or []) > 1:
+            rows.append((f"attempt {number}", attempt_line(attempt_row)))
     rows.append(("timeline", " -> ".join(f"{e['status']} {_clock(e['at'])}" for e in job.get("timeline") or [])))
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
+
+
+def attempt_line(attempt: dict[str, Any]) -> str:
+    """One attempt: where, how it ended, what it cost, and each host Batch lost under it (a spot reclaim)."""
+    cost = attempt.get("cost")
+    priced = f"${cost['usd']:.6f} (${cost['hourly_usd']}/h x {_runtime(cost['runtime_seconds'])})" if cost else "-"
+    line = f"{attempt['instance_type']} {attempt['capacity']}  {attempt['status']}  {priced}"
+    for said in attempt.get("host_terminations") or []:
+        line += f"  {said}"
+    return line
 
 
 def job_list(result: dict[str, Any]) -> str:
@@ -244,7 +296,7 @@ def health(report: dict[str, Any]) -> str:
 
 def costs(report: dict[str, Any]) -> str:
     """The report's groups when it has them, else each day by GPU type, job name and capacity type; then the total
-    and, next to it, the waste (instances that served no job) by reason."""
+    and, next to it, the waste (instances, or shares of them, that served no job) by reason."""
     if report.get("groups"):
         groups = [(g["key"], g["attempts"], f"{g['usd']:.6f}") for g in report["groups"]]
         out = table((report.get("group_by") or "key", "attempts", "usd"), groups)
@@ -262,7 +314,9 @@ def costs(report: dict[str, Any]) -> str:
         out = table(("date", "by", "key", "usd"), rows)
     waste = report.get("waste") or {}
     reasons = sorted((waste.get("by_reason") or {}).items(), key=lambda item: (-item[1], item[0]))
-    waste_line = f"waste ${waste.get('usd', 0):.6f}  (instances that served no job; not in the total)"
+    waste_line = (
+        f"waste ${waste.get('usd', 0):.6f}  (instances, or shares of them, that served no job; not in the total)"
+    )
     if reasons:
         waste_line += ": " + ", ".join(f"{reason} ${usd:.6f}" for reason, usd in reasons)
     return out + f"\ntotal ${report.get('total_usd', 0):.6f}\n{waste_line}"

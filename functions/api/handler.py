@@ -114,7 +114,7 @@ def _no_candidate(error: NoCandidate) -> Response:
     body = ErrorBody(
         error="NoCandidate",
         field=error.field,
-        message=f"no GPU offering can serve this request: {error.message}",
+        message=f"{error.headline}: {error.message}",
         rejected=error.rejected,
     )
     return _json(400, body)

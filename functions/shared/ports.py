@@ -9,15 +9,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from functions.shared.ports_hosts import HostLedger
+from functions.shared.ports_hosts import HostActions, HostLedger
 from functions.shared.ports_market import Availability, Catalog, Prices, Quotas
 from functions.shared.ports_pools import BatchPools, PoolStates
 
 if TYPE_CHECKING:  # annotations only: a handler imports the domain modules it uses, not all of them
-    from functions.shared.domain.batch import BatchJobState, FleetState
+    from functions.shared.domain.batch import BatchJobState, ContainerInstanceState, FleetState
+    from functions.shared.domain.fleet import RunningInstances
+    from functions.shared.domain.memory import UnavailableOffering
     from functions.shared.domain.records import AttemptRecord, JobRecord, Wait
     from functions.shared.domain.requests import JobRequest
     from functions.shared.domain.settings import Settings
+    from functions.shared.domain.shares import Occupant, SharedInstance
     from functions.shared.domain.views import HealthReport
     from functions.shared.domain.vocabulary import BatchStatus, JobStatus, MetricName, WaitPhase
     from functions.shared.domain.waste import WasteEntry
@@ -71,18 +74,24 @@ class JobStore(Protocol):
         number: int,
         fields: dict[str, Any],
         if_missing: dict[str, Any] | None = None,
-        timeline_reason: tuple[int, str] | None = None,
+        timeline_reason: tuple[int, str, str] | None = None,
     ) -> JobRecord | None:
         """Set AttemptRecord fields; with `batch_status`, only if it moves the attempt forward. None: stale.
-        `timeline_reason` (index, reason) sets that timeline entry's reason in the same write."""
+        `timeline_reason` (index, reason, when it was learnt) sets that timeline entry's reason in the same write."""
         ...
 
     def note_reason(
-        self, job_id: str, number: int, status: BatchStatus, reason: str, timeline_index: int | None = None
+        self,
+        job_id: str,
+        number: int,
+        status: BatchStatus,
+        reason: str,
+        timeline_index: int | None = None,
+        at: str | None = None,
     ) -> bool:
         """Set the attempt's status_reason while its Batch status is still `status` (Batch's reason for a
         RUNNABLE job changes without its status changing), and the reason of timeline entry `timeline_index`
-        (the one that status added) in the same write; False when the attempt moved on."""
+        (the one that status added, learnt `at`) in the same write; False when the attempt moved on."""
         ...
 
     def store_wait(self, job_id: str, phase: WaitPhase, wait: Wait) -> JobRecord: ...
@@ -104,20 +113,33 @@ class JobStore(Protocol):
 class OfferingMemory(Protocol):
     """Offerings (`capacity:type:zone`) remembered as unavailable, with a TTL, across executions."""
 
-    def remember_unavailable(self, key: str, reason: str, ttl_seconds: int) -> None: ...
+    def remember_unavailable(self, key: str, memory: UnavailableOffering) -> None:
+        """Leave the offering out of selection until `memory.expires_at`, with its category and cause."""
+        ...
 
-    def unavailable_offerings(self) -> set[str]: ...
+    def unavailable_offerings(self) -> dict[str, UnavailableOffering]:
+        """Every offering remembered and not yet expired, with why."""
+        ...
 
 
 class WasteLedger(Protocol):
-    """What the fleet cost without serving a job: one item per instance, whatever reasons sweeps see it under."""
+    """What the fleet cost without serving a job: one item per instance, whatever reasons sweeps see it under,
+    and one per instance for the share of it its jobs left unused."""
 
     def record_waste(self, entry: WasteEntry) -> float:
         """Charge the part of the entry's span not charged before (domain/waste.charge); returns the USD it
         added (0 if none)."""
         ...
 
-    def waste_between(self, day_from: str, day_to: str) -> list[WasteEntry]: ...
+    def record_share(self, instance: SharedInstance, key: str, attempt: Occupant) -> SharedInstance | None:
+        """Add a priced attempt to its instance's ledger (`instance` when it has none yet) and restate the unused
+        share (domain/shares.occupy), conditional on the ledger's version; the ledger as written, None when the
+        attempt was in it already or other writers kept writing first."""
+        ...
+
+    def waste_between(self, day_from: str, day_to: str) -> list[WasteEntry]:
+        """Waste of the instances that launched (registered, for unused shares) from `day_from` to `day_to`."""
+        ...
 
 
 class HealthStore(Protocol):
@@ -158,31 +180,28 @@ class BatchJobs(Protocol):
     def terminate_job(self, job_id: str, reason: str) -> None: ...
 
 
-class Fleet(Protocol):
+class Fleet(HostActions, Protocol):
     """A pool's EC2 instances (by the pool tag) and its ECS cluster's container instances."""
 
     def fleets(self, pools: dict[str, str | None]) -> dict[str, FleetState]:
         """pool -> its fleet (pools given with their cluster ARN, None when there is none yet)."""
         ...
 
-    def running_types(self, spot: bool) -> dict[str, int]:
-        """instance type -> how many of the account's instances of it run (spot ones, or on-demand ones)."""
+    def running_instances(self, spot: bool) -> list[RunningInstances]:
+        """The account's pending and running instances (spot ones, or on-demand ones), by type and GPU Pilot pool."""
         ...
 
     def terminate_instances(self, instance_ids: list[str]) -> None: ...
 
     def deregister_container_instance(self, cluster_arn: str, container_instance_arn: str) -> None: ...
 
-    def drain(self, cluster_arn: str, container_instance_arns: list[str]) -> list[str]:
-        """Set them DRAINING (ECS places no new task on them); returns those ECS could not."""
-        ...
-
-    def console_output(self, instance_id: str) -> str | None:
-        """The instance's console output (the latest, decoded), None when EC2 has none or cannot give it."""
-        ...
-
     def zone_of(self, container_instance_arn: str) -> str | None:
         """The zone of a container instance (ECS's ecs.availability-zone), None when ECS no longer knows it."""
+        ...
+
+    def container_instance(self, container_instance_arn: str) -> ContainerInstanceState | None:
+        """A container instance as ECS describes it (its EC2 instance, zone, registration), None when ECS no
+        longer knows it."""
         ...
 
 

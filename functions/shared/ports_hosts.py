@@ -1,4 +1,4 @@
-"""The port of the evidence against GPU hosts and of the hosts quarantined."""
+"""The ports of the evidence against GPU hosts, of the hosts quarantined, and of what is done to a bad host."""
 
 from __future__ import annotations
 
@@ -34,4 +34,16 @@ class HostLedger(Protocol):
 
     def quarantines(self, since: str) -> list[QuarantineRecord]:
         """The hosts quarantined at `since` or later."""
+        ...
+
+
+class HostActions(Protocol):
+    """What the sweep does to, and reads of, one host beyond the fleet's census (part of ports.Fleet)."""
+
+    def drain(self, cluster_arn: str, container_instance_arns: list[str]) -> list[str]:
+        """Set them DRAINING (ECS places no new task on them); returns those ECS could not."""
+        ...
+
+    def console_output(self, instance_id: str) -> str | None:
+        """The instance's console output (the latest, decoded), None when EC2 has none or cannot give it."""
         ...

@@ -74,6 +74,10 @@ BOOT_LINES = (
     "NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  560.35.03  Release Build",
     "cloud-init[2051]: Cloud-init v. 22.2.2 running 'modules:final'",
 )
+JOB_STATE_CHANGE = "Batch Job State Change"
+# Batch's event for the RUNNABLE job at the head of a queue that it says why it cannot start ("Job queue blocked
+# events"); its detail is the job as DescribeJobs shows it, statusReason included.
+QUEUE_BLOCKED = "Batch Job Queue Blocked"
 AMI = "ami-03cf127a"
 EventSink = Callable[[dict[str, Any]], None]
 
@@ -148,6 +152,8 @@ class SimJob:
     ends_at: float = 0.0
     runs: int = 0
     simulated_seconds: float = 0.0  # how long the attempt runs in simulated time (Batch's startedAt to stoppedAt)
+    # The reason a queue-blocked event was last sent for (one per reason, as the job heads its queue).
+    blocked_for: str | None = None
 
 
 def requirements_of(job: Any) -> dict[str, int]:
@@ -278,15 +284,15 @@ class FleetSimulator:
         types = list(resources.get("instanceTypes") or [])
         status, _ = self._status_of(environment.arn, types)
         if status == "INVALID":
-            return self._reason(sim.job, INVALID_ENVIRONMENT)
+            return self._reason(sim, INVALID_ENVIRONMENT)
         if status != "VALID":
             return
         if sim.needs["VCPU"] > int(resources.get("maxvCpus") or 0):
-            return self._reason(sim.job, MAX_RESOURCE)
+            return self._reason(sim, MAX_RESOURCE)
         shapes = {t: self._shape(t) for t in types}
         fitting = [t for t, shape in shapes.items() if shape and _fits(shape, sim.needs)]
         if not fitting:
-            return self._reason(sim.job, JOB_RESOURCE_REQUIREMENT)
+            return self._reason(sim, JOB_RESOURCE_REQUIREMENT)
         fleet = self._instances.setdefault(environment.arn, [])
         placed = next((i for i in fleet if self._takes_jobs(i, now) and i.fits(sim.needs)), None)
         if placed is not None:
@@ -296,7 +302,7 @@ class FleetSimulator:
         spot = resources.get("type") == "SPOT"
         blocked = [t for t in fitting if self.world.capacity(t, spot) == "none"]
         if len(blocked) == len(fitting):
-            return self._reason(sim.job, INSUFFICIENT_CAPACITY.format(", ".join(blocked)))
+            return self._reason(sim, INSUFFICIENT_CAPACITY.format(", ".join(blocked)))
         self._launch(environment, [t for t in fitting if t not in blocked], fleet, now)
 
     def _launch(self, environment: Any, types: list[str], fleet: list[SimInstance], now: float) -> None:
@@ -415,7 +421,7 @@ class FleetSimulator:
 
     def _reclaim(self, instance: SimInstance, now: float) -> None:
         """The host goes (a spot interruption, or terminated through EC2): its jobs' attempts fail the way Batch
-        reports it, and are retried."""
+        reports it, and are retried as their job definition's retryStrategy says."""
         self._terminate(instance)
         for job_id in list(instance.jobs):
             self._attempt_ended(self._jobs[job_id], now, None, None, HOST_TERMINATED.format(instance.instance_id))
@@ -604,27 +610,37 @@ class FleetSimulator:
         )
         return in_use + vcpus <= limit
 
-    def _reason(self, job: Any, reason: str) -> None:
-        """A RUNNABLE job's statusReason; Batch emits an event when it changes."""
-        if job.job_stopped_reason != reason:
-            job.job_stopped_reason = reason
-            self._emit(job)
+    def _reason(self, sim: SimJob, reason: str) -> None:
+        """Batch's reason for a RUNNABLE job that cannot start: DescribeJobs and ListJobs show it at once; no state
+        change event says it (the state did not change), a queue-blocked event does once the job heads its queue."""
+        sim.job.job_stopped_reason = reason
+        if sim.blocked_for != reason and self._heads_queue(sim):
+            sim.blocked_for = reason
+            self._emit(sim.job, QUEUE_BLOCKED, resources=[sim.job.arn, sim.job.job_queue.arn])
+
+    def _heads_queue(self, sim: SimJob) -> bool:
+        """Whether the job is the first RUNNABLE job of its queue (by submission: the queues are first in, first
+        out)."""
+        queue_arn = sim.job.job_queue.arn
+        head = next((s for s in self._jobs.values() if s.job.status == "RUNNABLE" and s.job.job_queue.arn == queue_arn),
+                    None)  # fmt: skip
+        return head is sim
 
     def _set(self, job: Any, status: str) -> None:
         job.status = status
         self._emit(job)
 
-    def _emit(self, job: Any) -> None:
+    def _emit(self, job: Any, detail_type: str = JOB_STATE_CHANGE, resources: list[str] | None = None) -> None:
         self._events.put(
             {
                 "version": "0",
                 "id": str(uuid.uuid4()),
-                "detail-type": "Batch Job State Change",
+                "detail-type": detail_type,
                 "source": "aws.batch",
                 "account": self._account_id,
                 "time": datetime.now().astimezone().isoformat(timespec="seconds").replace("+00:00", "Z"),
                 "region": self.world.region,
-                "resources": [job.arn],
+                "resources": resources or [job.arn],
                 "detail": job.describe(),
             }
         )

@@ -87,8 +87,8 @@ def test_a_fleet_that_cannot_run_the_job_is_diagnosed_with_evidence_and_the_job_
         ),
         (
             {"quotas": {"L-DB2E81BA": 4}, "jobs": {"runtime_seconds": 120}},
-            "NO_INSTANCES_LAUNCHED",
-            "quota_code",
+            "VCPU_QUOTA_REACHED",
+            "quota_holders",
         ),
     ],
 )
@@ -98,11 +98,12 @@ def test_explain_diagnoses_a_waiting_job_now_and_the_cli_prints_it(
     # Given a job that cannot start, with a long wait before the workflow diagnoses it
     cloud = cloud_factory(world)
     body = JOB | {"stuck_after_minutes": 30}
-    if category == "NO_INSTANCES_LAUNCHED":
+    blocker: dict[str, Any] = {}
+    if category == "VCPU_QUOTA_REACHED":
         # A quota of one instance, taken by another job's: the next pool can launch nothing (the plan saw
         # room for one, and warned that parallel jobs would wait for each other)
-        blocker = cloud.api.request("POST", "/jobs", JOB | {"instance_types": ["g4dn.xlarge"]}).body["job_id"]
-        cloud.wait_for(blocker, {"RUNNING"})
+        blocker_id = cloud.api.request("POST", "/jobs", JOB | {"instance_types": ["g4dn.xlarge"]}).body["job_id"]
+        blocker = cloud.wait_for(blocker_id, {"RUNNING"})
         body |= {"instance_types": ["g5.xlarge"]}
         assert any("allows 1 g5.xlarge at once" in w for w in cloud.api.request("POST", "/plan", body).body["warnings"])
     job_id = cloud.api.request("POST", "/jobs", body).body["job_id"]
@@ -120,8 +121,11 @@ def test_explain_diagnoses_a_waiting_job_now_and_the_cli_prints_it(
     printed = cloud.cli("status", "--explain", job_id)
     assert printed.returncode == 0, printed.stderr
     assert category in printed.stdout
-    if category == "NO_INSTANCES_LAUNCHED":
-        assert "L-DB2E81BA" in explanation["reason"] and "request-service-quota-increase" in printed.stdout
+    if category == "VCPU_QUOTA_REACHED":
+        # The quota, what holds it (the other job's pool) and the command to raise it
+        holder = f"1 g4dn.xlarge in pool {blocker['attempts'][0]['job_queue']} (4 vCPUs)"
+        assert "L-DB2E81BA" in explanation["reason"] and holder in explanation["reason"]
+        assert "request-service-quota-increase" in printed.stdout
     # And nothing was remedied by asking: the job still waits on its first attempt
     job = cloud.api.request("GET", f"/jobs/{job_id}").body
     assert job["status"] == "RUNNABLE" and len(job["attempts"]) == 1

@@ -130,3 +130,57 @@ def test_an_instance_whose_agent_disconnected_is_waste_once_under_that_reason(
     waste = cloud.api.request("GET", "/costs", query={"from": today, "to": today}).body["waste"]
     assert set(waste["by_reason"]) == {"agent_disconnected"} and waste["usd"] > 0, waste
     assert cloud.api.request("DELETE", f"/jobs/{job_id}").status == 202
+
+
+def test_the_unused_share_of_a_larger_instance_is_waste_and_jobs_plus_waste_are_what_the_instances_cost(
+    cloud_factory: Callable[..., RunningCloud],
+) -> None:
+    import boto3
+
+    # Given two 1-GPU jobs only a 4-GPU g4dn.12xlarge may run, and one on a 1-GPU type
+    cloud = cloud_factory({"jobs": {"runtime_seconds": 3}})
+    bodies = [
+        JOB | {"name": "quarter-1", "instance_types": ["g4dn.12xlarge"]},
+        JOB | {"name": "quarter-2", "instance_types": ["g4dn.12xlarge"]},
+        JOB | {"name": "whole", "instance_types": ["g4dn.xlarge"]},
+    ]
+    job_ids = [cloud.api.request("POST", "/jobs", body).body["job_id"] for body in bodies]
+    # When they have run
+    jobs = [cloud.wait_for(job_id, {"SUCCEEDED", "FAILED"}, 120) for job_id in job_ids]
+    assert [j["status"] for j in jobs] == ["SUCCEEDED"] * 3, jobs
+    today = datetime.now(UTC).date().isoformat()
+    costs = cloud.api.request("GET", "/costs", query={"from": today, "to": today}).body
+
+    # Then each job on the larger instance pays a quarter of it, and what no job held of it is unused_share waste
+    quarters = [j["cost"] for j in jobs[:2]]
+    assert [c["gpu_share"] for c in quarters] == [0.25, 0.25] and jobs[2]["cost"]["gpu_share"] == 1.0
+    assert set(costs["waste"]["by_reason"]) == {"unused_share"} and costs["waste"]["usd"] > 0, costs["waste"]
+    # And the jobs' costs plus the waste are what the instances cost while they ran them, as AWS shows it: each
+    # container instance's price over the time any of the jobs ran on it (Batch's attempts name it)
+    aws = {"endpoint_url": cloud.aws_url, "region_name": "us-east-1", "aws_access_key_id": "local",
+           "aws_secret_access_key": "local"}  # fmt: skip
+    batch_ids = [j["attempts"][-1]["batch_job_id"] for j in jobs]
+    described = boto3.client("batch", **aws).describe_jobs(jobs=batch_ids)["jobs"]
+    hourly = {j["attempts"][-1]["batch_job_id"]: j["cost"]["hourly_usd"] for j in jobs}
+    busy: dict[str, list[tuple[float, float]]] = {}
+    price: dict[str, float] = {}
+    for batch_job in described:
+        host = batch_job["attempts"][-1]["container"]["containerInstanceArn"]
+        busy.setdefault(host, []).append((batch_job["startedAt"] / 1000, batch_job["stoppedAt"] / 1000))
+        price[host] = hourly[batch_job["jobId"]]
+    assert len(busy) == 2  # the two quarters shared one g4dn.12xlarge
+    instances_cost = sum(price[host] * _union_seconds(spans) / 3600 for host, spans in busy.items())
+    assert costs["total_usd"] == pytest.approx(sum(j["cost"]["usd"] for j in jobs), abs=1e-12)
+    assert costs["total_usd"] + costs["waste"]["usd"] == pytest.approx(instances_cost, abs=1e-9)
+    # And the CLI's costs table names it
+    assert "unused_share $" in cloud.cli("costs", "--from", today, "--to", today).stdout
+
+
+def _union_seconds(spans: list[tuple[float, float]]) -> float:
+    """Seconds covered by any of the spans."""
+    total, reached = 0.0, float("-inf")
+    for start, stop in sorted(spans):
+        if stop > reached:
+            total += stop - max(start, reached)
+            reached = stop
+    return total

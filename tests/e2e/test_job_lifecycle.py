@@ -61,7 +61,8 @@ def test_the_embedded_aws_shows_the_stack_and_the_job_in_batch(cloud: RunningClo
     assert entered == [
         "SelectGpuType", *["EnsureJobQueue", "IsJobQueueReady", "WaitForJobQueue"] * polls,
         "EnsureJobQueue", "IsJobQueueReady", "SubmitBatchJob",
-        "WaitForJobToStart", "WaitForJobToFinish", "RecordCost", "DidJobSucceed", "JobSucceeded",
+        "WaitForJobToStart", "DidJobStart", "WaitForJobToFinish", "WasSpotReclaimed", "RecordCost", "DidJobSucceed",
+        "JobSucceeded",
     ]  # fmt: skip
 
 

@@ -119,3 +119,50 @@ def test_a_request_that_could_never_start_is_refused_at_once_naming_the_field(
     assert (answer.status, answer.body["field"]) == (400, field), answer.body
     assert words in answer.body["message"] or any(words in r["reason"] for r in answer.body.get("rejected") or [])
     assert len(cloud.api.request("GET", "/jobs", query={"limit": 100}).body["jobs"]) == before
+
+
+def test_with_no_g_and_vt_quota_a_job_is_refused_beyond_its_price_band_and_runs_once_it_widens_it(
+    cloud_factory: Callable[..., RunningCloud],
+) -> None:
+    # Given a new account's world: no on-demand G and VT vCPUs (the P quota left as AWS gives it)
+    cloud = cloud_factory({"quotas": {"L-DB2E81BA": 0}, "jobs": {"runtime_seconds": 1}})
+
+    # When a 1-GPU job with no other constraint is planned / Then its first choice is the cheapest P instance, and
+    # the plan says first, loudly, what blocks the cheap types and how many times more it costs
+    plan = cloud.api.request("POST", "/plan", JOB).body
+    first = plan["candidates"][0]
+    assert (first["instance_type"], first["gpus"]) == ("p5.4xlarge", 1)
+    assert plan["warnings"][0].startswith("G and VT types blocked by quota L-DB2E81BA (0 vCPUs): first choice "
+                                          "p5.4xlarge costs 13x g4dn.xlarge")  # fmt: skip
+    assert plan["outside_band"]["refused"] is True
+    # And a submit is refused on price_band, the smallest quota increase listed first; nothing starts
+    refused = cloud.api.request("POST", "/jobs", JOB)
+    assert (refused.status, refused.body["error"], refused.body["field"]) == (400, "NoCandidate", "price_band")
+    assert "Send price_band 13.1 or more" in refused.body["message"]
+    assert refused.body["rejected"][0]["instance_type"] == "g4dn.xlarge"
+    assert "--quota-code L-DB2E81BA" in refused.body["rejected"][0]["reason"]
+    assert cloud.api.request("GET", "/jobs").body["jobs"] == []
+    printed = cloud.cli("submit", "--name", "pick", "--image", JOB["image"], "--", "nvidia-smi", "-L")
+    assert printed.returncode == 2 and "price_band" in printed.stderr
+    # And with the band widened, it runs there, told what it costs
+    accepted = cloud.api.request("POST", "/jobs", JOB | {"price_band": 14})
+    assert accepted.status == 202 and "13x g4dn.xlarge" in accepted.body["warnings"][0]
+    job = cloud.wait_for(accepted.body["job_id"], {"SUCCEEDED", "FAILED"}, 90)
+    assert (job["status"], job["instance_type"]) == ("SUCCEEDED", "p5.4xlarge")
+
+
+def test_a_one_gpu_job_needing_40_gib_per_gpu_is_planned_on_the_cheapest_instance_with_no_eight_gpu_fallback(
+    cloud: RunningCloud,
+) -> None:
+    # When a 1-GPU job needing 40 GiB per GPU is planned in the default world
+    plan = cloud.api.request("POST", "/plan", JOB | {"min_gpu_memory_gib": 40}).body
+
+    # Then it starts on the cheapest instance, the g6e.xlarge; every priced fallback is a 1-GPU type within 3x of
+    # it; the 8-GPU types are left out naming price_band; the order says why in words
+    first = plan["candidates"][0]
+    assert (first["instance_type"], first["price_ratio"]) == ("g6e.xlarge", 1.0)
+    assert first["why"].startswith("$1.861/h for this job, the cheapest")
+    priced = [c for c in plan["candidates"] if c["hourly_usd"] is not None]
+    assert all(c["gpus"] == 1 and c["price_ratio"] <= 3 for c in priced)
+    beyond = {r["instance_type"] for r in plan["rejected"] if r["field"] == "price_band"}
+    assert {"p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge"} <= beyond

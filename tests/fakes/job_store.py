@@ -115,7 +115,7 @@ class FakeJobStore:
         number: int,
         fields: dict[str, Any],
         if_missing: dict[str, Any] | None = None,
-        timeline_reason: tuple[int, str] | None = None,
+        timeline_reason: tuple[int, str, str] | None = None,
     ) -> JobRecord | None:
         unknown = (set(fields) | set(if_missing or {})) - set(AttemptRecord.model_fields)
         if unknown:
@@ -136,12 +136,19 @@ class FakeJobStore:
                     updates[name] = value
             record.attempts[number] = AttemptRecord.model_validate(attempt.model_dump() | _plain(updates))
             if timeline_reason is not None:
-                record.timeline[timeline_reason[0]].reason = timeline_reason[1]
+                index, why, learnt = timeline_reason
+                record.timeline[index].reason, record.timeline[index].reason_at = why, learnt
             record.updated_at = now_iso()
             return record.model_copy(deep=True)
 
     def note_reason(
-        self, job_id: str, number: int, status: BatchStatus, reason: str, timeline_index: int | None = None
+        self,
+        job_id: str,
+        number: int,
+        status: BatchStatus,
+        reason: str,
+        timeline_index: int | None = None,
+        at: str | None = None,
     ) -> bool:
         with self._lock:
             record = self.records.get(job_id)
@@ -151,6 +158,7 @@ class FakeJobStore:
             attempt.status_reason = reason
             if timeline_index is not None:
                 record.timeline[timeline_index].reason = reason
+                record.timeline[timeline_index].reason_at = at or now_iso()
             return True
 
     def note_host(self, job_id: str, status: JobStatus, instance_id: str, reason: str, at: str) -> bool:

@@ -18,16 +18,18 @@ from functions.shared.domain.batch import (
     JobQueueState,
 )
 from functions.shared.domain.catalog import GpuType
-from functions.shared.domain.clock import parse_iso
+from functions.shared.domain.clock import now_iso, parse_iso
 from functions.shared.domain.cost import PriceQuote
 from functions.shared.domain.errors import SignalUnavailable, SweepNotFound
-from functions.shared.domain.fleet import QUOTA_NAMES, QuotaState
+from functions.shared.domain.fleet import QUOTA_NAMES, QuotaState, RunningInstances
 from functions.shared.domain.hosts import HostFault
+from functions.shared.domain.memory import UnavailableOffering
 from functions.shared.domain.pool_health import USE_FIELDS, PoolState
 from functions.shared.domain.pools import GONE, generation_of
 from functions.shared.domain.quarantine import QuarantineRecord
 from functions.shared.domain.selection import AvailabilitySnapshot
 from functions.shared.domain.settings import Settings
+from functions.shared.domain.shares import Occupant, SharedInstance, occupy
 from functions.shared.domain.views import HealthReport
 from functions.shared.domain.vocabulary import MetricName, SweepStatus
 from functions.shared.domain.waste import InstanceWaste, WasteEntry, charge
@@ -39,13 +41,14 @@ ZONES = ["us-east-1a", "us-east-1b"]
 
 class FakeOfferingMemory:
     def __init__(self) -> None:
-        self.remembered: dict[str, tuple[str, float]] = {}
+        self.remembered: dict[str, UnavailableOffering] = {}
 
-    def remember_unavailable(self, key: str, reason: str, ttl_seconds: int) -> None:
-        self.remembered[key] = (reason, time.time() + ttl_seconds)
+    def remember_unavailable(self, key: str, memory: UnavailableOffering) -> None:
+        self.remembered[key] = memory
 
-    def unavailable_offerings(self) -> set[str]:
-        return {key for key, (_, expires) in self.remembered.items() if expires > time.time()}
+    def unavailable_offerings(self) -> dict[str, UnavailableOffering]:
+        now = now_iso()
+        return {key: memory for key, memory in self.remembered.items() if memory.expires_at > now}
 
 
 class FakePoolStates:
@@ -89,6 +92,7 @@ class FakeWasteLedger:
 
     def __init__(self) -> None:
         self.instances: dict[tuple[str, str], InstanceWaste] = {}
+        self.shared: dict[tuple[str, str], SharedInstance] = {}
 
     @property
     def entries(self) -> dict[tuple[str, str, str], WasteEntry]:
@@ -106,8 +110,18 @@ class FakeWasteLedger:
             self.instances[key] = ledger
         return added
 
+    def record_share(self, instance: SharedInstance, key: str, attempt: Occupant) -> SharedInstance | None:
+        where = (instance.day, instance.instance_id)
+        written = occupy(self.shared.get(where, instance), key, attempt)
+        if written is not None:
+            self.shared[where] = written
+        return written
+
     def waste_between(self, day_from: str, day_to: str) -> list[WasteEntry]:
-        return [e for (day, _, _), e in self.entries.items() if day_from <= day <= day_to]
+        shared = [
+            e for (day, _), ledger in sorted(self.shared.items()) if day_from <= day <= day_to for e in ledger.entries()
+        ]
+        return [e for (day, _, _), e in self.entries.items() if day_from <= day <= day_to] + shared
 
 
 @dataclass
@@ -360,11 +374,14 @@ class FakeFleet:
     consoles: dict[str, str] = field(default_factory=dict)
     console_reads: list[str] = field(default_factory=list)
 
-    def running_types(self, spot: bool) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for instance in (i for instances in self.by_pool.values() for i in instances if i.alive):
-            counts[instance.instance_type] = counts.get(instance.instance_type, 0) + 1
-        return counts
+    def running_instances(self, spot: bool) -> list[RunningInstances]:
+        counts: dict[tuple[str, str], int] = {}
+        for pool, instances in self.by_pool.items():
+            for instance in instances:
+                if instance.alive and instance.spot == spot:
+                    key = (instance.instance_type, pool)
+                    counts[key] = counts.get(key, 0) + 1
+        return [RunningInstances(instance_type=t, pool=pool, count=n) for (t, pool), n in sorted(counts.items())]
 
     def terminate_instances(self, instance_ids: list[str]) -> None:
         self.terminated += instance_ids
@@ -389,8 +406,12 @@ class FakeFleet:
         return self.consoles.get(instance_id)
 
     def zone_of(self, container_instance_arn: str) -> str | None:
+        found = self.container_instance(container_instance_arn)
+        return (found.zone or None) if found else None
+
+    def container_instance(self, container_instance_arn: str) -> ContainerInstanceState | None:
         found = [c for cs in self.by_cluster.values() for c in cs if c.arn == container_instance_arn]
-        return (found[0].zone or None) if found else None
+        return found[0] if found else None
 
     def instances(self, pools: list[str]) -> dict[str, list[Ec2InstanceState]]:
         return {pool: list(self.by_pool.get(pool, [])) for pool in pools}

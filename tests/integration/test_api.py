@@ -52,6 +52,8 @@ def call(
         (BODY | {"zones": []}, "zones"),
         (BODY | {"gpus": "2"}, "gpus"),
         (BODY | {"gpus": 2.5}, "gpus"),
+        (BODY | {"price_band": 0.5}, "price_band"),
+        (BODY | {"price_band": "wide"}, "price_band"),
         # Refused at once rather than after a GPU has booted to pull them
         (BODY | {"image": "a b"}, "image"),
         (BODY | {"image": ":::"}, "image"),

@@ -61,12 +61,12 @@ class Fleet:
             computeEnvironmentOrder=[{"order": 1, "computeEnvironment": arn}],
         )
 
-    def submit(self, gpus: int = 1, retry_strategy: dict[str, Any] | None = None) -> str:
+    def submit(self, gpus: int = 1, retry: dict[str, Any] | None = None, name: str = "train") -> str:
+        # GPU Pilot's jobs carry its retry strategy unless a test gives another ({}: Batch's default, one attempt).
+        strategy = RETRY_STRATEGY if retry is None else retry
         definition = self.batch.register_job_definition(
-            jobDefinitionName="gpupilot-train",
+            jobDefinitionName=f"gpupilot-{name}",
             type="container",
-            # GPU Pilot's jobs carry its retry strategy (host and spot reclaims retried); Batch's default is 1 attempt.
-            retryStrategy=retry_strategy or RETRY_STRATEGY,
             containerProperties={
                 "image": "nvidia/cuda",
                 "resourceRequirements": [
@@ -75,10 +75,15 @@ class Fleet:
                     {"type": "MEMORY", "value": "8192"},
                 ],
             },
+            **({"retryStrategy": strategy} if strategy else {}),
         )["jobDefinitionArn"]
-        job_id = str(self.batch.submit_job(jobName="train", jobQueue=POOL, jobDefinition=definition)["jobId"])
+        job_id = str(self.batch.submit_job(jobName=name, jobQueue=POOL, jobDefinition=definition)["jobId"])
         self.t0 = time.monotonic()  # the timeline starts with the submission
         return job_id
+
+    def emitted(self) -> list[dict[str, Any]]:
+        """The events queued for the delivery thread (not started in these tests)."""
+        return [e for e in list(self.simulator._events.queue) if e]
 
     def at(self, seconds: float) -> None:
         """Tick the fleet as it stands `seconds` after the submission."""
@@ -228,22 +233,75 @@ def test_a_job_larger_than_any_instance_type_gets_batchs_resource_requirement_re
     assert fleet.job(job_id)["statusReason"].startswith("MISCONFIGURATION:JOB_RESOURCE_REQUIREMENT")
 
 
-def test_a_reclaimed_spot_instance_fails_its_jobs_attempt_as_batch_reports_it_and_the_job_is_retried(fleet_in) -> None:
+RETRY_ON_HOST = {"attempts": 3, "evaluateOnExit": [{"onStatusReason": "Host EC2*", "action": "RETRY"}]}
+EXIT_ON_HOST = {"attempts": 3, "evaluateOnExit": [{"onStatusReason": "Host EC2*", "action": "EXIT"}]}
+
+
+def reclaimed_fleet(fleet_in: Any, retry: dict[str, Any]) -> tuple[Fleet, str, str]:
+    """A spot job RUNNING on an instance EC2 reclaims 2 s after its launch, ticked past the reclaim."""
     fleet = fleet_in(
         {"spot": {"g4dn.xlarge": {"interrupt_after_seconds": 2}}, "jobs": {"runtime_seconds": 30}}, spot=True
     )
-    job_id = fleet.submit()
+    job_id = fleet.submit(retry=retry)
     for second in (0.2, 1.3, 1.4):
         fleet.at(second)
     [first] = fleet.instances()
     assert fleet.simulator.instances()[0].spot is True  # moto's DescribeInstances does not show InstanceLifecycle
     assert fleet.job(job_id)["status"] == "RUNNING"
-    # When EC2 reclaims the instance / Then the attempt fails with the host-termination reason, the job is RUNNABLE
     fleet.at(2.5)
+    return fleet, job_id, first["InstanceId"]
+
+
+def test_a_reclaimed_spot_instance_fails_its_jobs_attempt_as_batch_reports_it_and_the_job_is_retried(fleet_in) -> None:
+    # Given a job whose definition retries host terminations / When EC2 reclaims its instance
+    fleet, job_id, instance_id = reclaimed_fleet(fleet_in, RETRY_ON_HOST)
+    # Then the attempt fails with the host-termination reason, and the job is RUNNABLE again
     job = fleet.job(job_id)
     assert job["status"] == "RUNNABLE"
-    assert job["attempts"][-1]["statusReason"] == f"Host EC2 (instance {first['InstanceId']}) terminated."
-    assert [i["State"]["Name"] for i in fleet.instances() if i["InstanceId"] == first["InstanceId"]] == ["terminated"]
+    assert job["attempts"][-1]["statusReason"] == f"Host EC2 (instance {instance_id}) terminated."
+    assert [i["State"]["Name"] for i in fleet.instances() if i["InstanceId"] == instance_id] == ["terminated"]
+
+
+def test_a_reclaim_that_the_job_definition_exits_on_fails_the_job_with_batchs_words(fleet_in) -> None:
+    # Given a job whose definition exits on a host termination / When EC2 reclaims its instance
+    fleet, job_id, instance_id = reclaimed_fleet(fleet_in, EXIT_ON_HOST)
+    # Then the job FAILED, its one attempt ended with the host's termination
+    job = fleet.job(job_id)
+    assert job["status"] == "FAILED"
+    assert [a["statusReason"] for a in job["attempts"]] == [f"Host EC2 (instance {instance_id}) terminated."]
+
+
+def test_a_job_definition_without_a_retry_strategy_is_not_retried_after_a_reclaim(fleet_in) -> None:
+    fleet, job_id, _ = reclaimed_fleet(fleet_in, {})
+    assert fleet.job(job_id)["status"] == "FAILED"
+
+
+def test_batchs_reason_for_a_blocked_queue_comes_in_one_queue_blocked_event_for_the_job_at_its_head(fleet_in) -> None:
+    # Given two jobs in a queue whose only type has no capacity
+    fleet = fleet_in({"instance_types": {"g4dn.xlarge": {"capacity": "none"}}})
+    first = fleet.submit(name="first")
+    second = fleet.submit(name="second")
+    for second_after in (0.2, 0.3, 0.4):
+        fleet.at(second_after)
+
+    # Then both show Batch's reason when described, no state change event says it, and one queue-blocked event
+    # (the job at the head of the queue, as DescribeJobs shows it) does
+    assert all(fleet.job(j)["statusReason"].startswith("CAPACITY:INSUFFICIENT") for j in (first, second))
+    blocked = [e for e in fleet.emitted() if e["detail-type"] == "Batch Job Queue Blocked"]
+    changes = [e for e in fleet.emitted() if e["detail-type"] == "Batch Job State Change"]
+    assert [e["detail"]["jobId"] for e in blocked] == [first]
+    assert blocked[0]["detail"]["statusReason"].startswith("CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY")
+    assert blocked[0]["resources"][1].endswith(f":job-queue/{POOL}")
+    assert all("statusReason" not in e["detail"] for e in changes)
+
+    # When the head job leaves the queue (cancelled, as a fallback does)
+    fleet.batch.terminate_job(jobId=first, reason="GPU Pilot fell back: INSUFFICIENT_CAPACITY")
+    for second_after in (0.5, 0.6):
+        fleet.at(second_after)
+
+    # Then the job now at the head gets its queue-blocked event
+    blocked = [e for e in fleet.emitted() if e["detail-type"] == "Batch Job Queue Blocked"]
+    assert [e["detail"]["jobId"] for e in blocked] == [first, second]
 
 
 # -- bad GPU hosts ---------------------------------------------------------------------------------------------------
@@ -280,7 +338,7 @@ def test_a_host_whose_gpu_is_not_visible_fails_each_container_start_with_the_nvi
 def test_without_a_retry_strategy_a_failed_start_fails_the_job_as_batch_does(fleet_in) -> None:
     # Given a job definition without evaluateOnExit (Batch's default: one attempt)
     fleet = fleet_in(bad("no_gpu_visible"))
-    job_id = fleet.submit(retry_strategy={"attempts": 1})
+    job_id = fleet.submit(retry={"attempts": 1})
     for second in (0.2, 1.3, 1.4):
         fleet.at(second)
 

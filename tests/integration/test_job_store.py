@@ -14,10 +14,12 @@ from functions.shared.adapters.job_lists import UNSHARDED_LIST_PARTITION, job_ke
 from functions.shared.adapters.job_store import DynamoJobStore
 from functions.shared.adapters.table_store import DynamoOfferingMemory
 from functions.shared.constants import GSI1_PK, JOB_INDEX_SHARDS
+from functions.shared.domain.clock import now_iso, seconds_between
 from functions.shared.domain.errors import InvalidPageToken, JobAlreadyExists, JobNotFound
+from functions.shared.domain.memory import remembered
 from functions.shared.domain.records import AttemptRecord, Wait
 from functions.shared.domain.requests import JobRequest
-from functions.shared.domain.vocabulary import BatchStatus, CapacityType, JobStatus, WaitPhase
+from functions.shared.domain.vocabulary import BatchStatus, CapacityType, DiagnosisCategory, JobStatus, WaitPhase
 from functions.shared.ports import JobStore
 from gpupilot.localcloud.deploy import Deployment
 from tests.fakes import FakeJobStore, FakeOfferingMemory
@@ -124,7 +126,9 @@ def test_a_reason_learnt_later_explains_its_timeline_entry_in_the_same_write(sto
     # When Batch's words, then a diagnosis, explain it
     assert store.note_reason("job00000009", 1, BatchStatus.RUNNABLE, "CAPACITY:INSUFFICIENT", entry)
     batch_words = store.get_job("job00000009").timeline[entry].reason
-    store.update_attempt("job00000009", 1, {"status_reason": "x"}, timeline_reason=(entry, "INSUFFICIENT_CAPACITY"))
+    store.update_attempt(
+        "job00000009", 1, {"status_reason": "x"}, timeline_reason=(entry, "INSUFFICIENT_CAPACITY", now_iso())
+    )
     # Then the entry carries each in turn, and the timeline keeps its length
     record = store.get_job("job00000009")
     assert batch_words == "CAPACITY:INSUFFICIENT"
@@ -293,6 +297,16 @@ def test_unavailable_offerings_are_remembered_until_their_ttl(kind: str, request
         if kind == "fake"
         else DynamoOfferingMemory(request.getfixturevalue("deployment").table_name)
     )
-    memory.remember_unavailable("on-demand:g6.xlarge:us-east-1a", "INSUFFICIENT_CAPACITY", ttl_seconds=600)
-    memory.remember_unavailable("on-demand:g5.xlarge:us-east-1a", "INSUFFICIENT_CAPACITY", ttl_seconds=-1)
-    assert memory.unavailable_offerings() == {"on-demand:g6.xlarge:us-east-1a"}
+    at = now_iso()
+    cause = "AWS Batch said CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY at 12:03 UTC"
+    kept = remembered(DiagnosisCategory.INSUFFICIENT_CAPACITY, cause, at, ttl_seconds=600)
+    memory.remember_unavailable("on-demand:g6.xlarge:us-east-1a", kept)
+    memory.remember_unavailable(
+        "on-demand:g5.xlarge:us-east-1a", remembered(DiagnosisCategory.INSUFFICIENT_CAPACITY, cause, at, -1)
+    )
+    found = memory.unavailable_offerings()
+    assert set(found) == {"on-demand:g6.xlarge:us-east-1a"}
+    # Each with its category, cause and time; its expiry to the second (DynamoDB's TTL is epoch seconds)
+    memory_of = found["on-demand:g6.xlarge:us-east-1a"]
+    assert (memory_of.category, memory_of.cause, memory_of.at) == (kept.category, cause, at)
+    assert abs(seconds_between(kept.expires_at, memory_of.expires_at)) < 1

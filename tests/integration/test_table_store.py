@@ -143,6 +143,56 @@ def test_waste_written_one_item_per_reason_is_still_read(deployment: Any) -> Non
     assert DynamoWasteLedger(deployment.table_name).waste_between("2026-11-23", "2026-11-23") == [old]
 
 
+def shared(instance_id: str = "i-1", day: str = "2026-11-23") -> Any:
+    """An instance's ledger of shares, before any attempt was priced on it: a $3.6/h 4-GPU host."""
+    from functions.shared.domain.shares import SharedInstance
+
+    return SharedInstance(instance_id=instance_id, pool=POOL, instance_type="g4dn.12xlarge", day=day, pricing="test")
+
+
+def quarter(stop: str, seconds: float = 60) -> Any:
+    """A 1-GPU attempt on the 4-GPU host, `seconds` long up to `stop`."""
+    from functions.shared.domain.shares import occupant
+
+    return occupant(stop, seconds, 0.25, 3.6)
+
+
+def test_an_instances_unused_share_is_restated_by_each_attempt_and_read_by_its_day(ledger: Any) -> None:
+    # Given two 1-GPU attempts, side by side for their minute, on a 4-GPU host that registered on the 23rd
+    assert ledger.record_share(shared(), "job-a#1", quarter("2026-11-23T10:01:00.000Z")).usd == 0.045
+    written = ledger.record_share(shared(), "job-b#1", quarter("2026-11-23T10:01:00.000Z"))
+
+    # Then half the host's minute is unused (not three quarters twice), priced again it adds nothing, and /costs
+    # reads it under the day the host registered
+    assert (written.usd, written.seconds) == (0.03, 30.0)
+    assert ledger.record_share(shared(), "job-b#1", quarter("2026-11-23T10:01:00.000Z")) is None
+    [entry] = ledger.waste_between("2026-11-23", "2026-11-23")
+    assert (entry.reason, entry.instance_id, entry.usd) == ("unused_share", "i-1", 0.03)
+    assert ledger.waste_between("2026-11-24", "2026-11-24") == []
+
+
+def test_two_attempts_of_one_host_priced_at_once_are_both_in_its_ledger(deployment: Any) -> None:
+    from functions.shared.adapters.table_store import DynamoWasteLedger
+
+    # Given two attempts on one host priced by two functions, each reading the ledger before the other wrote
+    dynamodb = boto3.client("dynamodb")
+    first = DynamoWasteLedger(deployment.table_name, dynamodb)
+    second = DynamoWasteLedger(deployment.table_name, boto3.client("dynamodb"))
+    read, written_by_second = dynamodb.get_item, []
+
+    def read_then_let_the_other_write(**kwargs: Any) -> Any:
+        answer = read(**kwargs)
+        if not written_by_second:
+            written_by_second.append(second.record_share(shared(), "job-b#1", quarter("2026-11-23T10:01:00.000Z")))
+        return answer
+
+    dynamodb.get_item = read_then_let_the_other_write
+    # When both write / Then the write over the stale version is refused, retried, and the ledger holds both
+    ledger = first.record_share(shared(), "job-a#1", quarter("2026-11-23T10:01:00.000Z"))
+    assert ledger is not None and sorted(ledger.occupants) == ["job-a#1", "job-b#1"] and ledger.usd == 0.03
+    assert [e.usd for e in first.waste_between("2026-11-23", "2026-11-23")] == [0.03]
+
+
 # -- a pool's use and retirement: claims and retirements exclude each other ------------------------------------
 def test_a_claim_and_a_retirement_exclude_each_other_and_the_sweep_s_writes_keep_the_claim(pools: PoolStates) -> None:
     # Given a pool a workflow claimed, and the sweep's memory written after it

@@ -13,9 +13,11 @@ import pytest
 from functions.shared.adapters.batch import LIST_JOBS_PAGE
 from functions.shared.adapters.job_store import DynamoJobStore
 from functions.shared.adapters.table_store import DynamoOfferingMemory
+from functions.shared.domain.clock import now_iso
+from functions.shared.domain.memory import remembered
 from functions.shared.domain.records import AttemptRecord, Wait
 from functions.shared.domain.requests import JobRequest
-from functions.shared.domain.vocabulary import CapacityType, JobStatus, WaitPhase
+from functions.shared.domain.vocabulary import CapacityType, DiagnosisCategory, JobStatus, WaitPhase
 from tests.integration.conftest import DELETE_SECONDS, ZONES, Cloud, HandlerError
 
 JOB = "job00000001"
@@ -92,7 +94,10 @@ def test_selection_ranks_the_cheapest_nvidia_type_offered_in_the_deployments_zon
 def test_selection_skips_offerings_remembered_as_unavailable(cloud: Cloud, store: Any) -> None:
     memory = DynamoOfferingMemory(cloud.deployment.table_name)
     for zone in ("us-east-1a", "us-east-1b"):
-        memory.remember_unavailable(f"on-demand:g4dn.xlarge:{zone}", "INSUFFICIENT_CAPACITY", 600)
+        memory.remember_unavailable(
+            f"on-demand:g4dn.xlarge:{zone}",
+            remembered(DiagnosisCategory.INSUFFICIENT_CAPACITY, "AWS Batch said CAPACITY", now_iso(), 600),
+        )
     assert select(cloud)["candidates"][0]["instance_type"] != "g4dn.xlarge"
 
 
@@ -288,6 +293,34 @@ def test_a_wait_parked_after_its_event_came_resumes_at_once(cloud: Cloud, store:
     assert store.get_job(JOB).waits == {}
 
 
+def test_batchs_capacity_verdict_in_a_queue_blocked_event_resumes_the_parked_start_wait(
+    cloud: Cloud, store: Any
+) -> None:
+    # Given an attempt RUNNABLE without a reason, its start wait parked with its timeout and the candidates
+    state, batch_job = submitted(cloud)
+    cloud.invoke("job_events", batch_event(batch_job["batch_job_id"], status="RUNNABLE"))
+    wait = {
+        "job_id": JOB,
+        "phase": "start",
+        "attempt": 1,
+        "batch_job_id": batch_job["batch_job_id"],
+        "task_token": "token-of-an-ended-execution",
+        "timeout_seconds": 900,
+        "selection": state["selection"],
+    }
+    cloud.invoke("wait_for_job", wait)  # fmt: skip
+    parked = store.get_job(JOB).waits[WaitPhase.START]
+    assert parked.timeout_seconds == 900 and parked.next_candidate is not None
+    # When Batch's queue-blocked event says it lacks capacity
+    blocked = batch_event(batch_job["batch_job_id"], status="RUNNABLE", statusReason=CAPACITY)
+    cloud.invoke("job_events", blocked | {"detail-type": "Batch Job Queue Blocked"})
+    # Then the wait was answered at once (its token sent, Step Functions calls it spent) and the verdict kept
+    record = store.get_job(JOB)
+    assert record.waits == {}
+    assert record.attempts[1].verdict == CAPACITY
+    assert (record.timeline[-1].reason, record.timeline[-1].reason_at) == (CAPACITY, "2026-11-22T10:00:00.000Z")
+
+
 # -- DiagnoseStuckJob ------------------------------------------------------------------------------
 def test_a_capacity_stuck_job_is_diagnosed_cancelled_and_falls_back(cloud: Cloud, store: Any) -> None:
     # Given an attempt Batch keeps RUNNABLE for lack of capacity
@@ -316,6 +349,34 @@ def test_a_job_that_started_as_its_wait_timed_out_resumes_its_wait(cloud: Cloud,
     assert (result["remedy"], result["checks"]) == ("keep_waiting", 2)
     record = store.get_job(JOB)
     assert (record.status, record.attempts[1].batch_status) == (JobStatus.RUNNING, "RUNNING")
+
+
+def test_a_spot_attempt_whose_host_ec2_reclaimed_falls_back_and_is_remembered_in_the_zone_it_ran_in(
+    cloud: Cloud, store: Any
+) -> None:
+    # Given a spot-first job's spot attempt that ran on an instance in the last zone, ended by EC2 reclaiming it
+    spot_first = REQUEST | {"capacity": "spot-first", "instance_types": ["g5.xlarge"]}
+    state = {"job_id": JOB, "request": spot_first, "selection": select(cloud, spot_first)}
+    state["queue"] = cloud.invoke("ensure_queue", state)
+    cloud.clock.advance()
+    state["queue"] = cloud.invoke("ensure_queue", state | {"previous": state["queue"]})
+    batch_job = cloud.invoke("submit_job", state)
+    arn = container_instance_in(ZONES[-1])
+    said = "Host EC2 (instance i-0abc1234) terminated."
+    job = moto_job(batch_job["batch_job_id"], "FAILED", said)
+    job.job_stopped = True
+    job.attempts = [{"statusReason": said, "startedAt": 1_800_000_000_000, "stoppedAt": 1_800_000_060_000,
+                     "container": {"containerInstanceArn": arn}}]  # fmt: skip
+    cloud.invoke("job_events", batch_event(batch_job["batch_job_id"]))
+    assert store.get_job(JOB).attempts[1].reclaimed
+    # When the workflow diagnoses the reclaimed attempt (DiagnoseReclaimedJob)
+    result = cloud.invoke("diagnose", state | {"batch_job": batch_job, "previous": {"checks": 0}})
+    # Then it falls back to on-demand, the spot offering remembered where it ran, with the reclaim as its cause
+    assert (result["category"], result["remedy"], result["next_index"]) == ("INSUFFICIENT_CAPACITY", "fall_back", 1)
+    assert state["selection"]["candidates"][1]["capacity"] == "on-demand"
+    remembered = DynamoOfferingMemory(cloud.deployment.table_name).unavailable_offerings()
+    assert set(remembered) == {f"spot:g5.xlarge:{ZONES[-1]}"}
+    assert remembered[f"spot:g5.xlarge:{ZONES[-1]}"].cause.startswith("EC2 reclaimed spot instances 1 time(s)")
 
 
 # -- RecordCost, RecordFailure, the sweep -----------------------------------------------------------

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from functions.shared.domain.catalog import GpuType
 from functions.shared.domain.cost import PriceQuote
+from functions.shared.domain.offers import MarketSignals, Signals
 from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.selection import AvailabilitySnapshot, Candidate
 
@@ -44,14 +45,26 @@ def offered_everywhere(types: Iterable[str], zones: list[str] = ZONES, **kwargs:
     return AvailabilitySnapshot(zones=zones, offered={t: list(zones) for t in types}, **kwargs)
 
 
-def prices(table: dict[str, float]) -> Callable[[str], PriceQuote | None]:
-    """A price function over a fixed table; types absent from it have no known price."""
+def prices(table: dict[str, float]) -> dict[str, PriceQuote]:
+    """On-demand prices from a fixed table; types absent from it have no known price."""
+    return {t: PriceQuote(hourly_usd=hourly, pricing=PRICING_LABEL) for t, hourly in table.items()}
 
-    def price_of(instance_type: str) -> PriceQuote | None:
-        hourly = table.get(instance_type)
-        return None if hourly is None else PriceQuote(hourly_usd=hourly, pricing=PRICING_LABEL)
 
-    return price_of
+def signals(
+    types: dict[str, GpuType],
+    availability: AvailabilitySnapshot | None = None,
+    table: dict[str, float] | None = None,
+    market: MarketSignals | None = None,
+    arm64_ami: bool = True,
+) -> Signals:
+    """What a plan weighs: the catalog, offered everywhere unless said otherwise, priced from `table`."""
+    return Signals(
+        catalog=types,
+        availability=availability or offered_everywhere(types),
+        on_demand=prices(table or {}),
+        market=market or MarketSignals(),
+        arm64_ami=arm64_ami,
+    )
 
 
 def candidate(instance_type: str = "g5.xlarge", **overrides: Any) -> Candidate:

@@ -126,3 +126,33 @@ def test_waits_time_out_from_the_request_and_a_stuck_start_is_diagnosed() -> Non
     assert start["TimeoutSecondsPath"] == "$.timeouts.stuck_after_seconds"
     assert finish["TimeoutSecondsPath"] == "$.timeouts.finish_after_seconds"
     assert start["Catch"][0] == {"ErrorEquals": ["States.Timeout"], "ResultPath": "$.stuck", "Next": "DiagnoseStuckJob"}
+
+
+def test_batchs_verdict_on_a_waiting_job_is_diagnosed_at_once_and_any_other_end_of_the_wait_goes_on() -> None:
+    # The start wait's output says verdict when Batch's reason is one another GPU type cures (not its timeout)
+    assert ASL["States"]["WaitForJobToStart"]["Next"] == "DidJobStart"
+    choice = ASL["States"]["DidJobStart"]
+    [rule] = choice["Choices"]
+    assert rule["And"] == [
+        {"Variable": "$.started.verdict", "IsPresent": True},
+        {"Variable": "$.started.verdict", "IsString": True},
+    ]
+    assert (rule["Next"], choice["Default"]) == ("DiagnoseStuckJob", "WaitForJobToFinish")
+
+
+def test_a_reclaimed_spot_attempt_is_diagnosed_and_its_remedy_chosen_like_a_stuck_one() -> None:
+    assert ASL["States"]["WaitForJobToFinish"]["Next"] == "WasSpotReclaimed"
+    choice = ASL["States"]["WasSpotReclaimed"]
+    [rule] = choice["Choices"]
+    assert {"Variable": "$.finished.reclaimed", "BooleanEquals": True} in rule["And"]
+    assert (rule["Next"], choice["Default"]) == ("DiagnoseReclaimedJob", "RecordCost")
+    reclaimed, stuck = ASL["States"]["DiagnoseReclaimedJob"], ASL["States"]["DiagnoseStuckJob"]
+    assert (reclaimed["Resource"], reclaimed["Parameters"]) == (stuck["Resource"], stuck["Parameters"])
+    assert reclaimed["Next"] == stuck["Next"] == "ChooseRemedy"
+
+
+def test_the_waits_tell_their_lambda_until_when_they_wait_and_what_the_job_tries_next() -> None:
+    start = ASL["States"]["WaitForJobToStart"]["Parameters"]["Payload"]
+    finish = ASL["States"]["WaitForJobToFinish"]["Parameters"]["Payload"]
+    assert (start["timeout_seconds.$"], start["selection.$"]) == ("$.timeouts.stuck_after_seconds", "$.selection")
+    assert (finish["timeout_seconds.$"], finish["selection.$"]) == ("$.timeouts.finish_after_seconds", "$.selection")

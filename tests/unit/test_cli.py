@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from gpupilot import render
+from gpupilot import cli, render
 from gpupilot.cli import UsageError, build_parser, job_body, main
 from gpupilot.client import ApiClient, ApiResponse, ApiUnreachable
 from tests.unit.scripted_api import Answer, ScriptedApi, in_progress
@@ -39,6 +39,12 @@ def test_flags_override_the_fields_of_the_request_file(tmp_path):
 
     # Then the flags win and the file's other fields stay
     assert body == {"name": "from-flag", "image": "img:1", "gpus": 2, "command": ["a"]}
+
+
+def test_price_band_is_a_flag_of_submit_and_plan():
+    # Given / When / Then: a job may widen the band its fallbacks stay within
+    assert body_of("--name", "n", "--price-band", "13.1")["price_band"] == 13.1
+    assert job_body(build_parser().parse_args(["plan", "--price-band", "4"]))["price_band"] == 4.0
 
 
 def test_flags_alone_build_the_body_with_typed_values_and_repeated_lists():
@@ -499,6 +505,78 @@ def test_status_wait_shows_each_status_change_and_the_wait_reason_on_stderr(monk
     assert [line.split("  ")[1] for line in err] == ["RUNNABLE", "RUNNING", "SUCCEEDED"]
     assert err[0].startswith("job j1  RUNNABLE  g6.xlarge (L4)  0 s")
     assert err[0].endswith(f"waiting: {CAPACITY}")
+
+
+EXPLAINED = {
+    "category": "ECS_AGENT_NOT_REGISTERED",
+    "reason": "1 instance(s) running but never registered with ECS (oldest 700 s): i-0abc; Batch gives no reason",
+    "recommendation": "... GPU Pilot falls back to g6.xlarge (on-demand) at 12:41 UTC unless it starts.",
+}
+NEXT = {"action": "fall_back", "at": "2026-11-23T12:41:07.000Z",
+        "candidate": {"instance_type": "g6.xlarge", "capacity": "on-demand"}}  # fmt: skip
+
+
+def explaining(monkeypatch, status: str = "RUNNABLE") -> list[dict | None]:
+    """An API whose job waits without a reason; ?explain=true answers with a diagnosis and the next action."""
+    asked: list[dict | None] = []
+
+    def request(self, method, path, body=None, query=None, **kwargs):
+        asked.append(query)
+        job = job_state(status, None, "SUBMITTED", "RUNNABLE")
+        if query and query.get("explain") == "true":
+            job |= {"explanation": EXPLAINED, "next_action": NEXT}
+        return ApiResponse(200, job)
+
+    monkeypatch.setattr(ApiClient, "request", request)
+    return asked
+
+
+def test_plain_status_of_a_job_waiting_without_a_reason_shows_the_cause_the_evidence_gives_and_the_next_action(
+    monkeypatch, capsys
+):
+    # Given a job RUNNABLE for which Batch gives no reason
+    asked = explaining(monkeypatch)
+
+    # When a user asks its status, without --explain
+    assert main(["status", "j1"]) == 0
+
+    # Then the CLI asked for the explanation, and shows the cause and when it falls back
+    out = capsys.readouterr().out
+    assert asked == [None, {"explain": "true"}]
+    assert "ECS_AGENT_NOT_REGISTERED: 1 instance(s) running but never registered" in out
+    assert "falls back to g6.xlarge (on-demand) at 12:41:07 UTC unless it starts" in out
+
+
+def test_plain_status_of_a_running_job_asks_nothing_more(monkeypatch, capsys):
+    asked = explaining(monkeypatch, status="RUNNING")
+    assert main(["status", "j1"]) == 0
+    assert asked == [None]
+
+
+def test_status_wait_explains_a_wait_batch_gives_no_reason_for_once_it_lasts(monkeypatch, capsys):
+    # Given a job that waits without a reason (long enough to be explained), then runs and succeeds
+    monkeypatch.setattr(cli, "EXPLAIN_EVERY_SECONDS", 0.0)
+    monkeypatch.setattr("gpupilot.cli.time.sleep", lambda seconds: None)
+    waiting = job_state("RUNNABLE", None, "SUBMITTED", "RUNNABLE")
+    answers = iter([waiting, waiting, waiting | {"explanation": EXPLAINED, "next_action": NEXT}, *POLLS[2:]])
+    asked: list[dict | None] = []
+
+    def request(self, method, path, body=None, query=None, **kwargs):
+        asked.append(query)
+        return ApiResponse(200, next(answers))
+
+    monkeypatch.setattr(ApiClient, "request", request)
+
+    # When following it
+    assert main(["status", "--wait", "j1"]) == 0
+
+    # Then it asked for an explanation on the second poll of the wait, and the progress says its cause and next action
+    assert asked[:3] == [None, None, {"explain": "true"}]
+    err = capsys.readouterr().err.splitlines()
+    assert err[1].endswith(
+        f"waiting: ECS_AGENT_NOT_REGISTERED: {EXPLAINED['reason']}; falls back to g6.xlarge (on-demand) at 12:41:07 "
+        "UTC unless it starts"
+    )
 
 
 def test_status_wait_prints_on_stdout_exactly_what_it_printed_before(monkeypatch, capsys):

@@ -14,7 +14,7 @@ from functions.shared.domain.batch import (
     FleetState,
 )
 from functions.shared.domain.diagnosis import StuckJobSnapshot, diagnose
-from functions.shared.domain.fleet import QuotaState
+from functions.shared.domain.fleet import QuotaHolder, QuotaState
 from functions.shared.domain.vocabulary import DiagnosisCategory
 
 Category = DiagnosisCategory
@@ -212,14 +212,41 @@ def test_terminated_instances_are_not_evidence():
     assert "instances_unregistered" not in result.evidence
 
 
-def test_no_instance_because_other_instances_use_up_the_quota_names_the_quota_and_its_use():
-    # Given a quota of 8 vCPUs, 8 of them taken by the account's other G instances
+def test_a_job_whose_quota_other_instances_hold_is_diagnosed_as_such_not_as_no_instances_launched():
+    # Given a quota of 8 vCPUs, 8 of them taken by the account's other G instances (none of them the pool's)
     given = snapshot(runnable_minutes=20, quota=8)
     assert given.quota is not None
     given.quota.used_vcpus = 8
+    given.quota.holders = [QuotaHolder(instance_type="g5.2xlarge", pool="", instances=1, vcpus=8)]
 
-    # When / Then
+    # When
     result = diagnose(given)
-    assert result.category == Category.NO_INSTANCES_LAUNCHED
-    assert "L-DB2E81BA" in result.reason and "is 8, 8 of them in use" in result.reason
-    assert result.evidence["quota_used_vcpus"] == 8
+
+    # Then it names the quota, what holds it and the increase command; it waits (time cures it)
+    assert result.category == Category.VCPU_QUOTA_REACHED
+    assert "L-DB2E81BA" in result.reason and "is 8 and running instances hold 8 of it" in result.reason
+    assert "1 g5.2xlarge not GPU Pilot's (8 vCPUs)" in result.reason
+    assert "--quota-code L-DB2E81BA --desired-value 12" in result.recommendation
+    assert result.evidence["quota_used_vcpus"] == 8 and result.evidence["quota_holders"][0]["vcpus"] == 8
+
+
+def test_a_job_queued_behind_the_pools_busy_instances_that_hold_the_quota_is_not_a_normal_scale_up():
+    # Given the pool's one usable instance, busy, holding the whole quota of 4 vCPUs, and the job RUNNABLE 1 minute
+    given = snapshot([ec2("i-aaa", 5)], [ecs("i-aaa")], runnable_minutes=1, quota=4)
+    assert given.quota is not None
+    given.quota.used_vcpus = 4
+    given.quota.holders = [
+        QuotaHolder(instance_type="g5.xlarge", pool="gpupilot-od-x8664-g5-xlarge", instances=1, vcpus=4)
+    ]
+
+    # When / Then: the quota, and the pool that holds it
+    result = diagnose(given)
+    assert result.category == Category.VCPU_QUOTA_REACHED
+    assert "1 g5.xlarge in pool gpupilot-od-x8664-g5-xlarge (4 vCPUs)" in result.reason
+
+
+def test_a_quota_with_room_for_one_more_instance_is_a_normal_scale_up():
+    given = snapshot([ec2("i-aaa", 5)], [ecs("i-aaa")], runnable_minutes=1, quota=8)
+    assert given.quota is not None
+    given.quota.used_vcpus = 4
+    assert diagnose(given).category == Category.WAITING_FOR_SCALE_UP

@@ -172,6 +172,52 @@ def test_batchs_patterns_match_a_prefix_with_a_star_whatever_the_case_and_no_mat
     assert strategy["attempts"] > 1
 
 
+def spot_spec(**request_fields: Any) -> dict[str, Any]:
+    return job_definition_spec(
+        "0123456789abcdef0123",
+        job_request(capacity="spot-first", **request_fields),
+        candidate(capacity="spot"),
+        job_role_arn=DEFAULT_ROLE,
+        execution_role_arn=EXECUTION_ROLE,
+        region="eu-west-1",
+    )
+
+
+def test_a_spot_attempt_ends_at_its_first_reclaim_by_default_and_still_retries_a_broken_gpu():
+    # Given / When: a spot attempt of a spot-first job, spot_reclaims_before_fallback left at 1
+    strategy = spot_spec()["retryStrategy"]
+
+    # Then a host reclaim ends the attempt (the job moves on to its next candidate), a failed preflight retries
+    rules = strategy["evaluateOnExit"]
+    assert rules[0] == {"onStatusReason": "Host EC2*", "action": "EXIT"}
+    assert {"onExitCode": str(PREFLIGHT_EXIT_CODE), "action": "RETRY"} in rules
+    assert strategy["attempts"] > 1
+
+
+@pytest.mark.parametrize("reclaims", [1, 3])
+@pytest.mark.parametrize(
+    ("exit_code", "reason", "status_reason"),
+    [(None, NVML, "Task failed to start"), (14, None, "Essential container in task exited")],
+)
+def test_a_spot_attempt_retries_a_bad_hosts_failure_on_another_host_too(reclaims, exit_code, reason, status_reason):
+    # Given a spot attempt, whatever its reclaims before fallback
+    strategy = spot_spec(spot_reclaims_before_fallback=reclaims)["retryStrategy"]
+
+    # When its host's container runtime or GPU fails it / Then Batch retries it, within Batch's five conditions
+    assert retry_action(strategy, exit_code, reason, status_reason) == "RETRY"
+    assert retry_action(strategy, 1, None, "Essential container in task exited") == "EXIT"
+    assert len(strategy["evaluateOnExit"]) <= 5
+
+
+def test_a_spot_attempt_allowed_more_reclaims_gets_that_many_batch_attempts():
+    # Given / When: a job that allows 3 reclaims before it falls back
+    strategy = spot_spec(spot_reclaims_before_fallback=3)["retryStrategy"]
+
+    # Then Batch retries a reclaim, and the attempt ends at the third
+    assert strategy["evaluateOnExit"][0] == {"onStatusReason": "Host EC2*", "action": "RETRY"}
+    assert strategy["attempts"] == 3
+
+
 def test_job_definition_is_named_after_the_request_and_tagged_with_the_job():
     # Given / When
     definition = spec(name="resnet-train")

@@ -8,7 +8,7 @@ from functions.shared.domain.fleet import QuotaState
 from functions.shared.domain.offers import SignalGap
 from functions.shared.domain.selection import MarketSignals, offering_key, placement_score_types
 from functions.shared.domain.vocabulary import MarketSignal
-from tests.unit.builders import ZONES, candidate, gpu_type, offered_everywhere
+from tests.unit.builders import ZONES, catalog, gpu_type, job_request, offered_everywhere, signals
 from tests.unit.test_selection import A10G, A10G_2X, L4, T4, candidate_types, plan_for, rejection, spot_market
 
 L4_2X = gpu_type("g6.2xlarge", gpu_model="L4", gpu_memory_gib=24.0, vcpus=8, memory_gib=32.0)
@@ -63,27 +63,34 @@ def test_a_low_placement_score_lowers_the_rank_and_warns():
     assert not any("placement score" in w for w in result.warnings)  # the first choice scores well
 
 
+FOUR_SPOT = spot_market(g4dn_xlarge=0.20, g6_xlarge=0.30, g5_xlarge=0.40, g5_2xlarge=0.45)
+FOUR_TYPES = catalog(T4, L4, A10G, A10G_2X)
+
+
 def test_placement_scores_are_asked_for_the_spot_types_tried_and_enough_others_to_make_three():
-    spot = [candidate(t, capacity="spot") for t in ("g6.xlarge", "g5.xlarge", "g4dn.xlarge", "g6e.xlarge")]
-    on_demand = candidate("g6.xlarge")
-    # The job tries two offerings, one of them spot: that type, then the next two spot types
-    assert placement_score_types([spot[0], on_demand, *spot[1:]], max_attempts=2) == [
+    # A spot-first job that tries two offerings (the cheapest type on spot, then on-demand): that type, then the
+    # next two spot types
+    tried_two = job_request(capacity="spot-first", max_attempts=2)
+    assert placement_score_types(tried_two, signals(FOUR_TYPES, table=TABLE, market=FOUR_SPOT)) == [
+        "g4dn.xlarge",
         "g6.xlarge",
         "g5.xlarge",
-        "g4dn.xlarge",
     ]
     # Four spot types tried: all four, nothing added
-    assert placement_score_types(spot, max_attempts=6) == ["g6.xlarge", "g5.xlarge", "g4dn.xlarge", "g6e.xlarge"]
+    tried_all = job_request(capacity="spot", max_attempts=6)
+    assert placement_score_types(tried_all, signals(FOUR_TYPES, table=TABLE, market=FOUR_SPOT)) == [
+        "g4dn.xlarge",
+        "g6.xlarge",
+        "g5.xlarge",
+        "g5.2xlarge",
+    ]
 
 
 def test_placement_scores_are_not_asked_for_fewer_than_three_spot_types_or_when_none_is_tried():
-    two = [candidate(t, capacity="spot") for t in ("g6.xlarge", "g5.xlarge")]
-    assert placement_score_types(two, max_attempts=6) == []
-    three = [
-        candidate("g6.xlarge"),
-        *(candidate(t, capacity="spot") for t in ("g5.xlarge", "g4dn.xlarge", "g6e.xlarge")),
-    ]
-    assert placement_score_types(three, max_attempts=1) == []
+    two = catalog(T4, L4)
+    assert placement_score_types(job_request(capacity="spot"), signals(two, table=TABLE, market=FOUR_SPOT)) == []
+    on_demand = job_request(capacity="on-demand")
+    assert placement_score_types(on_demand, signals(FOUR_TYPES, table=TABLE, market=FOUR_SPOT)) == []
 
 
 # -- signals that could not be read -------------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpupilot.render import costs, job_summary
+from gpupilot.render import costs, job_summary, status_line
 
 
 def job(**overrides: Any) -> dict[str, Any]:
@@ -55,6 +55,16 @@ def test_summary_shows_the_cost_and_how_it_was_computed():
     assert line(summary, "runtime").endswith("30.0 min")
 
 
+def test_summary_of_a_job_on_part_of_an_instance_shows_what_the_whole_instance_cost():
+    # Given a job that held a quarter of its instance, which cost $0.60 meanwhile
+    cost = job()["cost"] | {"instance_usd": 0.6}
+
+    # When / Then the summary shows the instance's cost, and where the rest of it is counted
+    assert line(job_summary(job(cost=cost)), "instance").split(None, 1)[1] == (
+        "$0.600000  (the rest is unused_share waste unless other jobs shared it)"
+    )
+
+
 def test_summary_shows_the_timeline_in_order_with_times_of_day():
     # Given / When
     summary = job_summary(job())
@@ -93,6 +103,43 @@ def test_summary_shows_each_attempts_diagnosis():
 
     # Then
     assert line(summary, "diagnosis g6.xlarge").endswith("INSUFFICIENT_CAPACITY: AWS Batch says: CAPACITY:...")
+
+
+def test_summary_of_a_waiting_job_says_why_and_what_happens_next_and_when():
+    # Given a job waiting on Batch's capacity verdict, its fallback due at 12:41:07
+    waiting = job(
+        status="RUNNABLE",
+        cost=None,
+        reason="CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY",
+        next_action={"action": "fall_back", "at": "2026-11-22T12:41:07.250Z",
+                     "candidate": {"instance_type": "g6.xlarge", "capacity": "on-demand"}},
+    )  # fmt: skip
+
+    # When / Then
+    summary = job_summary(waiting)
+    assert line(summary, "waiting").endswith("CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY")
+    assert line(summary, "next").endswith("falls back to g6.xlarge (on-demand) at 12:41:07 UTC unless it starts")
+
+
+def test_the_progress_line_of_a_waiting_job_says_when_it_gives_up_when_no_candidate_is_left():
+    waiting = job(status="RUNNABLE", reason="r", next_action={"action": "give_up", "at": "2026-11-22T12:41:07.250Z"})
+    assert status_line(waiting, 65).endswith("waiting: r; gives up at 12:41:07 UTC unless it starts")
+
+
+def test_summary_shows_each_attempt_priced_with_batchs_words_for_each_reclaimed_host():
+    # Given a spot attempt EC2 reclaimed, then an on-demand attempt that succeeded, both priced
+    reclaimed = job()["attempts"][0] | {
+        "instance_type": "g6.xlarge", "capacity": "spot", "status": "FAILED",
+        "host_terminations": ["Host EC2 (instance i-0abc) terminated."],
+        "cost": {"usd": 0.0012, "hourly_usd": 0.35, "runtime_seconds": 12.0, "gpu_share": 1.0, "pricing": "spot"},
+    }  # fmt: skip
+    summary = job_summary(job(attempts=[reclaimed, *job()["attempts"]]))
+
+    # Then the first attempt's line names its capacity, its end, its cost and the host's termination
+    assert line(summary, "attempt 1").split(None, 2)[2] == (
+        "g6.xlarge spot  FAILED  $0.001200 ($0.35/h x 12.0 s)  Host EC2 (instance i-0abc) terminated."
+    )
+    assert line(summary, "attempt 2").split(None, 2)[2].startswith("g5.12xlarge on-demand  SUCCEEDED")
 
 
 def test_the_plan_table_shows_price_capacity_score_why_and_warnings():
@@ -141,7 +188,8 @@ def test_the_costs_table_shows_the_waste_by_reason_next_to_the_total():
     lines = costs(COSTS).splitlines()
     assert lines[-2] == "total $0.500000"
     assert lines[-1] == (
-        "waste $0.125000  (instances that served no job; not in the total): never_registered $0.100000, idle $0.025000"
+        "waste $0.125000  (instances, or shares of them, that served no job; not in the total): "
+        "never_registered $0.100000, idle $0.025000"
     )
 
 
@@ -149,5 +197,5 @@ def test_the_grouped_costs_table_shows_the_waste_too_and_no_waste_reads_as_zero(
     report = COSTS | {"group_by": "gpu_type", "groups": [{"key": "g6.xlarge", "usd": 0.5, "attempts": 1}]}
     assert costs(report).splitlines()[-1].startswith("waste $0.125000  ")
     assert costs(COSTS | {"waste": {"usd": 0.0, "by_reason": {}, "by_pool": {}}}).splitlines()[-1] == (
-        "waste $0.000000  (instances that served no job; not in the total)"
+        "waste $0.000000  (instances, or shares of them, that served no job; not in the total)"
     )

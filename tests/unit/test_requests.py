@@ -241,3 +241,18 @@ def test_numbers_must_be_json_numbers_not_booleans_or_strings(field, value):
 
 def test_a_whole_number_is_a_valid_float():
     assert JobRequest.model_validate({"name": "n", "image": "i", "command": ["c"], "memory_gib": 16}).memory_gib == 16.0
+
+
+def test_a_spot_attempt_falls_back_after_one_reclaim_and_the_memory_is_heeded_unless_the_request_says_otherwise():
+    request = JobRequest.model_validate(VALID)
+    assert (request.spot_reclaims_before_fallback, request.ignore_unavailable) == (1, False)
+
+
+@pytest.mark.parametrize("reclaims", [0, 11, 1.5, "2", True])
+def test_spot_reclaims_before_fallback_is_a_whole_number_batch_can_retry_for(reclaims):
+    # Batch's RetryStrategy takes 1 to 10 attempts
+    assert refused_field(spot_reclaims_before_fallback=reclaims) == ("spot_reclaims_before_fallback",)
+
+
+def test_ignore_unavailable_is_a_boolean():
+    assert refused_field(ignore_unavailable="yes") == ("ignore_unavailable",)

@@ -7,10 +7,16 @@ import itertools
 from functions.shared.adapters.ec2 import load_snapshot
 from functions.shared.adapters.prices import SnapshotPrices
 from functions.shared.domain.cost import PriceQuote
+from functions.shared.domain.ranking import plan_warnings, signal_warnings
 from functions.shared.domain.selection import AvailabilitySnapshot, MarketSignals, Plan, offering_key, plan
-from tests.unit.builders import ZONES, catalog, gpu_type, job_request, offered_everywhere, prices
+from tests.unit.builders import ZONES, catalog, gpu_type, job_request, offered_everywhere, signals
 
-on_demand_price = SnapshotPrices().on_demand
+
+def snapshot_prices(types: dict) -> dict[str, float]:
+    """The bundled us-east-1 on-demand prices of the types."""
+    quotes = {t: SnapshotPrices().on_demand(t) for t in types}
+    return {t: quote.hourly_usd for t, quote in quotes.items() if quote is not None}
+
 
 A10G = gpu_type("g5.xlarge", gpu_model="A10G", gpu_memory_gib=24.0, vcpus=4, memory_gib=16.0)
 A10G_2X = gpu_type("g5.2xlarge", gpu_model="A10G", gpu_memory_gib=24.0, vcpus=8, memory_gib=32.0)
@@ -30,14 +36,11 @@ def plan_for(
     table=None,
     market: MarketSignals | None = None,
 ) -> Plan:
-    cat = catalog(*types)
-    return plan(
-        job_request(**request_fields),
-        cat,
-        availability or offered_everywhere(cat),
-        prices(PRICES if table is None else table),
-        market=market,
-    )
+    """The plan and its warnings, as POST /plan makes them."""
+    cat, request = catalog(*types), job_request(**request_fields)
+    found = plan(request, signals(cat, availability, PRICES if table is None else table, market))
+    gaps = market.unavailable if market else []
+    return found.model_copy(update={"warnings": plan_warnings(found, request) + signal_warnings(gaps)})
 
 
 def spot_market(**prices_by_type: float) -> MarketSignals:
@@ -390,24 +393,25 @@ def test_best_candidate_scores_one_and_scores_never_increase_down_the_list():
     assert all(later < earlier for earlier, later in itertools.pairwise(scores))
 
 
-def test_scores_fall_with_price_per_gpu_hour_relative_to_the_cheapest_fit():
+def test_scores_fall_with_the_instance_price_relative_to_the_cheapest_candidate():
     # Given two types, the second twice the price of the first
     # When planning
     result = plan_for({}, A10G, L4, table={"g6.xlarge": 1.0, "g5.xlarge": 2.0})
 
-    # Then the second scores half, and says what it costs per GPU-hour
+    # Then the second scores half, and says what it costs this job against the cheapest
     assert [c.score for c in result.candidates] == [1.0, 0.5]
-    assert "$2/h, $2 per GPU-hour" in result.candidates[1].why
+    assert [c.price_ratio for c in result.candidates] == [1.0, 2.0]
+    assert result.candidates[1].why.startswith("$2/h for this job, 2.0x the cheapest")
 
 
-def test_model_preference_beats_score():
+def test_model_preference_beats_price_and_each_model_is_priced_against_its_own_cheapest():
     # Given A10G ($1.006) preferred over the cheaper L4 ($0.805)
     # When planning
     result = plan_for({"gpu_models": ["A10G", "L4"]}, A10G, L4)
 
-    # Then the preferred A10G goes first although the L4 scores higher
+    # Then the preferred A10G goes first although the L4 is cheaper, each the cheapest of its model
     assert candidate_types(result) == ["g5.xlarge", "g6.xlarge"]
-    assert result.candidates[0].score < result.candidates[1].score == 1.0
+    assert [c.price_ratio for c in result.candidates] == [1.0, 1.0]
 
 
 def test_nothing_fits_gives_no_candidates_and_rejects_every_type():
@@ -426,7 +430,7 @@ def test_every_catalog_type_ends_up_either_a_candidate_or_rejected():
     availability = offered_everywhere(gpu_catalog)
 
     # When planning a default request
-    result = plan(job_request(), gpu_catalog, availability, on_demand_price)
+    result = plan(job_request(), signals(gpu_catalog, availability, snapshot_prices(gpu_catalog)))
 
     # Then each catalog type is in exactly one of the two lists
     chosen = {c.instance_type for c in result.candidates}
@@ -439,7 +443,7 @@ def test_every_catalog_type_ends_up_either_a_candidate_or_rejected():
 def test_graviton_gpus_are_rejected_when_no_nvidia_ami_for_arm64_is_configured():
     # Given an arm64 request and a deployment without a custom Graviton NVIDIA AMI
     cat = catalog(A10G, T4G)
-    result = plan(job_request(arch="arm64"), cat, offered_everywhere(cat), prices(PRICES), arm64_ami=False)
+    result = plan(job_request(arch="arm64"), signals(cat, table=PRICES, arm64_ami=False))
     # Then g5g is not offered, and the reason says why
     assert candidate_types(result) == []
     assert rejection(result, "g5g.xlarge").startswith("Graviton GPU: AWS Batch has no NVIDIA AMI for arm64")
@@ -448,6 +452,6 @@ def test_graviton_gpus_are_rejected_when_no_nvidia_ami_for_arm64_is_configured()
 def test_gpu_families_no_batch_nvidia_ami_supports_are_rejected_with_the_reason():
     # Given p3dn (V100), which Batch's AL2023 NVIDIA AMI does not support
     cat = {t: g for t, g in load_snapshot().items() if t in ("p3dn.24xlarge", "g5.xlarge")}
-    result = plan(job_request(), cat, offered_everywhere(cat), on_demand_price)
+    result = plan(job_request(), signals(cat, table=snapshot_prices(cat)))
     assert candidate_types(result) == ["g5.xlarge"]
     assert rejection(result, "p3dn.24xlarge").startswith("no AWS Batch NVIDIA AMI supports this family")

@@ -17,13 +17,15 @@ AWS_ERRORS = (BotoCoreError, ClientError)
 
 class ClientAdapter:
     service: ClassVar[str]
+    # A market signal's adapter: its calls give up after two attempts (clients.HINT_RETRY_CONFIG).
+    hint: ClassVar[bool] = False
 
     def __init__(self, aws_client: Any | None = None) -> None:
         self._given = aws_client
 
     @property
     def _aws(self) -> Any:
-        return self._given or client(self.service)
+        return self._given or client(self.service, hint=self.hint)
 
 
 class TtlCache:

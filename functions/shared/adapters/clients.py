@@ -1,5 +1,12 @@
 """The one place boto3 clients are made: standard retry mode, the process's region.
 
+Market signals (Service Quotas, spot price history, spot placement scores, the Price List) are hints a plan goes on
+without, so their clients give up sooner: two attempts in all (standard mode's one backoff waits at most 1 s for a
+throttle, at most 5 s more if AWS asks for it with x-amz-retry-after) where the others make six (`max_attempts`
+counts retries: up to 1 + 2 + 4 + 8 + 16 s of backoff). A plan reads at most eight such calls (five quotas, a
+Price List page, spot prices, placement scores), so one whose every signal is throttled answers in seconds, well
+within API Gateway's 29 s.
+
 The local cloud points every client at its embedded AWS through `AWS_ENDPOINT_URL`, which botocore
 honours natively, so no code path differs between local and deployed. Observers registered with
 `observe_calls` see every AWS call any client makes (the local cloud's IAM enforcement, fault injection).
@@ -21,6 +28,11 @@ RETRY_CONFIG = Config(
     connect_timeout=5,
     read_timeout=30,
 )
+HINT_RETRY_CONFIG = Config(
+    retries={"mode": "standard", "total_max_attempts": 2},
+    connect_timeout=2,
+    read_timeout=5,
+)
 CallObserver = Callable[..., None]
 
 _lock = threading.Lock()
@@ -29,23 +41,24 @@ _session: boto3.session.Session | None = None
 _observers: list[tuple[str, CallObserver]] = []
 
 
-def client(service: str, region: str | None = None) -> Any:
+def client(service: str, region: str | None = None, hint: bool = False) -> Any:
     """A cached boto3 client for `service`, in the process's region unless the API answers elsewhere only
-    (the Price List API: us-east-1).
+    (the Price List API: us-east-1); `hint`: for a market signal, which gives up after two attempts.
 
     Clients are thread-safe, sessions are not: one session makes every client, under the lock. One
     session also loads botocore's data files once, which halves a cold start that makes four clients.
     """
     global _session
     with _lock:
-        name = service if region is None else f"{service}@{region}"
+        name = (service if region is None else f"{service}@{region}") + ("#hint" if hint else "")
         existing = _clients.get(name)
         if existing is None:
             if _session is None:
                 _session = boto3.session.Session()
                 for event, observer in _observers:
                     _session.events.register(event, observer)
-            existing = _session.client(service, region_name=region or aws_region(), config=RETRY_CONFIG)
+            config = HINT_RETRY_CONFIG if hint else RETRY_CONFIG
+            existing = _session.client(service, region_name=region or aws_region(), config=config)
             _clients[name] = existing
         return existing
 

@@ -12,6 +12,7 @@ from botocore.exceptions import ClientError
 from functions.shared.adapters.base import ClientAdapter
 from functions.shared.adapters.clients import client
 from functions.shared.domain.batch import ContainerInstanceState, Ec2InstanceState, FleetState
+from functions.shared.domain.fleet import RunningInstances
 from functions.shared.domain.pools import POOL_TAG
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
@@ -97,7 +98,12 @@ class Ec2EcsFleet(ClientAdapter):
         return described
 
     def zone_of(self, container_instance_arn: str) -> str | None:
-        # arn:aws:ecs:<region>:<account>:container-instance/<cluster>/<id>: the cluster is in the ARN.
+        described = self.container_instance(container_instance_arn)
+        return (described.zone or None) if described else None
+
+    def container_instance(self, container_instance_arn: str) -> ContainerInstanceState | None:
+        # arn:aws:ecs:<region>:<account>:container-instance/<cluster>/<id>: the cluster is in the ARN. ECS still
+        # describes a container instance for a while after it was deregistered (INACTIVE), then not at all.
         parts = container_instance_arn.split(":", 5)[-1].split("/")
         if len(parts) != 3:
             return None
@@ -108,7 +114,7 @@ class Ec2EcsFleet(ClientAdapter):
         except ClientError:
             return None
         described = [ContainerInstanceState.from_ecs(c) for c in found["containerInstances"]]
-        return (described[0].zone or None) if described else None
+        return described[0] if described else None
 
     def fleets(self, pools: dict[str, str | None]) -> dict[str, FleetState]:
         """pool -> its fleet, for pools given with their cluster ARN (None: no cluster yet).
@@ -131,18 +137,21 @@ class Ec2EcsFleet(ClientAdapter):
             for pool in pools
         }
 
-    def running_types(self, spot: bool) -> dict[str, int]:
-        """What a vCPU quota counts: the account's pending and running instances of one capacity type."""
+    def running_instances(self, spot: bool) -> list[RunningInstances]:
+        """What a vCPU quota counts: the account's pending and running instances of one capacity type, by type and
+        by the GPU Pilot pool tag they carry (none: anyone else's)."""
         filters = [{"Name": "instance-state-name", "Values": ["pending", "running"]}]
         if spot:
             filters.append({"Name": "instance-lifecycle", "Values": ["spot"]})
-        counts: dict[str, int] = {}
+        counts: dict[tuple[str, str], int] = {}
         for page in self._aws.get_paginator("describe_instances").paginate(Filters=filters):
             for reservation in page["Reservations"]:
                 for instance in reservation["Instances"]:
                     if spot or instance.get("InstanceLifecycle") != "spot":
-                        counts[instance["InstanceType"]] = counts.get(instance["InstanceType"], 0) + 1
-        return counts
+                        tags = {t.get("Key"): t.get("Value") for t in instance.get("Tags") or []}
+                        key = (instance["InstanceType"], str(tags.get(POOL_TAG) or ""))
+                        counts[key] = counts.get(key, 0) + 1
+        return [RunningInstances(instance_type=t, pool=pool, count=n) for (t, pool), n in sorted(counts.items())]
 
     def terminate_instances(self, instance_ids: list[str]) -> None:
         for start in range(0, len(instance_ids), TERMINATE_PAGE):

@@ -13,33 +13,21 @@ from botocore.exceptions import ClientError
 
 from functions.shared import constants as c
 from functions.shared.adapters.dynamodb_codec import serialize
-from functions.shared.adapters.job_lists import JobLists, job_key, list_keys, record_of
+from functions.shared.adapters.job_items import JobItems, is_conditional_failure
+from functions.shared.adapters.job_lists import job_key, list_keys, record_of
 from functions.shared.domain.clock import now_iso
 from functions.shared.domain.errors import JobAlreadyExists, JobNotFound
 from functions.shared.domain.lifecycle import batch_rank, status_rank
-from functions.shared.domain.records import AttemptRecord, JobRecord, TimelineEntry, Wait
+from functions.shared.domain.records import AttemptRecord, JobRecord, TimelineEntry
 from functions.shared.domain.requests import JobRequest
-from functions.shared.domain.vocabulary import BatchStatus, JobStatus, WaitPhase
+from functions.shared.domain.vocabulary import BatchStatus, JobStatus
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
-IAM_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
+IAM_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem")
 
 
-def is_conditional_failure(error: ClientError) -> bool:
-    return error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
-
-
-class DynamoJobStore(JobLists):
-    """Implements ports.JobStore (the list queries come from JobLists)."""
-
-    def _update(self, job_id: str, **kwargs: Any) -> dict[str, Any] | None:
-        """UpdateItem on the job; None when its condition failed."""
-        try:
-            return dict(self._aws.update_item(TableName=self._table, Key=job_key(job_id), **kwargs))
-        except ClientError as error:
-            if is_conditional_failure(error):
-                return None
-            raise
+class DynamoJobStore(JobItems):
+    """Implements ports.JobStore (the list queries come from JobLists, waits and notes from JobItems)."""
 
     # -- jobs ---------------------------------------------------------------------------------
     def create_job(self, job_id: str, request: JobRequest) -> JobRecord:
@@ -158,11 +146,11 @@ class DynamoJobStore(JobLists):
         number: int,
         fields: dict[str, Any],
         if_missing: dict[str, Any] | None = None,
-        timeline_reason: tuple[int, str] | None = None,
+        timeline_reason: tuple[int, str, str] | None = None,
     ) -> JobRecord | None:
         """Set fields on an attempt; with a `batch_status`, only if it moves the attempt forward.
-        `if_missing` fields are set only where the attempt has none yet; `timeline_reason` (index, reason)
-        explains that timeline entry (entries are only ever appended). None when stale or duplicate."""
+        `if_missing` fields are set only where the attempt has none yet; `timeline_reason` (index, reason, when it
+        was learnt) explains that timeline entry (entries are only ever appended). None when stale or duplicate."""
         unknown = (set(fields) | set(if_missing or {})) - set(AttemptRecord.model_fields)
         if unknown:
             raise ValueError(f"not attempt fields: {sorted(unknown)}")
@@ -187,8 +175,9 @@ class DynamoJobStore(JobLists):
             values[f":f{index}"] = serialize(value)
             sets.append(f"attempts.#n.#f{index} = :f{index}")
         if timeline_reason is not None:
-            values[":why"] = serialize(timeline_reason[1])
-            sets.append(f"timeline[{int(timeline_reason[0])}].reason = :why")
+            index, why, learnt = timeline_reason
+            values |= {":why": serialize(why), ":learnt": serialize(learnt)}
+            sets.append(f"timeline[{int(index)}].reason = :why, timeline[{int(index)}].reason_at = :learnt")
         response = self._update(
             job_id,
             UpdateExpression="SET " + ", ".join(sets),
@@ -200,60 +189,31 @@ class DynamoJobStore(JobLists):
         return record_of(response["Attributes"]) if response else None
 
     def note_reason(
-        self, job_id: str, number: int, status: BatchStatus, reason: str, timeline_index: int | None = None
+        self,
+        job_id: str,
+        number: int,
+        status: BatchStatus,
+        reason: str,
+        timeline_index: int | None = None,
+        at: str | None = None,
     ) -> bool:
-        """Set the attempt's status_reason while its Batch status is still `status` (and that timeline entry's)."""
-        timeline = f", timeline[{int(timeline_index)}].reason = :reason" if timeline_index is not None else ""
+        """Set the attempt's status_reason while its Batch status is still `status` (and that timeline entry's,
+        learnt `at`)."""
+        now = now_iso()
+        timeline = ""
+        if timeline_index is not None:
+            entry = f"timeline[{int(timeline_index)}]"
+            timeline = f", {entry}.reason = :reason, {entry}.reason_at = :learnt"
+        values = {":reason": serialize(reason), ":status": serialize(status), ":now": serialize(now)}
+        if timeline_index is not None:
+            values[":learnt"] = serialize(at or now)
         return (
             self._update(
                 job_id,
                 UpdateExpression=f"SET attempts.#n.status_reason = :reason, updated_at = :now{timeline}",
                 ConditionExpression="attempts.#n.batch_status = :status",
                 ExpressionAttributeNames={"#n": str(number)},
-                ExpressionAttributeValues={
-                    ":reason": serialize(reason),
-                    ":status": serialize(status),
-                    ":now": serialize(now_iso()),
-                },
+                ExpressionAttributeValues=values,
             )
             is not None
-        )
-
-    def note_host(self, job_id: str, status: JobStatus, instance_id: str, reason: str, at: str) -> bool:
-        """A timeline note once per host: the hosts noted are a set on the item, checked and added in one write."""
-        entry = serialize([TimelineEntry(status=status, at=at, reason=reason)])
-        ids = {":ids": {"SS": [instance_id]}, ":id": {"S": instance_id}}
-        values = {":entry": entry, ":now": serialize(now_iso())} | ids
-        noted = self._update(
-            job_id,
-            UpdateExpression="SET timeline = list_append(timeline, :entry), updated_at = :now ADD hosts_noted :ids",
-            ConditionExpression="attribute_exists(#pk) AND NOT contains(hosts_noted, :id)",
-            ExpressionAttributeNames={"#pk": c.TABLE_PK},
-            ExpressionAttributeValues=values,
-        )
-        return noted is not None
-
-    # -- waits --------------------------------------------------------------------------------
-    def store_wait(self, job_id: str, phase: WaitPhase, wait: Wait) -> JobRecord:
-        """Park the workflow's task token for `phase`; returns the record as it is after the write."""
-        response = self._update(
-            job_id,
-            UpdateExpression="SET waits.#phase = :wait",
-            ConditionExpression="attribute_exists(#pk)",
-            ExpressionAttributeNames={"#phase": phase.value, "#pk": c.TABLE_PK},
-            ExpressionAttributeValues={":wait": serialize(wait)},
-            ReturnValues="ALL_NEW",
-        )
-        if response is None:
-            raise JobNotFound(job_id)
-        return record_of(response["Attributes"])
-
-    def clear_wait(self, job_id: str, phase: WaitPhase, token: str) -> None:
-        """Forget a spent token, unless a newer wait has replaced it meanwhile."""
-        self._update(
-            job_id,
-            UpdateExpression="REMOVE waits.#phase",
-            ConditionExpression="waits.#phase.#token = :token",
-            ExpressionAttributeNames={"#phase": phase.value, "#token": "token"},
-            ExpressionAttributeValues={":token": {"S": token}},
         )

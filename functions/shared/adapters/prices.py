@@ -156,7 +156,9 @@ class MarketPrices(ClientAdapter):
             fetched_at, prices = item["fetched_at"]["S"], json.loads(zlib.decompress(item["prices_z"]["B"]))
         else:
             try:
-                prices, published = price_list(self._pricing or client("pricing", PRICE_LIST_REGION), self._region)
+                prices, published = price_list(
+                    self._pricing or client("pricing", PRICE_LIST_REGION, hint=True), self._region
+                )
             except AWS_ERRORS as error:
                 logger.warning(
                     "Price List unavailable: on-demand prices from the snapshot", extra={"error": str(error)}

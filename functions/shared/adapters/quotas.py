@@ -24,6 +24,7 @@ class ServiceQuotas(ClientAdapter):
     """Implements ports.Quotas, cached for ten minutes per process."""
 
     service = "service-quotas"
+    hint = True  # a plan goes on without a quota it cannot read
 
     def __init__(self, service_quotas: Any | None = None) -> None:
         super().__init__(service_quotas)

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from functions.shared.adapters.base import AWS_ERRORS, ClientAdapter, TtlCache, signal_unavailable
+from functions.shared.adapters.clients import client
 from functions.shared.domain.cost import PriceQuote, time_weighted
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
@@ -26,6 +27,7 @@ class Ec2SpotMarket(ClientAdapter):
     """The spot side of ports.Prices and ports.Availability."""
 
     service = "ec2"
+    hint = True  # a plan's spot prices and placement scores; an ended attempt's price is not one (_billing)
 
     def __init__(self, region: str, ec2: Any | None = None) -> None:
         super().__init__(ec2)
@@ -68,7 +70,7 @@ class Ec2SpotMarket(ClientAdapter):
         if not zones:
             return None
         points: dict[str, list[tuple[str, float]]] = {}
-        pages = self._aws.get_paginator("describe_spot_price_history").paginate(
+        pages = self._billing.get_paginator("describe_spot_price_history").paginate(
             InstanceTypes=[instance_type],
             ProductDescriptions=[PRODUCT],
             StartTime=datetime.fromisoformat(start.replace("Z", "+00:00")),
@@ -87,6 +89,11 @@ class Ec2SpotMarket(ClientAdapter):
             hourly_usd=priced[zone],
             pricing=f"spot price history, {zone}, time-weighted over the attempt ({len(points[zone])} price point(s))",
         )
+
+    @property
+    def _billing(self) -> Any:
+        """The client that prices an ended attempt: what it cost is no hint, it takes the standard retries."""
+        return self._given or client(self.service)
 
     def placement_scores(self, instance_types: list[str]) -> dict[str, dict[str, int]]:
         """instance type -> zone name -> placement score (1-10) of the types as one flexible request: AWS scores

@@ -3,8 +3,10 @@ health sweeps' reports."""
 
 from __future__ import annotations
 
+import math
 import time
 import zlib
+from datetime import UTC, datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -13,9 +15,12 @@ from functions.shared import constants as c
 from functions.shared.adapters.base import ClientAdapter
 from functions.shared.adapters.dynamodb_codec import deserialize_item, serialize
 from functions.shared.adapters.job_store import is_conditional_failure
+from functions.shared.domain.clock import iso, parse_iso
 from functions.shared.domain.errors import SweepNotFound
+from functions.shared.domain.memory import UnavailableOffering
+from functions.shared.domain.shares import Occupant, SharedInstance, occupy
 from functions.shared.domain.views import HealthReport
-from functions.shared.domain.vocabulary import SweepStatus
+from functions.shared.domain.vocabulary import DiagnosisCategory, SweepStatus
 from functions.shared.domain.waste import InstanceWaste, WasteEntry, charge
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
@@ -25,6 +30,9 @@ WASTE_PARTITION = "WASTE"
 LATEST_KEY = {c.TABLE_PK: {"S": "HEALTH"}, c.TABLE_SK: {"S": "LATEST"}}
 SWEEP_HISTORY_DAYS = 30
 WASTE_WRITE_ATTEMPTS = 3
+# An instance's ledger of shares is written by each of its attempts as it ends; jobs of one host end together.
+SHARE_WRITE_ATTEMPTS = 8
+SHARE_SUFFIX = "#shares"
 
 
 def _sweep_key(sweep_id: str) -> dict[str, Any]:
@@ -50,20 +58,23 @@ class _Table(ClientAdapter):
 
 
 class DynamoOfferingMemory(_Table):
-    """Implements ports.OfferingMemory: one item per offering, deleted by DynamoDB's TTL."""
+    """Implements ports.OfferingMemory: one item per offering (its category, cause and time), deleted by DynamoDB's
+    TTL."""
 
-    def remember_unavailable(self, key: str, reason: str, ttl_seconds: int) -> None:
+    def remember_unavailable(self, key: str, memory: UnavailableOffering) -> None:
         self._put(
             {
                 c.TABLE_PK: {"S": OFFERINGS_PARTITION},
                 c.TABLE_SK: {"S": key},
-                "reason": {"S": reason},
-                c.TTL_ATTRIBUTE: {"N": str(int(time.time()) + ttl_seconds)},
+                "reason": {"S": memory.category.value},
+                "cause": {"S": memory.cause},
+                "at": {"S": memory.at},
+                c.TTL_ATTRIBUTE: {"N": str(math.ceil(parse_iso(memory.expires_at).timestamp()))},
             }
         )
 
-    def unavailable_offerings(self) -> set[str]:
-        """Offerings remembered and not yet expired (TTL deletion lags by hours, so filter)."""
+    def unavailable_offerings(self) -> dict[str, UnavailableOffering]:
+        """Offerings remembered and not yet expired (TTL deletion lags by hours, so filter), with why."""
         pages = self._aws.get_paginator("query").paginate(
             TableName=self._table,
             KeyConditionExpression="#pk = :p",
@@ -71,13 +82,24 @@ class DynamoOfferingMemory(_Table):
             ExpressionAttributeNames={"#pk": c.TABLE_PK, "#ttl": c.TTL_ATTRIBUTE},
             ExpressionAttributeValues={":p": {"S": OFFERINGS_PARTITION}, ":now": {"N": str(int(time.time()))}},
         )
-        return {item[c.TABLE_SK]["S"] for page in pages for item in page.get("Items", [])}
+        return {item[c.TABLE_SK]["S"]: _remembered(item) for page in pages for item in page.get("Items", [])}
+
+
+def _remembered(item: dict[str, Any]) -> UnavailableOffering:
+    """A stored memory; one written before causes were kept says its category only."""
+    expires_at = iso(datetime.fromtimestamp(int(item[c.TTL_ATTRIBUTE]["N"]), tz=UTC))
+    category = DiagnosisCategory(item["reason"]["S"])
+    cause = item["cause"]["S"] if "cause" in item else category.value
+    return UnavailableOffering(
+        category=category, cause=cause, at=item["at"]["S"] if "at" in item else expires_at, expires_at=expires_at
+    )
 
 
 class DynamoWasteLedger(_Table):
     """Implements ports.WasteLedger: partition WASTE, one item per `day#instance` (the day it launched), whatever
     reasons the sweeps see it under; each write charges only the span not charged before, conditional on the
-    version read, so concurrent sweeps never double what is recorded."""
+    version read, so concurrent sweeps never double what is recorded. An instance's unused share is an item of its
+    own, `day#instance#shares` (the day it registered with ECS), restated by each attempt priced on it."""
 
     def record_waste(self, entry: WasteEntry) -> float:
         key = {c.TABLE_PK: {"S": WASTE_PARTITION}, c.TABLE_SK: {"S": f"{entry.day}#{entry.instance_id}"}}
@@ -98,6 +120,27 @@ class DynamoWasteLedger(_Table):
             if written:
                 return added
         return 0.0  # other sweeps kept writing it first: what they did not charge, the next sweep will
+
+    def record_share(self, instance: SharedInstance, key: str, attempt: Occupant) -> SharedInstance | None:
+        sort_key = f"{instance.day}#{instance.instance_id}{SHARE_SUFFIX}"
+        item_key = {c.TABLE_PK: {"S": WASTE_PARTITION}, c.TABLE_SK: {"S": sort_key}}
+        for _ in range(SHARE_WRITE_ATTEMPTS):
+            stored = self._aws.get_item(TableName=self._table, Key=item_key, ConsistentRead=True).get("Item")
+            version = int(stored["version"]["N"]) if stored else 0
+            before = SharedInstance.model_validate(deserialize_item(stored)["shared"]) if stored else instance
+            ledger = occupy(before, key, attempt)
+            if ledger is None:
+                return None
+            item = item_key | {"shared": serialize(ledger), "version": {"N": str(version + 1)}}
+            if stored is None:
+                written = self._put(item, ConditionExpression="attribute_not_exists(#pk)",
+                                    ExpressionAttributeNames={"#pk": c.TABLE_PK})  # fmt: skip
+            else:
+                written = self._put(item, ConditionExpression="version = :v",
+                                    ExpressionAttributeValues={":v": {"N": str(version)}})  # fmt: skip
+            if written:
+                return ledger
+        return None  # the instance's other attempts kept writing first: its unused share misses this one
 
     def waste_between(self, day_from: str, day_to: str) -> list[WasteEntry]:
         pages = self._aws.get_paginator("query").paginate(
@@ -152,9 +195,12 @@ class DynamoHealthStore(_Table):
 
 
 def _waste_entries(item: dict[str, Any]) -> list[WasteEntry]:
-    """An instance's waste by reason; or one entry, as written before waste was kept per instance."""
+    """An instance's waste by reason, or the share of it its jobs left unused; or one entry, as written before
+    waste was kept per instance."""
     if "waste" in item:
         return InstanceWaste.model_validate(item["waste"]).entries()
+    if "shared" in item:
+        return SharedInstance.model_validate(item["shared"]).entries()
     return [WasteEntry.model_validate(item["entry"])]
 
 

@@ -64,6 +64,11 @@ class BatchAttempt(DomainModel):
         )
 
 
+# What Batch says of an attempt whose instance went away under it (a spot reclaim, or a host failure):
+# `Host EC2 (instance i-0123...) terminated.` (the job's attempts[].statusReason).
+HOST_TERMINATED_PREFIX = "Host EC2"
+
+
 class BatchJobState(DomainModel):
     """One Batch job as `DescribeJobs` (or a `Batch Job State Change` event's detail) shows it."""
 
@@ -81,6 +86,10 @@ class BatchJobState(DomainModel):
     container_instance_arn: str | None = Field(default=None, description="The ECS container instance it ran on")
     runtime_seconds: float | None = Field(default=None, description="Summed over Batch's own attempts")
     attempts: list[BatchAttempt] = Field(default_factory=list, description="Batch's own attempts, oldest first")
+    host_terminations: list[str] = Field(
+        default_factory=list, description="Batch's words for each of its attempts whose host was terminated"
+    )
+    host_terminated: bool = Field(default=False, description="Its last attempt ended with its host's termination")
 
     @classmethod
     def from_batch(cls, job: dict[str, Any]) -> BatchJobState:
@@ -88,6 +97,7 @@ class BatchJobState(DomainModel):
         exit_code = container.get("exitCode")
         last_attempt = ((job.get("attempts") or [{}])[-1] or {}).get("container") or {}
         placed = container.get("containerInstanceArn") or last_attempt.get("containerInstanceArn")
+        reasons = [str((a or {}).get("statusReason") or "") for a in job.get("attempts") or []]
         return cls(
             job_id=str(job.get("jobId") or ""),
             job_name=str(job.get("jobName") or ""),
@@ -103,6 +113,8 @@ class BatchJobState(DomainModel):
             container_instance_arn=placed if isinstance(placed, str) and placed else None,
             runtime_seconds=billed_seconds(job),
             attempts=[BatchAttempt.from_batch(a) for a in job.get("attempts") or [] if isinstance(a, dict)],
+            host_terminations=[r for r in reasons if r.startswith(HOST_TERMINATED_PREFIX)],
+            host_terminated=bool(reasons) and reasons[-1].startswith(HOST_TERMINATED_PREFIX),
         )
 
 

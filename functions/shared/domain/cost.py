@@ -60,6 +60,11 @@ class Cost(DomainModel):
     gpu_share: float = Field(description="Share of the instance the job held: its largest of GPU, vCPU, memory")
     share_by: str = Field(default="gpus", description="Which of gpus, vcpus or memory set the share")
     pricing: str = Field(description="Where the hourly price came from")
+    instance_usd: float | None = Field(
+        default=None,
+        description="What the whole instance cost meanwhile (hourly_usd x runtime): the share no job held is waste "
+        "(unused_share)",
+    )
 
 
 class PriceUnknown(Exception):
@@ -99,14 +104,15 @@ def attempt_cost(
     """Cost of one attempt: hourly price x runtime x share (by default, job GPUs / instance GPUs)."""
     runtime = max(0.0, runtime_seconds)
     fraction, by = share or (gpu_share(job_gpus, instance_gpus), "gpus")
-    usd = dollars(quote.hourly_usd) * dollars(runtime) / SECONDS_PER_HOUR * dollars(fraction)
+    whole = dollars(quote.hourly_usd) * dollars(runtime) / SECONDS_PER_HOUR
     return Cost(
-        usd=float(usd.quantize(PLACES)),
+        usd=float((whole * dollars(fraction)).quantize(PLACES)),
         hourly_usd=quote.hourly_usd,
         runtime_seconds=runtime,
         gpu_share=fraction,
         share_by=by,
         pricing=quote.pricing,
+        instance_usd=float(whole.quantize(PLACES)),
     )
 
 
@@ -116,10 +122,12 @@ def total_cost(costs: list[Cost]) -> Cost | None:
         return None
     last = costs[-1]
     pricing = last.pricing if len(costs) == 1 else f"{len(costs)} attempts; last: {last.pricing}"
+    known = [c.instance_usd for c in costs if c.instance_usd is not None]
     return last.model_copy(
         update={
             "usd": usd_sum(c.usd for c in costs),
             "runtime_seconds": float(sum(dollars(c.runtime_seconds) for c in costs)),
             "pricing": pricing,
+            "instance_usd": usd_sum(known) if len(known) == len(costs) else None,
         }
     )

@@ -19,6 +19,14 @@ from functions.shared.domain.fleet import (
     vcpu_quota_code,
 )
 from functions.shared.domain.model import DomainModel
+from functions.shared.domain.recommendations import (
+    BATCH_REASONS,
+    DISABLED_RECOMMENDATION,
+    DISCONNECTED_RECOMMENDATION,
+    GPU_LESS_RECOMMENDATION,
+    INVALID_RECOMMENDATION,
+    UNREGISTERED_RECOMMENDATION,
+)
 from functions.shared.domain.vocabulary import DiagnosisCategory, Remedy
 
 Category = DiagnosisCategory
@@ -47,66 +55,26 @@ FALLBACK_CATEGORIES = frozenset(
     }
 )
 # Causes that time can cure: keep waiting, a bounded number of times.
-WAIT_CATEGORIES = frozenset({Category.WAITING_FOR_SCALE_UP, Category.MAX_VCPUS_REACHED, Category.UNDETERMINED})
+WAIT_CATEGORIES = frozenset(
+    {Category.WAITING_FOR_SCALE_UP, Category.MAX_VCPUS_REACHED, Category.VCPU_QUOTA_REACHED, Category.UNDETERMINED}
+)
 MAX_WAIT_CHECKS = 3
 SCALE_UP_GRACE_SECONDS = 1800
-INVALID_RECOMMENDATION = (
-    "Fix what the compute environment's statusReason names (a deleted role, instance profile or launch "
-    "template, a subnet or security group that is gone); Batch will not scale it until then. GPU Pilot "
-    "falls back to the next GPU type meanwhile."
-)
-UNREGISTERED_RECOMMENDATION = (
-    "The instances run but their ECS agent never joined the cluster. Likely causes, most common first: user "
-    "data that starts ecs or docker synchronously (the cloud-init deadlock: use `systemctl ... --no-block`); "
-    "no route to the ECS endpoint from the subnets (NAT gateway or ecs/ecs-agent/ecs-telemetry VPC endpoints); "
-    "an instance role without AmazonEC2ContainerServiceforEC2Role; an AMI without the ECS agent. Inspect an "
-    "instance with Session Manager (`journalctl -u ecs`, /var/log/ecs/ecs-init.log). GPU Pilot falls back meanwhile."
-)
-GPU_LESS_RECOMMENDATION = (
-    "The instances joined ECS without GPU resources, so GPU jobs cannot be placed: ECS_ENABLE_GPU_SUPPORT=true "
-    "must be in /etc/ecs/ecs.config before the agent starts (GPU Pilot's launch template writes it), and the "
-    "AMI must be an NVIDIA one (ECS_AL2023_NVIDIA). GPU Pilot falls back meanwhile."
-)
-DISCONNECTED_RECOMMENDATION = (
-    "The instances' ECS agents lost their connection: check the route to the ECS endpoint and the agent's "
-    "log on the instance (Session Manager). GPU Pilot falls back meanwhile; the sweep deregisters them."
-)
 
-DISABLED_RECOMMENDATION = (
-    "The pool's job queue is DISABLED, so it takes no new jobs: GPU Pilot's sweep disables a pool whose "
-    "instances keep failing to register with ECS (GET /health shows the findings), or an operator did. Fix the "
-    "cause, then `aws batch update-job-queue --job-queue {queue} --state ENABLED`. GPU Pilot falls back meanwhile."
-)
 
-_BATCH_REASONS: list[tuple[str, Category, str]] = [
-    (
-        "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY",
-        Category.INSUFFICIENT_CAPACITY,
-        "Fall back to the next GPU type; EC2 has no capacity for this one in the pool's zones.",
-    ),
-    (
-        "MISCONFIGURATION:COMPUTE_ENVIRONMENT_MAX_RESOURCE",
-        Category.MAX_VCPUS_REACHED,
-        "The job asks for more vCPUs than the pool's maxvCpus: ask for fewer, or raise max_vcpus_per_pool.",
-    ),
-    (
-        "MISCONFIGURATION:JOB_RESOURCE_REQUIREMENT",
-        Category.JOB_TOO_LARGE,
-        "No instance type of this pool is large enough: GPU Pilot falls back to a larger type; or ask for fewer "
-        "vCPUs, less memory or fewer GPUs.",
-    ),
-    (
-        "MISCONFIGURATION:EC2_INSTANCE_CONFIGURATION_UNSUPPORTED",
-        Category.NOT_OFFERED,
-        "Fall back to another GPU type; this one is not offered in the pool's subnets.",
-    ),
-    (
-        "MISCONFIGURATION:SERVICE_ROLE_PERMISSIONS",
-        Category.SERVICE_ROLE_PERMISSIONS,
-        "Give the Batch service role the permissions its statusReason names.",
-    ),
-    ("ACTION_REQUIRED", Category.COMPUTE_ENVIRONMENT_INVALID, INVALID_RECOMMENDATION),
-]
+def batch_category(status_reason: str | None) -> DiagnosisCategory | None:
+    """The category of Batch's own reason for a RUNNABLE job (its statusReason's prefix), if it gives one we know."""
+    reason = status_reason or ""
+    return next((category for prefix, category, _ in BATCH_REASONS if reason.startswith(prefix)), None)
+
+
+def batch_verdict(status_reason: str | None) -> DiagnosisCategory | None:
+    """Batch's reason when it is a verdict another GPU type cures (insufficient capacity, a job too large for the
+    pool, a type not offered, an INVALID compute environment): the workflow diagnoses it at once instead of
+    waiting for stuck_after. Causes time may cure (the pool's maxvCpus, Batch undetermined) and causes Batch does
+    not state keep their timing."""
+    category = batch_category(status_reason)
+    return category if category in FALLBACK_CATEGORIES else None
 
 
 class StuckJobSnapshot(DomainModel):
@@ -176,7 +144,7 @@ def diagnose(snapshot: StuckJobSnapshot) -> Diagnosis:
     if environment.status == "INVALID":
         return invalid_environment(environment, evidence)
     reason = job.status_reason or ""
-    for prefix, category, recommendation in _BATCH_REASONS:
+    for prefix, category, recommendation in BATCH_REASONS:
         if reason.startswith(prefix):
             return Diagnosis(
                 category=category, reason=f"AWS Batch says: {reason}", evidence=evidence, recommendation=recommendation
@@ -218,9 +186,42 @@ def _from_fleet(snapshot: StuckJobSnapshot, fleet: FleetAnalysis, evidence: dict
             evidence=evidence | {"max_vcpus": max_vcpus, "vcpus_in_use": fleet.alive_vcpus},
             recommendation="Wait for running jobs to finish, or raise max_vcpus_per_pool.",
         )
+    held = _quota_held(snapshot, evidence)
+    if held is not None:
+        return held
     if fleet.alive == 0 and snapshot.runnable_seconds >= snapshot.launch_grace_seconds:
         return _no_instances(snapshot, evidence)
     return _waiting(snapshot, evidence)
+
+
+def _quota_held(snapshot: StuckJobSnapshot, evidence: dict[str, Any]) -> Diagnosis | None:
+    """The job is queued behind running instances that hold the account's vCPU quota for its instance family: Batch
+    cannot launch one more until some end (a quota too small for even one instance is another cause)."""
+    quota, environment = snapshot.quota, snapshot.environment
+    if quota is None or quota.used_vcpus is None or not environment.instance_types:
+        return None
+    smallest = min(snapshot.instance_vcpus.get(t, 0) for t in environment.instance_types) or 1
+    if quota.vcpus < smallest or quota.free_vcpus >= smallest:
+        return None
+    holders = "; ".join(holder.words() for holder in quota.holders[:5]) or "instances GPU Pilot cannot see"
+    smallest_type = min(environment.instance_types, key=lambda t: snapshot.instance_vcpus.get(t, 0))
+    return Diagnosis(
+        category=Category.VCPU_QUOTA_REACHED,
+        reason=f"the account's vCPU quota {quota.code} ({quota.name}) is {quota.vcpus:g} and running instances hold "
+        f"{quota.used_vcpus:g} of it: {holders}; Batch cannot launch another {smallest_type} ({smallest} vCPUs) "
+        "until some of them end",
+        evidence=evidence
+        | {
+            "quota_code": quota.code,
+            "quota_name": quota.name,
+            "quota_vcpus": quota.vcpus,
+            "quota_used_vcpus": quota.used_vcpus,
+            "quota_holders": [holder.model_dump() for holder in quota.holders],
+        },
+        recommendation="Normal while they run: the job starts when one of them ends. To run more at once, ask for "
+        f"more: `aws service-quotas request-service-quota-increase --service-code ec2 --quota-code {quota.code} "
+        f"--desired-value {quota.used_vcpus + smallest:g}`.",
+    )
 
 
 def _no_instances(snapshot: StuckJobSnapshot, evidence: dict[str, Any]) -> Diagnosis:

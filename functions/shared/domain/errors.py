@@ -42,14 +42,19 @@ class RequestRefused(Exception):
         self.message = message
 
 
-class NoCandidate(Exception):
-    """No GPU offering can serve the request: a 400 with every offering left out and why; nothing starts."""
+NO_OFFERING = "no GPU offering can serve this request"
 
-    def __init__(self, rejected: list[Any], field: str, message: str) -> None:
+
+class NoCandidate(Exception):
+    """No GPU offering can serve the request (within what it agreed to pay): a 400 with every offering left out and
+    why, the cheapest fix first; nothing starts. `headline` says which."""
+
+    def __init__(self, rejected: list[Any], field: str, message: str, headline: str = NO_OFFERING) -> None:
         super().__init__(message)
         self.rejected = rejected
         self.field = field
         self.message = message
+        self.headline = headline
 
 
 class SignalUnavailable(Exception):

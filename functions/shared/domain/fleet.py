@@ -80,6 +80,27 @@ def analyse_fleet(
     return analysis
 
 
+class RunningInstances(DomainModel):
+    """Instances of one type running (or pending) in the account, and whose they are."""
+
+    instance_type: str
+    pool: str = Field(default="", description="The GPU Pilot pool they belong to (its tag); empty: anyone else's")
+    count: int
+
+
+class QuotaHolder(DomainModel):
+    """What holds part of a vCPU quota: instances of one type, of one pool or of anyone else."""
+
+    instance_type: str
+    pool: str = ""
+    instances: int
+    vcpus: int
+
+    def words(self) -> str:
+        whose = f"in pool {self.pool}" if self.pool else "not GPU Pilot's"
+        return f"{self.instances} {self.instance_type} {whose} ({self.vcpus} vCPUs)"
+
+
 class QuotaState(DomainModel):
     """An EC2 vCPU quota (Service Quotas) that bounds the pool's instances."""
 
@@ -87,6 +108,7 @@ class QuotaState(DomainModel):
     name: str
     vcpus: float
     used_vcpus: float | None = Field(default=None, description="vCPUs of the account's running instances it counts")
+    holders: list[QuotaHolder] = Field(default_factory=list, description="What those vCPUs are, largest first")
 
     @property
     def free_vcpus(self) -> float:
@@ -107,6 +129,14 @@ QUOTA_NAMES = {
     SPOT_P2_TO_P4: "All P4, P3 and P2 Spot Instance Requests",
     SPOT_P5: "All P5 Spot Instance Requests",
 }
+# The instance types each quota bounds, in a few words (a plan says which cheap types a quota keeps from starting).
+QUOTA_COVERS = {
+    ON_DEMAND_G_VT: "G and VT types",
+    ON_DEMAND_P: "P types",
+    SPOT_G_VT: "spot G and VT types",
+    SPOT_P2_TO_P4: "spot P4, P3 and P2 types",
+    SPOT_P5: "spot P5 types",
+}
 # A type's series and generation: p5en.48xlarge is series p, generation 5 (EC2's instance type names).
 P_GENERATION = re.compile(r"^p(\d+)")
 
@@ -123,6 +153,23 @@ def vcpu_quota_code(instance_type: str, spot: bool) -> str | None:
     if number <= 4:
         return SPOT_P2_TO_P4
     return SPOT_P5 if number == 5 else None
+
+
+def quota_holders(
+    running: list[RunningInstances], code: str, spot: bool, instance_vcpus: dict[str, int]
+) -> list[QuotaHolder]:
+    """The running instances quota `code` counts, by type and pool, largest share first."""
+    holders = [
+        QuotaHolder(
+            instance_type=r.instance_type,
+            pool=r.pool,
+            instances=r.count,
+            vcpus=r.count * instance_vcpus.get(r.instance_type, 0),
+        )
+        for r in running
+        if vcpu_quota_code(r.instance_type, spot) == code
+    ]
+    return sorted(holders, key=lambda h: (-h.vcpus, h.pool, h.instance_type))
 
 
 def quota_advice(

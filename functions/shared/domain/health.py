@@ -5,14 +5,13 @@ from __future__ import annotations
 import uuid
 
 from functions.shared.domain.batch import BatchJobState, ComputeEnvironmentState
-from functions.shared.domain.diagnosis import (
+from functions.shared.domain.diagnosis import Diagnosis, invalid_environment
+from functions.shared.domain.fleet import FleetAnalysis
+from functions.shared.domain.recommendations import (
     DISCONNECTED_RECOMMENDATION,
     GPU_LESS_RECOMMENDATION,
     UNREGISTERED_RECOMMENDATION,
-    Diagnosis,
-    invalid_environment,
 )
-from functions.shared.domain.fleet import FleetAnalysis
 from functions.shared.domain.records import AttemptRecord
 from functions.shared.domain.views import Finding, HealthReport
 from functions.shared.domain.vocabulary import DiagnosisCategory, FindingKind, Severity, SweepStatus
@@ -26,6 +25,7 @@ FLEET_PROBLEMS = (
 SEVERITY = {
     DiagnosisCategory.WAITING_FOR_SCALE_UP: Severity.INFO,
     DiagnosisCategory.MAX_VCPUS_REACHED: Severity.WARNING,
+    DiagnosisCategory.VCPU_QUOTA_REACHED: Severity.WARNING,
     DiagnosisCategory.UNDETERMINED: Severity.WARNING,
 }
 
@@ -35,9 +35,13 @@ def new_sweep_id() -> str:
 
 
 def missed_event(attempt: AttemptRecord, batch_job: BatchJobState) -> bool:
-    """Batch says something the record does not know yet."""
+    """Batch says something the record does not know yet: a status, or its reason for a job still waiting (a lost
+    queue-blocked event, which may be a verdict the workflow acts on at once)."""
     recorded = attempt.batch_status.value if attempt.batch_status else None
-    return batch_job.status != recorded
+    if batch_job.status != recorded:
+        return True
+    waiting = batch_job.status in ("SUBMITTED", "PENDING", "RUNNABLE")
+    return waiting and bool(batch_job.status_reason) and batch_job.status_reason != attempt.status_reason
 
 
 class StuckTally:

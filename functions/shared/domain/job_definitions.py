@@ -6,8 +6,10 @@ import hashlib
 import math
 from typing import Any
 
+from functions.shared.domain.fit import HOST_MEMORY_RESERVE
 from functions.shared.domain.requests import JobRequest
-from functions.shared.domain.selection import HOST_MEMORY_RESERVE, Candidate
+from functions.shared.domain.selection import Candidate
+from functions.shared.domain.vocabulary import CapacityType
 
 NVIDIA_ENVIRONMENT = {"NVIDIA_DRIVER_CAPABILITIES": "compute,utility"}
 # Exit code of the GPU preflight: the host's GPU is broken, so retry the attempt on another host.
@@ -26,11 +28,12 @@ SMOKE_CUDA_ERROR_EXIT_CODE = 14
 # and "The values aren't case sensitive"; "If none of the EvaluateOnExit conditions in a RetryStrategy match, then the
 # job is retried", hence the last entry that exits for any reason. That the first entry that matches decides is
 # assumed (no AWS page states the order), so the catch-all is last.
-RETRY_STRATEGY = {
-    "attempts": RETRY_ATTEMPTS,
-    "evaluateOnExit": [
+
+
+def _evaluate_on_exit(on_host_terminated: str) -> list[dict[str, str]]:
+    return [
         # Spot reclaim, host failure, or a host the sweep quarantined and terminated: the job did nothing wrong.
-        {"onStatusReason": "Host EC2*", "action": "RETRY"},
+        {"onStatusReason": "Host EC2*", "action": on_host_terminated},
         # The container runtime could not create, start or inspect the container on that host: the NVIDIA runtime's
         # hook failing (driver not loaded, NVML), a full thin pool. An image that cannot be pulled or a command that
         # cannot start is retried too (seconds each): Batch's patterns cannot tell them apart (no '-' or '/').
@@ -38,8 +41,31 @@ RETRY_STRATEGY = {
         {"onExitCode": str(PREFLIGHT_EXIT_CODE), "action": "RETRY"},
         {"onExitCode": str(SMOKE_CUDA_ERROR_EXIT_CODE), "action": "RETRY"},
         {"onReason": "*", "action": "EXIT"},
-    ],
-}
+    ]
+
+
+RETRY_STRATEGY = {"attempts": RETRY_ATTEMPTS, "evaluateOnExit": _evaluate_on_exit("RETRY")}
+
+
+def retry_strategy(capacity: CapacityType, reclaims_before_fallback: int = 1) -> dict[str, Any]:
+    """Batch's retries within an attempt. On-demand: a failed host (terminated, its container runtime failing, its
+    GPU failing the preflight or the smoke) is retried on another host. Spot: the attempt ends at its
+    `reclaims_before_fallback`-th reclaim (the job then goes to its next candidate), so Batch's retries are not spent
+    waiting for spot again in a market that took it back. Batch counts every retry alike: at 1 a reclaim ends the
+    attempt and a bad host's failure is still retried; above 1 the attempt gets that many Batch attempts in all,
+    whatever ended each."""
+    if capacity != CapacityType.SPOT:
+        return RETRY_STRATEGY
+    if reclaims_before_fallback <= 1:
+        return {"attempts": RETRY_ATTEMPTS, "evaluateOnExit": _evaluate_on_exit("EXIT")}
+    return {"attempts": reclaims_before_fallback, "evaluateOnExit": _evaluate_on_exit("RETRY")}
+
+
+def batch_attempts(request: JobRequest) -> int:
+    """The most Batch attempts one attempt of the job may take (its finish wait covers them all)."""
+    return max(RETRY_ATTEMPTS, request.spot_reclaims_before_fallback)
+
+
 JOB_TAG = "gpupilot:job"
 ATTEMPT_TAG = "gpupilot:attempt"
 
@@ -127,7 +153,7 @@ def job_definition_spec(
         "type": "container",
         "containerProperties": container,
         "timeout": {"attemptDurationSeconds": max(60, request.timeout_minutes * 60)},
-        "retryStrategy": RETRY_STRATEGY,
+        "retryStrategy": retry_strategy(candidate.capacity, request.spot_reclaims_before_fallback),
         "propagateTags": True,
         "tags": {JOB_TAG: job_id},
     }

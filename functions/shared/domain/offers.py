@@ -1,12 +1,15 @@
 """What selection works with and answers, as plain data: the region's offerings, the market's signals,
-candidates, rejections and plans. selection.py decides; ranking.py orders and explains."""
+candidates, rejections and plans. Signals go in, a plan comes out: selection.py decides what can run, ranking.py
+orders and explains it (it imports neither back)."""
 
 from __future__ import annotations
 
 from pydantic import Field
 
+from functions.shared.domain.catalog import GpuType
 from functions.shared.domain.cost import PriceQuote
 from functions.shared.domain.fleet import QuotaState
+from functions.shared.domain.memory import UnavailableOffering
 from functions.shared.domain.model import DomainModel
 from functions.shared.domain.vocabulary import CapacityType, MarketSignal
 
@@ -17,6 +20,9 @@ class AvailabilitySnapshot(DomainModel):
     zones: list[str]
     offered: dict[str, list[str]] = Field(description="instance type -> zones that offer it")
     unavailable: set[str] = Field(default_factory=set, description="'capacity:type:zone' remembered as unavailable")
+    remembered: dict[str, UnavailableOffering] = Field(
+        default_factory=dict, description="Why each offering of `unavailable` was remembered, and until when"
+    )
 
 
 class SignalGap(DomainModel):
@@ -44,6 +50,27 @@ class MarketSignals(DomainModel):
     unavailable: list[SignalGap] = Field(default_factory=list, description="Signals that could not be read")
 
 
+class SignalNeeds(DomainModel):
+    """What a plan for a request needs read: the types its shape fits, on which capacity types, under which
+    vCPU quotas."""
+
+    fitting: list[str]
+    capacities: list[CapacityType]
+    quota_codes: list[str]
+
+
+class Signals(DomainModel):
+    """Everything a plan weighs, read once before it is made."""
+
+    catalog: dict[str, GpuType]
+    availability: AvailabilitySnapshot
+    on_demand: dict[str, PriceQuote] = Field(
+        default_factory=dict, description="instance type -> on-demand price (absent: no known price)"
+    )
+    market: MarketSignals = Field(default_factory=MarketSignals)
+    arm64_ami: bool = Field(default=True, description="Whether a custom NVIDIA AMI for Graviton is configured")
+
+
 class Candidate(DomainModel):
     """A GPU offering that can run the request, with why it ranks where it does."""
 
@@ -65,6 +92,12 @@ class Candidate(DomainModel):
     unavailable_zones: list[str] = Field(
         default_factory=list, description="Zones that offer it where this capacity was recently unavailable"
     )
+    price_ratio: float | None = Field(
+        default=None,
+        description="Its hourly price as a multiple of the cheapest candidate it is held against (on-demand: the "
+        "cheapest on-demand one; spot: the cheapest of either; within its GPU model with gpu_models): at most "
+        "price_band; None: no known price",
+    )
 
     @property
     def family(self) -> str:
@@ -77,9 +110,31 @@ class Rejected(DomainModel):
     field: str | None = Field(default=None, description="The request field that rules it out, if one does")
 
 
+class OutsideBand(DomainModel):
+    """The cheaper types that fit the request cannot start now (a quota, the zones' offerings, a recent shortage),
+    and the first choice costs more than the default price_band times the cheapest of them: said loudly, and
+    refused by POST /jobs when it is beyond the request's own price_band too."""
+
+    instance_type: str = Field(description="The first choice")
+    hourly_usd: float
+    cheapest_type: str = Field(description="The cheapest type that fits the request, whatever blocks it")
+    cheapest_usd: float
+    ratio: float = Field(description="hourly_usd / cheapest_usd")
+    price_band: float = Field(description="The request's price_band")
+    needed_band: float = Field(description="The smallest price_band that allows the first choice")
+    refused: bool = Field(description="Beyond the request's price_band: POST /jobs refuses it")
+    blocked_by: list[str] = Field(description="What keeps the cheaper types from starting, cheapest fix first")
+
+
 class Plan(DomainModel):
-    """Answer of `POST /plan`: candidates in attempt order, why the others were left out, what may go wrong."""
+    """Answer of `POST /plan`: candidates in attempt order, why the others were left out (the cheapest fix first),
+    what may go wrong."""
 
     candidates: list[Candidate]
     rejected: list[Rejected]
     warnings: list[str] = Field(default_factory=list)
+    outside_band: OutsideBand | None = Field(
+        default=None,
+        description="Set when the cheaper types that fit are all blocked and the first choice costs more than the "
+        "default price_band times the cheapest of them (refused: POST /jobs refuses it unless price_band is widened)",
+    )

@@ -28,6 +28,9 @@ class TimelineEntry(DomainModel):
     status: JobStatus
     at: str
     reason: str | None = None
+    reason_at: str | None = Field(
+        default=None, description="When the reason was learnt, when later than `at` (Batch's words: its event's time)"
+    )
 
     @property
     def note(self) -> bool:
@@ -35,11 +38,22 @@ class TimelineEntry(DomainModel):
         return bool(self.reason and HOST_NOTE.match(self.reason))
 
 
+class NextCandidate(DomainModel):
+    """The offering a job falls back to next, by name."""
+
+    instance_type: str
+    capacity: CapacityType
+
+
 class Wait(DomainModel):
-    """A workflow parked on an attempt: its task token, sent when the attempt's Batch status satisfies it."""
+    """A workflow parked on an attempt: its task token, sent when the attempt's Batch status satisfies it (or, for
+    the start, when Batch gives a verdict another GPU type cures), and until when it waits."""
 
     attempt: int
     token: str
+    since: str | None = Field(default=None, description="When the workflow parked (ISO)")
+    timeout_seconds: int | None = Field(default=None, description="The workflow acts (diagnoses, gives up) after this")
+    next_candidate: NextCandidate | None = Field(default=None, description="The next offering to try, if any")
 
 
 class DiagnosisOutcome(Diagnosis):
@@ -78,6 +92,13 @@ class AttemptRecord(DomainModel):
     fell_back: DiagnosisOutcome | None = Field(
         default=None, description="The diagnosis that cancelled this attempt (a retried diagnosis repeats it)"
     )
+    host_terminations: list[str] = Field(
+        default_factory=list, description="Batch's words for each of its Batch attempts whose host was terminated"
+    )
+    host_terminated: bool = Field(default=False, description="Its last Batch attempt ended with its host's termination")
+    verdict: str | None = Field(
+        default=None, description="Batch's reason that resumed the start wait early (a verdict resumes it once)"
+    )
 
     @classmethod
     def of(cls, candidate: Candidate, job_queue: str, status: AttemptStatus, **fields: Any) -> AttemptRecord:
@@ -93,6 +114,11 @@ class AttemptRecord(DomainModel):
             submitted_at=now_iso(),
             **fields,
         )
+
+    @property
+    def reclaimed(self) -> bool:
+        """A spot attempt that ended because EC2 took its host back (after Batch's retries, if any)."""
+        return self.capacity == CapacityType.SPOT and self.batch_status == BatchStatus.FAILED and self.host_terminated
 
     @property
     def live(self) -> bool:

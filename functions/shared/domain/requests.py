@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -17,6 +16,13 @@ from pydantic import (
 )
 
 from functions.shared.domain.model import DomainModel
+from functions.shared.domain.references import (
+    ENVIRONMENT_NAME,
+    ENVIRONMENT_VALUE,
+    IMAGE_REFERENCE,
+    ROLE_ARN,
+    SECRET_ARN,
+)
 from functions.shared.domain.vocabulary import Arch, CapacityPreference
 
 JOB_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,128}$"
@@ -25,34 +31,10 @@ MAX_COMMAND_CHARS = 12_288
 MAX_ENVIRONMENT_CHARS = 8_192
 MAX_LIST_ITEMS = 64
 MAX_SECRETS = 32
-# A variable name that every shell and runtime reads as one: letters, digits and '_', not starting with a digit
-# (POSIX's portable names, lower case allowed). The container's environment is "NAME=value" strings, so a name
-# with '=' would set another variable.
-ENVIRONMENT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,254}$")
-# A process's environment is NUL-terminated strings: a value holds any text but NUL.
-ENVIRONMENT_VALUE = re.compile(r"^[^\x00]*$")
-# Batch's container `secrets`: a Secrets Manager secret (optionally :json-key:version-stage:version-id) or an
-# SSM parameter, by full ARN, so the execution role's grant can be checked against it.
-SECRET_ARN = re.compile(
-    r"^arn:aws[a-z-]*:(secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+(:[^:]*){0,3}"
-    r"|ssm:[a-z0-9-]+:\d{12}:parameter/[A-Za-z0-9/_.-]+)$"
-)
-ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}$")
-
-# An image reference by Docker's grammar (github.com/distribution/reference, regexp.go, ReferenceRegexp):
-#   reference := name [":" tag] ["@" digest]        name := [domain "/"] path-component ["/" path-component]*
-#   domain := domain-component ["." domain-component]* [":" port-number]
-#   path-component := [a-z0-9]+ [separator [a-z0-9]+]*   (separator: ".", "_", "__" or one or more "-")
-#   tag := [\w][\w.-]{0,127}                            digest := algorithm ":" [[:xdigit:]]{32,}
-# Go's \w is ASCII and Python's is not, so classes are spelt out. Its IPv6 registries ("[::1]:5000/x") are
-# left out: Batch (and ECS) allow an image letters, digits, '-', '_', ':', '.', '/' and '#' (and '@' before a
-# digest), no brackets.
-_DOMAIN_COMPONENT = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
-_DOMAIN = rf"{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})*(?::[0-9]+)?"
-_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-_TAG = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"
-_DIGEST = r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}"
-IMAGE_REFERENCE = re.compile(rf"^(?:{_DOMAIN}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*(?::{_TAG})?(?:@{_DIGEST})?$")
+# Batch's RetryStrategy takes 1 to 10 attempts: a spot attempt cannot outlast more reclaims than that.
+MAX_SPOT_RECLAIMS = 10
+# Fallbacks stay within this multiple of the cheapest candidate's hourly price (README: Picking a GPU).
+DEFAULT_PRICE_BAND = 3.0
 
 
 # What the validators below check, said in the JSON schema too (the OpenAPI document is written from it), so
@@ -114,6 +96,14 @@ class JobRequest(DomainModel):
     )
     capacity: CapacityPreference = Field(default=CapacityPreference.ON_DEMAND)
     max_hourly_usd: StrictFloat | None = Field(default=None, ge=0.0001, le=10_000)
+    price_band: StrictFloat = Field(
+        default=DEFAULT_PRICE_BAND,
+        ge=1,
+        le=1000,
+        description="Candidates stay within this multiple of the cheapest one's hourly price, and the first choice "
+        "within this multiple of the cheapest type that fits but cannot start now; widen it to allow larger or "
+        "pricier instances",
+    )
     timeout_minutes: StrictInt = Field(default=60, ge=1, le=20160)
     stuck_after_minutes: StrictFloat = Field(default=15, ge=0.001, le=1440, description="> 0; at least 0.001 (60 ms)")
     environment: dict[str, str] = Field(
@@ -157,8 +147,19 @@ class JobRequest(DomainModel):
     give_up_after_minutes: StrictFloat | None = Field(
         default=None, ge=0.001, le=10080, description="Fail the job if it has not started this long after submission"
     )
+    spot_reclaims_before_fallback: StrictInt = Field(
+        default=1,
+        ge=1,
+        le=MAX_SPOT_RECLAIMS,
+        description="A spot attempt whose hosts EC2 reclaimed this many times ends, and the job goes to its next "
+        "candidate (normally on-demand) instead of waiting for spot again in the same pool",
+    )
+    ignore_unavailable: StrictBool = Field(
+        default=False,
+        description="Try offerings the memory of unavailable offerings would leave out for now (a retry on purpose)",
+    )
 
-    @field_validator("gpus", "vcpus", "timeout_minutes", "max_attempts", mode="before")
+    @field_validator("gpus", "vcpus", "timeout_minutes", "max_attempts", "spot_reclaims_before_fallback", mode="before")
     @classmethod
     def _whole_numbers(cls, value: Any) -> Any:
         return _integral(value)

@@ -1,38 +1,50 @@
-"""Pick GPU offerings for a request: what fits, on which capacity, at what price, within which quota. Pure.
-
-The order and the explanation of the candidates are ranking.py's.
+"""Pick GPU offerings for a request: what fits, on which capacity, at what price, within which quota, in what
+order. Pure, and one way: signals in (`Signals`: the catalog, what the deployment's zones offer and the memory of
+unavailable offerings, prices, quotas, spot signals), candidates in attempt order and rejections out (the cheapest
+fix first). ranking.py orders and explains the candidates; it imports nothing of this module.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from typing import NamedTuple
 
+from functions.shared.domain.band import Blocked, needed_band, outside_band, times
 from functions.shared.domain.catalog import GpuType
 from functions.shared.domain.cost import PriceQuote, cheapest
+from functions.shared.domain.fit import HOST_MEMORY_RESERVE, filter_problem, fit_problem, fits, type_problem
 from functions.shared.domain.fleet import QuotaState, vcpu_quota_code
-from functions.shared.domain.offers import AvailabilitySnapshot, Candidate, MarketSignals, Plan, Rejected
-from functions.shared.domain.ranking import plan_warnings, rank, signal_warnings
+from functions.shared.domain.memory import rejection_reason
+from functions.shared.domain.offers import (
+    AvailabilitySnapshot,
+    Candidate,
+    MarketSignals,
+    Plan,
+    Rejected,
+    SignalNeeds,
+    Signals,
+)
+from functions.shared.domain.ranking import rank
 from functions.shared.domain.requests import JobRequest
-from functions.shared.domain.vocabulary import Arch, CapacityPreference, CapacityType
+from functions.shared.domain.vocabulary import CapacityPreference, CapacityType
 
-# ECS and the OS keep some host memory; a job asking for all of it would never be placed.
-HOST_MEMORY_RESERVE = 0.1
-# Batch's ECS_AL2023_NVIDIA AMI does not support these families, and its AL2 AMIs are retired.
-NO_BATCH_NVIDIA_AMI = ("p3.", "p3dn.", "g3.", "g3s.")
 # How long an offering that failed (no capacity, a broken pool) is left out of selection, across executions.
 UNAVAILABLE_TTL_SECONDS = 1800
 # GetSpotPlacementScores: "If you specify one or two instance types, or specify variations of a single instance
 # type [...], the returned placement score will always be low." Fewer types than this are never asked about.
 MIN_SCORED_TYPES = 3
 __all__ = [
+    "HOST_MEMORY_RESERVE",
     "AvailabilitySnapshot",
     "Candidate",
     "MarketSignals",
     "Plan",
     "Rejected",
+    "Signals",
+    "fits",
     "offering_key",
     "placement_score_types",
     "plan",
+    "signal_needs",
 ]
 
 
@@ -50,140 +62,145 @@ def capacities_for(preference: CapacityPreference) -> list[CapacityType]:
     return [CapacityType.ON_DEMAND]
 
 
-def placement_score_types(candidates: list[Candidate], max_attempts: int) -> list[str]:
-    """The spot types whose placement score to ask for, as one set: those the job would try, with the next spot
-    candidates when they are fewer than three (AWS scores one or two types low whatever the capacity); none when
-    fewer than three types fit at all, so that a score AWS always gives low never demotes spot."""
+def signal_needs(request: JobRequest, catalog: dict[str, GpuType]) -> SignalNeeds:
+    """What a plan for `request` needs read: the types its shape fits, the capacity types, their vCPU quotas."""
+    fitting = sorted(t for t, gpu in catalog.items() if fit_problem(request, gpu) is None)
+    capacities = capacities_for(request.capacity)
+    codes = {vcpu_quota_code(t, capacity == CapacityType.SPOT) for t in fitting for capacity in capacities}
+    return SignalNeeds(fitting=fitting, capacities=capacities, quota_codes=sorted(c for c in codes if c))
+
+
+def placement_score_types(request: JobRequest, signals: Signals) -> list[str]:
+    """The spot types whose placement score to ask for, as one set: those the job would try (ranked without
+    scores), with the next spot candidates when they are fewer than three (AWS scores one or two types low whatever
+    the capacity); none when fewer than three types could be asked about, so that a score AWS always gives low
+    never demotes spot."""
+    if CapacityType.SPOT not in capacities_for(request.capacity):
+        return []
+    unscored = signals.model_copy(update={"market": signals.market.model_copy(update={"placement_scores": {}})})
+    candidates = plan(request, unscored).candidates
     spot_types = list(dict.fromkeys(c.instance_type for c in candidates if c.capacity == CapacityType.SPOT))
-    tried = list(dict.fromkeys(c.instance_type for c in candidates[:max_attempts] if c.capacity == CapacityType.SPOT))
+    tried = list(
+        dict.fromkeys(c.instance_type for c in candidates[: request.max_attempts] if c.capacity == CapacityType.SPOT)
+    )
     if not tried:
         return []
     asked = tried + [t for t in spot_types if t not in tried][: max(0, MIN_SCORED_TYPES - len(tried))]
     return asked if len(asked) >= MIN_SCORED_TYPES else []
 
 
-Problem = tuple[str, str]  # (the request field that rules an offering out, why)
+# -- what can run ------------------------------------------------------------------------------------------------
+class _Rejection(NamedTuple):
+    order: tuple[int, float, float, str]  # (kind, the size of its fix or its price, its price, its type)
+    rejected: Rejected
 
 
-def _filter_problem(request: JobRequest, gpu: GpuType) -> Problem | None:
-    """Why the request's own type filters (arch, instance_types, gpu_models) leave `gpu` out."""
-    if gpu.arch != request.arch:
-        return "arch", f"{gpu.arch} instance, request is {request.arch}"
-    if request.instance_types and gpu.instance_type not in request.instance_types:
-        return "instance_types", "not in the request's instance_types"
-    if request.gpu_models and gpu.gpu_model.lower() not in {m.lower() for m in request.gpu_models}:
-        return "gpu_models", f"GPU model {gpu.gpu_model} not in the request's gpu_models"
-    return None
+# The order rejections are listed in: the cheapest fix first (the smallest quota increase that lets the job run),
+# then what the request named wrong, what the zones' offerings or a shortage block, what the price rules out, what
+# could never run the request, and last what the request's own filters left out.
+QUOTA, UNKNOWN, BLOCKED, PRICE, SHAPE, FILTER = range(6)
 
 
-def within_filters(request: JobRequest, gpu: GpuType) -> bool:
-    """Whether the request's own type filters admit `gpu` (its rejection, if any, is then telling)."""
-    return _filter_problem(request, gpu) is None
+class _Found(NamedTuple):
+    options: list[Candidate]
+    rejections: list[_Rejection]
+    blocked: list[Blocked]
 
 
-def _fit_problem(request: JobRequest, gpu: GpuType) -> Problem | None:
-    problem = _filter_problem(request, gpu)
-    if problem:
-        return problem
-    if gpu.gpus < request.gpus:
-        return "gpus", f"{gpu.gpus} GPU(s), request needs {request.gpus}"
-    if request.min_gpu_memory_gib and gpu.gpu_memory_gib < request.min_gpu_memory_gib:
-        return "min_gpu_memory_gib", f"{gpu.gpu_memory_gib} GiB per GPU, request needs {request.min_gpu_memory_gib}"
-    if request.vcpus and gpu.vcpus < request.vcpus:
-        return "vcpus", f"{gpu.vcpus} vCPUs, request needs {request.vcpus}"
-    usable_memory = gpu.memory_gib * (1 - HOST_MEMORY_RESERVE)
-    if request.memory_gib and usable_memory < request.memory_gib:
-        return "memory_gib", f"{usable_memory:.1f} GiB usable memory, request needs {request.memory_gib}"
-    return None
+def plan(request: JobRequest, signals: Signals) -> Plan:
+    """Every GPU offering that can run `request`, in attempt order, and every one left out with its reason (the
+    cheapest fix first); `outside_band` when the cheaper types that fit are all blocked and the first choice costs
+    more than price_band times the cheapest of them. Warnings are the caller's (ranking.plan_warnings)."""
+    found = _offerings(request, signals)
+    candidates, beyond = rank(request, found.options)
+    rejections = found.rejections + [_beyond_band(request, option) for option in beyond]
+    outside = outside_band(request, candidates, found.blocked)
+    if outside is not None:
+        candidates[0].why += f"; {times(outside.ratio)} {outside.cheapest_type}, which cannot start"
+    return Plan(
+        candidates=candidates,
+        rejected=[r.rejected for r in sorted(rejections, key=lambda r: r.order)],
+        outside_band=outside,
+    )
 
 
-def fits(request: JobRequest, gpu: GpuType) -> bool:
-    """Whether the type's shape can run the request (before zones, prices and quotas)."""
-    return _fit_problem(request, gpu) is None
-
-
-def plan(
-    request: JobRequest,
-    catalog: Mapping[str, GpuType],
-    availability: AvailabilitySnapshot,
-    price_of: Callable[[str], PriceQuote | None],
-    arm64_ami: bool = True,
-    market: MarketSignals | None = None,
-) -> Plan:
-    """Every GPU offering that can run `request`, in attempt order, and every one left out with its reason.
-
-    `price_of` gives on-demand prices; `market` the spot prices, quotas and placement scores read for this
-    plan, and those that could not be read (ranked as unknown, and warned of); `arm64_ami` says whether a custom
-    NVIDIA AMI for Graviton is configured (Batch ships none).
-    """
-    market = market or MarketSignals()
-    rejected: list[Rejected] = []
-    options: list[Candidate] = []
+def _offerings(request: JobRequest, signals: Signals) -> _Found:
+    availability, market = signals.availability, signals.market
+    found = _Found([], [], [])
     allowed_zones = [z for z in availability.zones if not request.zones or z in request.zones]
     for instance_type in request.instance_types or []:
-        if instance_type not in catalog:
+        if instance_type not in signals.catalog:
             reason = "not an NVIDIA GPU instance type GPU Pilot knows (CUDA needs one)"
-            rejected.append(Rejected(instance_type=instance_type, reason=reason, field="instance_types"))
-    for instance_type, gpu in sorted(catalog.items()):
-        problem = _type_problem(request, gpu, arm64_ami, market)
-        offered_zones = [z for z in availability.offered.get(instance_type, []) if z in allowed_zones]
-        if not problem and not offered_zones:
-            where = ", ".join(allowed_zones) or "any zone of the request"
-            problem = ("zones" if request.zones else None), f"not offered in {where}"
+            found.rejections.append(_reject(UNKNOWN, instance_type, reason, "instance_types"))
+    for instance_type, gpu in sorted(signals.catalog.items()):
+        problem = type_problem(request, gpu, signals.arm64_ami, market.max_vcpus)
         if problem:
-            rejected.append(Rejected(instance_type=instance_type, reason=problem[1], field=problem[0]))
+            kind = FILTER if filter_problem(request, gpu) else SHAPE
+            found.rejections.append(_reject(kind, instance_type, problem[1], problem[0]))
+            continue
+        offered_zones = [z for z in availability.offered.get(instance_type, []) if z in allowed_zones]
+        if not offered_zones:
+            where = ", ".join(allowed_zones) or "any zone of the request"
+            blocked = [
+                _blocked(gpu, c, "offering", _any_price(c, gpu, signals)) for c in capacities_for(request.capacity)
+            ]
+            price = min((b.hourly_usd for b in blocked if b.hourly_usd is not None), default=float("inf"))
+            field = "zones" if request.zones else None
+            found.rejections.append(_reject(BLOCKED, instance_type, f"not offered in {where}", field, price))
+            found.blocked.extend(blocked)
             continue
         for capacity in capacities_for(request.capacity):
-            option = _offering(request, gpu, capacity, offered_zones, availability, price_of, market)
-            if isinstance(option, Rejected):
-                rejected.append(option)
+            option = _offering(request, gpu, capacity, offered_zones, signals)
+            if isinstance(option, Candidate):
+                found.options.append(option)
             else:
-                options.append(option)
-    candidates = rank(request, options)
-    warnings = plan_warnings(candidates) + signal_warnings(market.unavailable)
-    return Plan(candidates=candidates, rejected=rejected, warnings=warnings)
+                found.rejections.append(option[0])
+                if option[1] is not None:
+                    found.blocked.append(option[1])
+    return found
 
 
-def _type_problem(
-    request: JobRequest, gpu: GpuType, arm64_ami: bool, market: MarketSignals
-) -> tuple[str | None, str] | None:
-    problem: tuple[str | None, str] | None = _fit_problem(request, gpu)
-    if not problem and gpu.instance_type.startswith(NO_BATCH_NVIDIA_AMI):
-        problem = None, "no AWS Batch NVIDIA AMI supports this family (ECS_AL2023_NVIDIA excludes p3/g3)"
-    if not problem and gpu.arch == Arch.ARM64 and not arm64_ami:
-        problem = "arch", "Graviton GPU: AWS Batch has no NVIDIA AMI for arm64 and no custom one is configured"
-    if not problem and market.max_vcpus and gpu.vcpus > market.max_vcpus:
-        problem = None, f"{gpu.vcpus} vCPUs exceed the pools' maxvCpus {market.max_vcpus}: Batch would never launch it"
-    return problem
+def _reject(
+    kind: int, instance_type: str, reason: str, field: str | None, first: float = 0.0, second: float = 0.0
+) -> _Rejection:
+    return _Rejection((kind, first, second, instance_type), Rejected(instance_type=instance_type, reason=reason,
+                                                                     field=field))  # fmt: skip
+
+
+def _blocked(
+    gpu: GpuType, capacity: CapacityType, cause: str, quote: PriceQuote | None, quota: QuotaState | None = None
+) -> Blocked:
+    hourly = quote.hourly_usd if quote else None
+    return Blocked(gpu.instance_type, capacity, gpu.gpu_model, hourly, cause, quota, gpu.vcpus)
 
 
 def _offering(
-    request: JobRequest,
-    gpu: GpuType,
-    capacity: CapacityType,
-    offered_zones: list[str],
-    availability: AvailabilitySnapshot,
-    price_of: Callable[[str], PriceQuote | None],
-    market: MarketSignals,
-) -> Candidate | Rejected:
-    """The type on one capacity type, or why not."""
-    instance_type = gpu.instance_type
+    request: JobRequest, gpu: GpuType, capacity: CapacityType, offered_zones: list[str], signals: Signals
+) -> Candidate | tuple[_Rejection, Blocked | None]:
+    """The type on one capacity type, or why not (and, when it is blocked rather than ruled out, by what)."""
+    instance_type, availability, market = gpu.instance_type, signals.availability, signals.market
     zones = [z for z in offered_zones if offering_key(capacity, instance_type, z) not in availability.unavailable]
     if not zones:
-        reason = f"{capacity.value} capacity recently unavailable in {', '.join(offered_zones)}"
-        return Rejected(instance_type=instance_type, reason=reason, field="capacity")
-    quote = _price(capacity, instance_type, zones, price_of, market)
+        keys = {z: offering_key(capacity, instance_type, z) for z in offered_zones}
+        reason = rejection_reason(capacity.value, {z: availability.remembered.get(key) for z, key in keys.items()})
+        quote = _price(capacity, instance_type, offered_zones, signals)
+        blocked = _blocked(gpu, capacity, "memory", quote)
+        return _reject(BLOCKED, instance_type, reason, "capacity", _price_order(quote)), blocked
+    quote = _price(capacity, instance_type, zones, signals)
     if request.max_hourly_usd is not None and quote is None:
         reason = f"no known {capacity.value} price to hold against max_hourly_usd ${request.max_hourly_usd}"
-        return Rejected(instance_type=instance_type, reason=reason, field="max_hourly_usd")
+        return _reject(PRICE, instance_type, reason, "max_hourly_usd", 0.0, float("inf")), None
     if request.max_hourly_usd is not None and quote is not None and quote.hourly_usd > request.max_hourly_usd:
         reason = f"{capacity.value} ${quote.hourly_usd}/h exceeds max_hourly_usd ${request.max_hourly_usd}"
-        return Rejected(instance_type=instance_type, reason=reason, field="max_hourly_usd")
+        return _reject(PRICE, instance_type, reason, "max_hourly_usd", 0.0, quote.hourly_usd), None
     code = vcpu_quota_code(instance_type, capacity == CapacityType.SPOT)
     # A quota not known (no published code, or Service Quotas would not say) rejects nothing.
     quota = (market.quotas or {}).get(code) if code else None
     if quota is not None and quota.vcpus < gpu.vcpus:
-        return Rejected(instance_type=instance_type, reason=quota_reason(quota, gpu.vcpus, capacity), field="capacity")
+        # The cheapest fix first: the smallest increase that would let the job run, then the cheapest type.
+        increase, reason = gpu.vcpus - quota.vcpus, quota_reason(quota, gpu.vcpus, capacity)
+        rejection = _reject(QUOTA, instance_type, reason, "capacity", increase, _price_order(quote))
+        return rejection, _blocked(gpu, capacity, "quota", quote, quota)
     scores = market.placement_scores.get(instance_type, {}) if capacity == CapacityType.SPOT else {}
     return Candidate(
         instance_type=instance_type,
@@ -204,18 +221,23 @@ def _offering(
     )
 
 
-def _price(
-    capacity: CapacityType,
-    instance_type: str,
-    zones: list[str],
-    price_of: Callable[[str], PriceQuote | None],
-    market: MarketSignals,
-) -> PriceQuote | None:
+def _price_order(quote: PriceQuote | None) -> float:
+    return quote.hourly_usd if quote else float("inf")
+
+
+def _price(capacity: CapacityType, instance_type: str, zones: list[str], signals: Signals) -> PriceQuote | None:
     """On-demand: the region's price. Spot: the lowest latest spot price among the candidate's zones."""
     if capacity == CapacityType.ON_DEMAND:
-        return price_of(instance_type)
-    by_zone = market.spot_prices.get(instance_type, {})
+        return signals.on_demand.get(instance_type)
+    by_zone = signals.market.spot_prices.get(instance_type, {})
     return cheapest(by_zone[z] for z in zones if z in by_zone)
+
+
+def _any_price(capacity: CapacityType, gpu: GpuType, signals: Signals) -> PriceQuote | None:
+    """What the type would cost on that capacity type, whichever zone it ran in (a type not offered here)."""
+    if capacity == CapacityType.ON_DEMAND:
+        return signals.on_demand.get(gpu.instance_type)
+    return cheapest(signals.market.spot_prices.get(gpu.instance_type, {}).values())
 
 
 def quota_reason(quota: QuotaState, vcpus: int, capacity: CapacityType) -> str:
@@ -225,3 +247,13 @@ def quota_reason(quota: QuotaState, vcpus: int, capacity: CapacityType) -> str:
         f"aws service-quotas request-service-quota-increase --service-code ec2 --quota-code {quota.code} "
         f"--desired-value {max(vcpus, 2 * vcpus)}"
     )
+
+
+# -- the price band ------------------------------------------------------------------------------------------------
+def _beyond_band(request: JobRequest, option: Candidate) -> _Rejection:
+    ratio = option.price_ratio or 1.0
+    reason = (
+        f"{option.capacity.value} ${option.hourly_usd:.4g}/h is {ratio:.1f}x the cheapest candidate, beyond price_band "
+        f"{request.price_band:g} (widen it to {needed_band(ratio):g} to try it)"
+    )
+    return _reject(PRICE, option.instance_type, reason, "price_band", 1.0, option.hourly_usd or 0.0)

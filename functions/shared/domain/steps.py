@@ -9,11 +9,11 @@ from pydantic import Field
 from functions.shared.domain.clock import seconds_between
 from functions.shared.domain.model import DomainModel
 from functions.shared.domain.pools import QueueStatus
-from functions.shared.domain.records import DiagnosisOutcome
+from functions.shared.domain.records import DiagnosisOutcome, NextCandidate
 from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.selection import Candidate
 from functions.shared.domain.settings import DEFAULT_PROVISION_TIMEOUT_SECONDS
-from functions.shared.domain.vocabulary import BatchStatus, CapacityType, WaitPhase
+from functions.shared.domain.vocabulary import BatchStatus, CapacityType, DiagnosisCategory, WaitPhase
 
 
 class NoGpuTypeAvailable(Exception):
@@ -95,6 +95,16 @@ class WaitInput(DomainModel):
     attempt: int
     batch_job_id: str
     task_token: str
+    timeout_seconds: int | None = Field(default=None, description="The task's timeout: when the workflow acts")
+    selection: Selection | None = Field(default=None, description="The candidates: what it falls back to next")
+
+    def next_candidate(self) -> NextCandidate | None:
+        """The offering the job would try after this attempt, if any."""
+        selection = self.selection
+        if selection is None or selection.index + 1 >= len(selection.candidates):
+            return None
+        candidate = selection.candidates[selection.index + 1]
+        return NextCandidate(instance_type=candidate.instance_type, capacity=candidate.capacity)
 
 
 class WaitResult(DomainModel):
@@ -107,6 +117,10 @@ class WaitResult(DomainModel):
     stopped_at: str | None = None
     status_reason: str | None = None
     runtime_seconds: float | None = Field(default=None, description="Summed over Batch's own attempts")
+    verdict: DiagnosisCategory | None = Field(
+        default=None, description="Start wait: Batch said why the job cannot start, and another GPU type cures it"
+    )
+    reclaimed: bool = Field(default=False, description="Finish wait: a spot attempt whose host EC2 took back")
 
     def billed_seconds(self) -> float:
         """Seconds to bill: every Batch attempt when known, else startedAt to stoppedAt, else 0."""

@@ -9,6 +9,7 @@ from pydantic import Field
 from functions.shared.domain.cost import Cost, total_cost
 from functions.shared.domain.diagnosis import Diagnosis
 from functions.shared.domain.model import DomainModel
+from functions.shared.domain.next_action import NextAction, next_action
 from functions.shared.domain.records import JobRecord, TimelineEntry
 from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.selection import Rejected
@@ -33,6 +34,10 @@ class Attempt(DomainModel):
     container_reason: str | None = Field(default=None, description="Batch's reason for the container's end")
     diagnosis: Diagnosis | None = None
     cost: Cost | None = Field(default=None, description="What the attempt cost, once it ended (0 if it never ran)")
+    host_terminations: list[str] = Field(
+        default_factory=list,
+        description="Batch's words for each of its Batch attempts whose host was terminated (a spot reclaim)",
+    )
 
 
 class JobView(DomainModel):
@@ -53,6 +58,9 @@ class JobView(DomainModel):
         default=None, description="Why the job waits now: the last diagnosis, else Batch's own words (unfinished jobs)"
     )
     explanation: Diagnosis | None = Field(default=None, description="A diagnosis made now (?explain=true)")
+    next_action: NextAction | None = Field(
+        default=None, description="While it waits to start: what the workflow does next, and when, unless it starts"
+    )
     created_at: str
     updated_at: str
 
@@ -123,7 +131,8 @@ class CostGroup(DomainModel):
 
 class Waste(DomainModel):
     """What the fleet cost without serving a job (instances never registered, registered without GPUs, agent
-    disconnected, left alive in an idle pool), by the day it began."""
+    disconnected, left alive in an idle pool; the share of an instance no job held while its jobs ran,
+    `unused_share`), by the day the instance launched."""
 
     usd: float = 0.0
     by_reason: dict[str, float] = Field(default_factory=dict)
@@ -195,6 +204,7 @@ def job_view(record: JobRecord) -> JobView:
                 container_reason=attempt.container_reason,
                 diagnosis=attempt.diagnosis,
                 cost=attempt.cost,
+                host_terminations=attempt.host_terminations,
             )
             for _, attempt in record.ordered_attempts()
         ],
@@ -203,6 +213,7 @@ def job_view(record: JobRecord) -> JobView:
         execution_arn=record.execution_arn,
         error=record.error,
         reason=current_reason(record),
+        next_action=next_action(record),
         created_at=record.created_at,
         updated_at=record.updated_at,
     )

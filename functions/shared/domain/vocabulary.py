@@ -121,6 +121,10 @@ class DiagnosisCategory(StrEnum):
     # A finding only: too large a share of a pool's hosts is bad at once for the hosts to be the cause (the AMI, the
     # driver or the launch template is more likely): none is quarantined.
     POOL_UNHEALTHY = "POOL_UNHEALTHY"
+    # A diagnosis: the account's EC2 vCPU quota for the pool's instance family is held by running instances (other
+    # jobs', other pools', anyone's), so Batch cannot launch an instance for the job until some end (a normal
+    # scale-up otherwise); the evidence names the quota, what holds it, and how to raise it. Time cures it.
+    VCPU_QUOTA_REACHED = "VCPU_QUOTA_REACHED"
 
 
 # A finding's kind is a diagnosis category: the sweep and the workflow speak the same words.
@@ -139,6 +143,15 @@ class Remedy(StrEnum):
     FALL_BACK = "fall_back"
     KEEP_WAITING = "keep_waiting"
     GIVE_UP = "give_up"
+
+
+class NextStep(StrEnum):
+    """What the workflow does when a job's start wait ends without the job starting."""
+
+    FALL_BACK = "fall_back"
+    GIVE_UP = "give_up"
+    # The cause is not known to be one another GPU type cures yet: the workflow diagnoses it then.
+    DIAGNOSE = "diagnose"
 
 
 class WaitPhase(StrEnum):

@@ -1,15 +1,19 @@
 """What each attempt cost, whatever its end (succeeded, failed, cancelled, fallen back): priced once, when
 Batch says it ended, at its capacity type's price (on-demand from the Price List, spot from spot price
 history in its zones) for its runtime, by the share of the instance it held. A price AWS will not give now leaves
-the attempt unpriced (a later writer may price it), never fails the step that asked."""
+the attempt unpriced (a later writer may price it), never fails the step that asked. The share of its instance
+that no attempt held is waste (domain/shares.py), noted before the cost so that a writer that fails between the
+two leaves the attempt to the next writer."""
 
 from __future__ import annotations
 
+from functions.shared.domain.batch import ContainerInstanceState
 from functions.shared.domain.cost import Cost, PriceQuote, attempt_cost, cheapest, gpu_share, instance_share
 from functions.shared.domain.errors import SignalUnavailable
 from functions.shared.domain.job_definitions import resources_on
 from functions.shared.domain.records import AttemptRecord
 from functions.shared.domain.requests import JobRequest
+from functions.shared.domain.shares import SharedInstance, occupant
 from functions.shared.domain.vocabulary import CapacityType
 from functions.shared.observability import logger
 from functions.shared.ports import Ports
@@ -29,14 +33,11 @@ def hourly_quotes(instance_types: list[str], spot: bool, zones: list[str], ports
     return {t: quote for t, quote in lowest.items() if quote is not None}
 
 
-def quote_for(attempt: AttemptRecord, ports: Ports) -> PriceQuote | None:
+def quote_for(attempt: AttemptRecord, ports: Ports, host: ContainerInstanceState | None = None) -> PriceQuote | None:
     """The attempt's hourly price: on-demand; spot averaged over its runtime (else the latest) in the zone it ran
-    in (its container instance's), else the cheapest of its zones."""
+    in (its container instance's, `host`), else the cheapest of its zones."""
     spot = attempt.capacity == CapacityType.SPOT
-    zones = attempt.zones
-    if spot and attempt.container_instance_arn:
-        ran_in = ports.fleet.zone_of(attempt.container_instance_arn)
-        zones = [ran_in] if ran_in else zones
+    zones = [host.zone] if spot and host is not None and host.zone else attempt.zones
     if spot and attempt.started_at and attempt.stopped_at:
         try:
             over = ports.prices.spot_over(attempt.instance_type, zones, attempt.started_at, attempt.stopped_at)
@@ -49,10 +50,15 @@ def quote_for(attempt: AttemptRecord, ports: Ports) -> PriceQuote | None:
 
 
 def price_attempt(
-    request: JobRequest, attempt: AttemptRecord, runtime_seconds: float | None, ports: Ports
+    request: JobRequest,
+    attempt: AttemptRecord,
+    runtime_seconds: float | None,
+    ports: Ports,
+    host: ContainerInstanceState | None = None,
 ) -> Cost | None:
-    """The attempt's cost (zero if it never ran), or None when no price is known for it."""
-    quote = quote_for(attempt, ports)
+    """The attempt's cost (zero if it never ran), or None when no price is known for it; `host`: the container
+    instance it ran on."""
+    quote = quote_for(attempt, ports, host)
     if quote is None:
         return None
     gpu = ports.catalog.gpu_types().get(attempt.instance_type)
@@ -75,7 +81,26 @@ def record_attempt_cost(job_id: str, number: int, ports: Ports) -> Cost | None:
         return None
     if attempt.cost is not None:
         return attempt.cost
-    cost = price_attempt(record.request, attempt, attempt.runtime_seconds, ports)
+    host = ports.fleet.container_instance(attempt.container_instance_arn) if attempt.container_instance_arn else None
+    cost = price_attempt(record.request, attempt, attempt.runtime_seconds, ports, host)
     if cost is not None:
+        note_share(f"{job_id}#{number}", attempt, cost, host, ports)
         ports.jobs.update_attempt(job_id, number, {}, if_missing={"cost": cost})
     return cost
+
+
+def note_share(key: str, attempt: AttemptRecord, cost: Cost, host: ContainerInstanceState | None, ports: Ports) -> None:
+    """Add the attempt to the ledger of the instance it ran on (the share of it no attempt held is waste). Not
+    when ECS no longer describes the instance: its unused share then goes uncounted, never counted twice."""
+    if host is None or not host.ec2_instance_id or not attempt.stopped_at or cost.runtime_seconds <= 0:
+        return
+    ledger = SharedInstance(
+        instance_id=host.ec2_instance_id,
+        pool=attempt.job_queue,
+        instance_type=attempt.instance_type,
+        day=(host.registered_at or attempt.stopped_at)[:10],
+        pricing=cost.pricing,
+    )
+    ran = occupant(attempt.stopped_at, cost.runtime_seconds, cost.gpu_share, cost.hourly_usd)
+    if ports.waste.record_share(ledger, key, ran) is None:
+        logger.info("unused share not restated", extra={"attempt": key, "instance_id": host.ec2_instance_id})

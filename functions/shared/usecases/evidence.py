@@ -5,7 +5,7 @@ from __future__ import annotations
 from functions.shared.domain.batch import BatchJobState, ComputeEnvironmentState, FleetState
 from functions.shared.domain.diagnosis import StuckJobSnapshot
 from functions.shared.domain.errors import SignalUnavailable
-from functions.shared.domain.fleet import FleetAnalysis, QuotaState, analyse_fleet, vcpu_quota_code
+from functions.shared.domain.fleet import FleetAnalysis, QuotaState, analyse_fleet, quota_holders, vcpu_quota_code
 from functions.shared.observability import logger
 from functions.shared.ports import Ports
 
@@ -21,25 +21,25 @@ def read_snapshot(
     ports: Ports,
     analysis: FleetAnalysis | None = None,
 ) -> StuckJobSnapshot:
-    """The snapshot diagnosis reads. The quota is read only when the pool has no instance at all (a quota Service
-    Quotas will not tell is left out, and said in the evidence)."""
+    """The snapshot diagnosis reads. The quota (and what holds it) is read only when Batch would have to launch an
+    instance for the job and none is on its way: the pool has no instance, or every one it has is usable (so the
+    job waits for room). A quota Service Quotas will not tell is left out, and said in the evidence."""
     instance_vcpus = {name: gpu.vcpus for name, gpu in ports.catalog.gpu_types().items()}
     quota: QuotaState | None = None
     unavailable: str | None = None
-    alive = fleet is not None and any(instance.alive for instance in fleet.instances)
     code = vcpu_quota_code(environment.instance_types[0], environment.spot) if environment.instance_types else None
-    if fleet is not None and not alive and code is not None:
+    if fleet is not None and code is not None:
+        analysis = analysis or analyse_fleet(fleet, at, instance_vcpus, ports.settings.registration_grace_seconds)
+    if fleet is not None and code is not None and analysis is not None and analysis.usable == analysis.alive:
         try:
             quota = ports.quotas.vcpu_quota(code)
         except SignalUnavailable as error:
             unavailable = f"{error.operation}: {error.code}"
         if quota is not None:
             # What the quota counts: every running instance of its families and capacity type in the account.
-            running = ports.fleet.running_types(environment.spot)
-            used = sum(
-                n * instance_vcpus.get(t, 0) for t, n in running.items() if vcpu_quota_code(t, environment.spot) == code
-            )
-            quota = quota.model_copy(update={"used_vcpus": float(used)})
+            holders = quota_holders(ports.fleet.running_instances(environment.spot), code, environment.spot,
+                                    instance_vcpus)  # fmt: skip
+            quota = quota.model_copy(update={"used_vcpus": float(sum(h.vcpus for h in holders)), "holders": holders})
     grace = ports.settings.registration_grace_seconds
     if fleet is not None and analysis is None:
         analysis = analyse_fleet(fleet, at, instance_vcpus, grace)

@@ -1,19 +1,21 @@
-"""Leaving a GPU offering behind: remember it as unavailable so the next selections skip it too."""
+"""Leaving a GPU offering behind: remember it as unavailable, with its cause, so the next selections skip it too."""
 
 from __future__ import annotations
 
+from functions.shared.domain.clock import now_iso
 from functions.shared.domain.diagnosis import Diagnosis
+from functions.shared.domain.memory import diagnosis_cause, remembered
 from functions.shared.domain.selection import UNAVAILABLE_TTL_SECONDS, Candidate, offering_key
 from functions.shared.domain.vocabulary import MetricName
 from functions.shared.ports import Ports
 
 
-def leave_offering(candidate: Candidate, diagnosis: Diagnosis, ports: Ports) -> None:
-    """Remember the candidate's offering in each of its zones as unavailable, for the TTL, and count it."""
-    for zone in candidate.zones:
-        ports.offerings.remember_unavailable(
-            offering_key(candidate.capacity, candidate.instance_type, zone),
-            diagnosis.category.value,
-            UNAVAILABLE_TTL_SECONDS,
-        )
+def leave_offering(candidate: Candidate, diagnosis: Diagnosis, ports: Ports, zones: list[str] | None = None) -> None:
+    """Remember the candidate's offering in each of its zones (or only `zones`, where the cause was seen) as
+    unavailable for the TTL, with the diagnosis's cause, and count the fallback."""
+    at = now_iso()
+    cause = diagnosis_cause(diagnosis.category, diagnosis.reason, diagnosis.evidence, at)
+    memory = remembered(diagnosis.category, cause, at, UNAVAILABLE_TTL_SECONDS)
+    for zone in zones or candidate.zones:
+        ports.offerings.remember_unavailable(offering_key(candidate.capacity, candidate.instance_type, zone), memory)
     ports.metrics.add(MetricName.FALLBACKS, 1)

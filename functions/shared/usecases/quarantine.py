@@ -17,6 +17,7 @@ from functions.shared.domain.batch import ComputeEnvironmentState, ContainerInst
 from functions.shared.domain.clock import iso, now_iso, parse_iso
 from functions.shared.domain.consoles import boot_verdict, console_evidence
 from functions.shared.domain.hosts import HostFault, jobs_hit, recent
+from functions.shared.domain.memory import clock_minute, remembered
 from functions.shared.domain.quarantine import (
     HostCase,
     QuarantineReason,
@@ -237,14 +238,19 @@ def _remember_offerings(
     """An unhealthy pool's offerings are remembered as unavailable (new jobs fall back meanwhile); no host is
     terminated. Returns what was done."""
     capacity = CapacityType.SPOT if pool.spot else CapacityType.ON_DEMAND
-    offerings = sorted(
-        {offering_key(capacity, case.instance_type, zones[case.instance_id])
-         for case in cases if case.instance_type and zones.get(case.instance_id)}
-    )  # fmt: skip
+    counts: dict[str, int] = {}
+    for case in cases:
+        if case.instance_type and zones.get(case.instance_id):
+            key = offering_key(capacity, case.instance_type, zones[case.instance_id])
+            counts[key] = counts.get(key, 0) + 1
+    offerings = sorted(counts)
+    at = now_iso()
     done = ["no host quarantined: more than the pool's share are unhealthy at once"]
     try:
         for key in offerings:
-            ports.offerings.remember_unavailable(key, FindingKind.POOL_UNHEALTHY.value, UNAVAILABLE_TTL_SECONDS)
+            cause = f"{counts[key]} unhealthy host{'s' if counts[key] != 1 else ''} at {clock_minute(at)}"
+            ports.offerings.remember_unavailable(key, remembered(FindingKind.POOL_UNHEALTHY, cause, at,
+                                                                 UNAVAILABLE_TTL_SECONDS))  # fmt: skip
         if offerings:
             done.append(f"remembered {pool.name}'s offerings as unavailable")
     except Exception as error:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from functions.shared.domain.clock import now_iso
 from functions.shared.domain.diagnosis import diagnose
 from functions.shared.domain.errors import JobAlreadyFinished
+from functions.shared.domain.next_action import next_action, with_next_action
 from functions.shared.domain.views import JobList, JobView, job_view
 from functions.shared.domain.vocabulary import JobStatus
 from functions.shared.ports import Ports
@@ -30,8 +31,10 @@ def explain_job(job_id: str, ports: Ports) -> JobView:
     described = ports.batch.describe_jobs([attempt.batch_job_id])
     if not described or described[0].status not in ("SUBMITTED", "PENDING", "RUNNABLE"):
         return view
-    snapshot = pool_evidence(described[0], attempt.job_queue, now_iso(), ports)
-    return view.model_copy(update={"explanation": diagnose(snapshot)})
+    explanation = diagnose(pool_evidence(described[0], attempt.job_queue, now_iso(), ports))
+    # What the workflow will do about this cause, and when: a fallback it promises is dated.
+    action = next_action(record, explanation.category) or view.next_action
+    return view.model_copy(update={"explanation": with_next_action(explanation, action), "next_action": action})
 
 
 def list_jobs(status: JobStatus | None, limit: int, next_token: str | None, ports: Ports) -> JobList:

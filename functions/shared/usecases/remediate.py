@@ -12,6 +12,8 @@ the reason.
 from __future__ import annotations
 
 from functions.shared.domain.batch import BatchJobState, ComputeEnvironmentState, JobQueueState
+from functions.shared.domain.clock import now_iso
+from functions.shared.domain.memory import clock_minute, fleet_cause, remembered
 from functions.shared.domain.pool_health import REGISTRATION_FAILURES
 from functions.shared.domain.selection import UNAVAILABLE_TTL_SECONDS, offering_key
 from functions.shared.domain.views import Finding
@@ -83,13 +85,15 @@ def cancel_past_limit(finding: Finding, jobs: list[BatchJobState], ports: Ports)
 
 def _remember_offerings(finding: Finding, pool: ComputeEnvironmentState, zones: dict[str, str], ports: Ports) -> None:
     capacity = CapacityType.SPOT if pool.spot else CapacityType.ON_DEMAND
-    offerings = {
-        offering_key(capacity, item["instance_type"], zones[item["instance_id"]])
-        for item in finding.evidence.get("instances", [])
-        if zones.get(item["instance_id"])
-    }
-    for key in sorted(offerings):
-        ports.offerings.remember_unavailable(key, finding.kind.value, UNAVAILABLE_TTL_SECONDS)
+    counts: dict[str, int] = {}
+    for item in finding.evidence.get("instances", []):
+        if zones.get(item["instance_id"]):
+            key = offering_key(capacity, item["instance_type"], zones[item["instance_id"]])
+            counts[key] = counts.get(key, 0) + 1
+    at = now_iso()
+    for key, instances in sorted(counts.items()):
+        cause = fleet_cause(finding.kind, instances, at) or f"{finding.kind.value} at {clock_minute(at)}"
+        ports.offerings.remember_unavailable(key, remembered(finding.kind, cause, at, UNAVAILABLE_TTL_SECONDS))
 
 
 def _record(finding: Finding, done: list[str], ports: Ports) -> None:

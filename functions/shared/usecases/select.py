@@ -1,5 +1,9 @@
 """POST /plan, the check of POST /jobs, and SelectGpuType: rank the GPU offerings that fit a request against
-what the account and the region say now (offerings, quotas, spot prices and placement scores)."""
+what the account and the region say now (offerings, quotas, prices, spot prices and placement scores).
+
+One way: the signals are read first, each once (the domain says which: `signal_needs`, then the spot types worth
+scoring once prices are known), then one pure function makes the plan (domain/selection.plan), and the warnings
+are written from it (domain/ranking)."""
 
 from __future__ import annotations
 
@@ -7,26 +11,20 @@ from collections.abc import Callable
 from functools import partial
 from typing import TypeVar
 
+from functions.shared.domain.band import outside_band_words
 from functions.shared.domain.errors import NoCandidate, RequestRefused, SignalUnavailable
-from functions.shared.domain.fleet import vcpu_quota_code
-from functions.shared.domain.offers import SignalGap
+from functions.shared.domain.offers import SignalGap, Signals
+from functions.shared.domain.ranking import plan_warnings, signal_warnings
 from functions.shared.domain.requests import JobRequest
-from functions.shared.domain.selection import (
-    MarketSignals,
-    Plan,
-    Rejected,
-    capacities_for,
-    fits,
-    placement_score_types,
-    plan,
-    within_filters,
-)
+from functions.shared.domain.selection import MarketSignals, Plan, placement_score_types, plan, signal_needs
 from functions.shared.domain.steps import NoGpuTypeAvailable, SelectInput, Selection
 from functions.shared.domain.vocabulary import CapacityType, JobStatus, MarketSignal
 from functions.shared.ports import Ports
 
 # The workflow carries its candidates in every state's input: a bound on the attempts, whatever is asked.
 MAX_WORKFLOW_CANDIDATES = 20
+# How many rejections the message of a refusal names (all are in its `rejected`).
+NAMED_REJECTIONS = 5
 T = TypeVar("T")
 
 
@@ -35,50 +33,58 @@ def plan_request(request: JobRequest, ports: Ports) -> Plan:
 
     RequestRefused when the request names what this deployment does not know (a GPU model, a zone). A market
     signal AWS will not give (a quota, a price, placement scores) is a warning, never a failure."""
+    signals = _signals(request, ports)
+    planned = plan(request, signals)
+    warnings = plan_warnings(planned, request) + signal_warnings(signals.market.unavailable)
+    return planned.model_copy(update={"warnings": warnings})
+
+
+def _signals(request: JobRequest, ports: Ports) -> Signals:
+    """What the plan weighs, each signal read once: the catalog, the zones' offerings and the memory of unavailable
+    ones, on-demand prices, vCPU quotas, spot prices, and placement scores for the spot types the job would try."""
     gpu_types = ports.catalog.gpu_types()
     known_models = sorted({gpu.gpu_model for gpu in gpu_types.values()})
     unknown = [m for m in request.gpu_models or [] if m.lower() not in {k.lower() for k in known_models}]
     if unknown:
         raise RequestRefused("gpu_models", f"unknown GPU model {', '.join(unknown)}; known: {', '.join(known_models)}")
-    snapshot = ports.availability.snapshot(sorted(gpu_types), ports.offerings.unavailable_offerings())
+    # A request may retry on purpose what the memory of unavailable offerings would leave out.
+    remembered = {} if request.ignore_unavailable else ports.offerings.unavailable_offerings()
+    snapshot = ports.availability.snapshot(sorted(gpu_types), set(remembered))
+    snapshot.remembered = remembered
     outside = [z for z in request.zones or [] if z not in snapshot.zones]
     if outside:
         deployed = ", ".join(snapshot.zones) or "none"
         raise RequestRefused("zones", f"{', '.join(outside)} is not a zone of this deployment's subnets ({deployed})")
-    fitting = sorted(t for t, gpu in gpu_types.items() if fits(request, gpu))
-    capacities = capacities_for(request.capacity)
+    needs = signal_needs(request, gpu_types)
     market = MarketSignals(max_vcpus=ports.settings.max_vcpus)
     market.quotas = {
         code: _read(market, MarketSignal.VCPU_QUOTAS, partial(ports.quotas.vcpu_quota, code), None, subject=code)
-        for code in _quota_codes(fitting, capacities)
+        for code in needs.quota_codes
     }
-    if CapacityType.ON_DEMAND in capacities and fitting:
+    on_demand = {}
+    if CapacityType.ON_DEMAND in needs.capacities and needs.fitting:
         price_list = ports.prices.price_list_unavailable()
         if price_list is not None:
             _note_gap(market, MarketSignal.ON_DEMAND_PRICES, price_list)
-    arm64_ami = bool(ports.settings.arm64_gpu_ami_id)
-    spot = CapacityType.SPOT in capacities and bool(fitting)
-    if spot:
+        quotes = {t: ports.prices.on_demand(t) for t in needs.fitting}
+        on_demand = {t: quote for t, quote in quotes.items() if quote is not None}
+    if CapacityType.SPOT in needs.capacities and needs.fitting:
         zones = [z for z in snapshot.zones if not request.zones or z in request.zones]
-        market.spot_prices = _read(market, MarketSignal.SPOT_PRICES, partial(ports.prices.spot, fitting, zones), {})
-    planned = plan(request, gpu_types, snapshot, ports.prices.on_demand, arm64_ami=arm64_ami, market=market)
-    scored = placement_score_types(planned.candidates, request.max_attempts) if spot else []
-    if not scored:
-        return planned
-    # Placement scores are asked once, for a set of the spot offerings the job would try: rank again with them.
-    read_scores = partial(ports.availability.placement_scores, sorted(scored))
-    market.placement_scores = _read(market, MarketSignal.PLACEMENT_SCORES, read_scores, {})
-    return plan(request, gpu_types, snapshot, ports.prices.on_demand, arm64_ami=arm64_ami, market=market)
-
-
-def _quota_codes(fitting: list[str], capacities: list[CapacityType]) -> list[str]:
-    """The vCPU quotas that bound the fitting types on the request's capacity types (at most five codes)."""
-    codes = {
-        vcpu_quota_code(instance_type, capacity == CapacityType.SPOT)
-        for instance_type in fitting
-        for capacity in capacities
-    }
-    return sorted(code for code in codes if code)
+        read_spot = partial(ports.prices.spot, needs.fitting, zones)
+        market.spot_prices = _read(market, MarketSignal.SPOT_PRICES, read_spot, {})
+    signals = Signals(
+        catalog=gpu_types,
+        availability=snapshot,
+        on_demand=on_demand,
+        market=market,
+        arm64_ami=bool(ports.settings.arm64_gpu_ami_id),
+    )
+    scored = placement_score_types(request, signals)
+    if scored:
+        # Asked once, for a set of the spot offerings the job would try (AWS scores a set of types together).
+        read_scores = partial(ports.availability.placement_scores, sorted(scored))
+        market.placement_scores = _read(market, MarketSignal.PLACEMENT_SCORES, read_scores, {})
+    return signals
 
 
 def _read(
@@ -99,10 +105,18 @@ def _note_gap(
 
 
 def check_plannable(request: JobRequest, ports: Ports) -> Plan:
-    """POST /jobs: the plan a job would start with; NoCandidate (a 400, nothing started) when it is empty."""
+    """POST /jobs: the plan a job would start with. NoCandidate (a 400, nothing started) when it is empty, or when
+    its first choice lies beyond the price band of the cheaper types that fit but are blocked."""
     found = plan_request(request, ports)
     if not found.candidates:
-        raise NoCandidate(found.rejected, _telling_field(found, request, ports), _summary(found, request, ports))
+        raise NoCandidate(found.rejected, _telling_field(found), _summary(found))
+    if found.outside_band is not None and found.outside_band.refused:
+        raise NoCandidate(
+            found.rejected,
+            "price_band",
+            _beyond_band(found),
+            headline=f"no GPU offering within price_band {request.price_band:g} can start",
+        )
     return found
 
 
@@ -111,26 +125,30 @@ def select_gpu_type(payload: SelectInput, ports: Ports) -> Selection:
     ports.jobs.advance(payload.job_id, JobStatus.SELECTING, attempt=0)
     ranked = plan_request(payload.request, ports)
     if not ranked.candidates:
-        raise NoGpuTypeAvailable(f"no GPU instance type fits the request ({_summary(ranked, payload.request, ports)})")
+        raise NoGpuTypeAvailable(f"no GPU instance type fits the request ({_summary(ranked)})")
+    if ranked.outside_band is not None and ranked.outside_band.refused:
+        # Submitted within its band, the cheaper types were blocked since: the job never runs at a price it refused.
+        raise NoGpuTypeAvailable(f"no GPU offering within price_band can start ({_beyond_band(ranked)})")
     bound = min(payload.request.max_attempts, MAX_WORKFLOW_CANDIDATES)
     return Selection(candidates=ranked.candidates[:bound], index=0, catalog=ports.catalog.source)
 
 
-def _telling(found: Plan, request: JobRequest, ports: Ports) -> list[Rejected]:
-    """Rejections, the most telling first: types the request's own filters left out say least about why."""
-    gpu_types = ports.catalog.gpu_types()
-    return sorted(
-        found.rejected,
-        key=lambda r: r.instance_type in gpu_types and not within_filters(request, gpu_types[r.instance_type]),
-    )
+def _summary(found: Plan) -> str:
+    """The first rejections (the plan lists the cheapest fix first), in one line."""
+    return "; ".join(f"{r.instance_type}: {r.reason}" for r in found.rejected[:NAMED_REJECTIONS])
 
 
-def _summary(found: Plan, request: JobRequest, ports: Ports) -> str:
-    return "; ".join(f"{r.instance_type}: {r.reason}" for r in _telling(found, request, ports)[:5])
-
-
-def _telling_field(found: Plan, request: JobRequest, ports: Ports) -> str:
-    """The request field most rejections of the most telling kind point at ("body" when none does)."""
-    telling = _telling(found, request, ports)
-    fields = [r.field for r in telling if r.field]
+def _telling_field(found: Plan) -> str:
+    """The request field the most telling rejections point at ("body" when none does)."""
+    fields = [r.field for r in found.rejected if r.field]
     return fields[0] if fields else "body"
+
+
+def _beyond_band(found: Plan) -> str:
+    """Why the first choice is refused, and the two ways out: the cheapest fix of what blocks the cheaper types
+    (the plan's first rejection), or a wider price_band."""
+    outside = found.outside_band
+    assert outside is not None
+    fix = next((r for r in found.rejected if r.field == "capacity" and "--quota-code" in r.reason), None)
+    quota = f"; or let {fix.instance_type} start: {fix.reason.split(': ', 1)[-1]}" if fix else ""
+    return f"{outside_band_words(outside)}. Send price_band {outside.needed_band:g} or more to run it{quota}"

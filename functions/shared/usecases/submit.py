@@ -6,7 +6,7 @@ import fnmatch
 import uuid
 
 from functions.shared.domain.errors import RequestRefused
-from functions.shared.domain.job_definitions import RETRY_ATTEMPTS
+from functions.shared.domain.job_definitions import batch_attempts
 from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.settings import Settings
 from functions.shared.domain.steps import ExecutionInput, Timeouts
@@ -15,7 +15,7 @@ from functions.shared.domain.vocabulary import JobStatus
 from functions.shared.ports import Ports
 from functions.shared.usecases.select import check_plannable
 
-# Batch may run the job RETRY_ATTEMPTS times, each up to its timeout after an image pull.
+# Batch may run an attempt several times (job_definitions.batch_attempts), each up to its timeout after an image pull.
 FINISH_GRACE_SECONDS = 600
 
 
@@ -56,7 +56,7 @@ def execution_input(job_id: str, request: JobRequest, settings: Settings) -> Exe
             stuck_after_seconds=max(
                 1, round(min(request.stuck_after_minutes, request.give_up_after_minutes or 1e9) * 60)
             ),
-            finish_after_seconds=RETRY_ATTEMPTS * (request.timeout_minutes * 60 + FINISH_GRACE_SECONDS),
+            finish_after_seconds=batch_attempts(request) * (request.timeout_minutes * 60 + FINISH_GRACE_SECONDS),
             queue_poll_seconds=settings.queue_poll_seconds,
             provision_timeout_seconds=settings.provision_timeout_seconds,
         ),

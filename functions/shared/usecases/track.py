@@ -10,17 +10,21 @@ from __future__ import annotations
 from typing import Any
 
 from functions.shared.domain.batch import BatchJobEvent
+from functions.shared.domain.clock import now_iso
+from functions.shared.domain.diagnosis import batch_verdict
 from functions.shared.domain.errors import JobNotFound
 from functions.shared.domain.lifecycle import job_status_for_batch, parse_batch_job_name, wait_satisfied
 from functions.shared.domain.records import AttemptRecord, JobRecord, Wait
 from functions.shared.domain.steps import WaitInput, WaitResult
-from functions.shared.domain.vocabulary import AttemptStatus, BatchStatus, WaitPhase
+from functions.shared.domain.vocabulary import AttemptStatus, BatchStatus, DiagnosisCategory, WaitPhase
 from functions.shared.ports import Ports
 from functions.shared.usecases.costing import record_attempt_cost
 
 
-def wait_result(attempt: AttemptRecord) -> WaitResult:
-    """The resumed wait's output, from the attempt as the record holds it."""
+def wait_result(
+    attempt: AttemptRecord, phase: WaitPhase = WaitPhase.FINISH, verdict: DiagnosisCategory | None = None
+) -> WaitResult:
+    """The resumed wait's output, from the attempt as the record holds it (and the verdict that resumed it)."""
     assert attempt.batch_status is not None
     return WaitResult(
         status=attempt.batch_status,
@@ -30,27 +34,51 @@ def wait_result(attempt: AttemptRecord) -> WaitResult:
         stopped_at=attempt.stopped_at,
         status_reason=attempt.status_reason,
         runtime_seconds=attempt.runtime_seconds,
+        verdict=verdict,
+        reclaimed=phase == WaitPhase.FINISH and attempt.reclaimed,
     )
 
 
+def pending_verdict(attempt: AttemptRecord, wait: Wait) -> DiagnosisCategory | None:
+    """Batch's verdict on a waiting attempt (see diagnosis.batch_verdict) that the start wait can act on now: it has
+    not resumed the wait yet, and the job has a next candidate to fall back to (with none, the wait keeps its
+    stuck_after: capacity may come back)."""
+    if attempt.batch_status is None or attempt.batch_status.started or attempt.verdict == attempt.status_reason:
+        return None
+    return batch_verdict(attempt.status_reason) if wait.next_candidate is not None else None
+
+
 def resume(record: JobRecord, ports: Ports) -> list[WaitPhase]:
-    """Send every satisfied wait's token, then forget the spent tokens (ours, or spent already)."""
+    """Send every satisfied wait's token, then forget the spent tokens (ours, or spent already). A start wait is
+    also satisfied by Batch's verdict: the workflow then diagnoses at once (a verdict resumes a wait once)."""
     resumed: list[WaitPhase] = []
     for phase, wait in list(record.waits.items()):
         attempt = record.attempts.get(wait.attempt)
-        if attempt is None or not wait_satisfied(phase, attempt.batch_status):
+        if attempt is None:
             continue
-        if ports.workflow.send_task_success(wait.token, wait_result(attempt).model_dump_json()):
+        verdict = pending_verdict(attempt, wait) if phase == WaitPhase.START else None
+        if not wait_satisfied(phase, attempt.batch_status) and verdict is None:
+            continue
+        if ports.workflow.send_task_success(wait.token, wait_result(attempt, phase, verdict).model_dump_json()):
             resumed.append(phase)
+        if verdict is not None:
+            # Written after the token is sent, so a failed send is retried by the next event or the sweep.
+            ports.jobs.update_attempt(record.job_id, wait.attempt, {"verdict": attempt.status_reason})
         ports.jobs.clear_wait(record.job_id, phase, wait.token)
     return resumed
 
 
 def park_wait(payload: WaitInput, ports: Ports) -> list[WaitPhase]:
-    """WaitForJobToStart/ToFinish: store the token, then resume at once if the event came first."""
-    record = ports.jobs.store_wait(
-        payload.job_id, payload.phase, Wait(attempt=payload.attempt, token=payload.task_token)
+    """WaitForJobToStart/ToFinish: store the token (and until when the workflow waits, and what it tries next),
+    then resume at once if the event came first."""
+    wait = Wait(
+        attempt=payload.attempt,
+        token=payload.task_token,
+        since=now_iso(),
+        timeout_seconds=payload.timeout_seconds,
+        next_candidate=payload.next_candidate(),
     )
+    record = ports.jobs.store_wait(payload.job_id, payload.phase, wait)
     return resume(record, ports)
 
 
@@ -78,6 +106,9 @@ def record_batch_event(event: BatchJobEvent, ports: Ports) -> dict[str, Any]:
             "container_reason": job.container_reason,
             "container_instance_arn": job.container_instance_arn,
             "runtime_seconds": job.runtime_seconds,
+            # Only what the event knows: ListJobs (the sweep's replays) gives no attempts.
+            "host_terminations": job.host_terminations or None,
+            "host_terminated": job.host_terminated or None,
         },
         # A submit whose record write failed still gets its Batch job id, so it can be terminated.
         if_missing={"batch_job_id": job.job_id or None},
@@ -93,10 +124,15 @@ def record_batch_event(event: BatchJobEvent, ports: Ports) -> dict[str, Any]:
         if recorded is None:
             return {"ignored": "no such attempt", "job_id": job_id}
         if recorded.batch_status == status and job.status_reason and job.status_reason != recorded.status_reason:
-            # Batch's reason for a RUNNABLE job changes without its status changing: keep the newest words.
+            # Batch's reason for a RUNNABLE job changes without its status changing (a queue-blocked event, or the
+            # sweep seeing it): keep the newest words, and resume a start wait they are a verdict for.
             entry = record.entry_for(job_status_for_batch(status), number)
-            ports.jobs.note_reason(job_id, number, status, job.status_reason, entry)
-            return {"job_id": job_id, "attempt": number, "status": status, "reason": job.status_reason}
+            if not ports.jobs.note_reason(job_id, number, status, job.status_reason, entry, at=event.at):
+                return {"ignored": "the attempt moved on", "job_id": job_id}
+            recorded.status_reason = job.status_reason
+            resumed = resume(record, ports)
+            return {"job_id": job_id, "attempt": number, "status": status, "reason": job.status_reason,
+                    "resumed": resumed}  # fmt: skip
         _advance_for_batch(job_id, number, recorded.batch_status, recorded.batch_status_at or event.at, ports)
         return {"ignored": "stale or duplicate event", "job_id": job_id, "resumed": resume(record, ports)}
     moment = job.started_at if status == BatchStatus.RUNNING and job.started_at else event.at
@@ -130,6 +166,6 @@ def _advance_for_batch(
         # Already there (SubmitBatchJob moved it first): Batch's words explain that entry, in the write the
         # advance would have spent on finding the job there.
         if record.timeline[entry].reason != reason:
-            ports.jobs.note_reason(job_id, number, status, reason, entry)
+            ports.jobs.note_reason(job_id, number, status, reason, entry, at=at)
         return
     ports.jobs.advance(job_id, job_status, attempt=number, at=at, reason=reason)

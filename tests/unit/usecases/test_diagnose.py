@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+from functions.shared.domain.batch import BatchJobEvent, ContainerInstanceState
 from functions.shared.domain.records import Wait
 from functions.shared.domain.steps import DiagnoseInput, SubmittedJob
-from functions.shared.domain.vocabulary import BatchStatus, DiagnosisCategory, JobStatus, MetricName, Remedy, WaitPhase
+from functions.shared.domain.vocabulary import (
+    BatchStatus,
+    CapacityType,
+    DiagnosisCategory,
+    JobStatus,
+    MetricName,
+    Remedy,
+    WaitPhase,
+)
 from functions.shared.usecases.diagnose import diagnose_stuck_job
+from functions.shared.usecases.track import record_batch_event
 from tests.unit.usecases.conftest import JOB_ID, submitted
 
 CAPACITY = "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY - Service cannot fulfill the capacity requested"
@@ -49,9 +59,9 @@ def test_a_capacity_shortage_falls_back_cancels_the_attempt_and_remembers_the_of
     assert outcome.evidence["status_reason"] == CAPACITY
     assert ports.batch.terminated == [(batch_job_id, "GPU Pilot fell back: INSUFFICIENT_CAPACITY")]
     candidate = step.selection.current()
-    assert {
-        f"on-demand:{candidate.instance_type}:{z}" for z in candidate.zones
-    } <= ports.offerings.unavailable_offerings()
+    assert {f"on-demand:{candidate.instance_type}:{z}" for z in candidate.zones} <= set(
+        ports.offerings.unavailable_offerings()
+    )
     assert ports.jobs.get_job(JOB_ID).attempts[1].diagnosis.category == DiagnosisCategory.INSUFFICIENT_CAPACITY
     assert ports.metrics.total(MetricName.STUCK_JOB_DIAGNOSES) == 1
 
@@ -170,3 +180,71 @@ def test_a_diagnosis_explains_the_runnable_entry_when_batch_gives_no_reason(port
     # Then the job's RUNNABLE entry says what the diagnosis found
     entry = ports.jobs.get_job(JOB_ID).timeline[-1]
     assert (entry.status, entry.reason) == (JobStatus.RUNNABLE, f"WAITING_FOR_SCALE_UP: {outcome.reason}")
+
+
+def test_a_diagnosis_that_restates_batchs_verdict_keeps_batchs_words_and_their_time_on_the_runnable_entry(ports):
+    # Given Batch's capacity verdict recorded on the RUNNABLE entry at 10:05
+    step = submitted(ports)
+    (batch_job_id,) = ports.batch.jobs
+    state = ports.batch.set_status(batch_job_id, "RUNNABLE", statusReason=CAPACITY)
+    record_batch_event(BatchJobEvent(at="2026-11-22T10:05:00.000Z", job=state), ports)
+
+    # When the verdict is diagnosed
+    diagnose_stuck_job(diagnose_input(ports, step), ports)
+
+    # Then the entry still says what Batch said, and when (the moment the fallback started from)
+    entry = ports.jobs.get_job(JOB_ID).timeline[-1]
+    assert (entry.status, entry.reason, entry.reason_at) == (JobStatus.RUNNABLE, CAPACITY, "2026-11-22T10:05:00.000Z")
+
+
+RECLAIMED = "Host EC2 (instance i-0abc) terminated."
+CONTAINER_INSTANCE = "arn:aws:ecs:us-east-1:123456789012:container-instance/gpupilot-sp_Batch_1/ci-1"
+
+
+def reclaimed(ports, zone: str = "us-east-1b") -> str:
+    """The attempt's Batch job ended by EC2 reclaiming its spot host, as job_events recorded it."""
+    (batch_job_id,) = ports.batch.jobs
+    ports.fleet.by_cluster["cluster"] = [ContainerInstanceState(arn=CONTAINER_INSTANCE, zone=zone)]
+    attempts = [{"statusReason": RECLAIMED, "startedAt": 1_800_000_000_000, "stoppedAt": 1_800_000_600_000,
+                 "container": {"containerInstanceArn": CONTAINER_INSTANCE}}]  # fmt: skip
+    state = ports.batch.set_status(batch_job_id, "FAILED", statusReason=RECLAIMED, attempts=attempts)
+    record_batch_event(BatchJobEvent(at="2026-11-22T10:10:00.000Z", job=state), ports)
+    return batch_job_id
+
+
+def test_a_spot_attempt_whose_host_ec2_reclaimed_falls_back_and_remembers_the_spot_offering_where_it_ran(ports):
+    # Given a spot-first job whose spot attempt ended because EC2 reclaimed its host (once, the default bound)
+    step = submitted(ports, capacity="spot-first", instance_types=["g6.xlarge"])
+    assert step.selection.current().capacity == CapacityType.SPOT
+    reclaimed(ports, zone="us-east-1b")
+
+    # When the reclaimed attempt is diagnosed
+    outcome = diagnose_stuck_job(diagnose_input(ports, step), ports)
+
+    # Then it falls back to the next candidate (on-demand) with Batch's words, cancelling nothing (it ended)
+    following = step.selection.candidates[1]
+    assert (outcome.category, outcome.remedy, outcome.next_index) == (
+        DiagnosisCategory.INSUFFICIENT_CAPACITY,
+        Remedy.FALL_BACK,
+        1,
+    )
+    assert following.capacity == CapacityType.ON_DEMAND
+    assert RECLAIMED in outcome.reason and outcome.evidence["host_terminations"] == [RECLAIMED]
+    assert f"moves on to {following.instance_type} (on-demand)" in outcome.recommendation
+    assert ports.batch.terminated == []
+    # And the spot offering is remembered where it ran, with the reclaim as its cause
+    remembered = ports.offerings.unavailable_offerings()
+    assert set(remembered) == {"spot:g6.xlarge:us-east-1b"}
+    assert remembered["spot:g6.xlarge:us-east-1b"].cause.startswith("EC2 reclaimed spot instances 1 time(s), the last")
+
+
+def test_a_reclaimed_spot_attempt_with_no_candidate_left_gives_up(ports):
+    # Given a spot-only job with one candidate, reclaimed
+    step = submitted(ports, capacity="spot", instance_types=["g6.xlarge"])
+    assert len(step.selection.candidates) == 1
+    reclaimed(ports)
+
+    # When / Then
+    outcome = diagnose_stuck_job(diagnose_input(ports, step), ports)
+    assert (outcome.category, outcome.remedy) == (DiagnosisCategory.INSUFFICIENT_CAPACITY, Remedy.GIVE_UP)
+    assert "No candidate is left" in outcome.recommendation

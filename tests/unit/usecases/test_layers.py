@@ -46,3 +46,26 @@ def test_handlers_are_thin():
     for handler in (SHARED.parent).glob("*/handler.py"):
         if handler.parent.name != "api":
             assert len(handler.read_text().splitlines()) <= 40, handler
+
+
+def test_selection_runs_one_way_no_domain_module_imports_one_that_imports_it_back():
+    # Given every domain module and the domain modules it imports (at run time or for type checking)
+    domain = {path.stem: path for path in (SHARED / "domain").glob("*.py")}
+    imported = {
+        name: {m.rsplit(".", 1)[-1] for m in imports_of(path) if m.startswith("functions.shared.domain.")}
+        for name, path in domain.items()
+    }
+
+    # When following the imports from each / Then no module is reached from itself: selection imports ranking and
+    # band, and neither imports selection back
+    def reached(start: str) -> set[str]:
+        seen, todo = set(), list(imported[start])
+        while todo:
+            name = todo.pop()
+            if name not in seen and name in imported:
+                seen.add(name)
+                todo.extend(imported[name])
+        return seen
+
+    assert {name for name in imported if name in reached(name)} == set()
+    assert {"ranking", "band", "fit"} <= reached("selection") and "selection" not in reached("ranking")

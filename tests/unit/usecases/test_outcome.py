@@ -203,3 +203,56 @@ def test_a_type_without_a_price_ends_without_a_cost_not_without_its_status(ports
     ports.prices._table = {}
     assert record_cost(cost_input(ports), ports) is None
     assert ports.jobs.get_job(JOB_ID).status == JobStatus.SUCCEEDED
+
+
+def ran_on_host(ports, ec2_instance_id: str = "i-0abc") -> str:
+    """The job's first attempt ran on a container instance ECS describes (registered the day before)."""
+    from functions.shared.domain.batch import ContainerInstanceState
+
+    arn = f"arn:aws:ecs:us-east-1:123456789012:container-instance/OnDemand_Batch_1/{ec2_instance_id}"
+    ports.fleet.by_cluster["cluster"] = [
+        ContainerInstanceState(arn=arn, ec2_instance_id=ec2_instance_id, registered_at="2026-11-21T23:50:00.000Z")
+    ]
+    ports.jobs.update_attempt(JOB_ID, 1, {"container_instance_arn": arn})
+    return arn
+
+
+def test_a_job_alone_on_a_larger_instance_pays_its_share_and_the_rest_is_unused_share_waste(ports):
+    from functions.shared.usecases.costs import cost_report
+
+    # Given a 1-GPU job that ran 30 minutes alone on a 4-GPU g4dn.12xlarge
+    submitted(ports, instance_types=["g4dn.12xlarge"])
+    ran_on_host(ports)
+
+    # When RecordCost prices it
+    cost = record_cost(cost_input(ports), ports)
+
+    # Then the job pays a quarter and shows what the instance cost; the other three quarters are waste, so the
+    # job's cost and the waste add up to the instance's half hour
+    assert cost is not None and (cost.gpu_share, cost.instance_usd) == (0.25, 3.912 / 2)
+    report = cost_report("2026-11-01", ports.jobs.get_job(JOB_ID).created_at[:10], ports)
+    assert report.waste.by_reason == {"unused_share": 3.912 / 2 * 0.75}
+    assert report.total_usd + report.waste.by_reason["unused_share"] == cost.instance_usd
+
+
+def test_an_attempt_priced_again_adds_nothing_to_the_unused_share(ports):
+    submitted(ports, instance_types=["g4dn.12xlarge"])
+    ran_on_host(ports)
+    record_cost(cost_input(ports), ports)
+    ports.jobs.update_attempt(JOB_ID, 1, {"cost": None})  # as if a second writer priced it before the first wrote
+
+    record_cost(cost_input(ports), ports)
+
+    [ledger] = ports.waste.shared.values()
+    assert list(ledger.occupants) == [f"{JOB_ID}#1"] and ledger.usd == 3.912 / 2 * 0.75
+
+
+def test_the_unused_share_of_an_instance_ecs_no_longer_describes_is_not_counted(ports):
+    # Given an attempt whose container instance ECS does not describe any more
+    submitted(ports, instance_types=["g4dn.12xlarge"])
+    ports.jobs.update_attempt(JOB_ID, 1, {"container_instance_arn": "arn:aws:ecs:us-east-1:1:container-instance/c/x"})
+
+    # When it is priced / Then it costs its share, and no waste is claimed for a host GPU Pilot cannot see
+    cost = record_cost(cost_input(ports), ports)
+    assert cost is not None and cost.gpu_share == 0.25
+    assert ports.waste.shared == {}

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from functions.shared.domain.errors import SignalUnavailable
+import pytest
+
+from functions.shared.domain.errors import NoCandidate, SignalUnavailable
 from functions.shared.domain.requests import JobRequest
-from functions.shared.domain.steps import SelectInput
+from functions.shared.domain.steps import NoGpuTypeAvailable, SelectInput
 from functions.shared.domain.vocabulary import CapacityType
 from functions.shared.ports import Ports
 from functions.shared.usecases.select import plan_request, select_gpu_type
@@ -154,3 +156,59 @@ def test_placement_scores_are_not_asked_when_fewer_than_three_types_fit(ports):
     assert ports.availability.asked_scores == []
     assert all(c.placement_score is None and c.score > 0.5 for c in found.candidates)
     assert not any("placement score" in w for w in found.warnings)
+
+
+# -- what the account pays ----------------------------------------------------------------------------------------
+def test_a_job_whose_cheap_types_are_all_blocked_by_quota_is_refused_naming_price_band_and_the_cheapest_fix(ports):
+    # Given a new account: no on-demand G and VT vCPUs, so the cheapest type that can start is a P instance
+    ports.quotas.values["L-DB2E81BA"] = 0
+
+    # When a 1-GPU job with no other constraint is submitted
+    with pytest.raises(NoCandidate) as refused:
+        start_job(request(), ports)
+
+    # Then it is refused on price_band, saying what blocks the cheap types, how much more the first choice costs,
+    # and both ways out; the first rejection is the smallest quota increase; nothing started
+    error = refused.value
+    assert (error.field, error.headline) == ("price_band", "no GPU offering within price_band 3 can start")
+    assert error.message.startswith(
+        "G and VT types blocked by quota L-DB2E81BA (0 vCPUs): first choice p5.4xlarge costs 13x g4dn.xlarge"
+    )
+    assert "Send price_band 13.1 or more to run it" in error.message
+    assert "--quota-code L-DB2E81BA --desired-value 8" in error.message
+    assert (error.rejected[0].instance_type, error.rejected[0].field) == ("g4dn.xlarge", "capacity")
+    assert not ports.workflow.executions
+
+
+def test_a_job_that_widens_price_band_runs_on_the_pricier_type_and_is_told_loudly(ports):
+    # Given no on-demand G and VT vCPUs
+    ports.quotas.values["L-DB2E81BA"] = 0
+
+    # When the job widens price_band past the first choice's 13.1x
+    response = start_job(request(price_band=14), ports)
+
+    # Then it starts, and its first warning says what it costs against the blocked cheap type
+    assert ports.workflow.executions
+    assert response.warnings[0].startswith("G and VT types blocked by quota L-DB2E81BA (0 vCPUs)")
+    assert "13x g4dn.xlarge" in response.warnings[0]
+
+
+def test_select_gpu_type_fails_a_job_whose_cheap_types_were_blocked_since_it_was_accepted(ports):
+    # Given a job accepted while its cheap types could start, and the G and VT quota at 0 by the time it selects
+    parsed = create_job(ports)
+    ports.quotas.values["L-DB2E81BA"] = 0
+
+    # When the workflow selects / Then it does not run at 13x what it was accepted for
+    with pytest.raises(NoGpuTypeAvailable, match="price_band"):
+        select_gpu_type(SelectInput(job_id=JOB_ID, request=parsed), ports)
+
+
+def test_a_request_nothing_can_serve_names_the_smallest_quota_increase_first(ports):
+    # Given no on-demand G, VT or P vCPUs
+    ports.quotas.values.update({"L-DB2E81BA": 0, "L-417A185B": 0})
+
+    # When a job is submitted / Then the refusal's message and list start with the cheapest fix
+    with pytest.raises(NoCandidate) as refused:
+        start_job(request(), ports)
+    assert refused.value.field == "capacity"
+    assert refused.value.message.startswith("g4dn.xlarge: needs 4 vCPUs of on-demand quota L-DB2E81BA")

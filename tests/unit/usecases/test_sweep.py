@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from functions.shared.domain.errors import SweepNotFound
 from functions.shared.domain.pool_health import PoolState
-from functions.shared.domain.records import Wait
-from functions.shared.domain.vocabulary import BatchStatus, JobStatus, MetricName, SweepStatus, WaitPhase
+from functions.shared.domain.records import NextCandidate, Wait
+from functions.shared.domain.vocabulary import BatchStatus, CapacityType, JobStatus, MetricName, SweepStatus, WaitPhase
 from functions.shared.usecases.sweep import health, run_sweep, start_sweep
 from tests.unit.usecases.conftest import JOB_ID, submitted
+
+CAPACITY = "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY - Service cannot fulfill the capacity requested for instance type"
 
 
 def test_post_sweep_records_a_running_sweep_and_starts_it_elsewhere(ports):
@@ -64,6 +68,26 @@ def test_a_missed_batch_event_is_replayed_and_its_wait_resumed(ports):
     assert ports.jobs.get_job(JOB_ID).attempts[1].batch_status == BatchStatus.RUNNING
     assert [token for token, _ in ports.workflow.sent] == ["tok-start"]
     assert ports.metrics.total(MetricName.RECONCILED_EVENTS) == 1
+
+
+def test_a_missed_queue_blocked_verdict_is_seen_by_the_sweep_and_resumes_the_start_wait(ports):
+    # Given a job parked waiting to start, RUNNABLE, whose queue-blocked event (insufficient capacity) never came
+    submitted(ports)
+    (batch_job_id,) = ports.batch.jobs
+    ports.batch.set_status(batch_job_id, "RUNNABLE")
+    run_sweep(None, ports)
+    following = NextCandidate(instance_type="g6.xlarge", capacity=CapacityType.ON_DEMAND)
+    ports.jobs.store_wait(JOB_ID, WaitPhase.START, Wait(attempt=1, token="tok-start", next_candidate=following))
+    ports.batch.set_status(batch_job_id, "RUNNABLE", statusReason=CAPACITY)
+
+    # When the sweep runs
+    result = run_sweep(None, ports)
+
+    # Then it saw Batch's reason in the list and resumed the wait with the verdict
+    assert result.summary["reconciled_events"] == 1
+    ((token, output),) = ports.workflow.sent
+    assert token == "tok-start" and json.loads(output)["verdict"] == "INSUFFICIENT_CAPACITY"
+    assert ports.jobs.get_job(JOB_ID).attempts[1].status_reason == CAPACITY
 
 
 def test_an_invalid_pool_is_a_finding(ports):

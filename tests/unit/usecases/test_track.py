@@ -8,7 +8,7 @@ import pytest
 
 from functions.shared.domain.batch import BatchJobEvent, BatchJobState
 from functions.shared.domain.records import Wait
-from functions.shared.domain.steps import WaitInput
+from functions.shared.domain.steps import Selection, WaitInput
 from functions.shared.domain.vocabulary import BatchStatus, JobStatus, WaitPhase
 from functions.shared.usecases.track import park_wait, record_batch_event
 from tests.unit.usecases.conftest import JOB_ID, submitted
@@ -22,11 +22,11 @@ def event(ports, status: str, attempt: int = 1, **fields) -> BatchJobEvent:
     return BatchJobEvent(at=AT, job=BatchJobState.from_batch(detail))
 
 
-def park(ports, phase: WaitPhase, token: str, attempt: int = 1) -> list[WaitPhase]:
+def park(ports, phase: WaitPhase, token: str, attempt: int = 1, selection: Selection | None = None) -> list[WaitPhase]:
     batch_job_id = ports.jobs.get_job(JOB_ID).attempts[attempt].batch_job_id
-    return park_wait(
-        WaitInput(job_id=JOB_ID, phase=phase, attempt=attempt, batch_job_id=batch_job_id, task_token=token), ports
-    )
+    waiting = WaitInput(job_id=JOB_ID, phase=phase, attempt=attempt, batch_job_id=batch_job_id, task_token=token,
+                        selection=selection)  # fmt: skip
+    return park_wait(waiting, ports)
 
 
 def test_an_event_after_the_wait_parked_resumes_it(ports):
@@ -214,3 +214,135 @@ def test_a_late_reason_of_an_earlier_attempt_does_not_explain_the_next_attempts_
     record = ports.jobs.get_job(JOB_ID)
     assert record.attempts[1].status_reason == CAPACITY
     assert (record.timeline[-1].status, record.timeline[-1].reason) == (JobStatus.RUNNABLE, None)
+
+
+# -- Batch's verdict resumes the start wait at once -------------------------------------------------------------
+def queue_blocked(ports, reason: str, at: str = "2026-11-22T10:05:00Z") -> BatchJobEvent:
+    batch_job_id = ports.jobs.get_job(JOB_ID).attempts[1].batch_job_id
+    blocked = BatchJobEvent.from_eventbridge(
+        {"detail-type": "Batch Job Queue Blocked", "time": at,
+         "detail": {"jobId": batch_job_id, "jobName": f"gpupilot-{JOB_ID}-a1", "status": "RUNNABLE",
+                    "statusReason": reason}}
+    )  # fmt: skip
+    assert blocked is not None
+    return blocked
+
+
+def test_a_capacity_verdict_resumes_the_parked_start_wait_at_once_saying_so(ports):
+    # Given the start wait parked on an attempt Batch reported RUNNABLE without a reason
+    step = submitted(ports)
+    record_batch_event(event(ports, "RUNNABLE"), ports)
+    park(ports, WaitPhase.START, "tok-start", selection=step.selection)
+
+    # When Batch's queue-blocked event says it lacks capacity
+    result = record_batch_event(queue_blocked(ports, CAPACITY), ports)
+
+    # Then the wait resumes now, its output naming the verdict (the workflow diagnoses rather than waits)
+    assert result["resumed"] == [WaitPhase.START]
+    ((token, output),) = ports.workflow.sent
+    assert token == "tok-start"
+    sent = json.loads(output)
+    assert (sent["status"], sent["verdict"]) == ("RUNNABLE", "INSUFFICIENT_CAPACITY")
+    record = ports.jobs.get_job(JOB_ID)
+    assert record.waits == {} and record.attempts[1].verdict == CAPACITY
+
+
+def test_a_start_wait_that_parks_after_the_verdict_resumes_at_once(ports):
+    # Given Batch already said why the job cannot start
+    step = submitted(ports)
+    record_batch_event(event(ports, "RUNNABLE", statusReason=CAPACITY), ports)
+
+    # When the start wait parks
+    resumed = park(ports, WaitPhase.START, "tok-start", selection=step.selection)
+
+    # Then it resumes itself with the verdict
+    assert resumed == [WaitPhase.START]
+    assert json.loads(ports.workflow.sent[0][1])["verdict"] == "INSUFFICIENT_CAPACITY"
+
+
+def test_a_verdict_resumes_the_start_wait_once(ports):
+    # Given a verdict that already resumed the start wait (the workflow diagnosed it and waits again)
+    step = submitted(ports)
+    record_batch_event(event(ports, "RUNNABLE", statusReason=CAPACITY), ports)
+    park(ports, WaitPhase.START, "tok-first", selection=step.selection)
+
+    # When the workflow parks again, and Batch repeats its verdict
+    again = park(ports, WaitPhase.START, "tok-second", selection=step.selection)
+    repeated = record_batch_event(queue_blocked(ports, CAPACITY), ports)
+
+    # Then the same words do not resume it again: its timeout is left to act
+    assert again == [] and repeated.get("resumed", []) == []
+    assert [token for token, _ in ports.workflow.sent] == ["tok-first"]
+    assert set(ports.jobs.get_job(JOB_ID).waits) == {WaitPhase.START}
+
+
+@pytest.mark.parametrize(
+    "reason",
+    [
+        "MISCONFIGURATION:COMPUTE_ENVIRONMENT_MAX_RESOURCE - CE(s) associated with the job queue cannot meet the CPU",
+        "UNDETERMINED - Batch job is blocked, root cause is undetermined.",
+        "MISCONFIGURATION:SERVICE_ROLE_PERMISSIONS - Batch service role has a permission issue.",
+    ],
+)
+def test_a_reason_another_gpu_type_does_not_cure_leaves_the_start_wait_to_its_timeout(ports, reason):
+    # Given a parked start wait
+    step = submitted(ports)
+    record_batch_event(event(ports, "RUNNABLE"), ports)
+    park(ports, WaitPhase.START, "tok-start", selection=step.selection)
+
+    # When Batch blocks the queue for a reason time (or an operator) may cure
+    record_batch_event(queue_blocked(ports, reason), ports)
+
+    # Then the reason is recorded, and the wait keeps waiting
+    assert ports.workflow.sent == []
+    assert ports.jobs.get_job(JOB_ID).attempts[1].status_reason == reason
+
+
+def test_a_verdict_on_a_job_with_no_candidate_left_leaves_the_start_wait_to_its_stuck_after(ports):
+    # Given a job that accepts one GPU type only, its start wait parked
+    step = submitted(ports, instance_types=["g4dn.xlarge"])
+    assert len(step.selection.candidates) == 1
+    record_batch_event(event(ports, "RUNNABLE"), ports)
+    park(ports, WaitPhase.START, "tok-start", selection=step.selection)
+
+    # When Batch says it lacks capacity
+    record_batch_event(queue_blocked(ports, CAPACITY), ports)
+
+    # Then there is nowhere to fall back to: the wait keeps the time the request gave it (capacity may come back)
+    assert ports.workflow.sent == []
+    assert set(ports.jobs.get_job(JOB_ID).waits) == {WaitPhase.START}
+
+
+def test_the_runnable_entry_keeps_when_batch_gave_its_reason(ports):
+    # Given an attempt RUNNABLE since 10:00:00 without a reason
+    submitted(ports)
+    record_batch_event(event(ports, "RUNNABLE"), ports)
+
+    # When Batch's queue-blocked event of 10:05 says why
+    record_batch_event(queue_blocked(ports, CAPACITY, at="2026-11-22T10:05:00Z"), ports)
+
+    # Then the RUNNABLE entry says when the reason was learnt (Batch's verdict moment)
+    entry = ports.jobs.get_job(JOB_ID).timeline[-1]
+    assert (entry.status, entry.reason, entry.reason_at) == (JobStatus.RUNNABLE, CAPACITY, "2026-11-22T10:05:00.000Z")
+
+
+def test_the_parked_start_wait_knows_until_when_it_waits_and_what_comes_next(ports):
+    # Given a job with candidates after its first
+    step = submitted(ports)
+
+    # When the start wait parks with its timeout and the selection
+    park_wait(
+        WaitInput(job_id=JOB_ID, phase=WaitPhase.START, attempt=1, task_token="tok", timeout_seconds=900,
+                  selection=step.selection, batch_job_id=ports.jobs.get_job(JOB_ID).attempts[1].batch_job_id or ""),
+        ports,
+    )  # fmt: skip
+
+    # Then the record holds when it parked, for how long, and the next candidate
+    wait = ports.jobs.get_job(JOB_ID).waits[WaitPhase.START]
+    following = step.selection.candidates[1]
+    assert wait.since is not None and wait.timeout_seconds == 900
+    assert wait.next_candidate is not None
+    assert (wait.next_candidate.instance_type, wait.next_candidate.capacity) == (
+        following.instance_type,
+        following.capacity,
+    )

@@ -1,0 +1,174 @@
+"""Fallback: seconds from the moment the local Batch says a job cannot start (its insufficient-capacity verdict) to
+the job's next attempt, as the job's timeline shows them to a user, on the workflow as it is against the workflow
+that waits for its start wait to time out (stuck_after) before it diagnoses, in the same run.
+
+Metrics: verdict_to_next_attempt_seconds (the largest of the jobs': the verdict, the RUNNABLE entry's `reason_at`,
+to the next attempt's PROVISIONING entry), verdict_to_next_batch_job_seconds (to the next attempt's RUNNABLE entry:
+its Batch job submitted), each against the old path; and the first against the goal, 10 s.
+
+    python -m bench.fallback                                       # the result JSON
+    python -m bench.fallback --scenario [--jobs N] [--stuck-after-minutes M] [--wait-for-timeout] --output FILE
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import REPO_ROOT, environment, metric, utc_now
+
+NAME = "fallback"
+JOBS = 3
+GOAL_SECONDS = 10.0
+# The old path waits its whole start wait: 15 minutes by default, a minute here so that the run stays short.
+OLD_PATH_STUCK_AFTER_MINUTES = 1.0
+TIMEOUT_SECONDS = 300
+FIRST = "g4dn.xlarge"
+WORLD = {"instance_types": {FIRST: {"capacity": "none"}}, "jobs": {"runtime_seconds": 1}}
+# Each job tries the first choice again on purpose: the first fallback left it in the memory of unavailable offerings.
+JOB = {"name": "fallback", "image": "nvidia/cuda:12.4.1-base-ubuntu22.04", "command": ["nvidia-smi", "-L"],
+       "ignore_unavailable": True}  # fmt: skip
+SUMMARY = (
+    "Seconds from the moment Batch says a job cannot start (the local Batch's CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY "
+    "verdict) to the job's next attempt, as its timeline shows them, against the old path that waited for the start "
+    "wait to time out before diagnosing (goal: at most 10 s on the local cloud)."
+)
+
+
+def wait_for_timeouts() -> None:
+    """The old path (the bench's deliberately worse variant): Batch's verdict never resumes the start wait, so the
+    workflow diagnoses only when the wait times out after stuck_after."""
+    from functions.shared.usecases import track
+
+    track.pending_verdict = lambda attempt, wait: None
+
+
+def moments(job: dict[str, Any]) -> dict[str, float]:
+    """Seconds from the first attempt's verdict to the next attempt's PROVISIONING and RUNNABLE entries."""
+    from functions.shared.domain.clock import seconds_between
+
+    entries = job["timeline"]
+    runnable = next(i for i, e in enumerate(entries) if e["status"] == "RUNNABLE")
+    verdict = entries[runnable]["reason_at"] or entries[runnable]["at"]
+    following = entries[runnable + 1 :]
+    provisioning = next(e for e in following if e["status"] == "PROVISIONING")
+    submitted = next(e for e in following if e["status"] == "RUNNABLE")
+    return {
+        "next_attempt": seconds_between(verdict, provisioning["at"]),
+        "next_batch_job": seconds_between(verdict, submitted["at"]),
+    }
+
+
+def scenario(
+    jobs: int = JOBS, stuck_after_minutes: float | None = None, fast: bool = True, timeout: float = TIMEOUT_SECONDS
+) -> dict[str, Any]:
+    """`jobs` jobs whose first choice Batch has no capacity for, one after another, through a local cloud."""
+    from gpupilot.client import ApiClient
+    from gpupilot.localcloud.server import LocalCloud
+    from gpupilot.localcloud.world import World
+
+    if not fast:
+        wait_for_timeouts()
+    body = JOB | ({"stuck_after_minutes": stuck_after_minutes} if stuck_after_minutes else {})
+    measured: list[dict[str, float]] = []
+    with tempfile.TemporaryDirectory(prefix="gpupilot-bench-") as tmp:
+        cloud = LocalCloud(World.model_validate(WORLD), port=0, log_file=Path(tmp) / "bench.log").start()
+        try:
+            api = ApiClient(cloud.api_url)
+            for number in range(jobs):
+                job_id = api.request("POST", "/jobs", body | {"name": f"fallback-{number}"}).body["job_id"]
+                deadline = time.monotonic() + timeout
+                job = api.request("GET", f"/jobs/{job_id}").body
+                while job["status"] not in ("SUCCEEDED", "FAILED", "CANCELLED") and time.monotonic() < deadline:
+                    time.sleep(0.5)
+                    job = api.request("GET", f"/jobs/{job_id}").body
+                if job["status"] != "SUCCEEDED" or len(job["attempts"]) < 2:
+                    raise RuntimeError(f"job {job_id} did not fall back and succeed: {job['status']}, {job['error']}")
+                measured.append(moments(job))
+        finally:
+            cloud.stop()
+    return {"jobs": measured, "stuck_after_minutes": body.get("stuck_after_minutes"), "fast": fast}
+
+
+def in_own_process(
+    jobs: int = JOBS, stuck_after_minutes: float | None = None, fast: bool = True, timeout: float = TIMEOUT_SECONDS
+) -> dict[str, Any]:
+    """moto's state is global to a process: each scenario runs in a fresh interpreter."""
+    with tempfile.TemporaryDirectory(prefix="gpupilot-bench-") as tmp:
+        output = Path(tmp) / "scenario.json"
+        command = [sys.executable, "-m", "bench.fallback", "--scenario", "--output", str(output), "--jobs", str(jobs),
+                   "--timeout", f"{timeout:g}",
+                   *(["--stuck-after-minutes", f"{stuck_after_minutes:g}"] if stuck_after_minutes else []),
+                   *([] if fast else ["--wait-for-timeout"])]  # fmt: skip
+        subprocess.run(command, cwd=REPO_ROOT, check=True, timeout=timeout * jobs + 120, stdout=subprocess.DEVNULL)
+        return dict(json.loads(output.read_text()))
+
+
+def worst(found: dict[str, Any], moment: str) -> float:
+    return max(job[moment] for job in found["jobs"])
+
+
+def run(jobs: int = JOBS) -> dict[str, Any]:
+    fast = in_own_process(jobs)
+    old = in_own_process(jobs, stuck_after_minutes=OLD_PATH_STUCK_AFTER_MINUTES, fast=False)
+    return {
+        "benchmark": NAME,
+        "measured_at": utc_now(),
+        "summary": SUMMARY,
+        "notes": "Batch's verdict reaches GPU Pilot as an event (a queue-blocked event for the job at the head of its "
+        "queue; the sweep sees a missed one in ListJobs' statusReason), which resumes the start wait at once: the "
+        "diagnosis, the fallback and the next pool's check follow within seconds, where the old path waited out "
+        f"stuck_after ({OLD_PATH_STUCK_AFTER_MINUTES:g} min in this run; 15 by default, so about 900 s deployed). "
+        "The next attempt's Batch job comes later by the time a new pool takes to be VALID (a local compute "
+        "environment is CREATING for 0.5 s, polled every second; minutes on AWS). Batch event times are whole "
+        "seconds, so the verdict's moment may read up to a second early.",
+        "method": f"{jobs} jobs, one after another, through the local cloud (world: {WORLD}): each job's first "
+        f"choice, {FIRST}, has no capacity, so the local Batch gives its CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY "
+        "reason; from each job's timeline, the seconds from that verdict (the first RUNNABLE entry's reason_at) to "
+        "the next attempt's PROVISIONING entry and to its RUNNABLE entry (its Batch job submitted), the largest of "
+        "the jobs; stuck_after_minutes left at its default (15). Baseline: the same jobs on the old path (the verdict "
+        f"does not resume the start wait) with stuck_after_minutes {OLD_PATH_STUCK_AFTER_MINUTES:g}, same run.",
+        "environment": environment(),
+        "metrics": {
+            "verdict_to_next_attempt_seconds": metric(worst(fast, "next_attempt"), "s", worst(old, "next_attempt"), 1),
+            "verdict_to_next_batch_job_seconds": metric(
+                worst(fast, "next_batch_job"), "s", worst(old, "next_batch_job"), 1
+            ),
+            "verdict_to_next_attempt_vs_goal": metric(worst(fast, "next_attempt"), "s", GOAL_SECONDS, 1),
+        },
+        "details": {"fast": fast, "old_path": old},
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scenario", action="store_true", help="run one scenario here: its JSON")
+    parser.add_argument("--jobs", type=int, default=JOBS)
+    parser.add_argument("--stuck-after-minutes", type=float, help="the jobs' stuck_after_minutes (default: the API's)")
+    parser.add_argument(
+        "--wait-for-timeout",
+        action="store_true",
+        help="the old path: Batch's verdict does not resume the start wait (the bench's own test)",
+    )
+    parser.add_argument("--timeout", type=float, default=TIMEOUT_SECONDS, help="seconds each job has to end")
+    parser.add_argument("--output", type=Path)
+    args = parser.parse_args(argv)
+    if args.scenario:
+        found = scenario(args.jobs, args.stuck_after_minutes, not args.wait_for_timeout, args.timeout)
+    else:
+        found = run(args.jobs)
+    text = json.dumps(found, indent=2)
+    if args.output:
+        args.output.write_text(text + "\n")
+    else:
+        print(text)
+
+
+if __name__ == "__main__":
+    main()
