@@ -111,7 +111,7 @@ def _sweep_pool(
         if instance_id in records:
             still_quarantined += 1
             if settings.quarantine_bad_hosts:
-                _finish(records[instance_id], ports, swept, at)
+                _finish(records[instance_id], container, pool.spot, ports, swept, at)
             continue
         if container.draining:
             continue  # drained by someone else (an operator): not ours to judge
@@ -193,6 +193,8 @@ def _quarantine(
         if container.running_tasks == 0:
             ports.fleet.terminate_instances([case.instance_id])
             done.append(f"terminated {case.instance_id}")
+        elif pool.spot:
+            done.append(f"{container.running_tasks} task(s) still running: terminated once they end (spot)")
         else:
             done.append(f"{container.running_tasks} task(s) still running: terminated by the next sweep")
     except Exception as error:
@@ -208,8 +210,17 @@ def _quarantine(
     _note_jobs(record, case.faults, ports)
 
 
-def _finish(record: QuarantineRecord, ports: Ports, swept: HostSweep, at: str) -> None:
-    """A host quarantined earlier and still alive (it ran a task when drained): terminate it now."""
+def _finish(
+    record: QuarantineRecord, container: ContainerInstanceState, spot: bool, ports: Ports, swept: HostSweep, at: str
+) -> None:
+    """A host quarantined earlier and still alive (it ran a task when drained): terminate it now. A spot host only
+    once it runs nothing: Batch says "Host EC2 (instance ...) terminated." of a spot reclaim and of our termination
+    alike, and a spot attempt that ends so moves its job to its next candidate (spot_reclaims_before_fallback) and
+    remembers the spot offering as unavailable. Drained, it takes no new job meanwhile."""
+    if spot and container.running_tasks:
+        if record.waste_from:
+            swept.waste_from.setdefault(record.pool, {})[record.instance] = record.waste_from
+        return
     try:
         ports.fleet.terminate_instances([record.instance])
         done = f"terminated {record.instance} at {at}"

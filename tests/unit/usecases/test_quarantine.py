@@ -110,6 +110,31 @@ def test_a_host_still_running_a_task_is_drained_now_and_terminated_by_the_next_s
     assert finding.severity == Severity.WARNING and "terminated i-bad at" in (finding.action or "")
 
 
+def test_a_spot_host_still_running_a_task_is_terminated_only_once_its_tasks_end(ports):
+    # Given a bad spot host that runs a task when it is quarantined (Batch would read its termination as a reclaim)
+    fleet_of(ports, "i-1", "i-2", "i-3")
+    ports.pools.environments[POOL]["computeResources"]["type"] = "SPOT"
+    ports.fleet.launch(POOL, "i-bad", launched_at="2026-11-22T08:00:00.000Z")
+    ports.fleet.register(CLUSTER, "i-bad", running_tasks=1)
+    failed_on(ports, "i-bad", "b-1")
+    failed_on(ports, "i-bad", "b-2")
+
+    # When the sweep runs, then the next while the task still runs
+    first = run_sweep(None, ports)
+    run_sweep(None, ports)
+
+    # Then it is drained at once and not terminated yet
+    assert ports.fleet.drained == [ARN.format("i-bad")] and ports.fleet.terminated == []
+    assert "terminated once they end (spot)" in (kinds(first, FindingKind.BAD_GPU_HOST)[0].action or "")
+
+    # When its task has ended / Then the next sweep terminates it
+    [bad] = [c for c in ports.fleet.by_cluster[CLUSTER] if c.ec2_instance_id == "i-bad"]
+    ports.fleet.by_cluster[CLUSTER] = [c for c in ports.fleet.by_cluster[CLUSTER] if c.ec2_instance_id != "i-bad"]
+    ports.fleet.by_cluster[CLUSTER].append(bad.model_copy(update={"running_tasks": 0}))
+    run_sweep(None, ports)
+    assert ports.fleet.terminated == ["i-bad"]
+
+
 def test_a_host_that_failed_its_boot_check_is_a_bad_host_quoting_its_console(ports):
     # Given a host that registered without GPUs, its console showing the boot check's verdict
     fleet_of(ports, "i-1", "i-2", "i-3")
