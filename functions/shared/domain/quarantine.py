@@ -96,6 +96,7 @@ class QuarantineRecord(DomainModel):
     instance_type: str = ""
     waste_from: str | None = Field(default=None, description="From when its cost counts as waste (bad_host)")
     drained_at: str | None = Field(default=None, description="When ECS took the drain (no new job placed after)")
+    terminated_at: str | None = Field(default=None, description="When EC2 took its termination")
     action: str = Field(default="", description="What the sweep did: drained, terminated")
 
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from functions.shared.constants import LAMBDAS_BY_KEY
 from functions.shared.domain.batch import ComputeEnvironmentState, ContainerInstanceState, FleetState
-from functions.shared.domain.clock import iso, now_iso, parse_iso
+from functions.shared.domain.clock import iso, now_iso, parse_iso, seconds_between
 from functions.shared.domain.consoles import boot_verdict, console_evidence
 from functions.shared.domain.hosts import HostFault, jobs_hit, recent
 from functions.shared.domain.memory import clock_minute, remembered
@@ -37,6 +38,9 @@ from functions.shared.observability import logger
 from functions.shared.ports import Ports
 
 MAX_CONSOLE_READS = 5  # per pool and sweep: console output is evidence, not a census
+# A quarantine recorded by a sweep that has not yet said what it did is that sweep's to finish (drain, then
+# terminate), unless it has run longer than a sweep can: it failed midway, and a later sweep terminates the host.
+SWEEP_RUNS_AT_MOST_SECONDS = LAMBDAS_BY_KEY["health_sweep"].timeout_seconds
 
 
 @dataclass
@@ -193,6 +197,7 @@ def _quarantine(
         if container.running_tasks == 0:
             ports.fleet.terminate_instances([case.instance_id])
             done.append(f"terminated {case.instance_id}")
+            record.terminated_at = now_iso()
         elif pool.spot:
             done.append(f"{container.running_tasks} task(s) still running: terminated once they end (spot)")
         else:
@@ -217,20 +222,21 @@ def _finish(
     once it runs nothing: Batch says "Host EC2 (instance ...) terminated." of a spot reclaim and of our termination
     alike, and a spot attempt that ends so moves its job to its next candidate (spot_reclaims_before_fallback) and
     remembers the spot offering as unavailable. Drained, it takes no new job meanwhile."""
-    if spot and container.running_tasks:
-        if record.waste_from:
-            swept.waste_from.setdefault(record.pool, {})[record.instance] = record.waste_from
-        return
+    if record.waste_from:
+        swept.waste_from.setdefault(record.pool, {})[record.instance] = record.waste_from
+    if record.terminated_at is not None or (spot and container.running_tasks):
+        return  # terminated already (EC2 lists it a while yet), or a spot host whose task has not ended
+    if not record.action and seconds_between(record.at, at) < SWEEP_RUNS_AT_MOST_SECONDS:
+        return  # another sweep is quarantining it now: it drains before it terminates
     try:
         ports.fleet.terminate_instances([record.instance])
         done = f"terminated {record.instance} at {at}"
+        record.terminated_at = at
     except Exception as error:
         logger.exception("could not terminate a quarantined host", extra={"instance_id": record.instance})
         done = f"termination failed: {type(error).__name__}"
     record.action = "; ".join(filter(None, [record.action, done]))
     ports.hosts.update_quarantine(record)
-    if record.waste_from:
-        swept.waste_from.setdefault(record.pool, {})[record.instance] = record.waste_from
 
 
 def _note_jobs(record: QuarantineRecord, faults: list[HostFault], ports: Ports) -> None:

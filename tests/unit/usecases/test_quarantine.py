@@ -8,7 +8,9 @@ from typing import Any
 
 from functions.shared.domain.clock import iso, now
 from functions.shared.domain.hosts import HostFault, Symptom
+from functions.shared.domain.quarantine import QuarantineReason, QuarantineRecord
 from functions.shared.domain.vocabulary import FindingKind, JobStatus, MetricName, Severity
+from functions.shared.usecases.quarantine import SWEEP_RUNS_AT_MOST_SECONDS
 from functions.shared.usecases.sweep import run_sweep
 from tests.unit.usecases.conftest import JOB_ID, create_job
 from tests.unit.usecases.test_sweep import CLUSTER, POOL, pool
@@ -133,6 +135,37 @@ def test_a_spot_host_still_running_a_task_is_terminated_only_once_its_tasks_end(
     ports.fleet.by_cluster[CLUSTER].append(bad.model_copy(update={"running_tasks": 0}))
     run_sweep(None, ports)
     assert ports.fleet.terminated == ["i-bad"]
+
+
+def test_a_host_another_sweep_is_quarantining_is_left_to_it_unless_that_sweep_outlived_a_sweeps_run(ports):
+    # Given a bad host that a sweep running now has recorded and not yet drained
+    fleet_of(ports, "i-1", "i-2", "i-3", "i-bad")
+    racing = QuarantineRecord(instance="i-bad", pool=POOL, reason=QuarantineReason.HOST_FAILURES, at=_recent())
+    ports.hosts.record_quarantine(racing)
+
+    # When another sweep runs / Then it neither drains nor terminates it: the first drains it before it terminates
+    run_sweep(None, ports)
+    assert ports.fleet.terminated == [] and ports.fleet.drained == []
+
+    # When that sweep has run longer than a sweep can (it failed midway) / Then the next sweep terminates the host
+    ports.hosts.update_quarantine(racing.model_copy(update={"at": _recent(-SWEEP_RUNS_AT_MOST_SECONDS - 1)}))
+    run_sweep(None, ports)
+    assert ports.fleet.terminated == ["i-bad"]
+
+
+def test_a_terminated_host_ec2_still_lists_is_not_terminated_again(ports):
+    # Given a bad host quarantined and terminated by one sweep, which EC2 still lists as running a while
+    fleet_of(ports, "i-1", "i-2", "i-3", "i-bad")
+    failed_on(ports, "i-bad", "b-1")
+    failed_on(ports, "i-bad", "b-2")
+    run_sweep(None, ports)
+    ports.fleet.launch(POOL, "i-bad", launched_at="2026-11-22T08:00:00.000Z")
+
+    # When the next sweep runs / Then it terminates nothing again, and still reports the host
+    second = run_sweep(None, ports)
+    assert ports.fleet.terminated == ["i-bad"]
+    [finding] = kinds(second, FindingKind.BAD_GPU_HOST)
+    assert (finding.action or "").count("terminated i-bad") == 1
 
 
 def test_a_host_that_failed_its_boot_check_is_a_bad_host_quoting_its_console(ports):
