@@ -18,24 +18,22 @@ from functions.shared.domain.batch import ComputeEnvironmentState, ContainerInst
 from functions.shared.domain.clock import iso, now_iso, parse_iso, seconds_between
 from functions.shared.domain.consoles import boot_verdict, console_evidence
 from functions.shared.domain.hosts import HostFault, jobs_hit, recent
-from functions.shared.domain.memory import clock_minute, remembered
 from functions.shared.domain.quarantine import (
     HostCase,
     QuarantineReason,
     QuarantineRecord,
     bad_host_finding,
     describe_quarantine,
-    pool_unhealthy_finding,
     quarantine_evidence,
     quarantine_reason,
     too_many_unhealthy,
     waste_since,
 )
-from functions.shared.domain.selection import UNAVAILABLE_TTL_SECONDS, offering_key
 from functions.shared.domain.views import Finding
-from functions.shared.domain.vocabulary import CapacityType, FindingKind, MetricName
+from functions.shared.domain.vocabulary import MetricName
 from functions.shared.observability import logger
 from functions.shared.ports import Ports
+from functions.shared.usecases.unhealthy_pools import unhealthy_pool
 
 MAX_CONSOLE_READS = 5  # per pool and sweep: console output is evidence, not a census
 # A quarantine recorded by a sweep that has not yet said what it did is that sweep's to finish (drain, then
@@ -141,15 +139,7 @@ def _sweep_pool(
         return
     unhealthy = len(cases) + still_quarantined
     if too_many_unhealthy(unhealthy, len(alive), settings.max_unhealthy_share):
-        zones = {i.instance_id: i.zone for i in fleet.instances}
-        action = _remember_offerings(pool, [case for case, _ in cases], zones, ports)
-        swept.findings.append(
-            pool_unhealthy_finding(
-                pool.name, [c for c, _ in cases], unhealthy, len(alive), settings.max_unhealthy_share, waiting, action
-            )
-        )
-        ports.metrics.add(MetricName.UNHEALTHY_POOLS, 1)
-        ports.metrics.add_for_pool(MetricName.UNHEALTHY_POOLS, pool.name, 1)
+        swept.findings.append(unhealthy_pool(pool, fleet, [c for c, _ in cases], unhealthy, len(alive), waiting, ports))
         return
     if not settings.quarantine_bad_hosts:
         return
@@ -247,30 +237,3 @@ def _note_jobs(record: QuarantineRecord, faults: list[HostFault], ports: Ports) 
             ports.jobs.note_host(job_id, ports.jobs.get_job(job_id).status, record.instance, note, record.at)
         except Exception:
             logger.exception("could not note the quarantine on a job", extra={"job_id": job_id})
-
-
-def _remember_offerings(
-    pool: ComputeEnvironmentState, cases: list[HostCase], zones: dict[str, str], ports: Ports
-) -> str:
-    """An unhealthy pool's offerings are remembered as unavailable (new jobs fall back meanwhile); no host is
-    terminated. Returns what was done."""
-    capacity = CapacityType.SPOT if pool.spot else CapacityType.ON_DEMAND
-    counts: dict[str, int] = {}
-    for case in cases:
-        if case.instance_type and zones.get(case.instance_id):
-            key = offering_key(capacity, case.instance_type, zones[case.instance_id])
-            counts[key] = counts.get(key, 0) + 1
-    offerings = sorted(counts)
-    at = now_iso()
-    done = ["no host quarantined: more than the pool's share are unhealthy at once"]
-    try:
-        for key in offerings:
-            cause = f"{counts[key]} unhealthy host{'s' if counts[key] != 1 else ''} at {clock_minute(at)}"
-            ports.offerings.remember_unavailable(key, remembered(FindingKind.POOL_UNHEALTHY, cause, at,
-                                                                 UNAVAILABLE_TTL_SECONDS))  # fmt: skip
-        if offerings:
-            done.append(f"remembered {pool.name}'s offerings as unavailable")
-    except Exception as error:
-        logger.exception("could not remember an unhealthy pool's offerings", extra={"pool": pool.name})
-        done.append(f"remembering its offerings failed: {type(error).__name__}")
-    return "; ".join(done)
