@@ -5,8 +5,7 @@ POOL_UNHEALTHY finding and no termination at all.
 
 Draining first: "Amazon ECS prevents new tasks from being scheduled for placement on the container instance"
 (UpdateContainerInstancesState). A host still running a task when drained is terminated by the next sweep (its job
-is retried elsewhere: Batch retries "Host EC2 ... terminated").
-"""
+is retried elsewhere: Batch retries "Host EC2 ... terminated"); a spot host once its tasks have ended."""
 
 from __future__ import annotations
 
