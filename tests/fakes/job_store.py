@@ -191,7 +191,8 @@ class FakeJobStore:
 
     def jobs_created_between(self, start: str, end: str, max_items: int = 5000) -> list[JobRecord]:
         with self._lock:
-            found = [r for r in self.records.values() if start <= r.created_at[:10] <= end]
+            # As the index's sort key compares: from `start`, to `end` and anything it is the start of.
+            found = [r for r in self.records.values() if start <= r.created_at and r.created_at[: len(end)] <= end]
             found.sort(key=lambda r: r.created_at)
             return [r.model_copy(deep=True) for r in found[:max_items]]
 

@@ -13,12 +13,14 @@ from functions.shared.domain.quarantine import (
     QuarantineRecord,
     allowed_at_once,
     describe_quarantine,
+    last_success_on,
     quarantine_reason,
+    success_lookback,
     too_many_unhealthy,
     waste_since,
 )
-from functions.shared.domain.records import TimelineEntry
-from functions.shared.domain.vocabulary import JobStatus
+from functions.shared.domain.records import JobRecord, TimelineEntry
+from functions.shared.domain.vocabulary import BatchStatus, JobStatus
 
 BOOT = (
     "[    0.000000] Linux version 6.1.112-122.189.amzn2023.x86_64\n"
@@ -100,6 +102,41 @@ def test_a_quarantined_hosts_waste_runs_from_its_first_failure_or_its_launch():
     assert (
         waste_since(HostCase(instance_id="i-2", launched_at="2026-11-22T08:00:00.000Z")) == "2026-11-22T08:00:00.000Z"
     )
+
+
+def test_a_hosts_last_success_is_the_latest_end_of_an_attempt_that_succeeded_on_it():
+    # Given attempts of two jobs: on the host (succeeded twice, failed once) and on another host
+    def job(job_id: str, *attempts: tuple[str, BatchStatus, str]) -> JobRecord:
+        return JobRecord.model_validate({
+            "job_id": job_id, "name": "n", "status": "SUCCEEDED", "status_rank": 0, "created_at": "2026-11-22T07:00Z",
+            "updated_at": "2026-11-22T07:00Z", "request": {"name": "n", "image": "i", "command": ["c"]},
+            "attempts": {str(n): {"instance_type": "g4dn.xlarge", "capacity": "on-demand", "job_queue": "q",
+                                  "container_instance_arn": host, "batch_status": status, "stopped_at": at}
+                         for n, (host, status, at) in enumerate(attempts, start=1)},
+        })  # fmt: skip
+
+    records = [
+        job("j1", ("ci/bad", BatchStatus.SUCCEEDED, "2026-11-22T08:10:00.000Z")),
+        job("j2", ("ci/bad", BatchStatus.FAILED, "2026-11-22T08:40:00.000Z"),
+            ("ci/bad", BatchStatus.SUCCEEDED, "2026-11-22T08:20:00.000Z")),
+        job("j3", ("ci/good", BatchStatus.SUCCEEDED, "2026-11-22T08:50:00.000Z")),
+    ]  # fmt: skip
+
+    # When / Then
+    assert last_success_on(records, "ci/bad") == "2026-11-22T08:20:00.000Z"
+    assert last_success_on(records, "ci/none") is None
+
+
+def test_with_no_success_on_record_a_host_is_waste_from_its_launch_only_when_its_whole_life_was_read():
+    faults = [fault("b-1", "2026-11-22T09:00:00.000Z")]
+    young = HostCase(instance_id="i-1", launched_at="2026-11-22T08:30:00.000Z", faults=faults)
+    old = HostCase(instance_id="i-2", launched_at="2026-11-20T08:00:00.000Z", faults=faults)
+    # The jobs read from an hour before its first failure: all of the young host's life, part of the old one's
+    assert success_lookback(young, 3600) == "2026-11-22T08:30:00.000Z"
+    assert success_lookback(old, 3600) == "2026-11-22T08:00:00.000Z"
+    assert waste_since(young, None, success_lookback(young, 3600)) == "2026-11-22T08:30:00.000Z"
+    assert waste_since(old, None, success_lookback(old, 3600)) == "2026-11-22T09:00:00.000Z"
+    assert waste_since(old, "2026-11-22T08:45:00.000Z", success_lookback(old, 3600)) == "2026-11-22T08:45:00.000Z"
 
 
 def test_the_note_a_hit_jobs_timeline_gets_names_the_host_and_the_evidence_and_reads_as_a_note():

@@ -4,16 +4,19 @@ once, the record kept and the findings the sweep reports. Pure."""
 from __future__ import annotations
 
 import math
+from datetime import timedelta
 from enum import StrEnum
 
 from pydantic import Field
 
+from functions.shared.domain.clock import iso, parse_iso
 from functions.shared.domain.consoles import BootVerdict
 from functions.shared.domain.health import MAX_LISTED
 from functions.shared.domain.hosts import HostFault, enough_to_quarantine, jobs_hit
 from functions.shared.domain.model import DomainModel
+from functions.shared.domain.records import JobRecord
 from functions.shared.domain.views import Finding
-from functions.shared.domain.vocabulary import FindingKind, Severity
+from functions.shared.domain.vocabulary import BatchStatus, FindingKind, Severity
 
 # Karpenter stops repairing a NodePool when more than 20% of its nodes report a monitored condition: "the failure
 # is likely correlated (for example, a bad AMI or an Availability Zone outage) and replacing nodes would not fix it"
@@ -75,11 +78,38 @@ def too_many_unhealthy(unhealthy: int, alive: int, max_share: float) -> bool:
     return unhealthy > allowed_at_once(alive, max_share)
 
 
-def waste_since(case: HostCase) -> str | None:
-    """From when a quarantined host's cost is waste: since its first failure on record (its last successful job ended
-    before it, so this is a lower bound), or since its launch when it never could run a job."""
+def last_success_on(records: list[JobRecord], container_instance_arn: str) -> str | None:
+    """When the latest of these jobs' attempts that succeeded on that container instance ended, if one did."""
+    ended = [
+        attempt.stopped_at
+        for record in records
+        for attempt in record.attempts.values()
+        if attempt.container_instance_arn == container_instance_arn
+        and attempt.batch_status == BatchStatus.SUCCEEDED
+        and attempt.stopped_at
+    ]
+    return max(ended, key=parse_iso) if ended else None
+
+
+def success_lookback(case: HostCase, window_seconds: float) -> str | None:
+    """From when the jobs that may have succeeded on a host are read: its launch, or a window before its first
+    failure when it was launched earlier than that."""
+    first = min((f.at for f in case.faults), key=parse_iso, default=None)
+    horizon = iso(parse_iso(first) - timedelta(seconds=window_seconds)) if first else None
+    candidates = [t for t in (case.launched_at, horizon) if t]
+    return max(candidates, key=parse_iso) if candidates else None
+
+
+def waste_since(case: HostCase, last_success: str | None = None, looked_since: str | None = None) -> str | None:
+    """From when a quarantined host's cost is waste: since its last successful job ended (GPU Pilot's jobs read since
+    `looked_since`); with none there, since its launch when that reading covered its whole life (it never served a
+    job), else since its first failure on record (the last success ended before it: a lower bound)."""
+    if last_success is not None:
+        return max([last_success, *([case.launched_at] if case.launched_at else [])], key=parse_iso)
+    if case.launched_at and looked_since is not None and parse_iso(looked_since) <= parse_iso(case.launched_at):
+        return case.launched_at
     if case.faults:
-        return min(f.at for f in case.faults)
+        return min((f.at for f in case.faults), key=parse_iso)
     return case.launched_at
 
 

@@ -1,6 +1,7 @@
 """What the fleet cost without serving a job: instances that never registered with ECS, registered without
-their GPUs, or whose agent disconnected (from launch), bad GPU hosts the sweep quarantined (from their first failure
-on record, or their launch), and instances left alive in an idle pool (from when the pool went idle). Pure.
+their GPUs, or whose agent disconnected (from launch), bad GPU hosts the sweep quarantined (since their last
+successful job: domain/quarantine.waste_since), and instances left alive in an idle pool (from when the pool
+went idle). Pure.
 
 Each sweep sees each such instance's waste so far (its span only grows). The ledger keeps one item per
 instance, whatever reasons the sweeps see it under, and charges only the part of a span not charged before,

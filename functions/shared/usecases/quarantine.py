@@ -23,8 +23,10 @@ from functions.shared.domain.quarantine import (
     QuarantineRecord,
     bad_host_finding,
     describe_quarantine,
+    last_success_on,
     quarantine_evidence,
     quarantine_reason,
+    success_lookback,
     too_many_unhealthy,
     waste_since,
 )
@@ -38,6 +40,7 @@ MAX_CONSOLE_READS = 5  # per pool and sweep: console output is evidence, not a c
 # A quarantine recorded by a sweep that has not yet said what it did is that sweep's to finish (drain, then
 # terminate), unless it has run longer than a sweep can: it failed midway, and a later sweep terminates the host.
 SWEEP_RUNS_AT_MOST_SECONDS = LAMBDAS_BY_KEY["health_sweep"].timeout_seconds
+SUCCESSES_READ = 2000  # at most, the job records read to find a quarantined host's last success
 
 
 @dataclass
@@ -171,7 +174,7 @@ def _quarantine(
         at=at,
         container_instance_arn=case.container_instance_arn,
         instance_type=case.instance_type,
-        waste_from=waste_since(case),
+        waste_from=_waste_from(case, ports),
     )
     if not ports.hosts.record_quarantine(record):
         return
@@ -202,6 +205,22 @@ def _quarantine(
     ports.metrics.add_for_pool(MetricName.QUARANTINED_HOSTS, pool.name, 1)
     ports.metrics.add(MetricName.REMEDIATIONS, len(done))
     _note_jobs(record, case.faults, ports)
+
+
+def _waste_from(case: HostCase, ports: Ports) -> str | None:
+    """From when the host's cost is waste: since the last GPU Pilot job that succeeded on it ended (the jobs created
+    since its launch, or a window before its first failure, read once per host quarantined: a rare event)."""
+    looked_since = success_lookback(case, ports.settings.bad_host_window_seconds)
+    if looked_since is None or case.container_instance_arn is None:
+        return waste_since(case)
+    try:
+        records = ports.jobs.jobs_created_between(looked_since, now_iso(), max_items=SUCCESSES_READ)
+    except Exception:
+        logger.exception("could not read the jobs that ran on a quarantined host", extra={"instance": case.instance_id})
+        return waste_since(case)
+    if len(records) >= SUCCESSES_READ:
+        return waste_since(case)  # the newest were not read: a success among them would be missed
+    return waste_since(case, last_success_on(records, case.container_instance_arn), looked_since)
 
 
 def _finish(

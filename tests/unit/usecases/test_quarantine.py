@@ -9,7 +9,8 @@ from typing import Any
 from functions.shared.domain.clock import iso, now
 from functions.shared.domain.hosts import HostFault, Symptom
 from functions.shared.domain.quarantine import QuarantineReason, QuarantineRecord
-from functions.shared.domain.vocabulary import FindingKind, JobStatus, MetricName, Severity
+from functions.shared.domain.records import AttemptRecord
+from functions.shared.domain.vocabulary import BatchStatus, CapacityType, FindingKind, JobStatus, MetricName, Severity
 from functions.shared.usecases.quarantine import SWEEP_RUNS_AT_MOST_SECONDS
 from functions.shared.usecases.sweep import run_sweep
 from tests.unit.usecases.conftest import JOB_ID, create_job
@@ -277,6 +278,42 @@ def test_a_quarantined_hosts_cost_since_its_first_failure_is_waste(ports):
     # Then its waste is charged under bad_host, from its first failure
     [entry] = [e for e in ports.waste.entries.values() if e.instance_id == "i-bad"]
     assert (entry.reason, entry.started_at) == ("bad_host", first) and entry.seconds >= 1800
+
+
+def test_a_quarantined_hosts_waste_runs_from_the_end_of_the_last_job_that_succeeded_on_it(ports):
+    # Given a host that failed a job, then ran a GPU Pilot job to success, then failed another
+    fleet_of(ports, "i-1", "i-2", "i-3", "i-bad")
+    failed_on(ports, "i-bad", "b-1", at=_recent(-1800))
+    create_job(ports)
+    succeeded = _recent(-1200)
+    ports.jobs.put_attempt(JOB_ID, 1, AttemptRecord(instance_type="g4dn.xlarge", capacity=CapacityType.ON_DEMAND,
+                                                    job_queue=POOL))  # fmt: skip
+    ports.jobs.update_attempt(JOB_ID, 1, {"batch_status": BatchStatus.SUCCEEDED, "stopped_at": succeeded,
+                                          "container_instance_arn": ARN.format("i-bad")})  # fmt: skip
+    failed_on(ports, "i-bad", "b-2", at=_recent(-600))
+
+    # When
+    run_sweep(None, ports)
+
+    # Then its cost is waste from the end of that job, not from its first failure
+    [entry] = [e for e in ports.waste.entries.values() if e.instance_id == "i-bad"]
+    assert (entry.reason, entry.started_at) == ("bad_host", succeeded)
+    assert ports.hosts.records["i-bad"].waste_from == succeeded
+
+
+def test_a_quarantined_host_that_never_served_a_job_since_its_launch_is_waste_from_its_launch(ports):
+    # Given a host launched twenty minutes ago that failed two jobs and ran none to success
+    fleet_of(ports, "i-1", "i-2", "i-3")
+    launched = _recent(-1200)
+    ports.fleet.launch(POOL, "i-bad", launched_at=launched)
+    ports.fleet.register(CLUSTER, "i-bad")
+    ports.fleet.consoles["i-bad"] = PASSED
+    failed_on(ports, "i-bad", "b-1", at=_recent(-900))
+    failed_on(ports, "i-bad", "b-2", at=_recent(-600))
+
+    # When / Then: all it cost is waste
+    run_sweep(None, ports)
+    assert ports.hosts.records["i-bad"].waste_from == launched
 
 
 def test_a_host_finding_names_the_jobs_waiting_in_its_pool(ports):
