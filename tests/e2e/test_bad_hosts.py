@@ -83,7 +83,7 @@ def test_one_bad_host_in_four_is_quarantined_after_its_second_failure_and_every_
     jobs = run_jobs(cloud)
 
     # Then every job succeeded, each attempt the bad host failed retried elsewhere by Batch, no more than two of them
-    assert [job["status"] for job in jobs] == ["SUCCEEDED"] * JOBS
+    assert [job["status"] for job in jobs] == ["SUCCEEDED"] * JOBS, [j["error"] for j in jobs if j["error"]]
     hosts = attempts_by_host(cloud, jobs)
     bad = {
         arn: tried
@@ -129,7 +129,7 @@ def test_a_host_that_fails_its_boot_check_never_runs_a_job_and_one_sweep_quarant
     assert swept.returncode == 0, swept.stderr
 
     # Then every job succeeded, none of them on the host that failed its check
-    assert [job["status"] for job in jobs] == ["SUCCEEDED"] * JOBS
+    assert [job["status"] for job in jobs] == ["SUCCEEDED"] * JOBS, [j["error"] for j in jobs if j["error"]]
     [finding] = [f for f in json.loads(swept.stdout)["findings"] if f["kind"] == "BAD_GPU_HOST"]
     [instance] = finding["instances"]
     ran_on = {
