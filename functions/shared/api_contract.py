@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
+from functions.shared.domain.logs import JobLogs
 from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.selection import Plan
 from functions.shared.domain.views import (
@@ -119,6 +120,23 @@ ROUTES: tuple[Route, ...] = (
         JobView,
         status=202,
         errors=(404, 409),
+    ),
+    Route(
+        "job_logs",
+        "GET",
+        "/jobs/{job_id}/logs",
+        "What an attempt of the job printed (its CloudWatch Logs stream), oldest first, a page at a time; in the "
+        "local cloud, where no container runs, what the simulator did, marked as simulated",
+        JobLogs,
+        query=(
+            QueryParam(
+                "attempt",
+                "The attempt, from 1 (default: the latest that ran)",
+                {"type": "integer", "minimum": 1, "maximum": 1000},
+            ),
+            QueryParam("next_token", "The next_token of the previous page: the lines written since"),
+        ),
+        errors=(400, 404),
     ),
     Route("plan", "POST", "/plan", "Rank GPU offerings for a request; launches nothing", Plan, body=JobRequest),
     Route(

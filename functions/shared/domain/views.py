@@ -38,6 +38,9 @@ class Attempt(DomainModel):
         default_factory=list,
         description="Batch's words for each of its Batch attempts whose host was terminated (a spot reclaim)",
     )
+    log_stream: str | None = Field(
+        default=None, description="Its CloudWatch Logs stream (GET /jobs/{job_id}/logs), once Batch ran it"
+    )
 
 
 class JobView(DomainModel):
@@ -205,6 +208,7 @@ def job_view(record: JobRecord) -> JobView:
                 diagnosis=attempt.diagnosis,
                 cost=attempt.cost,
                 host_terminations=attempt.host_terminations,
+                log_stream=attempt.log_stream,
             )
             for _, attempt in record.ordered_attempts()
         ],
