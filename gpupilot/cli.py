@@ -174,6 +174,13 @@ def positive_number(value: str) -> float:
     return number
 
 
+def positive_integer(value: str) -> int:
+    """A whole number, 1 or more."""
+    if not (value.isascii() and value.isdecimal()) or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number, 1 or more, not {value!r}")
+    return int(value)
+
+
 def seconds_or_zero(value: str) -> float:
     """A finite number of seconds, 0 or more."""
     try:
@@ -241,6 +248,10 @@ EXAMPLES = {
   gpupilot --json list --next-token TOKEN""",
     "cancel": """
   gpupilot cancel JOB_ID""",
+    "logs": """
+  gpupilot logs JOB_ID                            # what the job printed (its latest attempt that ran)
+  gpupilot logs JOB_ID --follow                   # and every new line until the job ends
+  gpupilot logs JOB_ID --attempt 1                # the first attempt (before a fallback)""",
     "health": """
   gpupilot health                                 # the latest health sweep
   gpupilot health --sweep-id SWEEP_ID""",
@@ -341,6 +352,16 @@ def build_parser(json_errors: bool = False) -> Parser:
 
     cancel = command("cancel", help="cancel a job")
     cancel.add_argument("job_id")
+
+    logs = command("logs", help="print what a job printed: its attempt's log stream, oldest line first")
+    logs.add_argument("job_id")
+    logs.add_argument("--attempt", type=positive_integer, help="the attempt, from 1 (default: the latest one that ran)")
+    logs.add_argument(
+        "--follow",
+        "-f",
+        action="store_true",
+        help="keep printing new lines until the job ends (default: print and exit)",
+    )
 
     health = command("health", help="latest health sweep (or one by --sweep-id)")
     health.add_argument("--sweep-id")
@@ -485,6 +506,48 @@ def _unexplained(job: dict[str, Any]) -> bool:
     return job["status"] == "RUNNABLE" and not job.get("reason")
 
 
+# How often `logs --follow` asks for new lines once it has read all there are.
+LOG_POLL_SECONDS = 1.0
+
+
+def print_logs(
+    client: ApiClient,
+    job_id: str,
+    attempt: int | None,
+    follow_job: bool,
+    out: Callable[[dict[str, Any]], None],
+    say: Callable[[str], None],
+    poll_seconds: float = LOG_POLL_SECONDS,
+) -> dict[str, Any]:
+    """Every line of the attempt's stream, oldest first, page after page (CloudWatch Logs' end of stream: the same
+    token back); following, on until the job has ended and its last lines are read. The last page is returned."""
+    path = f"/jobs/{quote(job_id, safe='')}/logs"
+    token: str | None = None
+    stream: str | None = None
+    while True:
+        page = _checked(client.request("GET", path, query={"attempt": attempt, "next_token": token}))
+        if page.get("log_stream") != stream:
+            moved = stream is not None
+            stream = page.get("log_stream")
+            say(f"attempt {page['attempt']} ({page['attempt_status']}): {page['log_group']} {stream}")
+            if moved:
+                # Followed without --attempt, the job fell back and its next attempt runs: read its stream anew.
+                token = None
+                continue
+        for event in page["events"]:
+            out(event)
+        ended = page["status"] in FINISHED
+        read_all = page.get("next_token") == token or not page.get("next_token")
+        if read_all and (not follow_job or ended):
+            if not stream:
+                state = "ended without running" if ended else f"has not run yet ({page['attempt_status']})"
+                say(f"attempt {page['attempt']} of job {job_id} {state}: no log stream (--follow waits for it)")
+            return dict(page)
+        token = page.get("next_token") or token
+        if read_all:
+            time.sleep(poll_seconds)
+
+
 def wait_for_sweep(client: ApiClient, sweep_id: str, limit_seconds: float, poll_seconds: float = 0.5) -> dict[str, Any]:
     """The sweep's report once the sweep function has finished it."""
     started = time.monotonic()
@@ -547,6 +610,17 @@ def run(args: argparse.Namespace) -> int:
         result = _checked(client.request("GET", "/jobs", query=query))
         emit(json.dumps(result, indent=2) if args.json else render.job_list(result))
         return 0
+    if args.action == "logs":
+
+        def line(event: dict[str, Any]) -> None:
+            emit(json.dumps(event) if args.json else event["message"])
+
+        def note(text: str) -> None:
+            if not args.json:
+                print(text, file=sys.stderr, flush=True)
+
+        print_logs(client, args.job_id, args.attempt, args.follow, line, note)
+        return EXIT_OK
     if args.action == "cancel":
         job = _checked(client.request("DELETE", job_path))
         emit(json.dumps(job, indent=2) if args.json else f"cancelled {job['job_id']} ({job['status']})")

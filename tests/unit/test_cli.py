@@ -801,3 +801,62 @@ def test_a_closed_stdout_ends_the_cli_quietly_with_0(argv):
 
     # Then it stops without a word on stderr (no traceback), exit 0
     assert (ran.returncode, ran.stderr) == (0, "")
+
+
+# -- logs -------------------------------------------------------------------------------------------------------
+def log_page(events: list[str], token: str | None, status: str = "SUCCEEDED", stream: str | None = "gpupilot/d/t1",
+             attempt: int = 1) -> Answer:  # fmt: skip
+    body = {"job_id": "job-1", "status": status, "attempt": attempt, "attempt_status": status, "log_group": "/g",
+            "log_stream": stream, "events": [{"at": "2026-11-24T10:00:00.000Z", "message": m} for m in events],
+            "next_token": token}  # fmt: skip
+    return Answer(200, body)
+
+
+def test_logs_prints_every_page_of_the_stream_until_the_same_token_comes_back(capsys):
+    # Given a stream of two pages, then its end (the token sent comes back)
+    with ScriptedApi(log_page(["one"], "t1"), log_page(["two"], "t2"), log_page([], "t2")) as api:
+        # When
+        code = main(["--endpoint", api.url, "logs", "job-1"])
+
+    # Then both lines, in order, on stdout; each page asked from the last one's token
+    assert code == 0
+    assert capsys.readouterr().out == "one\ntwo\n"
+    assert [r.path for r in api.received] == ["/jobs/job-1/logs", "/jobs/job-1/logs?next_token=t1",
+                                              "/jobs/job-1/logs?next_token=t2"]  # fmt: skip
+
+
+def test_logs_follow_waits_for_the_attempt_to_run_and_stops_once_the_job_has_ended(capsys, monkeypatch):
+    # Given a job not yet running, then running with a line, then ended with one more
+    monkeypatch.setattr(cli, "LOG_POLL_SECONDS", 0)
+    script = (log_page([], None, "RUNNABLE", stream=None), log_page(["start"], "t1", "RUNNING"),
+              log_page([], "t1", "RUNNING"), log_page(["done"], "t2"), log_page([], "t2"))  # fmt: skip
+    with ScriptedApi(*script) as api:
+        # When following it
+        code = main(["--endpoint", api.url, "logs", "job-1", "--follow", "--attempt", "1"])
+
+    # Then every line is printed once, and the CLI stops at the job's end
+    assert code == 0
+    assert capsys.readouterr().out == "start\ndone\n"
+    assert len(api.received) == 5 and all("attempt=1" in r.path for r in api.received)
+
+
+def test_logs_of_an_attempt_that_has_not_run_says_so_on_stderr(capsys):
+    # Given an attempt still waiting for a GPU
+    with ScriptedApi(log_page([], None, "RUNNABLE", stream=None)) as api:
+        code = main(["--endpoint", api.url, "logs", "job-1"])
+    # Then nothing on stdout, and why on stderr
+    out, err = capsys.readouterr()
+    assert code == 0 and out == ""
+    assert "has not run yet (RUNNABLE): no log stream" in err
+
+
+def test_logs_json_prints_one_json_object_per_line(capsys):
+    with ScriptedApi(log_page(["one"], "t1"), log_page([], "t1")) as api:
+        main(["--endpoint", api.url, "--json", "logs", "job-1"])
+    assert [json.loads(line)["message"] for line in capsys.readouterr().out.splitlines()] == ["one"]
+
+
+def test_logs_attempt_must_be_a_whole_number_from_1(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["logs", "job-1", "--attempt", "0"])
+    assert exit_.value.code == 2 and "--attempt" in capsys.readouterr().err
