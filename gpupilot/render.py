@@ -174,8 +174,20 @@ class _LiveLine:
         return Text.assemble(frame if isinstance(frame, Text) else "", " ", words, no_wrap=True, overflow="ellipsis")
 
 
+REASONS_SHOWN = 5
+
+
 def plan_table(plan: dict[str, Any], top: int = 10) -> str:
-    """Candidates in attempt order with price, capacity, score and why; then the warnings."""
+    """Candidates in attempt order with price, capacity, score and why; then the warnings. With none, the first
+    reasons instead (the cheapest fix first, as the API orders them)."""
+    if not plan["candidates"]:
+        lines = ["no GPU offering can serve this request; the first reasons:"]
+        lines.extend(f"  {r['instance_type']}: {r['reason']}" for r in plan["rejected"][:REASONS_SHOWN])
+        more = len(plan["rejected"]) - REASONS_SHOWN
+        if more > 0:
+            lines.append(f"  ... {more} more (--json for all)")
+        lines.extend(f"  warning: {warning}" for warning in plan.get("warnings", []))
+        return "\n".join(lines)
     rows = [
         (
             position, c["instance_type"], f"{c['gpus']}x {c['gpu_model']}", f"{c['gpu_memory_gib']:g}", c["vcpus"],
@@ -194,10 +206,45 @@ def plan_table(plan: dict[str, Any], top: int = 10) -> str:
     return "\n".join(lines)
 
 
+def _offering(candidate: dict[str, Any]) -> str:
+    """`g6.xlarge (1x L4, on-demand) $0.8048/h`: a candidate in a few words, with its price for this job."""
+    price = "price unknown" if candidate.get("hourly_usd") is None else f"${candidate['hourly_usd']:.4f}/h"
+    return (
+        f"{candidate['instance_type']} ({candidate['gpus']}x {candidate['gpu_model']}, {candidate['capacity']}) {price}"
+    )
+
+
+def launch_summary(candidates: list[dict[str, Any]], warnings: list[str], max_attempts: int | None = None) -> str:
+    """What a submit starts with: the first choice and its price for this job (the job pays the whole instance),
+    the fallbacks the workflow may try after it, in order, and the warnings."""
+    tried = candidates[: max_attempts or len(candidates)]
+    if not tried:
+        return "no GPU offering can serve this request"
+    lines = [f"first choice  {_offering(tried[0])} for this job"]
+    fallbacks = tried[1:]
+    shown = fallbacks[:3]
+    if shown:
+        more = f", and {len(fallbacks) - len(shown)} more" if len(fallbacks) > len(shown) else ""
+        lines.append("fallbacks     " + ", then ".join(_offering(c) for c in shown) + more)
+    else:
+        lines.append("fallbacks     none")
+    lines.extend(f"warning       {warning}" for warning in warnings)
+    return "\n".join(lines)
+
+
 def submitted(answer: dict[str, Any]) -> str:
-    """What `gpupilot submit` prints: the job id, and what may keep it waiting."""
-    lines = [f"submitted {answer['job_id']}"]
-    lines.extend(f"  warning: {warning}" for warning in answer.get("warnings", []))
+    """What `gpupilot submit` prints: the job id (and whether this key had submitted it already), what it starts
+    with, and what may keep it waiting."""
+    again = (
+        "  (already submitted with this Idempotency-Key: nothing new started)"
+        if answer.get("already_submitted")
+        else ""
+    )
+    lines = [f"submitted {answer['job_id']}{again}"]
+    if answer.get("candidates"):
+        lines.append(launch_summary(answer["candidates"], answer.get("warnings", [])))
+    else:
+        lines.extend(f"  warning: {warning}" for warning in answer.get("warnings", []))
     return "\n".join(lines)
 
 

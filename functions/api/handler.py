@@ -179,12 +179,17 @@ def submit_job() -> BaseModel:
         raise BadRequest("Idempotency-Key", "Idempotency-Key must be 1-256 characters")
     ports = _ports()
 
-    def start(checked: JobRequest) -> SubmitResponse:
-        return submit.start_job(checked, ports)
+    started: list[SubmitResponse] = []
 
-    if key:
-        return submit_idempotently(ports.settings.table_name, start, request, key, app.lambda_context)
-    return start(request)
+    def start(checked: JobRequest) -> SubmitResponse:
+        started.append(submit.start_job(checked, ports))
+        return started[-1]
+
+    if not key:
+        return start(request)
+    answer = submit_idempotently(ports.settings.table_name, start, request, key, app.lambda_context)
+    # Nothing started in this call: the key's first call did, and its answer is replayed.
+    return answer if started else answer.model_copy(update={"already_submitted": True})
 
 
 def get_job(job_id: str) -> BaseModel:

@@ -97,6 +97,26 @@ def test_the_same_idempotency_key_and_body_return_the_same_job(cloud: Cloud) -> 
     assert len(listed["jobs"]) == 1
 
 
+def test_a_replayed_idempotency_key_says_the_job_was_already_submitted(cloud: Cloud) -> None:
+    # Given a job submitted with a key
+    headers = {"Idempotency-Key": "say-so"}
+    _, first = call(cloud, "POST", "/jobs", BODY, headers)
+    # When the same key and body come again
+    _, second = call(cloud, "POST", "/jobs", BODY, headers)
+    # Then the first answer is new and the second says it is the same job, submitted before
+    assert (first["already_submitted"], second["already_submitted"]) == (False, True)
+    assert second["job_id"] == first["job_id"]
+
+
+def test_a_submitted_job_answers_with_the_plan_it_starts_with(cloud: Cloud) -> None:
+    # Given / When a job is submitted
+    _, submitted = call(cloud, "POST", "/jobs", BODY | {"max_attempts": 2})
+    _, plan = call(cloud, "POST", "/plan", BODY | {"max_attempts": 2})
+    # Then its answer names the first choice and the fallbacks the workflow may try, as /plan ranks them
+    assert [c["instance_type"] for c in submitted["candidates"]] == [c["instance_type"] for c in plan["candidates"][:2]]
+    assert submitted["candidates"][0]["hourly_usd"] > 0
+
+
 def test_an_idempotency_key_reused_with_another_body_is_a_422(cloud: Cloud) -> None:
     headers = {"Idempotency-Key": "retry-me"}
     call(cloud, "POST", "/jobs", BODY, headers)
