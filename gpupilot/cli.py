@@ -302,6 +302,7 @@ USAGES = {
 }
 ENDPOINT_HELP = f"API URL (default: GPUPILOT_ENDPOINT or {DEFAULT_LOCAL_ENDPOINT})"
 LOCAL_ENDPOINT_HELP = "refused here (exit 2): this command runs its own local cloud"
+WIDE_HELP = "tables in full, however wide (default: fitted to the terminal; a pipe always gets them in full)"
 JSON_HELP = "machine-readable output (errors too: one JSON object on stderr)"
 
 # One or more example invocations per command, shown by `gpupilot COMMAND --help`.
@@ -365,14 +366,17 @@ def build_parser(json_errors: bool = False) -> Parser:
     )
     parser.add_argument("--endpoint", help=ENDPOINT_HELP)
     parser.add_argument("--json", action="store_true", help=JSON_HELP)
+    parser.add_argument("--wide", action="store_true", help=WIDE_HELP)
     # The same flags after the command too (`gpupilot list --json`); SUPPRESS keeps the top-level value
     # when they are not repeated there.
     common = Parser(add_help=False)
     common.add_argument("--endpoint", default=argparse.SUPPRESS, help=ENDPOINT_HELP)
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help=JSON_HELP)
+    common.add_argument("--wide", action="store_true", default=argparse.SUPPRESS, help=WIDE_HELP)
     local = Parser(add_help=False)  # demo and serve: their cloud is their own
     local.add_argument("--endpoint", default=argparse.SUPPRESS, help=LOCAL_ENDPOINT_HELP)
     local.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help=JSON_HELP)
+    local.add_argument("--wide", action="store_true", default=argparse.SUPPRESS, help=WIDE_HELP)
     commands = parser.add_subparsers(dest="action", required=True, parser_class=Parser)
 
     def command(name: str, help: str) -> argparse.ArgumentParser:
@@ -722,6 +726,16 @@ def wait_for_sweep(client: ApiClient, sweep_id: str, limit_seconds: float, poll_
         time.sleep(poll_seconds)
 
 
+def terminal_width(args: argparse.Namespace) -> int | None:
+    """The width tables are fitted to: the terminal's (rich reads it, COLUMNS first), none with --wide or when
+    stdout is not a terminal."""
+    if args.wide or not sys.stdout.isatty():
+        return None
+    from rich.console import Console
+
+    return int(Console().width)
+
+
 def asks_first(args: argparse.Namespace) -> bool:
     """Whether submit shows its plan and asks before submitting: only a person at a terminal is asked (never with
     --yes, --json, or when stdin or stdout is not a terminal: a script, a pipe, CI)."""
@@ -797,6 +811,7 @@ def follow_with_progress(client: ApiClient, job_id: str, args: argparse.Namespac
 
 
 def run(args: argparse.Namespace) -> int:
+    render.fit_to(terminal_width(args))
     if args.action in LOCAL_COMMANDS and args.endpoint:
         raise UsageError(LOCAL_COMMANDS[args.action], field="--endpoint")
     if args.action == "serve":

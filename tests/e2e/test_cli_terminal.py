@@ -96,3 +96,23 @@ def test_at_a_terminal_yes_submits_without_asking(cloud_factory: Callable[..., R
     terminal = Terminal(cloud, "submit", "--yes", *JOB)
     assert terminal.finish() == 0
     assert QUESTION not in terminal.shown and "submitted " in terminal.shown
+
+
+def test_at_80_columns_the_plan_fits_the_terminal_and_wide_shows_it_in_full(
+    cloud_factory: Callable[..., RunningCloud],
+) -> None:
+    # Given a local cloud, and a plan whose why column is longer than 80 columns
+    cloud = cloud_factory()
+    plan = ["plan", "--name", "fits", "--image", "img:1", "--", "true"]
+
+    # When the plan is printed at an 80-column terminal, then with --wide
+    fitted = Terminal(cloud, *plan)
+    assert fitted.finish() == 0
+    wide = Terminal(cloud, "--wide", *plan)
+    assert wide.finish() == 0
+
+    # Then every fitted line is at most 80 columns, each candidate on one line, and --wide goes beyond
+    lines = [line for line in fitted.shown.splitlines() if line.strip()]
+    assert max(map(len, lines)) <= COLUMNS, fitted.shown
+    assert lines[0].split()[:3] == ["#", "instance", "type"] and "(--wide for the full why)" in fitted.shown
+    assert max(map(len, wide.shown.splitlines())) > COLUMNS

@@ -984,3 +984,12 @@ def test_a_submit_that_is_not_at_a_terminal_never_asks(capsys):
     with ScriptedApi(ACCEPTED) as api:
         assert main(["--endpoint", api.url, *SUBMIT]) == 0
     assert [r.path for r in api.received] == ["/jobs"]
+
+
+def test_costs_are_asked_by_day_unless_another_dimension_is_given():
+    report = {"from": "d", "to": "d", "total_usd": 0, "days": [], "groups": [], "waste": {"usd": 0, "by_reason": {}}}
+    with ScriptedApi(Answer(200, report)) as api:
+        main(["--endpoint", api.url, "costs"])
+        main(["--endpoint", api.url, "costs", "--group-by", "gpu_type"])
+    assert ["group_by=day" in r.path for r in api.received] == [True, False]
+    assert "group_by=gpu_type" in api.received[1].path
