@@ -35,7 +35,7 @@ $(CHECKOV): | $(STAMP)
 	  $(CHECKOV_VENV)/bin/python -m pip install --quiet checkov==3.3.30
 
 $(TEMPLATE): $(STAMP) $(STACK_SOURCES)
-	$(PY) app.py
+	$(PY) -m stacks.synth
 
 synth: $(TEMPLATE)
 

@@ -651,13 +651,23 @@ def follow(
             # Batch gives no reason: what --explain would say is the cause, as soon as the evidence shows it.
             job = _checked(client.request("GET", f"/jobs/{job_id}", query={"explain": "true"}))
             explained_at = time.monotonic()
-        for entry in job["timeline"][seen:]:
+        timeline = job["timeline"]
+        waited = time.monotonic() - started
+        if seen and len(timeline) > seen:
+            # The entry already shown was explained as the job moved on (the diagnosis that made it fall back): its
+            # reason goes under it, before the next entries, never under the fallback's line as if the new type
+            # waited for it.
+            explained = timeline[seen - 1].get("reason")
+            if explained and explained != reason:
+                out(render.reason_line(explained, waited))
+                reason = explained
+        for entry in timeline[seen:]:
             out(render.progress_line(entry, job))
-        seen = len(job["timeline"])
+        seen = len(timeline)
         said = render.waiting_reason(job)
-        if said and said != reason:
-            out(render.reason_line(said, time.monotonic() - started, render.next_action(job)))
-        reason = said
+        if said and said != reason and said not in {entry.get("reason") for entry in timeline[:-1]}:
+            out(render.reason_line(said, waited, render.next_action(job)))
+        reason = said or reason
         if on_poll is not None:
             on_poll(job, time.monotonic() - started)
         if job["status"] in FINISHED:

@@ -993,3 +993,22 @@ def test_costs_are_asked_by_day_unless_another_dimension_is_given():
         main(["--endpoint", api.url, "costs", "--group-by", "gpu_type"])
     assert ["group_by=day" in r.path for r in api.received] == [True, False]
     assert "group_by=gpu_type" in api.received[1].path
+
+
+def test_wait_says_why_the_first_type_waited_under_its_line_not_under_the_fallback_s(monkeypatch, capsys):
+    # Given a job whose RUNNABLE wait is explained in the same poll that shows its fallback's PROVISIONING
+    diagnosis = "INSUFFICIENT_CAPACITY: no g6.xlarge capacity in us-east-1a"
+    fell_back = job_state("PROVISIONING", diagnosis, "SUBMITTED", "RUNNABLE", "PROVISIONING")
+    fell_back["timeline"][1]["reason"] = diagnosis
+    done = job_state("SUCCEEDED", None, "SUBMITTED", "RUNNABLE", "PROVISIONING", "SUCCEEDED")
+    done["timeline"][1]["reason"] = diagnosis
+    polled(monkeypatch, [job_state("RUNNABLE", None, "SUBMITTED", "RUNNABLE"), fell_back, done])
+
+    # When following it
+    main(["status", "--wait", "j1"])
+
+    # Then the reason comes once, right under the RUNNABLE line it explains, before PROVISIONING
+    out = [line.split() for line in capsys.readouterr().out.splitlines()]
+    statuses = [words[1] if words[0][0].isdigit() else "waiting" for words in out[:4]]
+    assert statuses == ["SUBMITTED", "RUNNABLE", "waiting", "PROVISIONING"]
+    assert sum(diagnosis.split(":")[0] + ":" in words for words in out) == 1
