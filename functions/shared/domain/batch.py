@@ -69,9 +69,7 @@ class BatchJobState(DomainModel):
         default_factory=list, description="Batch's words for each of its attempts whose host was terminated"
     )
     host_terminated: bool = Field(default=False, description="Its last attempt ended with its host's termination")
-    log_stream: str | None = Field(
-        default=None, description="Its last attempt's CloudWatch Logs stream (Batch names it at RUNNING)"
-    )
+    log_stream: str | None = Field(default=None, description="Its last attempt's log stream, named at RUNNING")
 
     @classmethod
     def from_batch(cls, job: dict[str, Any]) -> BatchJobState:
@@ -80,7 +78,6 @@ class BatchJobState(DomainModel):
         last_attempt = ((job.get("attempts") or [{}])[-1] or {}).get("container") or {}
         placed = container.get("containerInstanceArn") or last_attempt.get("containerInstanceArn")
         reasons = [str((a or {}).get("statusReason") or "") for a in job.get("attempts") or []]
-        stream = container.get("logStreamName") or last_attempt.get("logStreamName")
         return cls(
             job_id=str(job.get("jobId") or ""),
             job_name=str(job.get("jobName") or ""),
@@ -97,7 +94,7 @@ class BatchJobState(DomainModel):
             runtime_seconds=billed_seconds(job),
             host_terminations=[r for r in reasons if r.startswith(HOST_TERMINATED_PREFIX)],
             host_terminated=bool(reasons) and reasons[-1].startswith(HOST_TERMINATED_PREFIX),
-            log_stream=stream if isinstance(stream, str) and stream else None,
+            log_stream=container.get("logStreamName") or last_attempt.get("logStreamName") or None,
         )
 
 
