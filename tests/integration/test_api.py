@@ -356,7 +356,8 @@ def test_a_job_s_logs_are_read_from_its_attempt_s_stream_with_the_api_s_own_gran
 
 
 @pytest.mark.parametrize(("query", "field", "code"), [("attempt=0", "attempt", 400), ("attempt=x", "attempt", 400),
-                                                      ("attempt=2", "attempt", 404)])  # fmt: skip
+                                                      ("attempt=2", "attempt", 404),
+                                                      ("next_token=not-a-token", "next_token", 400)])  # fmt: skip
 def test_bad_log_parameters_name_the_parameter(cloud: Cloud, query: str, field: str, code: int) -> None:
     _ran(cloud, "logs00000003", "gpupilot/default/task-3")
     status, error = call(cloud, "GET", f"/jobs/logs00000003/logs?{query}")

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from botocore.exceptions import ClientError
 
 from functions.shared.adapters.base import ClientAdapter
+from functions.shared.domain.errors import InvalidPageToken
 from functions.shared.domain.logs import LogEvent, LogPage
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
@@ -30,9 +31,13 @@ class CloudWatchJobLogs(ClientAdapter):
         try:
             answer = self._aws.get_log_events(**arguments, **({"nextToken": next_token} if next_token else {}))
         except ClientError as error:
+            code = error.response.get("Error", {}).get("Code")
             # Named by Batch at RUNNING, the stream exists once the container's log driver has created it.
-            if error.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
+            if code == "ResourceNotFoundException":
                 return LogPage(next_token=next_token)
+            # A token CloudWatch Logs did not issue, or one past its 24 hours.
+            if code == "InvalidParameterException" and next_token:
+                raise InvalidPageToken(next_token) from error
             raise
         events = [
             LogEvent(at=_iso(event["timestamp"]), message=str(event.get("message", "")))
