@@ -805,8 +805,7 @@ def submit_or_plan(client: ApiClient, args: argparse.Namespace) -> int:
     if not args.wait:
         print(json.dumps(submitted, indent=2) if args.json else render.submitted(submitted))
         return EXIT_OK
-    if not args.json:
-        print(render.submitted(submitted))
+    # Followed, stdout is the timeline and the summary, as ever: the type and its fallbacks show in them.
     job = follow_with_progress(client, submitted["job_id"], args)
     print(json.dumps(job, indent=2) if args.json else render.job_summary(job))
     return EXIT_OK if job["status"] == "SUCCEEDED" else EXIT_JOB_FAILED
