@@ -317,7 +317,8 @@ EXAMPLES = {
   gpupilot serve --port 0 --verbose               # any free port; server logs on the console too""",
     "submit": """
   gpupilot submit --name train --image my/cuda:tag --gpus 1 --gpu-model L4 --gpu-model A10G --wait -- python train.py
-  gpupilot submit --file job.json --idempotency-key nightly-2026-11-23   # safe to retry: one job per key
+  gpupilot submit -f job.yaml                     # a job file: the request's fields by their API names
+  gpupilot submit -f job.yaml --yes --idempotency-key nightly-2026-11-23   # no question; safe to retry
   gpupilot submit --smoke --gpus 1 --wait         # GPU Pilot's CUDA smoke test as a job""",
     "plan": """
   gpupilot plan --name train --image my/cuda:tag --gpus 4 -- python train.py
