@@ -795,7 +795,8 @@ def submit_or_plan(client: ApiClient, args: argparse.Namespace) -> int:
         return EXIT_OK
     if asks_first(args):
         plan = planned(client, body, args)
-        print(render.launch_summary(plan["candidates"], plan.get("warnings", []), body.get("max_attempts")))
+        tried = body.get("max_attempts") or REQUEST_DEFAULTS["max_attempts"]  # as the workflow tries them
+        print(render.launch_summary(plan["candidates"], plan.get("warnings", []), tried))
         if not confirmed("Submit this job? [Y/n] "):
             print("not submitted")
             return EXIT_OK
