@@ -9,13 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from functions.shared.ports_hosts import HostActions, HostLedger
+from functions.shared.ports_hosts import HostActions, HostLedger, HostNotes
 from functions.shared.ports_market import Availability, Catalog, Prices, Quotas
 from functions.shared.ports_pools import BatchPools, PoolStates
 
 if TYPE_CHECKING:  # annotations only: a handler imports the domain modules it uses, not all of them
     from functions.shared.domain.batch import BatchJobState, ContainerInstanceState, FleetState
     from functions.shared.domain.fleet import RunningInstances
+    from functions.shared.domain.logs import LogPage
     from functions.shared.domain.memory import UnavailableOffering
     from functions.shared.domain.records import AttemptRecord, JobRecord, Wait
     from functions.shared.domain.requests import JobRequest
@@ -26,7 +27,7 @@ if TYPE_CHECKING:  # annotations only: a handler imports the domain modules it u
     from functions.shared.domain.waste import WasteEntry
 
 
-class JobStore(Protocol):
+class JobStore(HostNotes, Protocol):
     """The job record; every write that can race is conditional."""
 
     def create_job(self, job_id: str, request: JobRequest) -> JobRecord: ...
@@ -97,11 +98,6 @@ class JobStore(Protocol):
     def store_wait(self, job_id: str, phase: WaitPhase, wait: Wait) -> JobRecord: ...
 
     def clear_wait(self, job_id: str, phase: WaitPhase, token: str) -> None: ...
-
-    def note_host(self, job_id: str, status: JobStatus, instance_id: str, reason: str, at: str) -> bool:
-        """Append `reason` to the job's timeline (as `status`) once per host (a quarantined host that hit the job);
-        False when the job is gone or the host is noted already."""
-        ...
 
     def active_jobs(self, max_items: int = 20000) -> list[JobRecord]:
         """Every unfinished job (a sparse index: never a scan, never one hot partition)."""
@@ -191,8 +187,6 @@ class Fleet(HostActions, Protocol):
         """The account's pending and running instances (spot ones, or on-demand ones), by type and GPU Pilot pool."""
         ...
 
-    def terminate_instances(self, instance_ids: list[str]) -> None: ...
-
     def deregister_container_instance(self, cluster_arn: str, container_instance_arn: str) -> None: ...
 
     def zone_of(self, container_instance_arn: str) -> str | None:
@@ -225,6 +219,14 @@ class Sweeps(Protocol):
         ...
 
 
+class JobLogs(Protocol):
+    """What jobs printed: CloudWatch Logs streams."""
+
+    def read(self, log_group: str, log_stream: str, next_token: str | None) -> LogPage:
+        """A page of the stream, oldest first, from `next_token` (None: its start); empty while it does not exist."""
+        ...
+
+
 class Metrics(Protocol):
     def add(self, name: MetricName, value: float, unit: str = "Count") -> None: ...
 
@@ -254,3 +256,4 @@ class Ports:
     workflow: Workflow
     sweeps: Sweeps
     metrics: Metrics
+    logs: JobLogs

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:  # annotations only: a handler imports the domain modules it uses, not all of them
     from functions.shared.domain.hosts import HostFault
     from functions.shared.domain.quarantine import QuarantineRecord
+    from functions.shared.domain.vocabulary import JobStatus
 
 
 class HostLedger(Protocol):
@@ -40,10 +41,21 @@ class HostLedger(Protocol):
 class HostActions(Protocol):
     """What the sweep does to, and reads of, one host beyond the fleet's census (part of ports.Fleet)."""
 
+    def terminate_instances(self, instance_ids: list[str]) -> None: ...
+
     def drain(self, cluster_arn: str, container_instance_arns: list[str]) -> list[str]:
         """Set them DRAINING (ECS places no new task on them); returns those ECS could not."""
         ...
 
     def console_output(self, instance_id: str) -> str | None:
         """The instance's console output (the latest, decoded), None when EC2 has none or cannot give it."""
+        ...
+
+
+class HostNotes(Protocol):
+    """What a job's timeline says of a host that hit it (part of ports.JobStore)."""
+
+    def note_host(self, job_id: str, status: JobStatus, instance_id: str, reason: str, at: str) -> bool:
+        """Append `reason` to the job's timeline (as `status`) once per host (a quarantined host that hit the job);
+        False when the job is gone or the host is noted already."""
         ...

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         Fleet,
         HealthStore,
         HostLedger,
+        JobLogs,
         JobStore,
         Metrics,
         OfferingMemory,
@@ -150,6 +151,12 @@ class LivePorts(Ports):
         from functions.shared.adapters.metrics import PowertoolsMetrics
 
         return PowertoolsMetrics()
+
+    @cached_property
+    def logs(self) -> JobLogs:
+        from functions.shared.adapters.logs import CloudWatchJobLogs
+
+        return CloudWatchJobLogs()
 
 
 def reset_ports() -> None:
