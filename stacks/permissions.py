@@ -18,6 +18,7 @@ from typing import Any
 from aws_cdk import Aws
 
 from functions.shared.constants import STATE_MACHINE_NAME
+from functions.shared.domain.job_definitions import JOB_LOG_GROUP, JOB_LOG_STREAM_PREFIX
 from functions.shared.domain.pools import POOL_TAG
 from stacks.iam_reference import resource_types
 
@@ -79,6 +80,12 @@ WHY_EXECUTIONS = (
 DOC_DESCRIBE_ON_START = (
     "Service Authorization Reference for Step Functions, API operations: the StartExecution API authorizes "
     "states:StartExecution and states:DescribeExecution."
+)
+WHY_JOB_LOGS = (
+    "Batch names each attempt's log stream when it runs ('<awslogs-stream-prefix>/default/<ECS task id>', AWS Batch "
+    "User Guide, 'Use the awslogs log driver'), so GetLogEvents, authorized on the log stream (Service "
+    "Authorization Reference for CloudWatch Logs), is scoped to Batch's log group and the streams under GPU "
+    "Pilot's stream prefix."
 )
 DOC_ON_FAILURE = (
     "AWS Lambda Developer Guide, 'Adding a destination': Lambda sends an asynchronous invocation's "
@@ -163,6 +170,12 @@ class Arns:
     def service_linked_role(self, service: str, name: str) -> str:
         return f"arn:{self.partition}:iam::{self.account}:role/aws-service-role/{service}/{name}"
 
+    @property
+    def job_log_streams(self) -> str:
+        """The log streams of GPU Pilot's jobs: Batch's log group, streams under the job definitions' prefix."""
+        group = f"arn:{self.partition}:logs:{self.region}:{self.account}:log-group:{JOB_LOG_GROUP}"
+        return f"{group}:log-stream:{JOB_LOG_STREAM_PREFIX}/*"
+
     def function(self, name: str) -> str:
         return f"arn:{self.partition}:lambda:{self.region}:{self.account}:function:{name}"
 
@@ -196,14 +209,30 @@ WHY_POOL_INSTANCES = (
     "Batch names the instances it launches; only those carrying GPU Pilot's pool tag ({tag}={prefix}-*, which "
     "Batch propagates from the compute environment) may be terminated."
 )
+WHY_CONSOLES = (
+    "Batch names the instances it launches; only the console output of those carrying GPU Pilot's pool tag "
+    "({tag}={prefix}-*) may be read: what an instance that never registered, or failed its boot GPU check, printed."
+)
+
+
+def console_output(arns: Arns) -> Grant:
+    """Reading a pool instance's console output (ec2:GetConsoleOutput is authorized on the instance, with its tags)."""
+    return Grant(
+        actions=("ec2:GetConsoleOutput",),
+        resources=(arns.instances,),
+        reason=WHY_CONSOLES.format(tag=POOL_TAG, prefix=arns.prefix),
+        conditions={"StringLike": {f"ec2:ResourceTag/{POOL_TAG}": f"{arns.prefix}-*"}},
+    )
 
 
 def fleet_reads(arns: Arns) -> list[Grant]:
-    """What the diagnosis reads of a pool's fleet: its EC2 instances, its cluster's container instances, quotas."""
+    """What the diagnosis reads of a pool's fleet: its EC2 instances (and the console output of those that never
+    registered), its cluster's container instances, quotas."""
     return [
         describe("Amazon EC2", "ec2:DescribeInstances", "ec2:DescribeTags"),
         Grant(actions=("ecs:ListContainerInstances",), resources=(arns.clusters,), reason=WHY_CLUSTERS),
         Grant(actions=("ecs:DescribeContainerInstances",), resources=(arns.container_instances,), reason=WHY_CLUSTERS),
+        console_output(arns),
         GPU_QUOTAS,
     ]
 
@@ -298,6 +327,8 @@ def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
                 reason=WHY_EXECUTIONS,
                 required_by=DOC_DESCRIBE_ON_START,
             ),
+            # GET /jobs/{id}/logs reads what the job's attempts printed.
+            Grant(actions=("logs:GetLogEvents",), resources=(arns.job_log_streams,), reason=WHY_JOB_LOGS),
             # POST /sweep starts a sweep in the sweep function (asynchronously).
             Grant(actions=("lambda:InvokeFunction",), resources=(owned.sweep_function,)),
         ],
@@ -374,7 +405,15 @@ def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
         ],
         # Parks its token and clears spent ones: both are updates that return the record.
         "wait_for_job": [owned.items("UpdateItem"), RESUME_WAITS],
-        "job_events": [owned.items("GetItem", "PutItem", "UpdateItem"), RESUME_WAITS, *pricing],
+        "job_events": [
+            owned.items("GetItem", "PutItem", "UpdateItem"),
+            RESUME_WAITS,
+            *pricing,
+            # The evidence against GPU hosts: each host-side failure kept, the host's failures read back; a host with
+            # failures of enough different jobs gets a sweep at once (asynchronously), which quarantines it.
+            owned.queries(),
+            Grant(actions=("lambda:InvokeFunction",), resources=(owned.sweep_function,)),
+        ],
         "diagnose": [
             RESUME_WAITS,
             owned.items("GetItem", "PutItem", "UpdateItem"),
@@ -412,6 +451,13 @@ def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
                 conditions={"StringLike": {f"ec2:ResourceTag/{POOL_TAG}": f"{arns.prefix}-*"}},
             ),
             Grant(actions=("ecs:DeregisterContainerInstance",), resources=(arns.clusters,), reason=WHY_CLUSTERS),
+            # A bad GPU host is drained before it is terminated: UpdateContainerInstancesState is authorized on the
+            # container instances it names (container-instance/<cluster>/<id>), those of GPU Pilot's clusters.
+            Grant(
+                actions=("ecs:UpdateContainerInstancesState",),
+                resources=(arns.container_instances,),
+                reason=WHY_CLUSTERS,
+            ),
             # A pool whose instances keep failing to register: its queue is disabled (state only, so the
             # call names no compute environment and needs no grant on one). Pools outdated, idle or INVALID
             # are retired.

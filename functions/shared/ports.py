@@ -10,23 +10,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from functions.shared.ports_hosts import HostActions, HostLedger, HostNotes
+from functions.shared.ports_ledgers import HealthStore, OfferingMemory, WasteLedger
 from functions.shared.ports_market import Availability, Catalog, Prices, Quotas
 from functions.shared.ports_pools import BatchPools, PoolStates
 
 if TYPE_CHECKING:  # annotations only: a handler imports the domain modules it uses, not all of them
     from functions.shared.domain.batch import BatchJobState, ContainerInstanceState, FleetState
     from functions.shared.domain.fleet import RunningInstances
-    from functions.shared.domain.memory import UnavailableOffering
+    from functions.shared.domain.logs import LogPage
     from functions.shared.domain.records import ActiveJob, AttemptRecord, JobRecord, JobWrite, Wait
     from functions.shared.domain.requests import JobRequest
     from functions.shared.domain.settings import Settings
-    from functions.shared.domain.shares import Occupant, SharedInstance
-    from functions.shared.domain.views import HealthReport
     from functions.shared.domain.vocabulary import BatchStatus, JobStatus, MetricName, WaitPhase
-    from functions.shared.domain.waste import WasteEntry
 
 
-class JobStore(Protocol):
+class JobStore(HostNotes, Protocol):
     """The job record; every write that can race is conditional."""
 
     def create_job(self, job_id: str, request: JobRequest) -> JobRecord: ...
@@ -114,52 +113,6 @@ class JobStore(Protocol):
     def jobs_created_between(self, start: str, end: str, max_items: int = 5000) -> list[JobRecord]: ...
 
 
-class OfferingMemory(Protocol):
-    """Offerings (`capacity:type:zone`) remembered as unavailable, with a TTL, across executions."""
-
-    def remember_unavailable(self, key: str, memory: UnavailableOffering) -> None:
-        """Leave the offering out of selection until `memory.expires_at`, with its category and cause."""
-        ...
-
-    def unavailable_offerings(self) -> dict[str, UnavailableOffering]:
-        """Every offering remembered and not yet expired, with why."""
-        ...
-
-
-class WasteLedger(Protocol):
-    """What the fleet cost without serving a job: one item per instance, whatever reasons sweeps see it under,
-    and one per instance for the share of it its jobs left unused."""
-
-    def record_waste(self, entry: WasteEntry) -> float:
-        """Charge the part of the entry's span not charged before (domain/waste.charge); returns the USD it
-        added (0 if none)."""
-        ...
-
-    def record_share(self, instance: SharedInstance, key: str, attempt: Occupant) -> SharedInstance | None:
-        """Add a priced attempt to its instance's ledger (`instance` when it has none yet) and restate the unused
-        share (domain/shares.occupy), conditional on the ledger's version; the ledger as written, None when the
-        attempt was in it already or other writers kept writing first."""
-        ...
-
-    def waste_between(self, day_from: str, day_to: str) -> list[WasteEntry]:
-        """Waste of the instances that launched (registered, for unused shares) from `day_from` to `day_to`."""
-        ...
-
-
-class HealthStore(Protocol):
-    """Health sweep reports: each by its id, and the latest."""
-
-    def start_sweep(self, sweep_id: str) -> None: ...
-
-    def save_report(self, report: HealthReport) -> None: ...
-
-    def get_report(self, sweep_id: str) -> HealthReport:
-        """The report; raises SweepNotFound."""
-        ...
-
-    def latest_report(self) -> HealthReport | None: ...
-
-
 class BatchJobs(Protocol):
     """AWS Batch jobs and job definitions."""
 
@@ -184,7 +137,7 @@ class BatchJobs(Protocol):
     def terminate_job(self, job_id: str, reason: str) -> None: ...
 
 
-class Fleet(Protocol):
+class Fleet(HostActions, Protocol):
     """A pool's EC2 instances (by the pool tag) and its ECS cluster's container instances."""
 
     def fleets(self, pools: dict[str, str | None]) -> dict[str, FleetState]:
@@ -194,8 +147,6 @@ class Fleet(Protocol):
     def running_instances(self, spot: bool) -> list[RunningInstances]:
         """The account's pending and running instances (spot ones, or on-demand ones), by type and GPU Pilot pool."""
         ...
-
-    def terminate_instances(self, instance_ids: list[str]) -> None: ...
 
     def deregister_container_instance(self, cluster_arn: str, container_instance_arn: str) -> None: ...
 
@@ -229,6 +180,14 @@ class Sweeps(Protocol):
         ...
 
 
+class JobLogs(Protocol):
+    """What jobs printed: CloudWatch Logs streams."""
+
+    def read(self, log_group: str, log_stream: str, next_token: str | None) -> LogPage:
+        """A page of the stream, oldest first, from `next_token` (None: its start); empty while it does not exist."""
+        ...
+
+
 class Metrics(Protocol):
     def add(self, name: MetricName, value: float, unit: str = "Count") -> None: ...
 
@@ -247,6 +206,7 @@ class Ports:
     health: HealthStore
     pool_states: PoolStates
     waste: WasteLedger
+    hosts: HostLedger
     batch: BatchJobs
     pools: BatchPools
     fleet: Fleet
@@ -257,3 +217,4 @@ class Ports:
     workflow: Workflow
     sweeps: Sweeps
     metrics: Metrics
+    logs: JobLogs

@@ -8,7 +8,12 @@ the local cloud makes moto behave like AWS:
    UpdateFunctionConfiguration that sets the environment takes effect on the next invoke, as in Lambda
    (an operator changing a setting, as a redeploy would).
 2. Batch jobs: moto's docker-less Batch marks a job SUCCEEDED inside SubmitJob; the job is handed to the
-   Batch simulator instead, which moves it through its states as the world says.
+   Batch simulator instead, which moves it through its states as the world says. moto names the job's log
+   stream at submit and never creates it; AWS names each attempt's stream when it reaches RUNNING
+   (DescribeJobs: "Each container attempt receives a log stream name when they reach the RUNNING status"), and
+   the awslogs driver writes the container's output there. Here the stream is named at RUNNING, as the job
+   definition's awslogs options say, and since no container runs, the simulator writes what it did to it
+   (image, command, host, runtime, exit code), each line marked as simulated.
 3. Batch compute environments: moto reports every compute environment VALID at once and requires a
    serviceRole. Here one is CREATING for `create_seconds` after CreateComputeEnvironment, then VALID,
    or INVALID with the world's statusReason; without a serviceRole Batch's service-linked role is used.
@@ -84,6 +89,20 @@ the local cloud makes moto behave like AWS:
    than DynamoDB does (the sweep's index of unfinished jobs: twice as many). Here a Query of a KEYS_ONLY or
    INCLUDE index walks the index's entries (the items carrying its keys, as projected), sized as DynamoDB
    sizes them.
+
+17. EC2 GetConsoleOutput: moto answers every instance with one fixed sample of a 2006 Xen kernel's boot, and
+   ignores `Latest`. Here an instance of the simulated fleet answers with its own console (its boot, the boot
+   check's verdict, its kernel's GPU errors), the latest 64 KB, as EC2 keeps "Only the most recent 64 KB of console
+   output" (GetConsoleOutput); other instances keep moto's sample.
+18. ECS UpdateContainerInstancesState: moto fails with a server error (HTTP 500) on a cluster that never had a
+   container instance, and takes any number of them. AWS takes "A list of up to 10 container instance IDs or full
+   ARN entries" and answers an instance it does not know with a `failures` entry, as DescribeContainerInstances
+   does (reason MISSING). Here both are answered as AWS answers them.
+19. ECS DescribeContainerInstances `include=CONTAINER_INSTANCE_HEALTH`: moto supports only TAGS and never returns
+   `healthStatus`. AWS returns it when asked ("If this field is omitted, tags and container instance health status
+   aren't included in the response"), and on the EC2 launch type it checks the container runtime ("The Amazon ECS
+   container agent detects a change in container runtime health ... Availability: EC2 launch type"). Here it is
+   returned when asked: CONTAINER_RUNTIME OK, or IMPAIRED where the simulator says so (`gpupilot_impaired`).
 
 tests/integration/test_moto_adaptations.py holds one test per adaptation that fails if moto changes under it.
 """
@@ -232,8 +251,8 @@ def hand_jobs_to_simulator(patches: _Patches, on_submit: Callable[[Any], None]) 
     from moto.batch_simple.models import BatchSimpleBackend
 
     def mark_submitted(self: Any, include_start_attempt: bool, job: Any) -> None:
+        # No log stream yet: Batch names an attempt's stream when it reaches RUNNING (the simulator does).
         self.backend._jobs[job.job_id] = job
-        job.log_stream_name = job._stream_name
         on_submit(job)
 
     patches.replace(BatchSimpleBackend, "_mark_job_as_finished", mark_submitted)
@@ -400,15 +419,22 @@ def keep_time_limit_actions(patches: _Patches) -> None:
 
 
 def report_exit_codes(patches: _Patches) -> None:
-    """14. A finished job's DescribeJobs carries its exit code in `container` and in its last attempt."""
+    """14. A finished job's DescribeJobs carries its exit code (and its last attempt's reason) in `container`, and
+    its exit code in its last attempt."""
     from moto.batch.models import Job
 
     original = Job.describe
 
     def describe(self: Any) -> dict[str, Any]:
         described = original(self)
-        if self.job_stopped and self.exit_code is not None and isinstance(described.get("container"), dict):
-            described["container"] = {**described["container"], "exitCode": self.exit_code}
+        container = described.get("container")
+        last_reason = ((self.attempts or [{}])[-1].get("container") or {}).get("reason")
+        if self.job_stopped and last_reason and isinstance(container, dict):
+            # ContainerDetail.reason: "A short (255 max characters) string to provide additional details about a
+            # running or stopped container", the last attempt's.
+            described["container"] = container = {**container, "reason": last_reason}
+        if self.job_stopped and self.exit_code is not None and isinstance(container, dict):
+            described["container"] = {**container, "exitCode": self.exit_code}
             if described.get("attempts"):  # moto's own list: described anew, never changed
                 *earlier, last = described["attempts"]
                 last = {**last, "container": {**last.get("container", {}), "exitCode": self.exit_code}}
@@ -838,6 +864,83 @@ def workflow_time(patches: _Patches, clock: WorkflowClock) -> None:
     patches.replace(Heartbeat, "_eval_body", timeout_body)
 
 
+CONSOLE_BYTES = 64 * 1024
+
+
+def instance_consoles(patches: _Patches, console_of: Callable[[str], str | None]) -> None:
+    """17. GetConsoleOutput answers each simulated instance with its own console, its latest 64 KB."""
+    from moto.core.responses import ActionResult
+    from moto.core.utils import utcnow
+    from moto.ec2.responses.general import General
+    from moto.ec2.utils import Base64EncodedString
+
+    original = General.get_console_output
+
+    def get_console_output(self: Any) -> Any:
+        instance = self.ec2_backend.get_instance(self._get_param("InstanceId"))  # unknown: InvalidInstanceID.NotFound
+        text = console_of(instance.id)
+        if text is None:
+            return original(self)
+        latest = text.encode()[-CONSOLE_BYTES:].decode(errors="ignore")
+        return ActionResult(
+            {"InstanceId": instance.id, "Timestamp": utcnow(), "Output": Base64EncodedString.from_raw_string(latest)}
+        )
+
+    patches.replace(General, "get_console_output", get_console_output)
+
+
+MAX_STATE_UPDATES = 10
+
+
+def container_instance_states(patches: _Patches) -> None:
+    """18. UpdateContainerInstancesState: 10 instances at most; an unknown one is a `failures` entry, never a 500."""
+    from moto.ecs.exceptions import InvalidParameterException
+    from moto.ecs.models import EC2ContainerServiceBackend
+
+    original = EC2ContainerServiceBackend.update_container_instances_state
+
+    def update(self: Any, cluster_str: str, ids: list[str], status: str) -> Any:
+        if len(ids) > MAX_STATE_UPDATES:
+            raise InvalidParameterException(f"containerInstances: {len(ids)} given, {MAX_STATE_UPDATES} at most")
+        cluster = self._get_cluster(cluster_str)  # unknown: ClusterNotFoundException
+        self.container_instances.setdefault(cluster.name, {})
+        return original(self, cluster_str, ids, status)
+
+    patches.replace(EC2ContainerServiceBackend, "update_container_instances_state", update)
+
+
+def container_instance_health(patches: _Patches) -> None:
+    """19. DescribeContainerInstances gives `healthStatus` when asked (CONTAINER_INSTANCE_HEALTH), as on EC2."""
+    import copy
+
+    from moto.core.responses import ActionResult
+    from moto.core.utils import utcnow
+    from moto.ecs.responses import EC2ContainerServiceResponse
+
+    def health(instance: Any) -> dict[str, Any]:
+        impaired = getattr(instance, "gpupilot_impaired", None)
+        check = {"type": "CONTAINER_RUNTIME", "status": "IMPAIRED" if impaired else "OK", "lastUpdated": utcnow()}
+        if impaired:
+            check["statusReason"] = impaired
+        return {"overallStatus": check["status"], "details": [check]}
+
+    original = EC2ContainerServiceResponse.describe_container_instances
+
+    def describe(self: Any) -> Any:
+        if "CONTAINER_INSTANCE_HEALTH" not in (self._get_param("include") or []):
+            return original(self)
+        instances, failures = self.ecs_backend.describe_container_instances(
+            self._get_param("cluster", "default"), self._get_param("containerInstances")
+        )
+        # Copies carry the health: the backend's own objects stay as they are for other callers.
+        answered = [copy.copy(instance) for instance in instances]
+        for instance in answered:
+            instance.health_status = health(instance)
+        return ActionResult({"failures": failures, "containerInstances": answered})
+
+    patches.replace(EC2ContainerServiceResponse, "describe_container_instances", describe)
+
+
 @contextlib.contextmanager
 def adapted_moto(
     *,
@@ -848,6 +951,7 @@ def adapted_moto(
     quotas: dict[str, int] | None = None,
     spot_market: SpotMarket | None = None,
     workflow_clock: WorkflowClock | None = None,
+    console_of: Callable[[str], str | None] | None = None,
 ) -> Iterator[None]:
     """moto, behaving like AWS where GPU Pilot depends on it, until the block ends."""
     patches = _Patches()
@@ -867,6 +971,10 @@ def adapted_moto(
         name_clusters_as_batch_does(patches)
         keep_time_limit_actions(patches)
         report_exit_codes(patches)
+        container_instance_states(patches)
+        container_instance_health(patches)
+        if console_of is not None:
+            instance_consoles(patches, console_of)
         if spot_market is not None:
             world_spot_market(patches, spot_market)
         serve_price_list(patches)

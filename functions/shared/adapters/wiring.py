@@ -19,6 +19,8 @@ if TYPE_CHECKING:
         BatchJobs,
         Fleet,
         HealthStore,
+        HostLedger,
+        JobLogs,
         JobStore,
         Metrics,
         OfferingMemory,
@@ -75,6 +77,12 @@ class LivePorts(Ports):
         from functions.shared.adapters.table_store import DynamoWasteLedger
 
         return DynamoWasteLedger(self.settings.table_name)
+
+    @cached_property
+    def hosts(self) -> HostLedger:
+        from functions.shared.adapters.host_store import DynamoHostLedger
+
+        return DynamoHostLedger(self.settings.table_name)
 
     @cached_property
     def batch(self) -> BatchJobs:
@@ -143,6 +151,12 @@ class LivePorts(Ports):
         from functions.shared.adapters.metrics import PowertoolsMetrics
 
         return PowertoolsMetrics()
+
+    @cached_property
+    def logs(self) -> JobLogs:
+        from functions.shared.adapters.logs import CloudWatchJobLogs
+
+        return CloudWatchJobLogs()
 
 
 def reset_ports() -> None:

@@ -6,6 +6,7 @@ so every reader goes through these types rather than string keys.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,9 @@ from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.selection import Candidate
 from functions.shared.domain.vocabulary import AttemptStatus, BatchStatus, CapacityType, JobStatus, Remedy, WaitPhase
 
+# A timeline note: something that happened to the job without changing its status (its host quarantined).
+HOST_NOTE = re.compile(r"^host \S+ quarantined: ")
+
 
 class TimelineEntry(DomainModel):
     status: JobStatus
@@ -28,6 +32,11 @@ class TimelineEntry(DomainModel):
     reason_at: str | None = Field(
         default=None, description="When the reason was learnt, when later than `at` (Batch's words: its event's time)"
     )
+
+    @property
+    def note(self) -> bool:
+        """Appended without a status change: the status it carries is the job's at the time."""
+        return bool(self.reason and HOST_NOTE.match(self.reason))
 
 
 class NextCandidate(DomainModel):
@@ -91,6 +100,9 @@ class AttemptRecord(DomainModel):
     verdict: str | None = Field(
         default=None, description="Batch's reason that resumed the start wait early (a verdict resumes it once)"
     )
+    log_stream: str | None = Field(
+        default=None, description="Its last Batch attempt's CloudWatch Logs stream, named by Batch at RUNNING"
+    )
 
     @classmethod
     def of(cls, candidate: Candidate, job_queue: str, status: AttemptStatus, **fields: Any) -> AttemptRecord:
@@ -153,7 +165,9 @@ class JobRecord(DomainModel):
         if self.status_rank != status_rank(status, attempt) or not self.timeline:
             return None
         last = len(self.timeline) - 1
-        return last if self.timeline[last].status == status else None
+        while last > 0 and self.timeline[last].note:
+            last -= 1  # a note explains nothing of the status before it
+        return last if self.timeline[last].status == status and not self.timeline[last].note else None
 
 
 class ActiveJob(DomainModel):

@@ -18,7 +18,7 @@ from functions.shared.domain.steps import ExecutionInput, Timeouts
 from functions.shared.domain.views import SubmitResponse
 from functions.shared.domain.vocabulary import JobStatus
 from functions.shared.ports import Ports
-from functions.shared.usecases.select import check_plannable
+from functions.shared.usecases.select import MAX_WORKFLOW_CANDIDATES, check_plannable
 
 # Batch may run an attempt several times (job_definitions.batch_attempts), each up to its timeout after an image pull.
 FINISH_GRACE_SECONDS = 600
@@ -101,8 +101,13 @@ def start_job(request: JobRequest, ports: Ports, key: str | None = None) -> Subm
         ports.jobs.finish(job_id, JobStatus.FAILED, fields={"error": failed}, reason=failed)
         raise
     ports.jobs.set_execution_arn(job_id, execution_arn)
+    tried = planned.candidates[: min(request.max_attempts, MAX_WORKFLOW_CANDIDATES)]
     return SubmitResponse(
-        job_id=job_id, status=JobStatus.SUBMITTED, execution_arn=execution_arn, warnings=planned.warnings
+        job_id=job_id,
+        status=JobStatus.SUBMITTED,
+        execution_arn=execution_arn,
+        warnings=planned.warnings,
+        candidates=tried,
     )
 
 
@@ -121,13 +126,17 @@ def _same_submit(existing: JobRecord) -> bool:
 
 
 def _started(existing: JobRecord, request: JobRequest, ports: Ports, warnings: list[str]) -> SubmitResponse:
-    """The job an earlier call recorded, its workflow started now if that call could not (StartExecution starts one
-    execution per name: a second call finds the first)."""
+    """The job an earlier call recorded (already submitted), its workflow started now if that call could not
+    (StartExecution starts one execution per name: a second call finds the first)."""
     execution_arn = existing.execution_arn
     if execution_arn is None:
         execution_input_json = execution_input(existing.job_id, request, ports.settings).model_dump_json()
         execution_arn = ports.workflow.start_execution(existing.job_id, execution_input_json)
         ports.jobs.set_execution_arn(existing.job_id, execution_arn)
     return SubmitResponse(
-        job_id=existing.job_id, status=existing.status, execution_arn=execution_arn, warnings=warnings
+        job_id=existing.job_id,
+        status=existing.status,
+        execution_arn=execution_arn,
+        warnings=warnings,
+        already_submitted=True,
     )

@@ -16,6 +16,7 @@ from functions.shared.domain.records import ActiveJob, AttemptRecord, JobFinish
 from functions.shared.domain.vocabulary import BatchStatus, JobStatus
 from functions.shared.observability import logger
 from functions.shared.ports import Ports
+from functions.shared.usecases.host_evidence import note_host_faults
 from functions.shared.usecases.replay import replay_batch_events
 from functions.shared.usecases.track import resume
 
@@ -79,6 +80,12 @@ def sweep_jobs(queues: list[str], at: str, ports: Ports) -> SweptJobs:
     ]
     replayed, failed = replay_batch_events(missed, ports, along=ends) if missed or ends else (0, [])
     swept.reconciled += replayed
+    for event in missed:
+        try:
+            # What the events would have told of the hosts: a failure its host caused counts against it.
+            note_host_faults(event, ports)
+        except Exception:
+            logger.exception("could not note the job's host faults", extra={"batch_job_id": event.job.job_id})
     for (job, _), error, recorded in zip(vanished, errors, failed, strict=True):
         swept.vanished.append(job.job_id)
         if recorded and job.execution_arn:

@@ -155,8 +155,9 @@ def test_a_keyed_submit_whose_answer_was_lost_gives_the_retry_the_job_it_started
     # When the client retries with the same key and body
     again = start_job(request(), ports, key="nightly-42")
 
-    # Then it gets that job, and no second job or workflow was made
+    # Then it gets that job, said to be already submitted, and no second job or workflow was made
     assert (again.job_id, again.execution_arn) == (first.job_id, first.execution_arn)
+    assert again.already_submitted and not first.already_submitted
     assert list(ports.jobs.records) == [first.job_id]
     assert list(ports.workflow.executions) == [first.execution_arn]
 
