@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from functions.shared.ports_market import Availability, Catalog, Prices, Quotas
 from functions.shared.ports_pools import BatchPools, PoolStates
+from functions.shared.ports_reservations import ListedOfferings, Reservations
 
 if TYPE_CHECKING:  # annotations only: a handler imports the domain modules it uses, not all of them
     from functions.shared.domain.batch import BatchJobState, ContainerInstanceState, FleetState
@@ -247,3 +248,5 @@ class Ports:
     workflow: Workflow
     sweeps: Sweeps
     metrics: Metrics
+    reservations: Reservations
+    listed_offerings: ListedOfferings
