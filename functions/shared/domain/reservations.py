@@ -39,6 +39,8 @@ FEE_TAG = "gpupilot:upfront-usd"
 # Before a Capacity Block begins, EC2 shows its available capacity as zero and its size in this tag.
 REQUESTED_QUANTITY_TAG = "aws:ec2capacityreservation:incrementalRequestedQuantity"
 RESERVATION_TAG = "gpupilot:reservation"
+# The tag of a Capacity Block GPU Pilot bought (its purchase grant requires it).
+PURCHASED_BY_TAG = "gpupilot:purchased-by"
 # Capacity Blocks last 1 to 14 days in 1-day steps, then up to 182 days in 7-day steps, of 1 to 64 instances.
 MAX_BLOCK_INSTANCES = 64
 MAX_BLOCK_DAYS = 182

@@ -72,6 +72,10 @@ class Settings(DomainModel):
         description="A pool claimed by a workflow this recently is not retired (its job may be "
         "between EnsureJobQueue and SubmitJob)",
     )
+    allow_capacity_block_purchase: bool = Field(
+        default=False,
+        description="The deployment lets the API buy Capacity Blocks (context allow_capacity_block_purchase)",
+    )
     cancel_stuck_after_minutes: float = Field(
         default=1440, ge=0, description="Cancel a job RUNNABLE this long, with the diagnosis as reason (0: never)"
     )
