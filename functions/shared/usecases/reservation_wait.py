@@ -66,3 +66,19 @@ def reservation_over(planned: Reservation, live: Reservation | None) -> Diagnosi
         recommendation="GPU Pilot moves on to the job's next candidate, if it has one (reservation_fallback lets a job "
         "that asked for reserved capacity go on to on-demand offerings).",
     )
+
+
+def waiting_diagnosis(wait: ReservationWait, fallback: bool) -> Diagnosis:
+    """What `?explain=true` says of a job waiting for its reservation to begin: nothing is wrong, it starts then."""
+    after = (
+        "if the job cannot run there, reservation_fallback sends it on to on-demand offerings"
+        if fallback
+        else "the job runs only there (reservation_fallback is off)"
+    )
+    return Diagnosis(
+        category=DiagnosisCategory.WAITING_FOR_RESERVATION,
+        reason=wait.reason,
+        evidence={"reservation": wait.reservation, "starts_at": wait.starts_at, "attempt": wait.attempt},
+        recommendation=f"Nothing to fix: EC2 makes {wait.reservation} active at {moment(wait.starts_at)}, and GPU "
+        f"Pilot then creates its pool and submits the job; {after}.",
+    )

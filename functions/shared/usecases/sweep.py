@@ -26,6 +26,7 @@ from functions.shared.domain.vocabulary import BatchStatus, FindingKind, MetricN
 from functions.shared.ports import Ports
 from functions.shared.usecases.evidence import read_snapshot
 from functions.shared.usecases.remediate import cancel_past_limit, remediate_fleet
+from functions.shared.usecases.reservations import record_reservation_waste
 from functions.shared.usecases.sweep_jobs import SweptJobs, sweep_jobs
 from functions.shared.usecases.sweep_pools import pool_findings
 from functions.shared.usecases.waste import record_waste
@@ -85,6 +86,7 @@ def run_sweep(sweep_id: str | None, ports: Ports) -> HealthReport:
 def _sweep(sweep_id: str, ports: Ports) -> HealthReport:
     at = now_iso()
     settings = ports.settings
+    previous = ports.health.latest_report()
     # What Batch deleted it still shows (DELETED) for a while: no pool to sweep any more.
     pools = {
         e.name: e
@@ -114,6 +116,8 @@ def _sweep(sweep_id: str, ports: Ports) -> HealthReport:
     findings = fleet_found + pool_findings(pools, queues, fleets, swept, fleet_found, at, ports)
     findings += _stuck_findings(swept, pools, fleets, analyses, invalid, at, ports)
     record_waste(pools, fleets, analyses, findings, at, ports)
+    # The reservations' idle hours since the sweep before (the account pays for them whether used or not).
+    record_reservation_waste(previous.swept_at if previous else None, at, ports)
     result = report(sweep_id, at, findings, swept.reconciled)
     result.summary["vanished_jobs"] = len(swept.vanished)
     result.summary["live_jobs"] = len(swept.live)
