@@ -148,3 +148,29 @@ def test_a_refusal_aws_does_not_make_is_an_error_listing_the_valid_ones(tmp_path
     with pytest.raises(WorldError) as raised:
         load_world(write_world(tmp_path, {"faults": {"refuse": refuse}}))
     assert expected in str(raised.value)
+
+
+def test_a_reservation_in_a_zone_the_world_lacks_raises_world_error_naming_it(tmp_path):
+    # Given a reservation in a zone that is not the world's
+    path = write_world(tmp_path, {"capacity_reservations": [{"instance_type": "g5.xlarge", "zone": "us-east-1f"}]})
+
+    # When / Then: the message names the reservation's field
+    with pytest.raises(WorldError, match=r"capacity_reservations\.0\.zone: 'us-east-1f' not in the world's zones"):
+        load_world(path)
+
+
+def test_a_reservation_in_a_region_the_world_lacks_raises_world_error_naming_it(tmp_path):
+    reservation = {"instance_type": "g5.xlarge", "zone": "us-east-1a", "region": "us-west-2"}
+    path = write_world(tmp_path, {"capacity_reservations": [reservation]})
+
+    with pytest.raises(WorldError, match=r"capacity_reservations\.0\.region: 'us-west-2' is not a region"):
+        load_world(path)
+
+
+def test_a_capacity_block_is_targeted_as_ec2_delivers_it(tmp_path):
+    # Given a Capacity Block the world does not say the match criteria of
+    path = write_world(tmp_path, {"capacity_reservations": [
+        {"instance_type": "g5.xlarge", "zone": "us-east-1a", "capacity_block": True}]})  # fmt: skip
+
+    # Then it is targeted ("Capacity Blocks are delivered as targeted Capacity Reservations")
+    assert load_world(path).capacity_reservations[0].match == "targeted"
