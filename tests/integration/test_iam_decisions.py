@@ -197,3 +197,40 @@ def test_submit_job_may_not_pass_a_role_outside_the_job_role_pattern(cloud: Clou
     with calling_as("submit_job"):
         message = refused(lambda: BatchJobsAdapter().register_job_definition(job_definition(admin, execution_role)))
     assert "iam:PassRole" in message and admin in message
+
+
+# -- reserved capacity: launch templates that target a reservation, tagged as GPU Pilot's ----------------
+def test_ensure_queue_may_copy_the_launch_template_to_target_a_reservation(cloud: Cloud) -> None:
+    from functions.shared.adapters.reservations import Ec2Reservations
+    from functions.shared.domain.reservations import Reservation
+
+    # Given a Capacity Block of the account, and the stack's launch template
+    block = Reservation(reservation_id="cr-0123456789abcdef0", instance_type="g5.xlarge", zone="us-east-1a",
+                        state="active", total=1, available=1, capacity_block=True, match="targeted")  # fmt: skip
+    base = cloud.deployment.launch_template_name
+
+    # When EnsureJobQueue makes its pool's launch template (twice: the second finds the first)
+    with calling_as("ensure_queue"):
+        name = Ec2Reservations().launch_template(base, 1, block)
+        again = Ec2Reservations().launch_template(base, 1, block)
+
+    # Then IAM allowed it (created with the reservation tag), and it targets the block with its market type
+    [version] = boto3.client("ec2").describe_launch_template_versions(LaunchTemplateName=name)["LaunchTemplateVersions"]
+    data = version["LaunchTemplateData"]
+    assert again == name
+    assert data["CapacityReservationSpecification"]["CapacityReservationTarget"] == {
+        "CapacityReservationId": "cr-0123456789abcdef0"
+    }
+    assert data["InstanceMarketOptions"] == {"MarketType": "capacity-block"}
+    assert data["UserData"]
+
+
+def test_ensure_queue_may_not_create_a_launch_template_without_the_reservation_tag(cloud: Cloud) -> None:
+    from functions.shared.adapters.clients import client
+
+    # When EnsureJobQueue's role creates an untagged launch template / Then IAM refuses it
+    with calling_as("ensure_queue"):
+        message = refused(
+            lambda: client("ec2").create_launch_template(LaunchTemplateName="anything", LaunchTemplateData={})
+        )
+    assert "ec2:CreateLaunchTemplate" in message
