@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import quote, urlsplit
 
-from gpupilot import render
+from gpupilot import render, reservations_cli
 from gpupilot.client import (
     DEFAULT_LOCAL_ENDPOINT,
     IDEMPOTENCY_HEADER,
@@ -174,6 +174,13 @@ def positive_number(value: str) -> float:
     return number
 
 
+def whole_number(value: str) -> int:
+    """A whole number of 1 or more."""
+    if not (value.isascii() and value.isdecimal()) or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of 1 or more")
+    return int(value)
+
+
 def seconds_or_zero(value: str) -> float:
     """A finite number of seconds, 0 or more."""
     try:
@@ -195,7 +202,14 @@ def _job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--memory-gib", type=float)
     parser.add_argument("--gpu-model", action="append", dest="gpu_models", help="repeat, in preference order")
     parser.add_argument("--instance-type", action="append", dest="instance_types", help="repeat: allow-list")
-    parser.add_argument("--capacity", choices=["on-demand", "spot", "spot-first"])
+    parser.add_argument("--capacity", choices=["on-demand", "spot", "spot-first", "reserved"])
+    parser.add_argument("--reservation", help="run in this Capacity Reservation or Capacity Block (cr-...)")
+    parser.add_argument(
+        "--reservation-fallback",
+        action="store_const",
+        const=True,
+        help="with --reservation or --capacity reserved: go on to on-demand when the reservation cannot run it",
+    )
     parser.add_argument("--max-hourly-usd", type=float)
     parser.add_argument(
         "--price-band", type=float, help="fallbacks within this multiple of the cheapest candidate's price (default 3)"
@@ -251,6 +265,7 @@ EXAMPLES = {
   gpupilot costs --from 2026-11-01 --to 2026-11-30
   gpupilot costs --group-by gpu_type
   gpupilot costs --csv > costs.csv                # one row per priced attempt""",
+    **reservations_cli.EXAMPLES,
 }
 TOP_EXAMPLES = """
   gpupilot serve &
@@ -355,6 +370,7 @@ def build_parser(json_errors: bool = False) -> Parser:
     costs.add_argument("--to", dest="date_to")
     costs.add_argument("--group-by", choices=["day", "gpu_type", "job_name", "capacity_type"])
     costs.add_argument("--csv", action="store_true", help="one CSV row per priced attempt")
+    reservations_cli.add_commands(command, whole_number)
     return parser
 
 
@@ -389,7 +405,7 @@ def job_body(args: argparse.Namespace) -> dict[str, Any]:
     for field in (
         "name", "image", "gpus", "min_gpu_memory_gib", "vcpus", "memory_gib", "gpu_models", "instance_types",
         "capacity", "max_hourly_usd", "price_band", "timeout_minutes", "stuck_after_minutes", "arch", "zones",
-        "max_attempts", "give_up_after_minutes",
+        "max_attempts", "give_up_after_minutes", "reservation", "reservation_fallback",
     ):  # fmt: skip
         value = getattr(args, field)
         if value is not None:
@@ -570,7 +586,13 @@ def run(args: argparse.Namespace) -> int:
         report = _checked(client.request("GET", "/costs", query=query))
         emit(json.dumps(report, indent=2) if args.json else render.costs(report))
         return 0
+    if args.action in ("reservations", "reserve"):
+        return reservations_cli.run(args, client, _checked, _refuse)
     raise UsageError(f"unknown command {args.action}")
+
+
+def _refuse(message: str, field: str | None = None) -> None:
+    raise UsageError(message, field=field)
 
 
 def _check_port(host: str, port: int, flag: str) -> None:

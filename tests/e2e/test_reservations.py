@@ -1,6 +1,7 @@
 """Capacity the account already holds, through the local cloud: an active reservation runs a job at no marginal
 price and its idle hours are waste; a Capacity Block that has not begun is waited for, and a job too long for it is
-not placed on it."""
+not placed on it; Capacity Blocks on offer are listed, and buying one is refused without the deployment's switch,
+without --yes, and above --max-upfront-usd."""
 
 from __future__ import annotations
 
@@ -26,6 +27,9 @@ WORLD: dict[str, Any] = {
         # A one-hour Capacity Block of g6e.xlarge that begins shortly (its instances go 30 min before its end)
         {"instance_type": "g6e.xlarge", "zone": "us-east-1a", "count": 1, "starts_in_seconds": BLOCK_STARTS_IN_SECONDS,
          "hours": 1, "capacity_block": True, "upfront_usd": 20.0},
+    ],
+    "capacity_block_offerings": [
+        {"instance_type": "p5.48xlarge", "count": 2, "hours": 72, "starts_in_seconds": 86400, "upfront_usd": 94000},
     ],
 }  # fmt: skip
 
@@ -121,3 +125,77 @@ def test_a_job_for_a_scheduled_block_waits_with_the_reason_and_starts_when_the_b
     assert done["status"] == "SUCCEEDED", done
     assert [a["reservation"] for a in done["attempts"]] == [block["CapacityReservationId"]]
     assert reservations(cloud)["g6e.xlarge"]["State"] == "active"
+
+
+def offering_id(cloud: RunningCloud) -> str:
+    listed = cloud.cli("--json", "reservations", "--offerings", "--type", "p5.48xlarge", "--count", "2", "--days", "3")
+    assert listed.returncode == 0, listed.stderr
+    return str(json.loads(listed.stdout)["offerings"][0]["offering_id"])
+
+
+def test_reservations_lists_what_the_account_holds_and_the_capacity_block_offerings(cloud: RunningCloud) -> None:
+    # When the reservations and the offerings of 2 p5.48xlarge for 3 days are listed
+    held = cloud.cli("reservations")
+    listed = cloud.cli("--json", "reservations", "--offerings", "--type", "p5.48xlarge", "--count", "2", "--days", "3")
+
+    # Then the account's two reservations are shown, and the offering with its start, end and upfront fee
+    assert held.returncode == 0, held.stderr
+    assert "g5.xlarge" in held.stdout and "g6e.xlarge" in held.stdout
+    [offering] = json.loads(listed.stdout)["offerings"]
+    assert (offering["instance_type"], offering["count"], offering["hours"]) == ("p5.48xlarge", 2, 72)
+    assert offering["upfront_usd"] == 94000
+    assert offering["starts_at"] < offering["ends_at"]
+
+
+def test_a_purchase_is_refused_without_the_deployments_switch(cloud: RunningCloud) -> None:
+    # Given a deployment without allow_capacity_block_purchase (the default), and a listed offering
+    listed = offering_id(cloud)
+
+    # When it is bought with --yes and a limit above its fee
+    bought = cloud.cli("reserve", listed, "--yes", "--max-upfront-usd", "100000")
+
+    # Then it is refused, naming the switch, and the account holds no new reservation
+    assert bought.returncode == 2
+    assert "allow_capacity_block_purchase" in bought.stderr
+    assert "p5.48xlarge" not in reservations(cloud)
+
+
+def test_a_purchase_is_refused_without_yes(cloud: RunningCloud) -> None:
+    bought = cloud.cli("reserve", offering_id(cloud), "--max-upfront-usd", "100000")
+
+    assert bought.returncode == 2
+    assert "--yes" in bought.stderr and len(bought.stderr.strip().splitlines()) == 1
+    assert "p5.48xlarge" not in reservations(cloud)
+
+
+@pytest.fixture(scope="module")
+def purchasing_cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCloud]:
+    """A local cloud deployed from a template synthesized with allow_capacity_block_purchase true."""
+    from app import build_app, load_context
+    from functions.shared.constants import STACK_NAME
+
+    root = tmp_path_factory.mktemp("purchasing")
+    context = load_context() | {"allow_capacity_block_purchase": True}
+    app, _ = build_app(context, outdir=root / "cdk.out", lambda_build_dir=root / "lambda")
+    app.synth()
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("GPUPILOT_TEMPLATE", str(root / "cdk.out" / f"{STACK_NAME}.template.json"))
+        running = start_cloud(root, WORLD)
+    yield running
+    stop_cloud(running)
+
+
+def test_a_purchase_above_max_upfront_usd_is_refused_and_within_it_is_bought(purchasing_cloud: RunningCloud) -> None:
+    # Given a deployment that allows purchases, and an offering of $94,000 listed
+    listed = offering_id(purchasing_cloud)
+
+    # When it is bought with a limit below its fee, then with one that covers it
+    above = purchasing_cloud.cli("reserve", listed, "--yes", "--max-upfront-usd", "93999")
+    within = purchasing_cloud.cli("--json", "reserve", listed, "--yes", "--max-upfront-usd", "94000")
+
+    # Then the first is refused naming the limit, and the second buys the block the account then holds
+    assert above.returncode == 2 and "max_upfront_usd" in above.stderr
+    assert within.returncode == 0, within.stderr
+    bought = json.loads(within.stdout)
+    assert (bought["capacity_block"], bought["upfront_usd"]) == (True, 94000)
+    assert reservations(purchasing_cloud)["p5.48xlarge"]["CapacityReservationId"] == bought["reservation_id"]
