@@ -199,3 +199,11 @@ def test_the_grouped_costs_table_shows_the_waste_too_and_no_waste_reads_as_zero(
     assert costs(COSTS | {"waste": {"usd": 0.0, "by_reason": {}, "by_pool": {}}}).splitlines()[-1] == (
         "waste $0.000000  (instances, or shares of them, that served no job; not in the total)"
     )
+
+
+def test_summary_names_the_reservation_an_attempt_ran_in():
+    reserved = job()["attempts"][0] | {"reservation": "cr-0123456789abcdef0"}
+
+    summary = job_summary(job(attempts=[reserved]))
+
+    assert "g5.12xlarge on-demand in cr-0123456789abcdef0  SUCCEEDED" in summary

@@ -119,7 +119,7 @@ def test_a_reservation_fallback_lets_a_reserved_job_go_on_to_on_demand() -> None
     with_fallback = plan_with([reservation(match="targeted")], capacity="reserved", reservation_fallback=True)
 
     assert [c.reservation for c in without.candidates] == ["cr-0123456789abcdef0"]
-    assert [c.reservation for c in with_fallback.candidates][0] == "cr-0123456789abcdef0"
+    assert with_fallback.candidates[0].reservation == "cr-0123456789abcdef0"
     assert {c.instance_type for c in with_fallback.candidates[1:]} == {"g5.xlarge", "g6.xlarge"}
 
 
