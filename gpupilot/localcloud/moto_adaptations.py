@@ -916,8 +916,8 @@ def adapted_moto(
         if spot_market is not None:
             world_spot_market(patches, spot_market)
         serve_price_list(patches)
-        if reservations is not None:
-            world_reservations(patches, reservations)
+        # Without a world's reservations EC2 still answers, as AWS does for an account that holds none.
+        world_reservations(patches, reservations or ReservationBook.empty())
         direct_dynamodb_item_answers(patches)
         parse_each_definition_once(patches)
         share_task_clients(patches)

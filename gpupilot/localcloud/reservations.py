@@ -128,6 +128,11 @@ class ReservationBook:
         ]  # fmt: skip
         self.region = world.region
 
+    @classmethod
+    def empty(cls) -> ReservationBook:
+        """An account that holds no reservation and is offered no Capacity Block."""
+        return cls(World())
+
     def now(self) -> float:
         return float(self._clock())
 
