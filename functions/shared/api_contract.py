@@ -42,6 +42,7 @@ class QueryParam:
     name: str
     description: str
     schema: dict[str, Any] = field(default_factory=lambda: {"type": "string"})
+    required: bool = False
 
 
 @dataclass(frozen=True)
@@ -192,6 +193,7 @@ ROUTES: tuple[Route, ...] = (
                 "instance_type",
                 "The GPU type (required), e.g. p5.48xlarge",
                 {"type": "string", "minLength": 1, "maxLength": 64},
+                required=True,
             ),
             QueryParam(
                 "count",

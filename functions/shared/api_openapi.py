@@ -40,7 +40,7 @@ def openapi_document(local: bool = False) -> dict[str, Any]:
             for name in _path_params(route.path)
         ]
         parameters += [
-            {"name": p.name, "in": "query", "required": False, "description": p.description, "schema": p.schema}
+            {"name": p.name, "in": "query", "required": p.required, "description": p.description, "schema": p.schema}
             for p in route.query
         ]
         parameters += [
