@@ -67,6 +67,8 @@ def test_a_job_that_fits_a_reservation_and_free_on_demand_runs_on_the_reservatio
     [attempt] = job["attempts"]
     assert job["status"] == "SUCCEEDED", job
     assert (attempt["instance_type"], attempt["reservation"]) == ("g5.xlarge", held)
+    # And it was priced at the reservation's rate (an ODCR: the on-demand rate)
+    assert attempt["cost"]["pricing"].startswith(f"On-Demand Capacity Reservation {held}, billed at the on-demand")
     ec2 = boto3.client("ec2", endpoint_url=cloud.aws_url, region_name="us-east-1")
     launched = [i for r in ec2.describe_instances()["Reservations"] for i in r["Instances"]]
     assert [i.get("CapacityReservationId") for i in launched if i["InstanceType"] == "g5.xlarge"] == [held]
@@ -124,6 +126,8 @@ def test_a_job_for_a_scheduled_block_waits_with_the_reason_and_starts_when_the_b
     done = cloud.wait_for(job_id, {"SUCCEEDED", "FAILED"}, BLOCK_STARTS_IN_SECONDS + 90)
     assert done["status"] == "SUCCEEDED", done
     assert [a["reservation"] for a in done["attempts"]] == [block["CapacityReservationId"]]
+    # And it was priced at the block's fee over its instance-hours ($20 for one instance for an hour)
+    assert done["attempts"][0]["cost"]["hourly_usd"] == 20.0
     assert reservations(cloud)["g6e.xlarge"]["State"] == "active"
 
 
