@@ -801,3 +801,29 @@ def test_a_closed_stdout_ends_the_cli_quietly_with_0(argv):
 
     # Then it stops without a word on stderr (no traceback), exit 0
     assert (ran.returncode, ran.stderr) == (0, "")
+
+
+# -- reserved capacity ----------------------------------------------------------------------------------------
+def test_reservation_flags_build_the_body():
+    body = body_of("--name", "n", "--capacity", "reserved", "--reservation", "cr-0123", "--reservation-fallback")
+
+    assert (body["capacity"], body["reservation"], body["reservation_fallback"]) == ("reserved", "cr-0123", True)
+    assert "reservation_fallback" not in body_of("--name", "n")
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["reserve", "cb-0123", "--max-upfront-usd", "10"], "add --yes"),
+        (["reservations", "--offerings"], "--offerings needs --type"),
+        (["reservations", "--type", "p5.48xlarge"], "--type, --count and --days go with --offerings"),
+    ],
+)
+def test_reservation_commands_refuse_what_they_cannot_do_before_any_request(capsys, argv, said):
+    # Given / When: refused before the API is called (no endpoint is reachable here)
+    code = main(["--endpoint", "http://127.0.0.1:1", *argv])
+
+    # Then exit 2 with one line saying why
+    captured = capsys.readouterr()
+    assert code == 2
+    assert captured.err.count("\n") == 1 and said in captured.err
