@@ -18,6 +18,7 @@ from typing import Any
 from aws_cdk import Aws
 
 from functions.shared.constants import STATE_MACHINE_NAME
+from functions.shared.domain.job_definitions import JOB_LOG_GROUP, JOB_LOG_STREAM_PREFIX
 from functions.shared.domain.pools import POOL_TAG
 from functions.shared.domain.reservations import PURCHASED_BY_TAG, RESERVATION_TAG
 from stacks.iam_reference import resource_types
@@ -97,6 +98,12 @@ WHY_PURCHASE = (
     "PurchaseCapacityBlock is authorized on the capacity reservation it creates, whose id EC2 assigns "
     "(capacity-reservation/*): the grant is held to purchases that tag it {tag}=gpupilot (aws:RequestTag), and exists "
     "only in a deployment whose context allows purchases (allow_capacity_block_purchase)."
+)
+WHY_JOB_LOGS = (
+    "Batch names each attempt's log stream when it runs ('<awslogs-stream-prefix>/default/<ECS task id>', AWS Batch "
+    "User Guide, 'Use the awslogs log driver'), so GetLogEvents, authorized on the log stream (Service "
+    "Authorization Reference for CloudWatch Logs), is scoped to Batch's log group and the streams under GPU "
+    "Pilot's stream prefix."
 )
 DOC_ON_FAILURE = (
     "AWS Lambda Developer Guide, 'Adding a destination': Lambda sends an asynchronous invocation's "
@@ -188,6 +195,12 @@ class Arns:
 
     def service_linked_role(self, service: str, name: str) -> str:
         return f"arn:{self.partition}:iam::{self.account}:role/aws-service-role/{service}/{name}"
+
+    @property
+    def job_log_streams(self) -> str:
+        """The log streams of GPU Pilot's jobs: Batch's log group, streams under the job definitions' prefix."""
+        group = f"arn:{self.partition}:logs:{self.region}:{self.account}:log-group:{JOB_LOG_GROUP}"
+        return f"{group}:log-stream:{JOB_LOG_STREAM_PREFIX}/*"
 
     def function(self, name: str) -> str:
         return f"arn:{self.partition}:lambda:{self.region}:{self.account}:function:{name}"
@@ -368,6 +381,8 @@ def function_grants(arns: Arns, owned: Owned, allow_purchase: bool = False) -> d
                 reason=WHY_EXECUTIONS,
                 required_by=DOC_DESCRIBE_ON_START,
             ),
+            # GET /jobs/{id}/logs reads what the job's attempts printed.
+            Grant(actions=("logs:GetLogEvents",), resources=(arns.job_log_streams,), reason=WHY_JOB_LOGS),
             # POST /sweep starts a sweep in the sweep function (asynchronously).
             Grant(actions=("lambda:InvokeFunction",), resources=(owned.sweep_function,)),
             # GET /reservations and the plan; GET /reservations/offerings.

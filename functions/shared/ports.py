@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from functions.shared.ports_logs import JobLogs
 from functions.shared.ports_market import Availability, Catalog, Prices, Quotas
 from functions.shared.ports_pools import BatchPools, PoolStates
 from functions.shared.ports_reservations import ListedOfferings, Reservations
@@ -250,3 +251,4 @@ class Ports:
     metrics: Metrics
     reservations: Reservations
     listed_offerings: ListedOfferings
+    logs: JobLogs

@@ -302,6 +302,10 @@ def required(
         checks.append(Request(action, arn("ecs", "cluster/", params["cluster"])))
     elif service == "iam" and operation == "CreateServiceLinkedRole":
         checks.append(Request(action, "*", {"iam:AWSServiceName": params["AWSServiceName"]}))
+    elif service == "logs" and "logStreamName" in params:
+        # Authorized against the stream (Service Authorization Reference for CloudWatch Logs: GetLogEvents).
+        group = params.get("logGroupName") or params.get("logGroupIdentifier") or ""
+        checks.append(Request(action, arn("logs", "log-group:", f"{group}:log-stream:{params['logStreamName']}")))
     elif service == "lambda" and "FunctionName" in params:
         checks.append(Request(action, arn("lambda", "function:", params["FunctionName"])))
     else:

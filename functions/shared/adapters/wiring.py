@@ -19,6 +19,7 @@ if TYPE_CHECKING:
         BatchJobs,
         Fleet,
         HealthStore,
+        JobLogs,
         JobStore,
         Metrics,
         OfferingMemory,
@@ -156,6 +157,12 @@ class LivePorts(Ports):
         from functions.shared.adapters.metrics import PowertoolsMetrics
 
         return PowertoolsMetrics()
+
+    @cached_property
+    def logs(self) -> JobLogs:
+        from functions.shared.adapters.logs import CloudWatchJobLogs
+
+        return CloudWatchJobLogs()
 
 
 def reset_ports() -> None:

@@ -93,6 +93,9 @@ class AttemptRecord(DomainModel):
     )
     reservation: str | None = Field(default=None, description="The Capacity Reservation or Block (cr-...) it ran in")
     reserved: Reservation | None = Field(default=None, description="That reservation, as the plan saw it: its price")
+    log_stream: str | None = Field(
+        default=None, description="Its last Batch attempt's CloudWatch Logs stream, named by Batch at RUNNING"
+    )
 
     @classmethod
     def of(cls, candidate: Candidate, job_queue: str, status: AttemptStatus, **fields: Any) -> AttemptRecord:
