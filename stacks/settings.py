@@ -68,6 +68,8 @@ class DeploySettings:
     api_gateway_cloudwatch_role: bool = True
     # Off unless the deployment says so: without it the api has no grant to buy a Capacity Block.
     allow_capacity_block_purchase: bool = False
+    # The launch template's boot-time GPU check (functions/shared/domain/userdata.py): on unless turned off.
+    gpu_boot_check: bool = True
 
     @classmethod
     def from_context(cls, context: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> DeploySettings:
@@ -106,6 +108,9 @@ class DeploySettings:
             purchase = purchase.lower() == "true"  # `cdk synth -c allow_capacity_block_purchase=true` gives a string
         if not isinstance(purchase, bool):
             raise ValueError("context 'allow_capacity_block_purchase' must be true or false")
+        boot_check = context.get("gpu_boot_check", True)
+        if not isinstance(boot_check, bool):
+            raise ValueError("context 'gpu_boot_check' must be true or false")
         return cls(
             region=region,
             zones=zones,
@@ -116,6 +121,7 @@ class DeploySettings:
             job_secrets_prefix=secrets_prefix,
             api_gateway_cloudwatch_role=cloudwatch_role,
             allow_capacity_block_purchase=purchase,
+            gpu_boot_check=boot_check,
         )
 
 
