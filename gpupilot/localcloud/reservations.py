@@ -159,7 +159,9 @@ class ReservationBook:
             if reservation_id is not None:
                 held = self.reservations.get(reservation_id)
                 fits = held is not None and held.instance_type == instance_type and held.zone == zone
-                return held if fits and held is not None and held.available(now) > 0 else None
+                # A launch into a block EC2 is taking back would be terminated at once: none is made.
+                taking_back = held is not None and now >= held.reclaims_at()
+                return held if fits and held is not None and held.available(now) > 0 and not taking_back else None
             return next(
                 (r for r in self.reservations.values()
                  if r.match == "open" and r.instance_type == instance_type and r.zone == zone and r.available(now) > 0),
