@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from functions.shared.ports_hosts import HostActions, HostLedger, HostNotes
 from functions.shared.ports_ledgers import HealthStore, OfferingMemory, WasteLedger
+from functions.shared.ports_logs import JobLogs
 from functions.shared.ports_market import Availability, Catalog, Prices, Quotas
 from functions.shared.ports_pools import BatchPools, PoolStates
+from functions.shared.ports_reservations import ListedOfferings, Reservations
 
 if TYPE_CHECKING:  # annotations only: a handler imports the domain modules it uses, not all of them
     from functions.shared.domain.batch import BatchJobState, ContainerInstanceState, FleetState
     from functions.shared.domain.fleet import RunningInstances
-    from functions.shared.domain.logs import LogPage
     from functions.shared.domain.records import ActiveJob, AttemptRecord, JobRecord, JobWrite, Wait
     from functions.shared.domain.requests import JobRequest
     from functions.shared.domain.settings import Settings
@@ -180,14 +181,6 @@ class Sweeps(Protocol):
         ...
 
 
-class JobLogs(Protocol):
-    """What jobs printed: CloudWatch Logs streams."""
-
-    def read(self, log_group: str, log_stream: str, next_token: str | None) -> LogPage:
-        """A page of the stream, oldest first, from `next_token` (None: its start); empty while it does not exist."""
-        ...
-
-
 class Metrics(Protocol):
     def add(self, name: MetricName, value: float, unit: str = "Count") -> None: ...
 
@@ -217,4 +210,6 @@ class Ports:
     workflow: Workflow
     sweeps: Sweeps
     metrics: Metrics
+    reservations: Reservations
+    listed_offerings: ListedOfferings
     logs: JobLogs
