@@ -6,7 +6,8 @@ implement them in memory. Use cases see only these.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from functions.shared.ports_market import Availability, Catalog, Prices, Quotas
@@ -247,3 +248,12 @@ class Ports:
     workflow: Workflow
     sweeps: Sweeps
     metrics: Metrics
+    # The ports of the other capacity regions (tests' fakes; the live ones are made on first use).
+    regional: Mapping[str, Ports] = field(default_factory=dict)
+
+    def in_region(self, region: str | None) -> Ports:
+        """The ports acting in capacity region `region` (its Batch, EC2, ECS, quotas, prices, pools' memory); the
+        job records, the memory of offerings, the workflow and the reports stay the home region's. None: home."""
+        if region is None or region == self.settings.region:
+            return self
+        return self.regional[region]  # KeyError: not a capacity region of the deployment

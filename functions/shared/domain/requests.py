@@ -35,6 +35,8 @@ MAX_SECRETS = 32
 MAX_SPOT_RECLAIMS = 10
 # Fallbacks stay within this multiple of the cheapest candidate's hourly price (README: Picking a GPU).
 DEFAULT_PRICE_BAND = 3.0
+# An AWS region's name, e.g. us-east-1, eu-central-1, us-gov-west-1.
+REGION_NAME = r"^[a-z]{2}(-[a-z]+)+-\d{1,2}$"
 
 
 # What the validators below check, said in the JSON schema too (the OpenAPI document is written from it), so
@@ -141,6 +143,13 @@ class JobRequest(DomainModel):
         description="Availability zones the job may run in (non-empty): restricts the candidates and the subnets of "
         "the pool's compute environment",
     )
+    regions: list[Annotated[str, Field(pattern=REGION_NAME)]] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_LIST_ITEMS,
+        description="AWS regions the job may run in, an allow-list of the deployment's capacity regions (default: "
+        "the deployment's default_regions, the home region unless set): data and images often live in one region",
+    )
     max_attempts: StrictInt = Field(
         default=6, ge=1, le=20, description="GPU offerings tried at most (fallbacks included)"
     )
@@ -188,7 +197,7 @@ class JobRequest(DomainModel):
             raise ValueError(f"command must be at most {MAX_COMMAND_CHARS} characters in all")
         return [_encodable(part) for part in value]
 
-    @field_validator("gpu_models", "instance_types", "zones")
+    @field_validator("gpu_models", "instance_types", "zones", "regions")
     @classmethod
     def _non_empty_lists(cls, value: list[str] | None) -> list[str] | None:
         if value is not None and (not value or any(not item for item in value)):

@@ -78,7 +78,7 @@ def terminate_live_attempts(record: JobRecord, reason: str, ports: Ports) -> lis
     terminated = []
     for _, attempt in record.ordered_attempts():
         if attempt.live and attempt.batch_job_id:
-            ports.batch.terminate_job(attempt.batch_job_id, reason)
+            ports.in_region(attempt.region).batch.terminate_job(attempt.batch_job_id, reason)
             terminated.append(attempt.batch_job_id)
     return terminated
 
@@ -98,14 +98,16 @@ def failure_message(state: dict[str, Any], record: JobRecord) -> str:
 
 
 def attempt_summary(attempt: AttemptRecord) -> str:
-    """`g5.xlarge on-demand: INSUFFICIENT_CAPACITY` / `... exit code 1` / `... FAILED`."""
+    """`g5.xlarge on-demand: INSUFFICIENT_CAPACITY` / `... exit code 1` / `... FAILED`, then its region when
+    known: `(us-west-2)`."""
     if attempt.diagnosis is not None:
         outcome = attempt.diagnosis.category.value
     elif attempt.exit_code is not None:
         outcome = f"exit code {attempt.exit_code}"
     else:
         outcome = attempt.status.value
-    return f"{attempt.instance_type} {attempt.capacity.value}: {outcome}"
+    where = f" ({attempt.region})" if attempt.region else ""
+    return f"{attempt.instance_type} {attempt.capacity.value}: {outcome}{where}"
 
 
 def _cause_message(cause: Any) -> str:

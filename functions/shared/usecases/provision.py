@@ -64,8 +64,10 @@ def _provisioning_reason(payload: EnsureQueueInput, candidate: Candidate, pool: 
 
 
 def ensure_job_queue(payload: EnsureQueueInput, ports: Ports) -> QueueStatus:
-    """Create what is missing of the pool, in Batch's order; say whether it can take the job yet."""
+    """Create what is missing of the pool, in Batch's order, in the candidate's region; say whether it can take the
+    job yet."""
     candidate = payload.selection.current()
+    ports = ports.in_region(candidate.region)
     base, build = _pool_and_spec(payload, ports)
     wait = _wait(payload)
     environments, queues = ports.pools.generations(base.name)
@@ -175,7 +177,7 @@ def _provisioning(payload: EnsureQueueInput, candidate: Candidate, pool: str, wa
         payload.job_id,
         JobStatus.PROVISIONING,
         attempt=payload.selection.attempt,
-        fields={"instance_type": candidate.instance_type, "gpu_model": candidate.gpu_model},
+        fields={"instance_type": candidate.instance_type, "gpu_model": candidate.gpu_model, "region": candidate.region},
         reason=_provisioning_reason(payload, candidate, pool, ports) if wait.checks == 0 else None,
     )
 

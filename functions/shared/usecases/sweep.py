@@ -20,6 +20,7 @@ from functions.shared.domain.health import (
     report,
 )
 from functions.shared.domain.pools import ComputeEnvironmentStatus
+from functions.shared.domain.records import JobRecord
 from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.views import Finding, HealthReport, SweepStarted
 from functions.shared.domain.vocabulary import BatchStatus, FindingKind, MetricName, Severity, SweepStatus
@@ -83,7 +84,33 @@ def run_sweep(sweep_id: str | None, ports: Ports) -> HealthReport:
 
 
 def _sweep(sweep_id: str, ports: Ports) -> HealthReport:
+    """Every capacity region in turn (each its pools, fleets and queued jobs), then one report of them all."""
     at = now_iso()
+    records = ports.jobs.active_jobs()
+    findings: list[Finding] = []
+    reconciled = vanished = live = 0
+    for region in ports.settings.regions:
+        regional = ports.in_region(region)
+        found, swept = _sweep_region(regional, records, at)
+        for finding in found:
+            finding.region = region
+        findings += found
+        reconciled, vanished, live = (
+            reconciled + swept.reconciled,
+            vanished + len(swept.vanished),
+            live + len(swept.live),
+        )
+    result = report(sweep_id, at, findings, reconciled)
+    result.summary["vanished_jobs"] = vanished
+    result.summary["live_jobs"] = live
+    result.summary["regions"] = len(ports.settings.regions)
+    ports.health.save_report(result)
+    _emit(findings, reconciled, ports)
+    return result
+
+
+def _sweep_region(ports: Ports, records: list[JobRecord], at: str) -> tuple[list[Finding], SweptJobs]:
+    """One capacity region: its pools, their fleets and queued jobs, the records of jobs whose attempt is there."""
     settings = ports.settings
     # What Batch deleted it still shows (DELETED) for a while: no pool to sweep any more.
     pools = {
@@ -97,7 +124,7 @@ def _sweep(sweep_id: str, ports: Ports) -> HealthReport:
         if q.status != ComputeEnvironmentStatus.DELETED
     }
     fleets = ports.fleet.fleets({name: e.ecs_cluster_arn for name, e in pools.items() if e.ecs_cluster_arn})
-    swept = sweep_jobs(sorted(queues), at, ports)
+    swept = sweep_jobs(sorted(queues), at, ports, records)
     instance_vcpus = {name: gpu.vcpus for name, gpu in ports.catalog.gpu_types().items()}
     analyses = {
         name: analyse_fleet(fleet, at, instance_vcpus, settings.registration_grace_seconds)
@@ -114,12 +141,7 @@ def _sweep(sweep_id: str, ports: Ports) -> HealthReport:
     findings = fleet_found + pool_findings(pools, queues, fleets, swept, fleet_found, at, ports)
     findings += _stuck_findings(swept, pools, fleets, analyses, invalid, at, ports)
     record_waste(pools, fleets, analyses, findings, at, ports)
-    result = report(sweep_id, at, findings, swept.reconciled)
-    result.summary["vanished_jobs"] = len(swept.vanished)
-    result.summary["live_jobs"] = len(swept.live)
-    ports.health.save_report(result)
-    _emit(findings, swept.reconciled, ports)
-    return result
+    return findings, swept
 
 
 def _stuck_findings(

@@ -37,13 +37,16 @@ def list_live_jobs(queues: list[str], ports: Ports) -> dict[str, BatchJobState]:
     }
 
 
-def sweep_jobs(queues: list[str], at: str, ports: Ports) -> SweptJobs:
-    """List the queues' live jobs, then bring every unfinished record up to date with Batch."""
+def sweep_jobs(queues: list[str], at: str, ports: Ports, records: list[JobRecord] | None = None) -> SweptJobs:
+    """List the queues' live jobs, then bring every unfinished record (of `records`, else all) whose latest attempt
+    is in this region up to date with Batch."""
     swept = SweptJobs(live=list_live_jobs(queues, ports))
     latest: dict[str, tuple[JobRecord, AttemptRecord]] = {}
-    for record in ports.jobs.active_jobs():
+    for record in ports.jobs.active_jobs() if records is None else records:
         found = record.latest_attempt()
-        if found is not None and found[1].batch_job_id:
+        if found is None or not found[1].batch_job_id:
+            continue
+        if (found[1].region or ports.settings.home) == ports.settings.region:
             latest[found[1].batch_job_id] = (record, found[1])
     unlisted = [batch_job_id for batch_job_id in latest if batch_job_id not in swept.live]
     described = {job.job_id: job for job in ports.batch.describe_jobs(unlisted)} if unlisted else {}

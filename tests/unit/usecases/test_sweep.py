@@ -154,7 +154,7 @@ def test_instances_that_never_registered_are_a_finding_terminated_and_their_offe
     assert (finding.resource, finding.instances) == (POOL, ["i-never"])
     assert "terminated 1 instance(s)" in finding.action
     assert ports.fleet.terminated == ["i-never"]
-    assert "on-demand:g4dn.xlarge:us-east-1a" in ports.offerings.unavailable_offerings()
+    assert "on-demand:us-east-1:g4dn.xlarge:us-east-1a" in ports.offerings.unavailable_offerings()
     assert ports.metrics.total(MetricName.UNREGISTERED_INSTANCES) == 1
     assert ports.metrics.by_pool[(MetricName.UNREGISTERED_INSTANCES, POOL)] == 1
 
