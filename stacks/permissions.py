@@ -12,12 +12,12 @@ stacks/iam_reference.py), and that reason becomes its cdk-nag acknowledgement.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from aws_cdk import Aws
 
-from functions.shared.constants import STATE_MACHINE_NAME
+from functions.shared.constants import REGION_PARAMETER, STATE_MACHINE_NAME
 from functions.shared.domain.pools import POOL_TAG
 from stacks.iam_reference import resource_types
 
@@ -104,12 +104,24 @@ class Grant:
 @dataclass(frozen=True)
 class Arns:
     """ARN patterns of what the control plane creates, in this account and region (pseudo parameters by
-    default, so the template deploys into whichever account and region runs it)."""
+    default, so the template deploys into whichever account and region runs it); `regions`: the deployment's other
+    capacity regions, each named (never `*`), where its pools' Batch, ECS and EC2 resources are too."""
 
     prefix: str
     partition: str = Aws.PARTITION
     region: str = Aws.REGION
     account: str = Aws.ACCOUNT_ID
+    regions: tuple[str, ...] = ()
+
+    def everywhere(self, pattern: str) -> tuple[str, ...]:
+        """The ARN pattern `pattern` (a property: `jobs`, `job_queues`, ...) in this region and each capacity region."""
+        return tuple(
+            getattr(replace(self, region=region, regions=()), pattern) for region in (self.region, *self.regions)
+        )
+
+    def region_parameters(self, name: str) -> tuple[str, ...]:
+        """SSM parameter `name` (a path from the root) in each capacity region other than this one."""
+        return tuple(f"arn:{self.partition}:ssm:{region}:{self.account}:parameter{name}" for region in self.regions)
 
     def _batch(self, resource: str) -> str:
         return f"arn:{self.partition}:batch:{self.region}:{self.account}:{resource}"
@@ -202,14 +214,18 @@ def fleet_reads(arns: Arns) -> list[Grant]:
     """What the diagnosis reads of a pool's fleet: its EC2 instances, its cluster's container instances, quotas."""
     return [
         describe("Amazon EC2", "ec2:DescribeInstances", "ec2:DescribeTags"),
-        Grant(actions=("ecs:ListContainerInstances",), resources=(arns.clusters,), reason=WHY_CLUSTERS),
-        Grant(actions=("ecs:DescribeContainerInstances",), resources=(arns.container_instances,), reason=WHY_CLUSTERS),
+        Grant(actions=("ecs:ListContainerInstances",), resources=arns.everywhere("clusters"), reason=WHY_CLUSTERS),
+        Grant(
+            actions=("ecs:DescribeContainerInstances",),
+            resources=arns.everywhere("container_instances"),
+            reason=WHY_CLUSTERS,
+        ),
         GPU_QUOTAS,
     ]
 
 
 def terminate_jobs(arns: Arns) -> Grant:
-    return Grant(actions=("batch:TerminateJob",), resources=(arns.jobs,), reason=WHY_JOB_IDS)
+    return Grant(actions=("batch:TerminateJob",), resources=arns.everywhere("jobs"), reason=WHY_JOB_IDS)
 
 
 @dataclass(frozen=True)
@@ -222,6 +238,8 @@ class Owned:
     job_role: str
     job_execution_role: str
     sweep_function: str
+    # The capacity regions' instance roles, by name (each region's stack names its own: capacity_region.py).
+    region_instance_roles: tuple[str, ...] = ()
 
     def items(self, *actions: str) -> Grant:
         """Item actions on the job table."""
@@ -240,6 +258,8 @@ def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
     The on-failure destinations' sqs:SendMessage is added by the functions construct (CDK's destination).
     """
     prefix_reason = WHY_PREFIX.format(prefix=arns.prefix)
+    # Who builds or plans pools in a capacity region reads its network there (its stack's SSM parameter).
+    networks = Grant(actions=("ssm:GetParameter",), resources=arns.region_parameters(REGION_PARAMETER))
     offerings = describe(
         "Amazon EC2", "ec2:DescribeInstanceTypes", "ec2:DescribeInstanceTypeOfferings", "ec2:DescribeSubnets"
     )
@@ -257,23 +277,30 @@ def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
         describe("Amazon EC2", "ec2:DescribeInstanceTypes", "ec2:DescribeSpotPriceHistory"),
         price_list,
         # A spot attempt is priced in the zone it ran in: its container instance's.
-        Grant(actions=("ecs:DescribeContainerInstances",), resources=(arns.container_instances,), reason=WHY_CLUSTERS),
+        Grant(
+            actions=("ecs:DescribeContainerInstances",),
+            resources=arns.everywhere("container_instances"),
+            reason=WHY_CLUSTERS,
+        ),
     ]
     read_write = owned.items("GetItem", "UpdateItem")
     # Retiring a pool, in Batch's order: disable and delete its queue, disable and delete its compute
     # environment (each authorized on the resource it names: GPU Pilot's own, under the prefix).
     retire_pools = [
         Grant(
-            actions=("batch:UpdateJobQueue", "batch:DeleteJobQueue"), resources=(arns.job_queues,), reason=prefix_reason
+            actions=("batch:UpdateJobQueue", "batch:DeleteJobQueue"),
+            resources=arns.everywhere("job_queues"),
+            reason=prefix_reason,
         ),
         Grant(
             actions=("batch:UpdateComputeEnvironment", "batch:DeleteComputeEnvironment"),
-            resources=(arns.compute_environments,),
+            resources=arns.everywhere("compute_environments"),
             reason=prefix_reason,
         ),
     ]
-    return {
+    grants = {
         "api": [
+            networks,
             # Jobs, sweeps and Powertools idempotency records (deleted again when a submit fails).
             owned.items("GetItem", "PutItem", "UpdateItem", "DeleteItem"),
             owned.queries(),
@@ -302,6 +329,7 @@ def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
             Grant(actions=("lambda:InvokeFunction",), resources=(owned.sweep_function,)),
         ],
         "select_gpu": [
+            networks,
             owned.items("GetItem", "PutItem", "UpdateItem"),
             owned.queries(),
             offerings,
@@ -309,6 +337,7 @@ def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
             price_list,
         ],
         "ensure_queue": [
+            networks,
             # The job's progress, an INVALID pool's attempt, the offering it leaves behind, the pool's claim;
             # making room reads every pool's item and forgets a retired one.
             owned.items("GetItem", "PutItem", "UpdateItem", "DeleteItem"),
@@ -319,18 +348,18 @@ def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
             describe("AWS Batch", "batch:ListJobs"),
             Grant(
                 actions=("batch:CreateComputeEnvironment",),
-                resources=(arns.compute_environments,),
+                resources=arns.everywhere("compute_environments"),
                 reason=prefix_reason,
             ),
             # CreateJobQueue is authorized against the queue and the compute environments it orders.
             Grant(
                 actions=("batch:CreateJobQueue",),
-                resources=(arns.job_queues, arns.compute_environments),
+                resources=(*arns.everywhere("job_queues"), *arns.everywhere("compute_environments")),
                 reason=prefix_reason,
             ),
             Grant(
                 actions=("batch:TagResource",),
-                resources=(arns.compute_environments, arns.job_queues),
+                resources=(*arns.everywhere("compute_environments"), *arns.everywhere("job_queues")),
                 reason=prefix_reason,
                 required_by=DOC_TAG_ON_CREATE,
             ),
@@ -338,7 +367,11 @@ def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
             # A job limited to zones gets a pool on those zones' subnets only; a pool is built on the launch
             # template's latest version (a new version is a new pool version).
             describe("Amazon EC2", "ec2:DescribeSubnets", "ec2:DescribeLaunchTemplates"),
-            Grant(actions=("iam:PassRole",), resources=(owned.instance_role,), required_by=DOC_PASS_INSTANCE_ROLE),
+            Grant(
+                actions=("iam:PassRole",),
+                resources=(owned.instance_role, *(arns.role(name) for name in owned.region_instance_roles)),
+                required_by=DOC_PASS_INSTANCE_ROLE,
+            ),
             # The first compute environment of an account without Batch's service-linked role creates it.
             Grant(
                 actions=("iam:CreateServiceLinkedRole",),
@@ -349,15 +382,23 @@ def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
         ],
         "submit_job": [
             read_write,
-            Grant(actions=("batch:RegisterJobDefinition",), resources=(arns.job_definitions,), reason=prefix_reason),
+            Grant(
+                actions=("batch:RegisterJobDefinition",),
+                resources=arns.everywhere("job_definitions"),
+                reason=prefix_reason,
+            ),
             Grant(
                 actions=("batch:SubmitJob",),
-                resources=(arns.job_definitions, arns.job_queues, arns.jobs),
+                resources=(
+                    *arns.everywhere("job_definitions"),
+                    *arns.everywhere("job_queues"),
+                    *arns.everywhere("jobs"),
+                ),
                 reason=f"{prefix_reason} {DOC_SUBMIT_JOB_RESOURCES}",
             ),
             Grant(
                 actions=("batch:TagResource",),
-                resources=(arns.job_definitions, arns.jobs),
+                resources=(*arns.everywhere("job_definitions"), *arns.everywhere("jobs")),
                 reason=f"{prefix_reason} {WHY_JOB_IDS}",
                 required_by=DOC_TAG_ON_CREATE,
             ),
@@ -405,11 +446,13 @@ def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
             terminate_jobs(arns),
             Grant(
                 actions=("ec2:TerminateInstances",),
-                resources=(arns.instances,),
+                resources=arns.everywhere("instances"),
                 reason=WHY_POOL_INSTANCES.format(tag=POOL_TAG, prefix=arns.prefix),
                 conditions={"StringLike": {f"ec2:ResourceTag/{POOL_TAG}": f"{arns.prefix}-*"}},
             ),
-            Grant(actions=("ecs:DeregisterContainerInstance",), resources=(arns.clusters,), reason=WHY_CLUSTERS),
+            Grant(
+                actions=("ecs:DeregisterContainerInstance",), resources=arns.everywhere("clusters"), reason=WHY_CLUSTERS
+            ),
             # A pool whose instances keep failing to register: its queue is disabled (state only, so the
             # call names no compute environment and needs no grant on one). Pools outdated, idle or INVALID
             # are retired.
@@ -422,3 +465,5 @@ def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
             ),
         ],
     }
+    # A deployment without capacity regions has no region grants (a grant of nothing is none).
+    return {key: [grant for grant in listed if grant.resources] for key, listed in grants.items()}
