@@ -73,13 +73,15 @@ def build_app(
     return app, stack
 
 
-# Context on top of cdk.json's, as JSON (the local cloud synthesizes its world's regions so, into CDK_OUTDIR).
+# Context on top of cdk.json's, as JSON, and where to stage the Lambda code: the local cloud synthesizes its world's
+# regions so, into CDK_OUTDIR, beside any other synthesis.
 CONTEXT_ENV = "GPUPILOT_CDK_CONTEXT"
+BUILD_DIR_ENV = "GPUPILOT_LAMBDA_BUILD_DIR"
 
 
 def main() -> int:
     context = load_context() | json.loads(os.environ.get(CONTEXT_ENV) or "{}")
-    app, _ = build_app(context)
+    app, _ = build_app(context, lambda_build_dir=Path(os.environ.get(BUILD_DIR_ENV) or LAMBDA_BUILD_DIR))
     try:
         app.synth()
     except Exception as error:  # jsii surfaces the validation failure as a generic error

@@ -205,6 +205,7 @@ def _job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--arch", choices=["x86_64", "arm64"])
     parser.add_argument("--zone", action="append", dest="zones", help="repeat: zones the job may run in")
+    parser.add_argument("--region", action="append", dest="regions", help="repeat: capacity regions the job may run in")
     parser.add_argument("--max-attempts", type=int, help="GPU offerings tried at most (default 6)")
     parser.add_argument("--give-up-after-minutes", type=float, help="fail the job if not started by then")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command and its arguments")
@@ -353,7 +354,7 @@ def build_parser(json_errors: bool = False) -> Parser:
     )
     costs.add_argument("--from", dest="date_from")
     costs.add_argument("--to", dest="date_to")
-    costs.add_argument("--group-by", choices=["day", "gpu_type", "job_name", "capacity_type"])
+    costs.add_argument("--group-by", choices=["day", "gpu_type", "job_name", "capacity_type", "region"])
     costs.add_argument("--csv", action="store_true", help="one CSV row per priced attempt")
     return parser
 
@@ -389,7 +390,7 @@ def job_body(args: argparse.Namespace) -> dict[str, Any]:
     for field in (
         "name", "image", "gpus", "min_gpu_memory_gib", "vcpus", "memory_gib", "gpu_models", "instance_types",
         "capacity", "max_hourly_usd", "price_band", "timeout_minutes", "stuck_after_minutes", "arch", "zones",
-        "max_attempts", "give_up_after_minutes",
+        "max_attempts", "give_up_after_minutes", "regions",
     ):  # fmt: skip
         value = getattr(args, field)
         if value is not None:

@@ -178,17 +178,22 @@ def plan_table(plan: dict[str, Any], top: int = 10) -> str:
     """Candidates in attempt order with price, capacity, score and why; then the warnings."""
     rows = [
         (
-            position, c["instance_type"], f"{c['gpus']}x {c['gpu_model']}", f"{c['gpu_memory_gib']:g}", c["vcpus"],
-            c["capacity"], "?" if c.get("hourly_usd") is None else f"{c['hourly_usd']:.4f}", f"{c['score']:.3f}",
-            c.get("why", ""),
+            position, c["instance_type"], c.get("region") or "-", f"{c['gpus']}x {c['gpu_model']}",
+            f"{c['gpu_memory_gib']:g}", c["vcpus"], c["capacity"],
+            "?" if c.get("hourly_usd") is None else f"{c['hourly_usd']:.4f}", f"{c['score']:.3f}", c.get("why", ""),
         )
         for position, c in enumerate(plan["candidates"][:top], start=1)
     ]  # fmt: skip
-    out = table(("#", "instance type", "GPUs", "GiB/GPU", "vCPU", "capacity", "$/hour", "score", "why"), rows)
+    headers = ("#", "instance type", "region", "GPUs", "GiB/GPU", "vCPU", "capacity", "$/hour", "score", "why")
+    out = table(headers, rows)
     more = len(plan["candidates"]) - top
     lines = [out]
     if more > 0:
         lines.append(f"  ... {more} more candidates")
+    # Each capacity region the plan weighed or left out, and why one gave no candidate.
+    for region in plan.get("regions") or []:
+        if region.get("left_out"):
+            lines.append(f"  region {region['region']} left out: {region['left_out']}")
     lines.append(f"  {len(plan['rejected'])} instance types rejected (see --json for reasons)")
     lines.extend(f"  warning: {warning}" for warning in plan.get("warnings", []))
     return "\n".join(lines)
@@ -196,7 +201,9 @@ def plan_table(plan: dict[str, Any], top: int = 10) -> str:
 
 def submitted(answer: dict[str, Any]) -> str:
     """What `gpupilot submit` prints: the job id, and what may keep it waiting."""
-    lines = [f"submitted {answer['job_id']}"]
+    first = answer.get("instance_type")
+    where = f" in {answer['region']}" if answer.get("region") else ""
+    lines = [f"submitted {answer['job_id']}" + (f" (first choice: {first}{where})" if first else "")]
     lines.extend(f"  warning: {warning}" for warning in answer.get("warnings", []))
     return "\n".join(lines)
 
@@ -220,6 +227,7 @@ def job_summary(job: dict[str, Any]) -> str:
             "GPU type",
             f"{job.get('instance_type') or '-'} ({job.get('gpu_model') or '-'}, {attempt.get('capacity', '-')})",
         ),
+        ("region", job.get("region") or attempt.get("region") or "-"),
         ("queue", attempt.get("job_queue") or "-"),
         ("batch job", attempt.get("batch_job_id") or "-"),
         ("attempts", str(len(job.get("attempts") or []))),
@@ -248,6 +256,8 @@ def job_summary(job: dict[str, Any]) -> str:
     if explanation:
         rows.append(("diagnosis", f"{explanation['category']}: {explanation['reason']}"))
         rows.append(("recommended", explanation["recommendation"]))
+    if explanation or len(job.get("attempts") or []) > 1:
+        rows.append(("tried", tried(job)))
     for number, attempt_row in enumerate(job.get("attempts") or [], start=1):
         if attempt_row.get("diagnosis"):
             diagnosis = attempt_row["diagnosis"]
@@ -261,11 +271,23 @@ def job_summary(job: dict[str, Any]) -> str:
     return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
 
 
+def tried(job: dict[str, Any]) -> str:
+    """Which regions and markets the job tried, in order, and why it left each (the regions it may run in after)."""
+    said = []
+    for attempt in job.get("attempts") or []:
+        why = (attempt.get("diagnosis") or {}).get("category") or attempt["status"]
+        where = f" in {attempt['region']}" if attempt.get("region") else ""
+        said.append(f"{attempt['capacity']} {attempt['instance_type']}{where} ({why})")
+    allowed = (job.get("request") or {}).get("regions")
+    return "; ".join(said) + (f"  [regions allowed: {', '.join(allowed)}]" if allowed else "")
+
+
 def attempt_line(attempt: dict[str, Any]) -> str:
     """One attempt: where, how it ended, what it cost, and each host Batch lost under it (a spot reclaim)."""
     cost = attempt.get("cost")
     priced = f"${cost['usd']:.6f} (${cost['hourly_usd']}/h x {_runtime(cost['runtime_seconds'])})" if cost else "-"
-    line = f"{attempt['instance_type']} {attempt['capacity']}  {attempt['status']}  {priced}"
+    where = f" {attempt['region']}" if attempt.get("region") else ""
+    line = f"{attempt['instance_type']} {attempt['capacity']}{where}  {attempt['status']}  {priced}"
     for said in attempt.get("host_terminations") or []:
         line += f"  {said}"
     return line
@@ -287,9 +309,10 @@ def health(report: dict[str, Any]) -> str:
     if not report.get("swept_at"):
         return "no sweep has run yet (run `gpupilot sweep`)"
     rows = [
-        (f["severity"], f["kind"], f["resource"], ",".join(f.get("jobs") or []), f["recommendation"])
+        (f["severity"], f["kind"], f["resource"] + (f" ({f['region']})" if f.get("region") else ""),
+         ",".join(f.get("jobs") or []), f["recommendation"])
         for f in report["findings"]
-    ]
+    ]  # fmt: skip
     head = f"sweep {report.get('sweep_id') or '-'} at {report['swept_at']}: {report['summary']}"
     return head + ("\n" + table(("severity", "kind", "resource", "jobs", "recommendation"), rows) if rows else "")
 
@@ -308,6 +331,7 @@ def costs(report: dict[str, Any]) -> str:
                 ("gpu type", "by_gpu_type"),
                 ("job name", "by_job_name"),
                 ("capacity", "by_capacity_type"),
+                ("region", "by_region"),
             )
             for key, usd in sorted(day.get(field, {}).items())
         ]

@@ -84,7 +84,7 @@ def test_a_made_up_region_is_an_error_listing_the_valid_ones(tmp_path):
 @pytest.mark.parametrize(
     ("content", "expected"),
     [
-        ({"bogus": 1}, "bogus: unknown key; valid: region, zones, instance_types, spot, quotas, jobs, faults"),
+        ({"bogus": 1}, "bogus: unknown key; valid: region, zones, instance_types, spot, quotas, regions, jobs, faults"),
         (
             {"instance_types": {"g6.xlarge": {"colour": "red"}}},
             "instance_types.g6.xlarge.colour: unknown key; valid: offered, zones, capacity, ecs_agent, "

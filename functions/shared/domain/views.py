@@ -77,6 +77,8 @@ class SubmitResponse(DomainModel):
     status: JobStatus
     execution_arn: str
     warnings: list[str] = Field(default_factory=list, description="What may keep the job waiting (see /plan)")
+    instance_type: str | None = Field(default=None, description="Its first choice (the plan's first candidate)")
+    region: str | None = Field(default=None, description="The capacity region of its first choice")
 
 
 class ErrorBody(DomainModel):

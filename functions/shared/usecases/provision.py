@@ -52,7 +52,8 @@ BROKEN_STATUS = {
 
 def _provisioning_reason(payload: EnsureQueueInput, candidate: Candidate, pool: str, ports: Ports) -> str:
     """Why the job is provisioning this pool: its first choice, or a fallback from the attempt that gave up."""
-    target = f"{candidate.instance_type} {candidate.capacity.value} in pool {pool}"
+    where = f" ({candidate.region})" if candidate.region else ""
+    target = f"{candidate.instance_type} {candidate.capacity.value} in pool {pool}{where}"
     number = payload.selection.attempt
     if number == 1:
         return f"first choice: {target}"
@@ -60,7 +61,12 @@ def _provisioning_reason(payload: EnsureQueueInput, candidate: Candidate, pool: 
     if previous is None:
         return f"attempt {number}: {target}"
     why = previous.diagnosis.category.value if previous.diagnosis else previous.status_reason or previous.status.value
-    return f"falling back from {previous.instance_type} {previous.capacity.value} ({why}) to {target}"
+    tried = f"{previous.instance_type} {previous.capacity.value}{_in(previous.region)}"
+    return f"falling back from {tried} ({why}) to {target}"
+
+
+def _in(region: str | None) -> str:
+    return f" in {region}" if region else ""
 
 
 def ensure_job_queue(payload: EnsureQueueInput, ports: Ports) -> QueueStatus:

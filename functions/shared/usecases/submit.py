@@ -79,6 +79,12 @@ def start_job(request: JobRequest, ports: Ports) -> SubmitResponse:
         ports.jobs.finish(job_id, JobStatus.FAILED, fields={"error": failed}, reason=failed)
         raise
     ports.jobs.set_execution_arn(job_id, execution_arn)
+    first = planned.candidates[0]
     return SubmitResponse(
-        job_id=job_id, status=JobStatus.SUBMITTED, execution_arn=execution_arn, warnings=planned.warnings
+        job_id=job_id,
+        status=JobStatus.SUBMITTED,
+        execution_arn=execution_arn,
+        warnings=planned.warnings,
+        instance_type=first.instance_type,
+        region=first.region,
     )

@@ -202,7 +202,8 @@ def test_a_disabled_queue_is_diagnosed_on_its_attempt_remembered_and_the_workflo
         "VALID/DISABLED",
     )
     candidate = payload.selection.current()
-    assert f"on-demand:us-east-1:{candidate.instance_type}:{candidate.zones[0]}" in ports.offerings.unavailable_offerings()
+    key = f"on-demand:us-east-1:{candidate.instance_type}:{candidate.zones[0]}"
+    assert key in ports.offerings.unavailable_offerings()
 
 
 def test_the_workflow_tries_at_most_max_attempts_offerings(ports):
