@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import time
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from functions.shared.domain.memory import UnavailableOffering
 from functions.shared.domain.pool_health import USE_FIELDS, PoolState
 from functions.shared.domain.pools import GONE, generation_of
 from functions.shared.domain.selection import AvailabilitySnapshot
-from functions.shared.domain.settings import Settings
+from functions.shared.domain.settings import RegionNetwork, Settings
 from functions.shared.domain.shares import Occupant, SharedInstance, occupy
 from functions.shared.domain.views import HealthReport
 from functions.shared.domain.vocabulary import MetricName, SweepStatus
@@ -561,3 +562,37 @@ def fake_ports(**overrides: Any) -> Ports:
         "metrics": FakeMetrics(),
     }
     return Ports(**(parts | overrides))
+
+
+# What a capacity region's ports share with the home region's: the table's stores, the workflow, the catalog.
+SHARED_PORTS = ("jobs", "offerings", "health", "waste", "workflow", "sweeps", "metrics", "catalog")
+
+
+def with_regions(home: Ports, regions: dict[str, dict[str, Any]]) -> Ports:
+    """`home` deployed with capacity regions: `in_region(name)` answers fake ports of that region (its own Batch,
+    pools, fleet, zones, prices and quotas, from `regions[name]`'s overrides; the home region's stores)."""
+    settings = home.settings.model_copy(update={"capacity_regions": list(regions)})
+    linked: dict[str, Ports] = {}
+    deployed = dataclasses.replace(home, settings=settings, regional=linked)
+    for region, parts in regions.items():
+        network = RegionNetwork(
+            subnets=[f"subnet-{region}-a", f"subnet-{region}-b"],
+            security_groups=[f"sg-{region}"],
+            instance_profile_arn=f"arn:aws:iam::123456789012:instance-profile/gpu-{region}",
+            launch_template_name=settings.launch_template_name,
+        )
+        own: dict[str, Any] = {
+            "settings": settings.in_region(region, network),
+            "availability": FakeAvailability(zones=[f"{region}a", f"{region}b"]),
+            "pools": FakePools(),
+            "batch": FakeBatch(),
+            "fleet": FakeFleet(),
+            "quotas": FakeQuotas(),
+            "prices": FakePrices(),
+            "pool_states": FakePoolStates(),
+        }
+        shared = {name: getattr(home, name) for name in SHARED_PORTS}
+        linked[region] = fake_ports(**(own | shared | parts), regional=linked | {settings.region: deployed})
+    for view in linked.values():
+        view.regional[settings.region] = deployed  # type: ignore[index]
+    return deployed
