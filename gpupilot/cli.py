@@ -539,7 +539,7 @@ def run(args: argparse.Namespace) -> int:
             if not args.json and not args.explain and _unexplained(job):
                 # Batch gives no reason: show the cause the evidence shows now (what --explain says).
                 job = _checked(client.request("GET", job_path, query={"explain": "true"}))
-        emit(json.dumps(job, indent=2) if args.json else render.job_summary(job))
+        emit(json.dumps(job, indent=2) if args.json else render.job_summary(job, explain=args.explain))
         if args.wait:
             return EXIT_OK if job["status"] == "SUCCEEDED" else EXIT_JOB_FAILED
         return EXIT_OK

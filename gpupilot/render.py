@@ -216,7 +216,9 @@ def _runtime(seconds: float) -> str:
     return f"{seconds:.1f} s"
 
 
-def job_summary(job: dict[str, Any]) -> str:
+def job_summary(job: dict[str, Any], explain: bool = False) -> str:
+    """The job in rows; `explain` (status --explain) always says which regions and markets it tried and why it left
+    each, even after one attempt."""
     attempt = job["attempts"][-1] if job.get("attempts") else {}
     cost = job.get("cost")
     rows: list[tuple[str, str]] = [
@@ -256,7 +258,7 @@ def job_summary(job: dict[str, Any]) -> str:
     if explanation:
         rows.append(("diagnosis", f"{explanation['category']}: {explanation['reason']}"))
         rows.append(("recommended", explanation["recommendation"]))
-    if explanation or len(job.get("attempts") or []) > 1:
+    if job.get("attempts") and (explain or explanation or len(job["attempts"]) > 1):
         rows.append(("tried", tried(job)))
     for number, attempt_row in enumerate(job.get("attempts") or [], start=1):
         if attempt_row.get("diagnosis"):

@@ -200,3 +200,42 @@ def test_the_grouped_costs_table_shows_the_waste_too_and_no_waste_reads_as_zero(
     assert costs(COSTS | {"waste": {"usd": 0.0, "by_reason": {}, "by_pool": {}}}).splitlines()[-1] == (
         "waste $0.000000  (instances, or shares of them, that served no job; not in the total)"
     )
+
+
+def test_explained_summary_says_which_regions_and_markets_were_tried_and_why_each_was_left():
+    # Given a job allowed only us-east-1 that failed on its one attempt there for lack of capacity
+    failed = job(
+        status="FAILED",
+        cost=None,
+        request={"regions": ["us-east-1"]},
+        attempts=[
+            job()["attempts"][0]
+            | {"status": "FAILED", "region": "us-east-1", "diagnosis": {"category": "INSUFFICIENT_CAPACITY",
+                                                                      "reason": "AWS Batch says: CAPACITY:..."}}
+        ],
+    )  # fmt: skip
+    # When `status --explain` shows it
+    summary = job_summary(failed, explain=True)
+    # Then it says where the attempt went, on which market, why it left, and the regions the job allowed
+    assert line(summary, "tried").split(None, 1)[1] == (
+        "on-demand g5.12xlarge in us-east-1 (INSUFFICIENT_CAPACITY)  [regions allowed: us-east-1]"
+    )
+
+
+def test_the_plan_table_names_each_candidates_region_and_each_region_left_out():
+    from gpupilot.render import plan_table
+
+    plan = {
+        "candidates": [
+            {"instance_type": "g5.xlarge", "gpus": 1, "gpu_model": "A10G", "gpu_memory_gib": 24.0, "vcpus": 4,
+             "capacity": "on-demand", "hourly_usd": 1.0, "score": 1.0, "why": "in us-west-2; $1.0/h",
+             "region": "us-west-2"},
+        ],
+        "rejected": [],
+        "warnings": [],
+        "regions": [{"region": "us-west-2", "candidates": 1, "left_out": None},
+                    {"region": "eu-west-1", "candidates": 0, "left_out": "no quota (L-DB2E81BA is 0 vCPUs)"}],
+    }  # fmt: skip
+    printed = plan_table(plan)
+    assert printed.splitlines()[2].split()[2] == "us-west-2"
+    assert "region eu-west-1 left out: no quota (L-DB2E81BA is 0 vCPUs)" in printed
