@@ -374,10 +374,13 @@ class FakeFleet:
             for pool, cluster in pools.items()
         }
 
-    def launch(self, pool: str, instance_id: str, instance_type: str = "g4dn.xlarge", launched_at: str = "") -> None:
+    def launch(
+        self, pool: str, instance_id: str, instance_type: str = "g4dn.xlarge", launched_at: str = "",
+        zone: str = "us-east-1a",
+    ) -> None:  # fmt: skip
         self.by_pool.setdefault(pool, []).append(
             Ec2InstanceState(instance_id=instance_id, instance_type=instance_type, state="running",
-                             launched_at=launched_at or "2026-11-22T09:00:00.000Z", zone="us-east-1a")
+                             launched_at=launched_at or "2026-11-22T09:00:00.000Z", zone=zone)
         )  # fmt: skip
 
     def register(self, cluster: str, instance_id: str, gpus: int = 1, connected: bool = True) -> None:
