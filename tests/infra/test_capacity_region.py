@@ -126,7 +126,7 @@ def test_the_region_forwards_gpu_pilots_batch_events_to_the_home_bus_with_a_role
 def test_the_home_functions_are_granted_the_capacity_regions_arns_by_name(two_regions: RegionApp) -> None:
     # Then the grants name us-west-2's compute environments, its instance role and its network parameter
     granted = json.dumps(two_regions.home["Resources"])
-    assert f":batch:{WEST}:" in granted and f":compute-environment/gpupilot" in granted
+    assert f":batch:{WEST}:" in granted and ":compute-environment/gpupilot" in granted
     assert f":ssm:{WEST}:" in granted and f"parameter{REGION_PARAMETER}" in granted
     assert f"gpupilot-gpu-instance-{WEST}" in granted
     # And never a wildcard region for Batch's resources
@@ -153,9 +153,7 @@ def test_cfn_lint_finds_no_error_in_the_region_stack_nor_the_home_stack(
     assert findings - set(accepted) == set(), done.stdout[-4000:]
 
 
-def test_checkov_finds_no_failing_check_in_the_region_stack(
-    two_regions: RegionApp, tmp_path: Path
-) -> None:
+def test_checkov_finds_no_failing_check_in_the_region_stack(two_regions: RegionApp, tmp_path: Path) -> None:
     executable = _checkov()
     if executable is None:
         pytest.skip("checkov is not installed (`make test` installs it)")

@@ -8,6 +8,7 @@ from gpupilot.localcloud.deploy import Deployment, EventRule
 from gpupilot.localcloud.server import LocalCloud
 from gpupilot.localcloud.world import World
 
+HOME_BUS = "arn:aws:events:us-east-1:123456789012:event-bus/default"
 PATTERN = {"source": ["aws.batch"], "detail-type": ["Batch Job State Change", "Batch Job Queue Blocked"]}
 
 
@@ -52,11 +53,10 @@ def test_a_capacity_regions_batch_event_reaches_home_forwarded_keeping_its_regio
     # Given home's rule for job_events, and us-west-2's stack forwarding Batch events to home's default bus
     cloud, delivered = cloud_with_rules(EventRule(name="r", pattern=PATTERN, targets=["job_events"]))
     assert cloud.deployment is not None
-    home_bus = "arn:aws:events:us-east-1:123456789012:event-bus/default"
     cloud.deployment.regions = {
         "us-west-2": RegionDeployment(
             region="us-west-2", subnets=[], security_groups=[], instance_profile_arn="p", launch_template_name="lt",
-            network_parameter="/n", event_rules=[EventRule(name="f", pattern=PATTERN, forward_to=[home_bus])],
+            network_parameter="/n", event_rules=[EventRule(name="f", pattern=PATTERN, forward_to=[HOME_BUS])],
         )
     }  # fmt: skip
     # When Batch in us-west-2 emits a job's event
@@ -82,7 +82,7 @@ def test_a_capacity_regions_event_no_forwarding_rule_matches_never_reaches_home(
     cloud.deployment.regions = {
         "us-west-2": RegionDeployment(
             region="us-west-2", subnets=[], security_groups=[], instance_profile_arn="p", launch_template_name="lt",
-            network_parameter="/n", event_rules=[EventRule(name="f", pattern=PATTERN, forward_to=["arn:aws:events:us-east-1:123456789012:event-bus/default"])],
+            network_parameter="/n", event_rules=[EventRule(name="f", pattern=PATTERN, forward_to=[HOME_BUS])],
         )
     }  # fmt: skip
     # When EC2 in us-west-2 emits an event / Then home sees nothing of it
