@@ -14,7 +14,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from functions.shared.adapters.clients import client, observe_calls, reset_clients, stop_observing
+from functions.shared.adapters.batch import BatchPoolsAdapter
+from functions.shared.adapters.clients import observe_calls, reset_clients, stop_observing
 from functions.shared.adapters.job_store import DynamoJobStore
 from functions.shared.adapters.regions import forget_networks
 from functions.shared.adapters.wiring import reset_ports
@@ -118,7 +119,7 @@ def test_a_function_may_not_act_in_a_region_the_deployment_has_no_stack_in(regio
     spec = {"computeEnvironmentName": "gpupilot-od-x8664-g5-xlarge", "type": "MANAGED", "state": "ENABLED"}
     with calling_as("ensure_queue"):
         # When it creates a compute environment in ap-south-1 / Then IAM refuses, naming that region's ARN
-        message = refused(lambda: client("batch", "ap-south-1").create_compute_environment(**spec))
+        message = refused(lambda: BatchPoolsAdapter(region="ap-south-1").create_compute_environment(spec))
     assert "batch:CreateComputeEnvironment" in message and ":batch:ap-south-1:" in message
 
 
