@@ -665,3 +665,25 @@ def test_adapted_each_capacity_region_answers_its_own_offerings_quotas_and_spot_
         assert offered_in(west) == {f"{west}a"}
         assert (quota_in(REGION), quota_in(west)) == (64.0, 0.0)
         assert (spot_in(REGION), spot_in(west)) == ({"0.350000"}, {"0.500000"})
+
+
+def test_adapted_a_compute_environment_is_invalid_by_the_world_of_the_region_its_arn_names(aws):
+    west = "us-west-2"
+    ec2 = boto3.client("ec2", region_name=west)
+    vpc = ec2.create_vpc(CidrBlock="10.1.0.0/16")["Vpc"]["VpcId"]
+    subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.1.0.0/24", AvailabilityZone=f"{west}a")["Subnet"]["SubnetId"]
+    group = ec2.create_security_group(GroupName="g", Description="g", VpcId=vpc)["GroupId"]
+    lifecycle = ComputeEnvironmentLifecycle(
+        create_seconds=0, invalid_reason_in={west: lambda types: "CLIENT_ERROR - x"}
+    )
+    with adapted_moto(lifecycle=lifecycle):
+        # Given the same compute environment in home and in us-west-2, whose world breaks it
+        create_environment(aws)
+        resources = {"type": "EC2", "minvCpus": 0, "maxvCpus": 8, "instanceTypes": ["g5.xlarge"],
+                     "subnets": [subnet], "securityGroupIds": [group], "instanceRole": aws["profile"]}  # fmt: skip
+        batch = boto3.client("batch", region_name=west)
+        batch.create_compute_environment(computeEnvironmentName="gpu-ce", type="MANAGED", computeResources=resources)
+        # Then only us-west-2's is INVALID, with its world's reason
+        [described] = batch.describe_compute_environments(computeEnvironments=["gpu-ce"])["computeEnvironments"]
+        assert (described["status"], described["statusReason"]) == ("INVALID", "CLIENT_ERROR - x")
+        assert status_of()[0] == "VALID"

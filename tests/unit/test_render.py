@@ -239,3 +239,10 @@ def test_the_plan_table_names_each_candidates_region_and_each_region_left_out():
     printed = plan_table(plan)
     assert printed.splitlines()[2].split()[2] == "us-west-2"
     assert "region eu-west-1 left out: no quota (L-DB2E81BA is 0 vCPUs)" in printed
+
+
+def test_submit_says_the_first_choice_and_its_region():
+    from gpupilot.render import submitted
+
+    answer = {"job_id": "job-1", "status": "SUBMITTED", "instance_type": "g5.xlarge", "region": "us-west-2"}
+    assert submitted(answer) == "submitted job-1 (first choice: g5.xlarge in us-west-2)"
