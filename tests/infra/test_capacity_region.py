@@ -16,7 +16,13 @@ from typing import Any
 import pytest
 
 from app import build_app, load_context
-from functions.shared.constants import REGION_PARAMETER, REGION_STACK_PREFIX, STACK_NAME
+from functions.shared.constants import (
+    ENV_CAPACITY_REGIONS,
+    ENV_REGION_PARAMETER,
+    REGION_PARAMETER,
+    REGION_STACK_PREFIX,
+    STACK_NAME,
+)
 from stacks.nag import NAG_NAMESPACE, SERVERLESS_NAMESPACE
 from tests.infra.test_checkov import SCAN_TIMEOUT_SECONDS, _checkov
 
@@ -166,3 +172,19 @@ def test_checkov_finds_no_failing_check_in_the_region_stack(two_regions: RegionA
     [cloudformation] = [r for r in (reports if isinstance(reports, list) else [reports])
                         if r.get("check_type") == "cloudformation"]  # fmt: skip
     assert cloudformation["summary"]["failed"] == 0, cloudformation["results"]["failed_checks"]
+
+
+def test_every_home_function_knows_the_capacity_regions_and_those_that_build_pools_where_their_network_is(
+    two_regions: RegionApp,
+) -> None:
+    # Then each function's environment names us-west-2; those that plan or build pools also the network parameter
+    environments = {
+        r["Properties"]["Handler"].split(".")[1]: r["Properties"].get("Environment", {}).get("Variables", {})
+        for r in two_regions.home["Resources"].values()
+        if r["Type"] == "AWS::Lambda::Function" and r["Properties"].get("Handler", "").startswith("functions.")
+    }
+    assert {name: env.get(ENV_CAPACITY_REGIONS) for name, env in environments.items()} == dict.fromkeys(
+        environments, WEST
+    )
+    readers = {name for name, env in environments.items() if env.get(ENV_REGION_PARAMETER) == REGION_PARAMETER}
+    assert readers == {"api", "select_gpu", "ensure_queue"}

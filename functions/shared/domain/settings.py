@@ -109,6 +109,12 @@ class Settings(DomainModel):
         """Every capacity region of the deployment, the home region first."""
         return [self.home, *(r for r in self.capacity_regions if r != self.home)]
 
+    @property
+    def several_regions(self) -> bool:
+        """Whether the deployment has capacity regions besides home: only then do its messages name regions (a
+        home-only deployment's read as before regions)."""
+        return len(self.regions) > 1
+
     def in_region(self, region: str, network: RegionNetwork | None) -> Settings:
         """The settings of a function acting in capacity region `region`: that region's network (none when the
         function needs none), everything else the deployment's."""

@@ -60,7 +60,7 @@ def submit_batch_job(payload: SubmitInput, ports: Ports) -> SubmittedJob:
         # Cancelled while we were submitting: the cancel may not have seen this Batch job.
         ports.batch.terminate_job(batch_job_id, CANCELLED_REASON)
         raise JobAlreadyFinished(payload.job_id)
-    where = f"{job_queue} ({candidate.region})" if candidate.region else job_queue
+    where = f"{job_queue} ({candidate.region})" if candidate.region and ports.settings.several_regions else job_queue
     waiting = f"Batch job {batch_job_id} in {where}: waiting for a {candidate.instance_type} instance"
     ports.jobs.advance(payload.job_id, JobStatus.RUNNABLE, attempt=number, reason=waiting)
     return SubmittedJob(

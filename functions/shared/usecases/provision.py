@@ -51,8 +51,10 @@ BROKEN_STATUS = {
 
 
 def _provisioning_reason(payload: EnsureQueueInput, candidate: Candidate, pool: str, ports: Ports) -> str:
-    """Why the job is provisioning this pool: its first choice, or a fallback from the attempt that gave up."""
-    where = f" ({candidate.region})" if candidate.region else ""
+    """Why the job is provisioning this pool: its first choice, or a fallback from the attempt that gave up (and,
+    in a deployment of several regions, where each is)."""
+    regional = ports.settings.several_regions
+    where = f" ({candidate.region})" if candidate.region and regional else ""
     target = f"{candidate.instance_type} {candidate.capacity.value} in pool {pool}{where}"
     number = payload.selection.attempt
     if number == 1:
@@ -61,7 +63,7 @@ def _provisioning_reason(payload: EnsureQueueInput, candidate: Candidate, pool: 
     if previous is None:
         return f"attempt {number}: {target}"
     why = previous.diagnosis.category.value if previous.diagnosis else previous.status_reason or previous.status.value
-    tried = f"{previous.instance_type} {previous.capacity.value}{_in(previous.region)}"
+    tried = f"{previous.instance_type} {previous.capacity.value}{_in(previous.region if regional else None)}"
     return f"falling back from {tried} ({why}) to {target}"
 
 
