@@ -267,7 +267,7 @@ def job_summary(job: dict[str, Any], explain: bool = False) -> str:
                 (f"diagnosis {attempt_row['instance_type']}", f"{diagnosis['category']}: {diagnosis['reason']}")
             )
         if attempt_row.get("host_terminations") or len(job.get("attempts") or []) > 1:
-            rows.append((f"attempt {number}", attempt_line(attempt_row)))
+            rows.append((f"attempt {number}", attempt_line(attempt_row, regional(job))))
     rows.append(("timeline", " -> ".join(f"{e['status']} {_clock(e['at'])}" for e in job.get("timeline") or [])))
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
@@ -278,17 +278,25 @@ def tried(job: dict[str, Any]) -> str:
     said = []
     for attempt in job.get("attempts") or []:
         why = (attempt.get("diagnosis") or {}).get("category") or attempt["status"]
-        where = f" in {attempt['region']}" if attempt.get("region") else ""
+        where = f" in {attempt['region']}" if attempt.get("region") and regional(job) else ""
         said.append(f"{attempt['capacity']} {attempt['instance_type']}{where} ({why})")
     allowed = (job.get("request") or {}).get("regions")
     return "; ".join(said) + (f"  [regions allowed: {', '.join(allowed)}]" if allowed else "")
 
 
-def attempt_line(attempt: dict[str, Any]) -> str:
-    """One attempt: where, how it ended, what it cost, and each host Batch lost under it (a spot reclaim)."""
+def regional(job: dict[str, Any]) -> bool:
+    """Whether the job's regions are worth naming: it named regions, or its attempts ran in more than one (a job
+    of a home-only deployment reads as before regions)."""
+    attempts = job.get("attempts") or []
+    return bool((job.get("request") or {}).get("regions")) or len({a.get("region") for a in attempts}) > 1
+
+
+def attempt_line(attempt: dict[str, Any], with_region: bool = False) -> str:
+    """One attempt: where (its region too, `with_region`), how it ended, what it cost, and each host Batch lost
+    under it (a spot reclaim)."""
     cost = attempt.get("cost")
     priced = f"${cost['usd']:.6f} (${cost['hourly_usd']}/h x {_runtime(cost['runtime_seconds'])})" if cost else "-"
-    where = f" {attempt['region']}" if attempt.get("region") else ""
+    where = f" {attempt['region']}" if attempt.get("region") and with_region else ""
     line = f"{attempt['instance_type']} {attempt['capacity']}{where}  {attempt['status']}  {priced}"
     for said in attempt.get("host_terminations") or []:
         line += f"  {said}"

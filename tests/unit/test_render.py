@@ -246,3 +246,15 @@ def test_submit_says_the_first_choice_and_its_region():
 
     answer = {"job_id": "job-1", "status": "SUBMITTED", "instance_type": "g5.xlarge", "region": "us-west-2"}
     assert submitted(answer) == "submitted job-1 (first choice: g5.xlarge in us-west-2)"
+
+
+def test_attempt_rows_name_regions_only_for_a_job_of_several_regions():
+    # Given a job that fell back from us-east-1 to us-west-2, and the same job had both attempts been at home
+    first = job()["attempts"][0] | {"status": "FAILED", "region": "us-east-1"}
+    second = job()["attempts"][0] | {"region": "us-west-2"}
+    moved = job_summary(job(attempts=[first, second]))
+    stayed = job_summary(job(attempts=[first, second | {"region": "us-east-1"}]))
+    # Then the moved job's rows say where each attempt ran; the home-only one's read as before regions
+    assert line(moved, "attempt 2").split(None, 2)[2].startswith("g5.12xlarge on-demand us-west-2  SUCCEEDED")
+    assert line(stayed, "attempt 2").split(None, 2)[2].startswith("g5.12xlarge on-demand  SUCCEEDED")
+    assert " in us-east-1 " not in line(stayed, "tried")
