@@ -13,7 +13,7 @@ STACK_SOURCES := app.py cdk.json $(wildcard stacks/*.py) $(wildcard statemachine
 	$(wildcard functions/*/*.py) $(wildcard functions/shared/*.py) $(wildcard functions/shared/*/*.py) \
 	$(wildcard functions/shared/data/*.json) $(wildcard functions/shared/data/prices/*.json)
 
-.PHONY: setup synth demo serve test test-fast lint bench openapi catalog prices clean
+.PHONY: setup synth demo serve test test-fast lint bench openapi cli-reference catalog prices clean
 
 # uv installs what pip would, from the same pins, in seconds rather than minutes; pip takes over if uv cannot.
 UV_VERSION := 0.13.8
@@ -35,7 +35,7 @@ $(CHECKOV): | $(STAMP)
 	  $(CHECKOV_VENV)/bin/python -m pip install --quiet checkov==3.3.30
 
 $(TEMPLATE): $(STAMP) $(STACK_SOURCES)
-	$(PY) app.py
+	$(PY) -m stacks.synth
 
 synth: $(TEMPLATE)
 
@@ -60,6 +60,10 @@ test-fast: setup
 
 openapi: setup
 	$(PY) -m gpupilot.openapi
+
+# docs/cli.md's reference is the CLI's own help (a test fails when it is stale).
+cli-reference: setup
+	$(PY) -m gpupilot.clidoc
 
 # The benches write bench/results/*.json; docs/benchmarks.md is rendered from them, never edited by hand.
 bench: synth

@@ -29,7 +29,12 @@ Each metric is `{value, unit, baseline, ratio}`, its baseline measured in the sa
 says so) and `ratio = value / baseline`. A benchmark is evidence only if it could fail: each bench measures what a
 user would see, compares like with like in one run, and has a test under `tests/bench/` that runs it at a small size
 against a deliberately worse variant and sees its figure move the wrong way. The numbers come from a shared 2-core
-development machine: wall-clock figures are noisy there; counts are not."""
+development machine: wall-clock figures are noisy there; counts are not.
+
+The eight benchmarks: control plane cost per job, cold start, the sweep at scale, planning, faults, fallback on
+Batch's verdict, load through the local cloud, API properties. The worse variants their tests run against: a
+polling workflow, a late event, a call per job, no caches, a heavy import, no reconciliation, a workflow that waits
+out its start wait, a seeded server bug."""
 
 
 def _number(value: float) -> str:

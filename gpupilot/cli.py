@@ -174,6 +174,13 @@ def positive_number(value: str) -> float:
     return number
 
 
+def positive_integer(value: str) -> int:
+    """A whole number, 1 or more."""
+    if not (value.isascii() and value.isdecimal()) or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number, 1 or more, not {value!r}")
+    return int(value)
+
+
 def seconds_or_zero(value: str) -> float:
     """A finite number of seconds, 0 or more."""
     try:
@@ -185,34 +192,123 @@ def seconds_or_zero(value: str) -> float:
     return number
 
 
+# What the API takes when a request leaves a field out (functions/shared/domain/requests.py: a unit test holds these
+# to the model's defaults, so that help never states a default the API does not apply).
+REQUEST_DEFAULTS: dict[str, Any] = {
+    "gpus": 1,
+    "capacity": "on-demand",
+    "price_band": 3.0,
+    "timeout_minutes": 60,
+    "stuck_after_minutes": 15.0,
+    "arch": "x86_64",
+    "max_attempts": 6,
+}
+# The request's fields the flags set, by flag (a file's fields go by their API names).
+FIELD_FLAGS = {
+    "name": "--name", "image": "--image", "gpus": "--gpus", "min_gpu_memory_gib": "--min-gpu-memory-gib",
+    "vcpus": "--vcpus", "memory_gib": "--memory-gib", "gpu_models": "--gpu-model", "instance_types": "--instance-type",
+    "capacity": "--capacity", "max_hourly_usd": "--max-hourly-usd", "price_band": "--price-band",
+    "timeout_minutes": "--timeout-minutes", "stuck_after_minutes": "--stuck-after-minutes", "environment": "--env",
+    "arch": "--arch", "zones": "--zone", "regions": "--region", "max_attempts": "--max-attempts",
+    "give_up_after_minutes": "--give-up-after-minutes", "command": "COMMAND",
+}  # fmt: skip
+REQUIRED_FIELDS = ("name", "image", "command")
+JOB_STATUSES = [
+    "SUBMITTED", "SELECTING", "PROVISIONING", "RUNNABLE", "STARTING", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED"
+]  # fmt: skip
+
+
 def _job_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--file", help="JSON body of the request (flags override its fields)")
-    parser.add_argument("--name")
-    parser.add_argument("--image")
-    parser.add_argument("--gpus", type=int)
-    parser.add_argument("--min-gpu-memory-gib", type=float)
-    parser.add_argument("--vcpus", type=int)
-    parser.add_argument("--memory-gib", type=float)
-    parser.add_argument("--gpu-model", action="append", dest="gpu_models", help="repeat, in preference order")
-    parser.add_argument("--instance-type", action="append", dest="instance_types", help="repeat: allow-list")
-    parser.add_argument("--capacity", choices=["on-demand", "spot", "spot-first"])
-    parser.add_argument("--max-hourly-usd", type=float)
-    parser.add_argument(
-        "--price-band", type=float, help="fallbacks within this multiple of the cheapest candidate's price (default 3)"
+    defaults = REQUEST_DEFAULTS
+    required = parser.add_argument_group("required (here, or in the job file)")
+    required.add_argument("--name", help="the job's name: 1-128 of letters, digits, '_' and '-'")
+    required.add_argument("--image", help="the container image, e.g. nvidia/cuda:12.4.1-base-ubuntu22.04")
+    required.add_argument(
+        "command", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="-- then the command and its arguments"
     )
-    parser.add_argument("--timeout-minutes", type=int)
-    parser.add_argument("--stuck-after-minutes", type=float)
-    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE")
-    parser.add_argument("--arch", choices=["x86_64", "arm64"])
-    parser.add_argument("--zone", action="append", dest="zones", help="repeat: zones the job may run in")
-    parser.add_argument("--region", action="append", dest="regions", help="repeat: capacity regions the job may run in")
-    parser.add_argument("--max-attempts", type=int, help="GPU offerings tried at most (default 6)")
-    parser.add_argument("--give-up-after-minutes", type=float, help="fail the job if not started by then")
-    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command and its arguments")
+    parser.add_argument(
+        "-f",
+        "--file",
+        metavar="JOB_FILE",
+        help="a job file (YAML or JSON): the request's fields by their API names (see the HTTP API); flags "
+        "override its fields",
+    )
+    parser.add_argument("--gpus", type=int, help=f"physical GPUs, 1-8 (default {defaults['gpus']})")
+    parser.add_argument(
+        "--min-gpu-memory-gib", type=float, help="GPU memory per GPU, GiB (default: any GPU that fits the job)"
+    )
+    parser.add_argument("--vcpus", type=int, help="vCPUs (default: the job's GPU share of the instance's)")
+    parser.add_argument("--memory-gib", type=float, help="memory, GiB (default: the job's GPU share of the instance's)")
+    parser.add_argument(
+        "--gpu-model",
+        action="append",
+        dest="gpu_models",
+        metavar="MODEL",
+        help="a GPU model it may run on (L4, A10G, ...); repeat, in preference order (default: any NVIDIA GPU)",
+    )
+    parser.add_argument(
+        "--instance-type",
+        action="append",
+        dest="instance_types",
+        metavar="TYPE",
+        help="an instance type it may run on; repeat (default: any GPU type that fits)",
+    )
+    parser.add_argument(
+        "--capacity",
+        choices=["on-demand", "spot", "spot-first"],
+        help=f"capacity type; spot-first falls back to on-demand (default {defaults['capacity']})",
+    )
+    parser.add_argument(
+        "--max-hourly-usd", type=float, help="the most an instance may cost per hour (default: no limit)"
+    )
+    parser.add_argument(
+        "--price-band",
+        type=float,
+        help=f"fallbacks within this multiple of the cheapest candidate's price (default {defaults['price_band']:g})",
+    )
+    parser.add_argument(
+        "--timeout-minutes", type=int, help=f"each run's time limit, minutes (default {defaults['timeout_minutes']})"
+    )
+    parser.add_argument(
+        "--stuck-after-minutes",
+        type=float,
+        help=f"how long a job may wait for its GPU before it is diagnosed and, on a capacity cause, falls back "
+        f"(default {defaults['stuck_after_minutes']:g}; in the local cloud 0.1 plays a failure world out in seconds)",
+    )
+    parser.add_argument(
+        "--env", action="append", default=[], metavar="NAME=VALUE", help="an environment variable; repeat"
+    )
+    parser.add_argument("--arch", choices=["x86_64", "arm64"], help=f"CPU architecture (default {defaults['arch']})")
+    parser.add_argument(
+        "--zone", action="append", dest="zones", help="a zone it may run in; repeat (default: the deployment's zones)"
+    )
+    parser.add_argument(
+        "--region",
+        action="append",
+        dest="regions",
+        help="a capacity region it may run in; repeat (default: the deployment's default_regions, else home)",
+    )
+    parser.add_argument(
+        "--max-attempts",
+        type=int,
+        help=f"GPU offerings tried at most, fallbacks included (default {defaults['max_attempts']})",
+    )
+    parser.add_argument(
+        "--give-up-after-minutes",
+        type=float,
+        help="fail the job if it has not started by then (default: never; it keeps falling back)",
+    )
 
 
+USAGES = {
+    "submit": "gpupilot submit --name NAME --image IMAGE [options] -- COMMAND [ARG ...]\n"
+    "       gpupilot submit -f JOB_FILE [options] [-- COMMAND [ARG ...]]",
+    "plan": "gpupilot plan --name NAME --image IMAGE [options] -- COMMAND [ARG ...]\n"
+    "       gpupilot plan -f JOB_FILE [options] [-- COMMAND [ARG ...]]",
+}
 ENDPOINT_HELP = f"API URL (default: GPUPILOT_ENDPOINT or {DEFAULT_LOCAL_ENDPOINT})"
 LOCAL_ENDPOINT_HELP = "refused here (exit 2): this command runs its own local cloud"
+WIDE_HELP = "tables in full, however wide (default: fitted to the terminal; a pipe always gets them in full)"
 JSON_HELP = "machine-readable output (errors too: one JSON object on stderr)"
 
 # One or more example invocations per command, shown by `gpupilot COMMAND --help`.
@@ -227,7 +323,8 @@ EXAMPLES = {
   gpupilot serve --port 0 --verbose               # any free port; server logs on the console too""",
     "submit": """
   gpupilot submit --name train --image my/cuda:tag --gpus 1 --gpu-model L4 --gpu-model A10G --wait -- python train.py
-  gpupilot submit --file job.json --idempotency-key nightly-2026-11-23   # safe to retry: one job per key
+  gpupilot submit -f job.yaml                     # a job file: the request's fields by their API names
+  gpupilot submit -f job.yaml --yes --idempotency-key nightly-2026-11-23   # no question; safe to retry
   gpupilot submit --smoke --gpus 1 --wait         # GPU Pilot's CUDA smoke test as a job""",
     "plan": """
   gpupilot plan --name train --image my/cuda:tag --gpus 4 -- python train.py
@@ -242,6 +339,10 @@ EXAMPLES = {
   gpupilot --json list --next-token TOKEN""",
     "cancel": """
   gpupilot cancel JOB_ID""",
+    "logs": """
+  gpupilot logs JOB_ID                            # what the job printed (its latest attempt that ran)
+  gpupilot logs JOB_ID --follow                   # and every new line until the job ends
+  gpupilot logs JOB_ID --attempt 1                # the first attempt (before a fallback)""",
     "health": """
   gpupilot health                                 # the latest health sweep
   gpupilot health --sweep-id SWEEP_ID""",
@@ -272,19 +373,23 @@ def build_parser(json_errors: bool = False) -> Parser:
     )
     parser.add_argument("--endpoint", help=ENDPOINT_HELP)
     parser.add_argument("--json", action="store_true", help=JSON_HELP)
+    parser.add_argument("--wide", action="store_true", help=WIDE_HELP)
     # The same flags after the command too (`gpupilot list --json`); SUPPRESS keeps the top-level value
     # when they are not repeated there.
     common = Parser(add_help=False)
     common.add_argument("--endpoint", default=argparse.SUPPRESS, help=ENDPOINT_HELP)
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help=JSON_HELP)
+    common.add_argument("--wide", action="store_true", default=argparse.SUPPRESS, help=WIDE_HELP)
     local = Parser(add_help=False)  # demo and serve: their cloud is their own
     local.add_argument("--endpoint", default=argparse.SUPPRESS, help=LOCAL_ENDPOINT_HELP)
     local.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help=JSON_HELP)
+    local.add_argument("--wide", action="store_true", default=argparse.SUPPRESS, help=WIDE_HELP)
     commands = parser.add_subparsers(dest="action", required=True, parser_class=Parser)
 
     def command(name: str, help: str) -> argparse.ArgumentParser:
         return commands.add_parser(
             name,
+            usage=USAGES.get(name),
             parents=[local if name in LOCAL_COMMANDS else common],
             help=help,
             description=help[:1].upper() + help[1:] + ".",
@@ -294,20 +399,34 @@ def build_parser(json_errors: bool = False) -> Parser:
         )
 
     demo = command("demo", help="start the local cloud, run a CUDA job, show its cost")
-    demo.add_argument("--world", help="world file (JSON) shaping the simulated AWS")
-    demo.add_argument("--speedup", type=positive_number, default=1.0, help="simulated job time runs this much faster")
+    demo.add_argument("--world", help="world file (JSON) shaping the simulated AWS (default: every GPU type works)")
+    demo.add_argument(
+        "--speedup", type=positive_number, default=1.0, help="simulated job time runs this much faster (default 1)"
+    )
 
     serve = command("serve", help="run the local cloud (embedded AWS + the API on loopback)")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=port_number, default=8765, help="the API's port (0: any free port)")
+    serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=port_number, default=8765, help="the API's port (0: any free port; default 8765)")
     serve.add_argument(
         "--aws-port", type=port_number, default=0, help="the embedded AWS endpoint's port (default 0: any free port)"
     )
-    serve.add_argument("--world", help="world file (JSON) shaping the simulated AWS")
-    serve.add_argument("--speedup", type=positive_number, default=1.0, help="simulated job time runs this much faster")
-    serve.add_argument("--sweep-seconds", type=seconds_or_zero, default=300.0, help="health sweep period (0: off)")
+    serve.add_argument("--world", help="world file (JSON) shaping the simulated AWS (default: every GPU type works)")
     serve.add_argument(
-        "--log-file", default=".gpupilot/local-cloud.log", help="where the handlers' and the server's logs go"
+        "--speedup",
+        type=positive_number,
+        default=1.0,
+        help="simulated time runs this much faster: jobs' runtimes and the workflow's waits (default 1)",
+    )
+    serve.add_argument(
+        "--sweep-seconds",
+        type=seconds_or_zero,
+        default=300.0,
+        help="health sweep period, seconds (0: off; default 300)",
+    )
+    serve.add_argument(
+        "--log-file",
+        default=".gpupilot/local-cloud.log",
+        help="where the handlers' and the server's logs go (default .gpupilot/local-cloud.log)",
     )
     serve.add_argument(
         "--verbose", action="store_true", help="also show the server's logs (requests, the embedded AWS) on stderr"
@@ -322,6 +441,12 @@ def build_parser(json_errors: bool = False) -> Parser:
     )
     submit.add_argument("--wait", action="store_true", help="follow the job until it ends")
     submit.add_argument(
+        "--yes",
+        "-y",
+        action="store_true",
+        help="submit without asking (a terminal is shown the plan and asked first; a script or pipe never is)",
+    )
+    submit.add_argument(
         "--smoke",
         action="store_true",
         help=f"run GPU Pilot's CUDA smoke test (payloads/cuda_smoke.py in {SMOKE_IMAGE}) instead of a command",
@@ -331,30 +456,54 @@ def build_parser(json_errors: bool = False) -> Parser:
     _job_arguments(plan)
 
     status = command("status", help="show one job")
-    status.add_argument("job_id")
+    status.add_argument("job_id", help="the job's id (from submit or list)")
     status.add_argument("--wait", action="store_true", help="follow the job until it ends")
     status.add_argument("--explain", action="store_true", help="diagnose why the job waits, now")
 
     listing = command("list", help="list jobs, newest first")
-    listing.add_argument("--status")
-    listing.add_argument("--limit", type=int, default=20)
-    listing.add_argument("--next-token")
+    listing.add_argument(
+        "--status",
+        choices=JOB_STATUSES,
+        metavar="STATUS",
+        help=f"only jobs in this status: {', '.join(JOB_STATUSES)} (default: all)",
+    )
+    listing.add_argument("--limit", type=int, default=20, help="jobs per page, 1-100 (default 20)")
+    listing.add_argument("--next-token", help="the next page: the token the previous page printed")
 
     cancel = command("cancel", help="cancel a job")
-    cancel.add_argument("job_id")
+    cancel.add_argument("job_id", help="the job's id")
+
+    logs = command("logs", help="print what a job printed: its attempt's log stream, oldest line first")
+    logs.add_argument("job_id", help="the job's id")
+    logs.add_argument("--attempt", type=positive_integer, help="the attempt, from 1 (default: the latest one that ran)")
+    logs.add_argument(
+        "--follow",
+        "-f",
+        action="store_true",
+        help="keep printing new lines until the job ends (default: print and exit)",
+    )
 
     health = command("health", help="latest health sweep (or one by --sweep-id)")
-    health.add_argument("--sweep-id")
+    health.add_argument("--sweep-id", help="a sweep started by `gpupilot sweep` (default: the latest)")
     sweep = command("sweep", help="run a health sweep now, wait for it, print its report")
-    sweep.add_argument("--timeout", type=positive_number, default=300, help="seconds to wait for the report")
+    sweep.add_argument(
+        "--timeout", type=positive_number, default=300, help="seconds to wait for the report (default 300)"
+    )
     costs = command(
         "costs",
         help="what every ended attempt cost: per day, or grouped, and the waste (instances, or shares of them, that "
         "served no job); --csv for one row per attempt",
     )
-    costs.add_argument("--from", dest="date_from")
-    costs.add_argument("--to", dest="date_to")
-    costs.add_argument("--group-by", choices=["day", "gpu_type", "job_name", "capacity_type", "region"])
+    costs.add_argument(
+        "--from", dest="date_from", metavar="YYYY-MM-DD", help="first day (default: 30 days before --to)"
+    )
+    costs.add_argument("--to", dest="date_to", metavar="YYYY-MM-DD", help="last day (default: today, UTC)")
+    costs.add_argument(
+        "--group-by",
+        choices=["day", "gpu_type", "job_name", "capacity_type", "region"],
+        default="day",
+        help="one dimension at a time (default day)",
+    )
     costs.add_argument("--csv", action="store_true", help="one CSV row per priced attempt")
     return parser
 
@@ -375,18 +524,38 @@ def smoke_command() -> list[str]:
     return ["python3", "-c", f"import base64,zlib;exec(zlib.decompress(base64.b64decode('{packed}')))"]
 
 
+def read_job_file(path: str) -> dict[str, Any]:
+    """A job file: YAML (JSON is YAML too) holding the request's fields by their API names; an unknown key is
+    refused, naming it (a misspelt field would otherwise be dropped, or refused by the API far from its line)."""
+    import yaml
+
+    from functions.shared.domain.requests import JobRequest
+
+    try:
+        text = Path(path).read_text()
+    except OSError as error:
+        raise UsageError(f"cannot read --file {path}: {error.strerror}", field="--file") from error
+    try:
+        body = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
+    except ValueError as error:
+        raise UsageError(f"--file {path} is not valid JSON: {error}", field="--file") from error
+    except yaml.YAMLError as error:
+        raise UsageError(f"--file {path} is not valid YAML: {' '.join(str(error).split())}", field="--file") from error
+    if not isinstance(body, dict):
+        raise UsageError(f"--file {path} must hold a mapping of the request's fields", field="--file")
+    known = JobRequest.model_fields
+    unknown = [str(key) for key in body if key not in known]
+    if unknown:
+        raise UsageError(
+            f"--file {path}: unknown key {unknown[0]!r} (a job file takes the request's fields: {', '.join(known)})",
+            field=unknown[0],
+        )
+    return body
+
+
 def job_body(args: argparse.Namespace) -> dict[str, Any]:
     """The request body from --file and the flags; flags win."""
-    body: dict[str, Any] = {}
-    if args.file:
-        try:
-            body = json.loads(Path(args.file).read_text())
-        except OSError as error:
-            raise UsageError(f"cannot read --file {args.file}: {error.strerror}", field="--file") from error
-        except ValueError as error:
-            raise UsageError(f"--file {args.file} is not valid JSON: {error}", field="--file") from error
-        if not isinstance(body, dict):
-            raise UsageError(f"--file {args.file} must hold a JSON object", field="--file")
+    body: dict[str, Any] = read_job_file(args.file) if args.file else {}
     for field in (
         "name", "image", "gpus", "min_gpu_memory_gib", "vcpus", "memory_gib", "gpu_models", "instance_types",
         "capacity", "max_hourly_usd", "price_band", "timeout_minutes", "stuck_after_minutes", "arch", "zones",
@@ -407,6 +576,30 @@ def job_body(args: argparse.Namespace) -> dict[str, Any]:
             raise UsageError(f"--env {pair!r} must be NAME=VALUE", field="--env")
         body.setdefault("environment", {})[name] = value
     return body
+
+
+def require_fields(body: dict[str, Any], job_file: str | None) -> None:
+    """Refuse, in the CLI's words, a request without a name, an image or a command (before any call)."""
+    where = " (or in the job file)" if job_file else ""
+    for field in REQUIRED_FIELDS:
+        if not body.get(field):
+            if field == "command":
+                raise UsageError(f"a command is required: -- COMMAND [ARG ...]{where}", field="command")
+            raise UsageError(f"{FIELD_FLAGS[field]} is required{where}", field=FIELD_FLAGS[field])
+
+
+def in_cli_terms(error: CliError, args: argparse.Namespace) -> CliError:
+    """An API refusal of a request field, said as the flag (or the job file's key) the field came from."""
+    field = (error.field or "").split(".")[0]
+    flag = FIELD_FLAGS.get(field)
+    if flag is None or not isinstance(error, UsageError) or error.kind == "NoCandidate":
+        return error
+    message = error.message.removeprefix(f"{error.field}: ")
+    from_flag = (flag == "COMMAND" and bool(args.command)) or getattr(args, field, None) not in (None, [])
+    said = flag if from_flag or not args.file else f"{field} in {args.file}"
+    line = f"{said} is required" if message == "Field required" else f"{said}: {message}"
+    # The JSON error keeps the API's field name: what a script reads does not change with the words.
+    return UsageError(line, kind=error.kind, field=error.field, message=line, details=error.details)
 
 
 def submit_headers(key: str | None) -> dict[str, str]:
@@ -465,13 +658,23 @@ def follow(
             # Batch gives no reason: what --explain would say is the cause, as soon as the evidence shows it.
             job = _checked(client.request("GET", f"/jobs/{job_id}", query={"explain": "true"}))
             explained_at = time.monotonic()
-        for entry in job["timeline"][seen:]:
+        timeline = job["timeline"]
+        waited = time.monotonic() - started
+        if seen and len(timeline) > seen:
+            # The entry already shown was explained as the job moved on (the diagnosis that made it fall back): its
+            # reason goes under it, before the next entries, never under the fallback's line as if the new type
+            # waited for it.
+            explained = timeline[seen - 1].get("reason")
+            if explained and explained != reason:
+                out(render.reason_line(explained, waited))
+                reason = explained
+        for entry in timeline[seen:]:
             out(render.progress_line(entry, job))
-        seen = len(job["timeline"])
+        seen = len(timeline)
         said = render.waiting_reason(job)
-        if said and said != reason:
-            out(render.reason_line(said, time.monotonic() - started, render.next_action(job)))
-        reason = said
+        if said and said != reason and said not in {entry.get("reason") for entry in timeline[:-1]}:
+            out(render.reason_line(said, waited, render.next_action(job)))
+        reason = said or reason
         if on_poll is not None:
             on_poll(job, time.monotonic() - started)
         if job["status"] in FINISHED:
@@ -486,6 +689,48 @@ def _unexplained(job: dict[str, Any]) -> bool:
     return job["status"] == "RUNNABLE" and not job.get("reason")
 
 
+# How often `logs --follow` asks for new lines once it has read all there are.
+LOG_POLL_SECONDS = 1.0
+
+
+def print_logs(
+    client: ApiClient,
+    job_id: str,
+    attempt: int | None,
+    follow_job: bool,
+    out: Callable[[dict[str, Any]], None],
+    say: Callable[[str], None],
+    poll_seconds: float = LOG_POLL_SECONDS,
+) -> dict[str, Any]:
+    """Every line of the attempt's stream, oldest first, page after page (CloudWatch Logs' end of stream: the same
+    token back); following, on until the job has ended and its last lines are read. The last page is returned."""
+    path = f"/jobs/{quote(job_id, safe='')}/logs"
+    token: str | None = None
+    stream: str | None = None
+    while True:
+        page = _checked(client.request("GET", path, query={"attempt": attempt, "next_token": token}))
+        if page.get("log_stream") != stream:
+            moved = stream is not None
+            stream = page.get("log_stream")
+            say(f"attempt {page['attempt']} ({page['attempt_status']}): {page['log_group']} {stream}")
+            if moved:
+                # Followed without --attempt, the job fell back and its next attempt runs: read its stream anew.
+                token = None
+                continue
+        for event in page["events"]:
+            out(event)
+        ended = page["status"] in FINISHED
+        read_all = page.get("next_token") == token or not page.get("next_token")
+        if read_all and (not follow_job or ended):
+            if not stream:
+                state = "ended without running" if ended else f"has not run yet ({page['attempt_status']})"
+                say(f"attempt {page['attempt']} of job {job_id} {state}: no log stream (--follow waits for it)")
+            return dict(page)
+        token = page.get("next_token") or token
+        if read_all:
+            time.sleep(poll_seconds)
+
+
 def wait_for_sweep(client: ApiClient, sweep_id: str, limit_seconds: float, poll_seconds: float = 0.5) -> dict[str, Any]:
     """The sweep's report once the sweep function has finished it."""
     started = time.monotonic()
@@ -498,6 +743,82 @@ def wait_for_sweep(client: ApiClient, sweep_id: str, limit_seconds: float, poll_
         time.sleep(poll_seconds)
 
 
+def terminal_width(args: argparse.Namespace) -> int | None:
+    """The width tables are fitted to: the terminal's (rich reads it, COLUMNS first), none with --wide or when
+    stdout is not a terminal."""
+    if args.wide or not sys.stdout.isatty():
+        return None
+    from rich.console import Console
+
+    return int(Console().width)
+
+
+def asks_first(args: argparse.Namespace) -> bool:
+    """Whether submit shows its plan and asks before submitting: only a person at a terminal is asked (never with
+    --yes, --json, or when stdin or stdout is not a terminal: a script, a pipe, CI)."""
+    return not (args.yes or args.json) and sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def confirmed(question: str) -> bool:
+    """Yes unless the answer starts with n (Enter is yes); end of input (Ctrl-D) is no."""
+    try:
+        answer = input(question)
+    except EOFError:
+        print()
+        return False
+    return not answer.strip().lower().startswith("n")
+
+
+def planned(client: ApiClient, body: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    """The plan of a request, with the first reasons said and exit 2 when no GPU offering can serve it (as submit
+    refuses the same request)."""
+    try:
+        plan = _checked(client.request("POST", "/plan", body))
+    except CliError as error:
+        raise in_cli_terms(error, args) from error
+    if not plan["candidates"]:
+        if args.json and args.action == "plan":
+            print(json.dumps(plan, indent=2))
+        elif not args.json:
+            print(render.plan_table(plan))
+        first = "; ".join(f"{r['instance_type']}: {r['reason']}" for r in plan["rejected"][:2])
+        raise UsageError(
+            f"no GPU offering can serve this request ({len(plan['rejected'])} rejected; first: {first})",
+            kind="NoCandidate",
+            details={"rejected": plan["rejected"]},
+        )
+    return dict(plan)
+
+
+def submit_or_plan(client: ApiClient, args: argparse.Namespace) -> int:
+    body = job_body(args)
+    if getattr(args, "smoke", False):
+        body = smoke_body(body)
+    require_fields(body, args.file)
+    if args.action == "plan":
+        plan = planned(client, body, args)
+        print(json.dumps(plan, indent=2) if args.json else render.plan_table(plan))
+        return EXIT_OK
+    if asks_first(args):
+        plan = planned(client, body, args)
+        tried = body.get("max_attempts") or REQUEST_DEFAULTS["max_attempts"]  # as the workflow tries them
+        print(render.launch_summary(plan["candidates"], plan.get("warnings", []), tried))
+        if not confirmed("Submit this job? [Y/n] "):
+            print("not submitted")
+            return EXIT_OK
+    try:
+        submitted = _checked(client.request("POST", "/jobs", body, headers=submit_headers(args.idempotency_key)))
+    except CliError as error:
+        raise in_cli_terms(error, args) from error
+    if not args.wait:
+        print(json.dumps(submitted, indent=2) if args.json else render.submitted(submitted))
+        return EXIT_OK
+    # Followed, stdout is the timeline and the summary, as ever: the type and its fallbacks show in them.
+    job = follow_with_progress(client, submitted["job_id"], args)
+    print(json.dumps(job, indent=2) if args.json else render.job_summary(job))
+    return EXIT_OK if job["status"] == "SUCCEEDED" else EXIT_JOB_FAILED
+
+
 def follow_with_progress(client: ApiClient, job_id: str, args: argparse.Namespace) -> dict[str, Any]:
     """`follow` for `submit --wait` and `status --wait`: stdout as ever (the timeline; nothing with --json), and
     the job's progress on stderr (a live line on a terminal; else plain lines, none with --json)."""
@@ -507,6 +828,7 @@ def follow_with_progress(client: ApiClient, job_id: str, args: argparse.Namespac
 
 
 def run(args: argparse.Namespace) -> int:
+    render.fit_to(terminal_width(args))
     if args.action in LOCAL_COMMANDS and args.endpoint:
         raise UsageError(LOCAL_COMMANDS[args.action], field="--endpoint")
     if args.action == "serve":
@@ -516,20 +838,7 @@ def run(args: argparse.Namespace) -> int:
     client = ApiClient(args.endpoint)
     emit = print
     if args.action in ("submit", "plan"):
-        body = job_body(args)
-        if getattr(args, "smoke", False):
-            body = smoke_body(body)
-        if args.action == "plan":
-            result = _checked(client.request("POST", "/plan", body))
-            emit(json.dumps(result, indent=2) if args.json else render.plan_table(result))
-            return 0
-        submitted = _checked(client.request("POST", "/jobs", body, headers=submit_headers(args.idempotency_key)))
-        if not args.wait:
-            emit(json.dumps(submitted, indent=2) if args.json else render.submitted(submitted))
-            return 0
-        job = follow_with_progress(client, submitted["job_id"], args)
-        emit(json.dumps(job, indent=2) if args.json else render.job_summary(job))
-        return EXIT_OK if job["status"] == "SUCCEEDED" else EXIT_JOB_FAILED
+        return submit_or_plan(client, args)
     job_path = f"/jobs/{quote(args.job_id, safe='')}" if hasattr(args, "job_id") else ""
     if args.action == "status":
         if args.wait:
@@ -548,6 +857,17 @@ def run(args: argparse.Namespace) -> int:
         result = _checked(client.request("GET", "/jobs", query=query))
         emit(json.dumps(result, indent=2) if args.json else render.job_list(result))
         return 0
+    if args.action == "logs":
+
+        def line(event: dict[str, Any]) -> None:
+            emit(json.dumps(event) if args.json else event["message"])
+
+        def note(text: str) -> None:
+            if not args.json:
+                print(text, file=sys.stderr, flush=True)
+
+        print_logs(client, args.job_id, args.attempt, args.follow, line, note)
+        return EXIT_OK
     if args.action == "cancel":
         job = _checked(client.request("DELETE", job_path))
         emit(json.dumps(job, indent=2) if args.json else f"cancelled {job['job_id']} ({job['status']})")

@@ -7,13 +7,60 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
+# The width tables are fitted to: the terminal's (set by the CLI), or None for no limit (a pipe, a file, CI logs, or
+# --wide: every cell in full).
+_width: int | None = None
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+
+def fit_to(width: int | None) -> None:
+    """Fit tables and lists from now on to `width` columns (None: no limit, every cell in full)."""
+    global _width
+    _width = width
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], flexible: str | None = None) -> str:
+    """Plain text columns; wider than the terminal, the `flexible` column (free text) is cut to fit, with an
+    ellipsis, so that each row stays one line (--wide shows it in full)."""
     cells = [[str(h) for h in headers]] + [["" if v is None else str(v) for v in row] for row in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     lines = ["  ".join(value.ljust(widths[i]) for i, value in enumerate(row)).rstrip() for row in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    if _width is None or max(map(len, lines)) <= _width or flexible not in headers:
+        return "\n".join(lines)
+    return _fitted(headers, cells[1:], flexible, _width)
+
+
+def _fitted(headers: Sequence[str], rows: list[list[str]], flexible: str | None, width: int) -> str:
+    """The table at `width` columns, laid out by rich: every column as wide as its content, but the flexible one,
+    which takes what is left and is cut with an ellipsis."""
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    fitted = Table(box=None, pad_edge=False, padding=(0, 2, 0, 0), expand=True, show_header=True)
+    for header in headers:
+        if header == flexible:
+            fitted.add_column(header, no_wrap=True, overflow="ellipsis", ratio=1)
+        else:
+            fitted.add_column(header, no_wrap=True)
+    for row in rows:
+        fitted.add_row(*(Text(cell) for cell in row))
+    out = io.StringIO()
+    Console(file=out, width=width, color_system=None, highlight=False, emoji=False).print(fitted)
+    return "\n".join(line.rstrip() for line in out.getvalue().splitlines()) + f"\n  (--wide for the full {flexible})"
+
+
+def wrapped(text: str, indent: str, lead: str | None = None) -> str:
+    """`text` after `lead` (default: `indent`), its next lines indented, wrapped at the terminal's width (in full,
+    on one line, when there is none)."""
+    import textwrap
+
+    first = indent if lead is None else lead
+    if _width is None:
+        return first + text
+    return textwrap.fill(text, width=max(_width, len(indent) + 20), initial_indent=first, subsequent_indent=indent)
 
 
 SHARE_BY = {"gpus": "GPUs", "vcpus": "vCPUs", "memory": "memory", "instance": "instance"}
@@ -174,8 +221,22 @@ class _LiveLine:
         return Text.assemble(frame if isinstance(frame, Text) else "", " ", words, no_wrap=True, overflow="ellipsis")
 
 
+REASONS_SHOWN = 5
+
+
 def plan_table(plan: dict[str, Any], top: int = 10) -> str:
-    """Candidates in attempt order with price, capacity, score and why; then the warnings."""
+    """Candidates in attempt order with price, capacity, score and why; then the warnings. With none, the first
+    reasons instead (the cheapest fix first, as the API orders them)."""
+    if not plan["candidates"]:
+        lines = ["no GPU offering can serve this request; the first reasons:"]
+        lines.extend(
+            wrapped(f"{r['instance_type']}: {r['reason']}", "    ", "  ") for r in plan["rejected"][:REASONS_SHOWN]
+        )
+        more = len(plan["rejected"]) - REASONS_SHOWN
+        if more > 0:
+            lines.append(f"  ... {more} more (--json for all)")
+        lines.extend(wrapped(warning, "    ", "  warning: ") for warning in plan.get("warnings", []))
+        return "\n".join(lines)
     rows = [
         (
             position, c["instance_type"], c.get("region") or "-", f"{c['gpus']}x {c['gpu_model']}",
@@ -185,7 +246,7 @@ def plan_table(plan: dict[str, Any], top: int = 10) -> str:
         for position, c in enumerate(plan["candidates"][:top], start=1)
     ]  # fmt: skip
     headers = ("#", "instance type", "region", "GPUs", "GiB/GPU", "vCPU", "capacity", "$/hour", "score", "why")
-    out = table(headers, rows)
+    out = table(headers, rows, "why")
     more = len(plan["candidates"]) - top
     lines = [out]
     if more > 0:
@@ -195,16 +256,56 @@ def plan_table(plan: dict[str, Any], top: int = 10) -> str:
         if region.get("left_out"):
             lines.append(f"  region {region['region']} left out: {region['left_out']}")
     lines.append(f"  {len(plan['rejected'])} instance types rejected (see --json for reasons)")
-    lines.extend(f"  warning: {warning}" for warning in plan.get("warnings", []))
+    lines.extend(wrapped(warning, "    ", "  warning: ") for warning in plan.get("warnings", []))
+    return "\n".join(lines)
+
+
+def _offering(candidate: dict[str, Any], with_region: bool = False) -> str:
+    """`g6.xlarge (1x L4, on-demand) $0.8048/h`: a candidate in a few words, with its price for this job (and,
+    `with_region`, ` in us-west-2`)."""
+    price = "price unknown" if candidate.get("hourly_usd") is None else f"${candidate['hourly_usd']:.4f}/h"
+    where = f" in {candidate['region']}" if with_region and candidate.get("region") else ""
+    return (
+        f"{candidate['instance_type']} ({candidate['gpus']}x {candidate['gpu_model']}, {candidate['capacity']}) "
+        f"{price}{where}"
+    )
+
+
+def launch_summary(candidates: list[dict[str, Any]], warnings: list[str], max_attempts: int | None = None) -> str:
+    """What a submit starts with: the first choice and its price for this job (the job pays the whole instance),
+    the fallbacks the workflow may try after it, in order, and the warnings."""
+    tried = candidates[: max_attempts or len(candidates)]
+    if not tried:
+        return "no GPU offering can serve this request"
+    # The first choice's region always; each fallback's when they are in several regions.
+    several = len({c.get("region") for c in tried}) > 1
+    region = tried[0].get("region")
+    lines = [f"first choice  {_offering(tried[0])} for this job" + (f", in {region}" if region else "")]
+    fallbacks = tried[1:]
+    shown = fallbacks[:3]
+    if shown:
+        more = f", and {len(fallbacks) - len(shown)} more" if len(fallbacks) > len(shown) else ""
+        offered = ", then ".join(_offering(c, several) for c in shown)
+        lines.append(wrapped(offered + more, " " * 14, "fallbacks     "))
+    else:
+        lines.append("fallbacks     none")
+    lines.extend(wrapped(warning, " " * 14, "warning       ") for warning in warnings)
     return "\n".join(lines)
 
 
 def submitted(answer: dict[str, Any]) -> str:
-    """What `gpupilot submit` prints: the job id, and what may keep it waiting."""
-    first = answer.get("instance_type")
-    where = f" in {answer['region']}" if answer.get("region") else ""
-    lines = [f"submitted {answer['job_id']}" + (f" (first choice: {first}{where})" if first else "")]
-    lines.extend(f"  warning: {warning}" for warning in answer.get("warnings", []))
+    """What `gpupilot submit` prints: the job id (and whether this key had submitted it already), what it starts
+    with, and what may keep it waiting."""
+    again = (
+        "  (already submitted with this Idempotency-Key: nothing new started)"
+        if answer.get("already_submitted")
+        else ""
+    )
+    lines = [f"submitted {answer['job_id']}{again}"]
+    if answer.get("candidates"):
+        lines.append(launch_summary(answer["candidates"], answer.get("warnings", [])))
+    else:
+        lines.extend(f"  warning: {warning}" for warning in answer.get("warnings", []))
     return "\n".join(lines)
 
 
@@ -315,37 +416,52 @@ def job_list(result: dict[str, Any]) -> str:
     return out + (f"\nnext page: --next-token {result['next_token']}" if result.get("next_token") else "")
 
 
+def summary_words(summary: dict[str, int]) -> str:
+    """A sweep's summary in words: `2 findings (1 ECS_AGENT_NOT_REGISTERED, 1 IDLE_POOL); 3 live jobs; ...`."""
+    counts = dict(summary)
+    found = counts.pop("findings", 0)
+    regions = counts.pop("regions", 1)
+    said = {
+        "live_jobs": "live jobs",
+        "vanished_jobs": "jobs Batch no longer knows",
+        "reconciled_events": "missed Batch events reconciled",
+    }
+    extras = [f"{counts.pop(key)} {words}" for key, words in said.items() if key in counts]
+    kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+    head = (
+        "no findings" if not found else f"{found} finding{'s' if found != 1 else ''}" + (f" ({kinds})" if kinds else "")
+    )
+    # A deployment of several capacity regions says how many the sweep covered.
+    swept = [f"{regions} capacity regions swept"] if regions > 1 else []
+    return "; ".join([head, *extras, *swept])
+
+
 def health(report: dict[str, Any]) -> str:
+    """A sweep's summary in words, then each finding: its severity, kind, resource and jobs, and its
+    recommendation under it."""
     if not report.get("swept_at"):
         return "no sweep has run yet (run `gpupilot sweep`)"
-    rows = [
-        (f["severity"], f["kind"], f["resource"] + (f" ({f['region']})" if f.get("region") else ""),
-         ",".join(f.get("jobs") or []), f["recommendation"])
-        for f in report["findings"]
-    ]  # fmt: skip
-    head = f"sweep {report.get('sweep_id') or '-'} at {report['swept_at']}: {report['summary']}"
-    return head + ("\n" + table(("severity", "kind", "resource", "jobs", "recommendation"), rows) if rows else "")
+    several = report["summary"].get("regions", 1) > 1
+    lines = [f"sweep {report.get('sweep_id') or '-'} at {report['swept_at']}: {summary_words(report['summary'])}"]
+    for finding in report["findings"]:
+        jobs = f"  jobs {', '.join(finding['jobs'])}" if finding.get("jobs") else ""
+        # A deployment of several regions says the region of each finding's resource.
+        where = f" ({finding['region']})" if finding.get("region") and several else ""
+        lines.append(f"  {finding['severity']:<8}  {finding['kind']}  {finding['resource']}{where}{jobs}")
+        lines.append(wrapped(finding["recommendation"], "      "))
+        if finding.get("action"):
+            lines.append(wrapped(f"done: {finding['action']}", "      "))
+    return "\n".join(lines)
 
 
 def costs(report: dict[str, Any]) -> str:
-    """The report's groups when it has them, else each day by GPU type, job name and capacity type; then the total
-    and, next to it, the waste (instances, or shares of them, that served no job) by reason."""
+    """The cost by one dimension (the report's group_by; by day when it has no groups), so that its rows add up
+    to the total; then the total and, next to it, the waste (instances, or shares of them, that served no job)."""
     if report.get("groups"):
         groups = [(g["key"], g["attempts"], f"{g['usd']:.6f}") for g in report["groups"]]
         out = table((report.get("group_by") or "key", "attempts", "usd"), groups)
     else:
-        rows: list[tuple[Any, ...]] = [
-            (day["date"], kind, key, f"{usd:.6f}")
-            for day in report.get("days", [])
-            for kind, field in (
-                ("gpu type", "by_gpu_type"),
-                ("job name", "by_job_name"),
-                ("capacity", "by_capacity_type"),
-                ("region", "by_region"),
-            )
-            for key, usd in sorted(day.get(field, {}).items())
-        ]
-        out = table(("date", "by", "key", "usd"), rows)
+        out = table(("day", "usd"), [(day["date"], f"{day['usd']:.6f}") for day in report.get("days", [])])
     waste = report.get("waste") or {}
     reasons = sorted((waste.get("by_reason") or {}).items(), key=lambda item: (-item[1], item[0]))
     waste_line = (

@@ -74,6 +74,7 @@ RESOURCE_TYPES: dict[str, tuple[str, ...]] = {
     "iam:PassRole": ("role",),
     "lambda:InvokeFunction": ("function",),
     "logs:CreateLogStream": ("log-stream",),
+    "logs:GetLogEvents": ("log-stream",),
     "logs:PutLogEvents": ("log-stream",),
     "pricing:GetProducts": (),
     # Resource-level permissions in Service Quotas are for quota increase requests and tags only.

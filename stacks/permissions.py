@@ -18,6 +18,7 @@ from typing import Any
 from aws_cdk import Aws
 
 from functions.shared.constants import REGION_PARAMETER, STATE_MACHINE_NAME
+from functions.shared.domain.job_definitions import JOB_LOG_GROUP, JOB_LOG_STREAM_PREFIX
 from functions.shared.domain.pools import POOL_TAG
 from stacks.iam_reference import resource_types
 
@@ -79,6 +80,12 @@ WHY_EXECUTIONS = (
 DOC_DESCRIBE_ON_START = (
     "Service Authorization Reference for Step Functions, API operations: the StartExecution API authorizes "
     "states:StartExecution and states:DescribeExecution."
+)
+WHY_JOB_LOGS = (
+    "Batch names each attempt's log stream when it runs ('<awslogs-stream-prefix>/default/<ECS task id>', AWS Batch "
+    "User Guide, 'Use the awslogs log driver'), so GetLogEvents, authorized on the log stream (Service "
+    "Authorization Reference for CloudWatch Logs), is scoped to Batch's log group and the streams under GPU "
+    "Pilot's stream prefix."
 )
 DOC_ON_FAILURE = (
     "AWS Lambda Developer Guide, 'Adding a destination': Lambda sends an asynchronous invocation's "
@@ -174,6 +181,12 @@ class Arns:
 
     def service_linked_role(self, service: str, name: str) -> str:
         return f"arn:{self.partition}:iam::{self.account}:role/aws-service-role/{service}/{name}"
+
+    @property
+    def job_log_streams(self) -> str:
+        """The log streams of GPU Pilot's jobs: Batch's log group, streams under the job definitions' prefix."""
+        group = f"arn:{self.partition}:logs:{self.region}:{self.account}:log-group:{JOB_LOG_GROUP}"
+        return f"{group}:log-stream:{JOB_LOG_STREAM_PREFIX}/*"
 
     def function(self, name: str) -> str:
         return f"arn:{self.partition}:lambda:{self.region}:{self.account}:function:{name}"
@@ -325,6 +338,8 @@ def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
                 reason=WHY_EXECUTIONS,
                 required_by=DOC_DESCRIBE_ON_START,
             ),
+            # GET /jobs/{id}/logs reads what the job's attempts printed.
+            Grant(actions=("logs:GetLogEvents",), resources=arns.everywhere("job_log_streams"), reason=WHY_JOB_LOGS),
             # POST /sweep starts a sweep in the sweep function (asynchronously).
             Grant(actions=("lambda:InvokeFunction",), resources=(owned.sweep_function,)),
         ],

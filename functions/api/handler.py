@@ -14,9 +14,11 @@ from pydantic import BaseModel, ValidationError
 
 from functions.shared.adapters.idempotency import IN_PROGRESS_RETRY_SECONDS, submit_idempotently
 from functions.shared.adapters.wiring import live_ports
-from functions.shared.api_contract import ROUTES, SWEEP_ID_PATTERN, Route
+from functions.shared.api_contract import ROUTES, SWEEP_ID_PATTERN
+from functions.shared.api_routes import Route
 from functions.shared.coldstart import ends_cold_start
 from functions.shared.domain.errors import (
+    AttemptNotFound,
     IdempotencyInProgress,
     IdempotencyKeyReused,
     InvalidPageToken,
@@ -31,13 +33,15 @@ from functions.shared.domain.views import ErrorBody, SubmitResponse
 from functions.shared.domain.vocabulary import JobStatus
 from functions.shared.observability import logger, metrics
 from functions.shared.ports import Ports
-from functions.shared.usecases import costs, queries, select, submit, sweep
+from functions.shared.usecases import costs, logs, queries, select, submit, sweep
 
 app = APIGatewayRestResolver()
 CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
 DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 SWEEP_ID = re.compile(SWEEP_ID_PATTERN)
 MAX_PAGE = 100
+# CloudWatch Logs' forward tokens are short (`f/` and 56 digits); a longer one is none it issued.
+MAX_LOG_TOKEN = 512
 COSTS_WINDOW_DAYS = 30
 
 
@@ -136,6 +140,11 @@ def _sweep_not_found(error: SweepNotFound) -> Response:
     return _error(404, "SweepNotFound", f"no health sweep {error}", "sweep_id")
 
 
+@app.exception_handler(AttemptNotFound)
+def _no_attempt(error: AttemptNotFound) -> Response:
+    return _error(404, "AttemptNotFound", str(error), "attempt")
+
+
 @app.exception_handler(InvalidPageToken)
 def _bad_token(error: InvalidPageToken) -> Response:
     return _error(400, "BadRequest", "next_token is not one this API issued", "next_token")
@@ -170,12 +179,17 @@ def submit_job() -> BaseModel:
         raise BadRequest("Idempotency-Key", "Idempotency-Key must be 1-256 characters")
     ports = _ports()
 
-    def start(checked: JobRequest) -> SubmitResponse:
-        return submit.start_job(checked, ports)
+    started: list[SubmitResponse] = []
 
-    if key:
-        return submit_idempotently(ports.settings.table_name, start, request, key, app.lambda_context)
-    return start(request)
+    def start(checked: JobRequest) -> SubmitResponse:
+        started.append(submit.start_job(checked, ports))
+        return started[-1]
+
+    if not key:
+        return start(request)
+    answer = submit_idempotently(ports.settings.table_name, start, request, key, app.lambda_context)
+    # Nothing started in this call: the key's first call did, and its answer is replayed.
+    return answer if started else answer.model_copy(update={"already_submitted": True})
 
 
 def get_job(job_id: str) -> BaseModel:
@@ -185,6 +199,16 @@ def get_job(job_id: str) -> BaseModel:
     if explain == "true":
         return queries.explain_job(job_id, _ports())
     return queries.get_job(job_id, _ports())
+
+
+def job_logs(job_id: str) -> BaseModel:
+    raw_attempt = app.current_event.get_query_string_value("attempt")
+    if raw_attempt is not None and not (raw_attempt.isascii() and raw_attempt.isdecimal() and int(raw_attempt) >= 1):
+        raise BadRequest("attempt", "attempt must be a whole number, 1 or more")
+    token = app.current_event.get_query_string_value("next_token")
+    if token is not None and not (1 <= len(token) <= MAX_LOG_TOKEN and token.isprintable()):
+        raise BadRequest("next_token", "next_token is not one this API issued")
+    return logs.job_logs(job_id, int(raw_attempt) if raw_attempt else None, token, _ports())
 
 
 def cancel_job(job_id: str) -> BaseModel:
@@ -259,6 +283,7 @@ OPERATIONS: dict[str, Callable[..., BaseModel | Response]] = {
     "list_jobs": list_jobs,
     "get_job": get_job,
     "cancel_job": cancel_job,
+    "job_logs": job_logs,
     "plan": plan,
     "health": health,
     "sweep": start_sweep,

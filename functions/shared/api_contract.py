@@ -3,12 +3,13 @@ Gateway, and the OpenAPI document (docs/openapi.json) is written from them, so t
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
+from functions.shared.api_routes import QueryParam, Route
+from functions.shared.domain.logs import JobLogs
 from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.selection import Plan
 from functions.shared.domain.views import (
@@ -29,39 +30,6 @@ API_TITLE = "GPU Pilot"
 API_VERSION = "1"
 # API Gateway's IAM authorization as OpenAPI spells it: requests signed with SigV4.
 SIGV4 = {"type": "apiKey", "name": "Authorization", "in": "header", "x-amazon-apigateway-authtype": "awsSigv4"}
-
-
-@dataclass(frozen=True)
-class QueryParam:
-    name: str
-    description: str
-    schema: dict[str, Any] = field(default_factory=lambda: {"type": "string"})
-
-
-@dataclass(frozen=True)
-class Route:
-    """One operation of the API (paths use API Gateway's `{param}` syntax)."""
-
-    operation_id: str
-    method: str
-    path: str
-    summary: str
-    response: type[BaseModel]
-    status: int = 200
-    body: type[BaseModel] | None = None
-    query: tuple[QueryParam, ...] = ()
-    errors: tuple[int, ...] = (400,)
-    headers: tuple[QueryParam, ...] = ()
-    csv: bool = False  # also answers text/csv when asked (Accept)
-
-    @property
-    def json_body(self) -> bool:
-        return self.body is not None
-
-    @property
-    def resolver_path(self) -> str:
-        """The path in Powertools' syntax (`<param>`)."""
-        return self.path.replace("{", "<").replace("}", ">")
 
 
 ROUTES: tuple[Route, ...] = (
@@ -119,6 +87,18 @@ ROUTES: tuple[Route, ...] = (
         JobView,
         status=202,
         errors=(404, 409),
+    ),
+    Route(
+        "job_logs",
+        "GET",
+        "/jobs/{job_id}/logs",
+        "What an attempt printed (its log stream), oldest first, a page at a time; the local cloud's are simulated",
+        JobLogs,
+        query=(
+            QueryParam("attempt", "From 1 (default: the latest that ran)", {"type": "integer", "minimum": 1}),
+            QueryParam("next_token", "The next_token of the previous page: the lines written since"),
+        ),
+        errors=(400, 404),
     ),
     Route("plan", "POST", "/plan", "Rank GPU offerings for a request; launches nothing", Plan, body=JobRequest),
     Route(

@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from functions.shared.ports_market import Availability, Catalog, Prices, Quotas
-from functions.shared.ports_pools import BatchPools, PoolStates
+from functions.shared.ports_pools import BatchPools, Fleet, PoolStates
 
 if TYPE_CHECKING:  # annotations only: a handler imports the domain modules it uses, not all of them
-    from functions.shared.domain.batch import BatchJobState, ContainerInstanceState, FleetState
-    from functions.shared.domain.fleet import RunningInstances
+    from functions.shared.domain.batch import BatchJobState
+    from functions.shared.domain.logs import LogPage
     from functions.shared.domain.memory import UnavailableOffering
     from functions.shared.domain.records import AttemptRecord, JobRecord, Wait
     from functions.shared.domain.requests import JobRequest
@@ -175,31 +175,6 @@ class BatchJobs(Protocol):
     def terminate_job(self, job_id: str, reason: str) -> None: ...
 
 
-class Fleet(Protocol):
-    """A pool's EC2 instances (by the pool tag) and its ECS cluster's container instances."""
-
-    def fleets(self, pools: dict[str, str | None]) -> dict[str, FleetState]:
-        """pool -> its fleet (pools given with their cluster ARN, None when there is none yet)."""
-        ...
-
-    def running_instances(self, spot: bool) -> list[RunningInstances]:
-        """The account's pending and running instances (spot ones, or on-demand ones), by type and GPU Pilot pool."""
-        ...
-
-    def terminate_instances(self, instance_ids: list[str]) -> None: ...
-
-    def deregister_container_instance(self, cluster_arn: str, container_instance_arn: str) -> None: ...
-
-    def zone_of(self, container_instance_arn: str) -> str | None:
-        """The zone of a container instance (ECS's ecs.availability-zone), None when ECS no longer knows it."""
-        ...
-
-    def container_instance(self, container_instance_arn: str) -> ContainerInstanceState | None:
-        """A container instance as ECS describes it (its EC2 instance, zone, registration), None when ECS no
-        longer knows it."""
-        ...
-
-
 class Workflow(Protocol):
     """The GpuJob state machine."""
 
@@ -217,6 +192,14 @@ class Workflow(Protocol):
 class Sweeps(Protocol):
     def start_sweep(self, sweep_id: str) -> None:
         """Run a health sweep asynchronously in the sweep function."""
+        ...
+
+
+class JobLogs(Protocol):
+    """What jobs printed: CloudWatch Logs streams."""
+
+    def read(self, log_group: str, log_stream: str, next_token: str | None) -> LogPage:
+        """A page of the stream, oldest first, from `next_token` (None: its start); empty while it does not exist."""
         ...
 
 
@@ -248,6 +231,7 @@ class Ports:
     workflow: Workflow
     sweeps: Sweeps
     metrics: Metrics
+    logs: JobLogs
     # The ports of the other capacity regions (tests' fakes; the live ones are made on first use).
     regional: Mapping[str, Ports] = field(default_factory=dict)
 

@@ -49,6 +49,11 @@ JOB_STATE_CHANGE = "Batch Job State Change"
 # events"); its detail is the job as DescribeJobs shows it, statusReason included.
 QUEUE_BLOCKED = "Batch Job Queue Blocked"
 AMI = "ami-03cf127a"
+# Where Batch's awslogs driver writes a job's output unless its definition names a group ("Use the awslogs log
+# driver", AWS Batch User Guide); a stream is `<awslogs-stream-prefix>/default/<ECS task id>` with a prefix.
+DEFAULT_LOG_GROUP = "/aws/batch/job"
+# Every line the simulator writes to a job's stream says it is the simulator's, never the program's output.
+SIMULATED = "[gpupilot local cloud: simulated, no container ran]"
 EventSink = Callable[[dict[str, Any]], None]
 
 
@@ -231,6 +236,7 @@ class FleetSimulator:
         if job.status == "RUNNABLE":
             self._schedule(sim, now)
         elif job.status == "STARTING":
+            self._name_log_stream(sim)
             self._set(job, "RUNNING")
         elif job.status == "RUNNING" and now >= sim.ends_at:
             exit_code = self.world.jobs.exit_code
@@ -293,6 +299,7 @@ class FleetSimulator:
         job = sim.job
         job.job_stopped_reason = None
         job.job_started_at = datetime.now()
+        job.log_stream_name = None  # each Batch attempt gets a stream of its own when it reaches RUNNING
         job._start_attempt()
         job.latest_attempt["container"]["containerInstanceArn"] = instance.container_instance_arn
         self._set(job, "STARTING")
@@ -308,6 +315,8 @@ class FleetSimulator:
         job.job_stopped = True
         if status == "FAILED":
             job.job_stopped_reason = reason or "Essential container in task exited"
+        if exit_code is not None and job.log_stream_name:
+            self._log(job, f"exit code {exit_code} (the world file's jobs.exit_code)")
         self._set(job, status)
         if sim.runs:
             job._stop_attempt()
@@ -323,6 +332,39 @@ class FleetSimulator:
         if not instance.jobs:
             instance.idle_since = now
         sim.instance = None
+
+    # -- logs --------------------------------------------------------------------------------------
+    def _name_log_stream(self, sim: SimJob) -> None:
+        """What Batch does at RUNNING: the attempt gets its log stream. No container runs here, so what the simulator
+        does is written to that stream instead, each line marked as simulated."""
+        job = sim.job
+        group, prefix = _log_destination(job)
+        task_id = uuid.uuid4().hex
+        job.log_stream_name = f"{prefix or job.job_definition.name}/default/{task_id}"
+        if job.latest_attempt is not None:
+            job.latest_attempt["container"]["logStreamName"] = job.log_stream_name
+        properties = job.job_definition.container_properties or {}
+        command = job.container_overrides.get("command") or properties.get("command") or []
+        instance = sim.instance
+        self._log(
+            job,
+            f"image {properties.get('image', '?')}",
+            "command " + " ".join(str(part) for part in command),
+            f"on {instance.instance_type} ({instance.instance_id})" if instance else "on an unknown host",
+            f"runs {self.world.jobs.runtime_seconds:g} s (the world file's jobs.runtime_seconds)",
+            group=group,
+        )
+
+    def _log(self, job: Any, *lines: str, group: str | None = None) -> None:
+        from moto.logs.models import logs_backends
+
+        logs = logs_backends[self._account_id][self.world.region]
+        group = group or _log_destination(job)[0]
+        logs.ensure_log_group(group)
+        logs.ensure_log_stream(group, job.log_stream_name)
+        at = int(time.time() * 1000)
+        events = [{"timestamp": at, "message": f"{SIMULATED} {line}"} for line in lines]
+        logs.put_log_events(group, job.log_stream_name, events)
 
     # -- instances -----------------------------------------------------------------------------
     def _advance_instance(self, instance: SimInstance, now: float) -> None:
@@ -535,6 +577,13 @@ class FleetSimulator:
         from moto.batch.models import batch_backends
 
         return batch_backends[self._account_id][self.world.region]
+
+
+def _log_destination(job: Any) -> tuple[str, str | None]:
+    """The log group and stream prefix the job's definition gives the awslogs driver (Batch's defaults otherwise)."""
+    configuration = (job.job_definition.container_properties or {}).get("logConfiguration") or {}
+    options = configuration.get("options") or {}
+    return options.get("awslogs-group") or DEFAULT_LOG_GROUP, options.get("awslogs-stream-prefix")
 
 
 def _fits(shape: dict[str, int], needs: dict[str, int]) -> bool:

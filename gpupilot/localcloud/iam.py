@@ -293,6 +293,10 @@ def required(
     elif service == "ssm" and "Name" in params:
         # A parameter's ARN is `parameter/<name>`; a hierarchical name's leading `/` is that slash.
         checks.append(Request(action, arn("ssm", "parameter/", str(params["Name"]).lstrip("/"))))
+    elif service == "logs" and "logStreamName" in params:
+        # Authorized against the stream (Service Authorization Reference for CloudWatch Logs: GetLogEvents).
+        group = params.get("logGroupName") or params.get("logGroupIdentifier") or ""
+        checks.append(Request(action, arn("logs", "log-group:", f"{group}:log-stream:{params['logStreamName']}")))
     elif service == "lambda" and "FunctionName" in params:
         checks.append(Request(action, arn("lambda", "function:", params["FunctionName"])))
     else:

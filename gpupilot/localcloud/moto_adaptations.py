@@ -8,7 +8,12 @@ the local cloud makes moto behave like AWS:
    UpdateFunctionConfiguration that sets the environment takes effect on the next invoke, as in Lambda
    (an operator changing a setting, as a redeploy would).
 2. Batch jobs: moto's docker-less Batch marks a job SUCCEEDED inside SubmitJob; the job is handed to the
-   Batch simulator instead, which moves it through its states as the world says.
+   Batch simulator instead, which moves it through its states as the world says. moto names the job's log
+   stream at submit and never creates it; AWS names each attempt's stream when it reaches RUNNING
+   (DescribeJobs: "Each container attempt receives a log stream name when they reach the RUNNING status"), and
+   the awslogs driver writes the container's output there. Here the stream is named at RUNNING, as the job
+   definition's awslogs options say, and since no container runs, the simulator writes what it did to it
+   (image, command, host, runtime, exit code), each line marked as simulated.
 3. Batch compute environments: moto reports every compute environment VALID at once and requires a
    serviceRole. Here one is CREATING for `create_seconds` after CreateComputeEnvironment, then VALID,
    or INVALID with the world's statusReason; without a serviceRole Batch's service-linked role is used.
@@ -225,8 +230,8 @@ def hand_jobs_to_simulator(patches: _Patches, on_submit: Callable[[Any], None]) 
     from moto.batch_simple.models import BatchSimpleBackend
 
     def mark_submitted(self: Any, include_start_attempt: bool, job: Any) -> None:
+        # No log stream yet: Batch names an attempt's stream when it reaches RUNNING (the simulator does).
         self.backend._jobs[job.job_id] = job
-        job.log_stream_name = job._stream_name
         on_submit(job)
 
     patches.replace(BatchSimpleBackend, "_mark_job_as_finished", mark_submitted)

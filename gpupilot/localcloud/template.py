@@ -34,10 +34,12 @@ def template_path() -> Path:
 
 
 def load_template(synth_if_missing: bool = True) -> dict[str, Any]:
-    """The synthesized stack template; synthesizes it (python app.py, needs node) when missing."""
+    """The synthesized stack template; synthesizes it (app.py through stacks.synth, needs node) when missing."""
     path = template_path()
     if not path.exists() and synth_if_missing:
-        result = subprocess.run([sys.executable, "app.py"], cwd=REPO_ROOT, capture_output=True, text=True, check=False)
+        result = subprocess.run(
+            [sys.executable, "-m", "stacks.synth"], cwd=REPO_ROOT, capture_output=True, text=True, check=False
+        )
         if result.returncode != 0:
             raise DeployError(f"could not synthesize the stack: {result.stderr.strip()[-500:]}")
     if not path.exists():

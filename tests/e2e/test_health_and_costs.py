@@ -37,13 +37,17 @@ def test_sweep_health_and_costs_through_the_cli(cloud_factory: Callable[..., Run
     health = json.loads(cloud.cli("health", "--json").stdout)
     costs = json.loads(cloud.cli("--json", "costs", "--from", today, "--to", today).stdout)
     table = cloud.cli("costs", "--from", today, "--to", today)
+    by_type = cloud.cli("costs", "--from", today, "--to", today, "--group-by", "gpu_type")
     # Then the sweep ran in the sweep function and its report is the health; the day's cost is the job's
     assert swept["status"] == "COMPLETE" and swept["sweep_id"].startswith("sweep-")
     assert health["sweep_id"] == swept["sweep_id"]
     assert costs["total_usd"] == pytest.approx(job["cost"]["usd"])
     assert costs["days"][0]["by_gpu_type"] == {job["instance_type"]: pytest.approx(job["cost"]["usd"])}
     assert costs["days"][0]["by_job_name"] == {"costed": pytest.approx(job["cost"]["usd"])}
-    assert table.returncode == 0 and job["instance_type"] in table.stdout
+    # And the table is by day unless another dimension is asked for, one dimension at a time
+    assert table.returncode == 0 and table.stdout.splitlines()[0].split() == ["day", "attempts", "usd"]
+    assert today in table.stdout and job["instance_type"] not in table.stdout
+    assert by_type.returncode == 0 and job["instance_type"] in by_type.stdout
 
 
 def test_a_cancelled_running_job_has_a_cost_and_every_attempt_is_in_the_costs(

@@ -23,6 +23,7 @@ from functions.shared.domain.clock import now_iso
 from functions.shared.domain.cost import PriceQuote
 from functions.shared.domain.errors import SignalUnavailable, SweepNotFound
 from functions.shared.domain.fleet import QUOTA_NAMES, QuotaState, RunningInstances
+from functions.shared.domain.logs import LogEvent, LogPage
 from functions.shared.domain.memory import UnavailableOffering
 from functions.shared.domain.pool_health import USE_FIELDS, PoolState
 from functions.shared.domain.pools import GONE, generation_of
@@ -517,6 +518,26 @@ class FakeSweeps:
 
 
 @dataclass
+class FakeLogs:
+    """Log streams by (group, stream): lines as written; a token is the index of the next line to read."""
+
+    streams: dict[tuple[str, str], list[LogEvent]] = field(default_factory=dict)
+    reads: list[tuple[str, str, str | None]] = field(default_factory=list)
+
+    def write(self, group: str, stream: str, *messages: str) -> None:
+        lines = self.streams.setdefault((group, stream), [])
+        lines.extend(LogEvent(at=now_iso(), message=message) for message in messages)
+
+    def read(self, log_group: str, log_stream: str, next_token: str | None) -> LogPage:
+        self.reads.append((log_group, log_stream, next_token))
+        lines = self.streams.get((log_group, log_stream))
+        if lines is None:
+            return LogPage(next_token=next_token)
+        start = int(next_token or 0)
+        return LogPage(events=lines[start:], next_token=str(len(lines)))
+
+
+@dataclass
 class FakeMetrics:
     added: list[tuple[MetricName, float, str]] = field(default_factory=list)
     by_pool: dict[tuple[MetricName, str], float] = field(default_factory=dict)
@@ -563,6 +584,7 @@ def fake_ports(**overrides: Any) -> Ports:
         "workflow": FakeWorkflow(),
         "sweeps": FakeSweeps(),
         "metrics": FakeMetrics(),
+        "logs": FakeLogs(),
     }
     return Ports(**(parts | overrides))
 

@@ -203,6 +203,22 @@ def test_every_lambda_reads_and_writes_only_its_table_and_queries_only_it_and_it
             assert not {"dynamodb:Scan", "dynamodb:BatchWriteItem", "dynamodb:DescribeTable"} & set(actions), key
 
 
+def test_only_the_api_reads_job_logs_and_only_gpu_pilot_s_streams_of_batch_s_log_group(
+    synthesized: Synthesized,
+) -> None:
+    # Given every function's statements that grant logs:GetLogEvents
+    readers = {
+        key: statement["Resource"]
+        for key in synthesized.function_ids()
+        for statement in synthesized.function_statements(key)
+        if "logs:GetLogEvents" in _as_list(statement["Action"])
+    }
+    # Then the api alone has it, on the streams under GPU Pilot's prefix in /aws/batch/job
+    assert list(readers) == ["api"]
+    rendered = json.dumps(readers["api"])
+    assert ":log-group:/aws/batch/job:log-stream:gpupilot/*" in rendered
+
+
 def _role_assumed_by(synthesized: Synthesized, service: str, description: str = "") -> str:
     return next(
         lid

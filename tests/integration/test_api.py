@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import boto3
@@ -94,6 +95,26 @@ def test_the_same_idempotency_key_and_body_return_the_same_job(cloud: Cloud) -> 
     _, listed = call(cloud, "GET", "/jobs")
     assert second["job_id"] == first["job_id"]
     assert len(listed["jobs"]) == 1
+
+
+def test_a_replayed_idempotency_key_says_the_job_was_already_submitted(cloud: Cloud) -> None:
+    # Given a job submitted with a key
+    headers = {"Idempotency-Key": "say-so"}
+    _, first = call(cloud, "POST", "/jobs", BODY, headers)
+    # When the same key and body come again
+    _, second = call(cloud, "POST", "/jobs", BODY, headers)
+    # Then the first answer is new and the second says it is the same job, submitted before
+    assert (first["already_submitted"], second["already_submitted"]) == (False, True)
+    assert second["job_id"] == first["job_id"]
+
+
+def test_a_submitted_job_answers_with_the_plan_it_starts_with(cloud: Cloud) -> None:
+    # Given / When a job is submitted
+    _, submitted = call(cloud, "POST", "/jobs", BODY | {"max_attempts": 2})
+    _, plan = call(cloud, "POST", "/plan", BODY | {"max_attempts": 2})
+    # Then its answer names the first choice and the fallbacks the workflow may try, as /plan ranks them
+    assert [c["instance_type"] for c in submitted["candidates"]] == [c["instance_type"] for c in plan["candidates"][:2]]
+    assert submitted["candidates"][0]["hourly_usd"] > 0
 
 
 def test_an_idempotency_key_reused_with_another_body_is_a_422(cloud: Cloud) -> None:
@@ -300,3 +321,44 @@ def test_a_job_answers_with_its_warnings(cloud: Cloud) -> None:
     status, body = call(cloud, "POST", "/jobs", BODY | {"zones": [ZONES[0]]})
     assert status == 202
     assert any("one zone only" in w for w in body["warnings"])
+
+
+def _ran(cloud: Cloud, job_id: str, stream: str) -> None:
+    """A job whose first attempt ran and whose log stream holds two lines, in Batch's log group."""
+    from functions.shared.domain.records import AttemptRecord
+    from functions.shared.domain.vocabulary import AttemptStatus, CapacityType
+
+    store = DynamoJobStore(cloud.deployment.table_name)
+    store.create_job(job_id, JobRequest.model_validate(BODY))
+    attempt = AttemptRecord(instance_type="g5.xlarge", capacity=CapacityType.ON_DEMAND, job_queue="gpupilot-q",
+                            status=AttemptStatus.RUNNING, batch_job_id="b-1", log_stream=stream)  # fmt: skip
+    store.put_attempt(job_id, 1, attempt)
+    logs = boto3.client("logs")
+    logs.create_log_group(logGroupName="/aws/batch/job")
+    logs.create_log_stream(logGroupName="/aws/batch/job", logStreamName=stream)
+    now = int(time.time() * 1000)  # CloudWatch Logs refuses events more than 2 hours in the future
+    events = [{"timestamp": now, "message": "step 1"}, {"timestamp": now + 1, "message": "ok"}]
+    logs.put_log_events(logGroupName="/aws/batch/job", logStreamName=stream, logEvents=events)
+
+
+def test_a_job_s_logs_are_read_from_its_attempt_s_stream_with_the_api_s_own_grant(cloud: Cloud) -> None:
+    # Given a job whose attempt ran and printed two lines to its stream under GPU Pilot's prefix
+    _ran(cloud, "logs00000001", "gpupilot/default/task-1")
+
+    # When its logs are read through the API (the api function's role enforced), then read on from the token
+    status, page = call(cloud, "GET", "/jobs/logs00000001/logs")
+    again, later = call(cloud, "GET", f"/jobs/logs00000001/logs?next_token={page['next_token']}")
+
+    # Then both lines come oldest first, and reading on from the end gives none and the same token
+    assert status == 200 and [e["message"] for e in page["events"]] == ["step 1", "ok"]
+    assert (page["log_group"], page["log_stream"], page["attempt"]) == ("/aws/batch/job", "gpupilot/default/task-1", 1)
+    assert again == 200 and later["events"] == [] and later["next_token"] == page["next_token"]
+
+
+@pytest.mark.parametrize(("query", "field", "code"), [("attempt=0", "attempt", 400), ("attempt=x", "attempt", 400),
+                                                      ("attempt=2", "attempt", 404),
+                                                      ("next_token=not-a-token", "next_token", 400)])  # fmt: skip
+def test_bad_log_parameters_name_the_parameter(cloud: Cloud, query: str, field: str, code: int) -> None:
+    _ran(cloud, "logs00000003", "gpupilot/default/task-3")
+    status, error = call(cloud, "GET", f"/jobs/logs00000003/logs?{query}")
+    assert (status, error["field"]) == (code, field)

@@ -60,11 +60,12 @@ class Fleet:
             computeEnvironmentOrder=[{"order": 1, "computeEnvironment": arn}],
         )
 
-    def submit(self, gpus: int = 1, retry: dict[str, Any] | None = None, name: str = "train") -> str:
+    def submit(self, gpus: int = 1, retry: dict[str, Any] | None = None, name: str = "train", **container: Any) -> str:
         definition = self.batch.register_job_definition(
             jobDefinitionName=f"gpupilot-{name}",
             type="container",
-            containerProperties={
+            containerProperties=container
+            | {
                 "image": "nvidia/cuda",
                 "resourceRequirements": [
                     {"type": "GPU", "value": str(gpus)},
@@ -153,6 +154,37 @@ def test_a_gpu_job_launches_a_tagged_instance_that_registers_its_gpu_runs_and_sc
     # And each change was emitted as Batch emits it (queued for the delivery thread, not started here)
     emitted = [e["detail"]["status"] for e in list(fleet.simulator._events.queue) if e]
     assert emitted == ["RUNNABLE", "STARTING", "RUNNING", "SUCCEEDED"]
+
+
+def test_a_job_gets_its_log_stream_at_running_and_the_simulator_writes_what_it_did_there_marked_simulated(
+    fleet_in,
+) -> None:
+    # Given a job whose definition sends its output to Batch's log group under a stream prefix
+    fleet = fleet_in({"jobs": {"runtime_seconds": 2, "exit_code": 3}})
+    options = {"awslogs-stream-prefix": "gpupilot"}
+    job_id = fleet.submit(command=["python", "train.py"], logConfiguration={"logDriver": "awslogs", "options": options})
+    logs = boto3.client("logs", region_name=REGION)
+
+    # When an instance launches for it, it is placed (STARTING), then runs, then ends
+    fleet.at(0.2)
+    fleet.at(1.3)
+    starting = fleet.job(job_id)
+    fleet.at(1.4)
+    running = fleet.job(job_id)
+    fleet.at(3.5)
+
+    # Then its stream is named only at RUNNING, as Batch names it, in the job and its attempt
+    assert (starting["status"], running["status"]) == ("STARTING", "RUNNING")
+    assert "logStreamName" not in starting["container"]
+    stream = running["container"]["logStreamName"]
+    assert stream.startswith("gpupilot/default/")
+    assert fleet.job(job_id)["attempts"][-1]["container"]["logStreamName"] == stream
+    # And what the simulator did is in that stream, every line marked as simulated, never as the program's output
+    lines = [e["message"] for e in logs.get_log_events(logGroupName="/aws/batch/job", logStreamName=stream,
+                                                         startFromHead=True)["events"]]  # fmt: skip
+    assert all(line.startswith("[gpupilot local cloud: simulated, no container ran]") for line in lines)
+    said = "\n".join(lines)
+    assert "image nvidia/cuda" in said and "command python train.py" in said and "exit code 3" in said
 
 
 def test_an_instance_whose_agent_never_registers_runs_while_the_job_waits_without_a_reason(fleet_in) -> None:

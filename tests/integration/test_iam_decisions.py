@@ -197,3 +197,20 @@ def test_submit_job_may_not_pass_a_role_outside_the_job_role_pattern(cloud: Clou
     with calling_as("submit_job"):
         message = refused(lambda: BatchJobsAdapter().register_job_definition(job_definition(admin, execution_role)))
     assert "iam:PassRole" in message and admin in message
+
+
+def test_the_api_may_read_only_gpu_pilot_s_streams_of_batch_s_log_group(cloud: Cloud) -> None:
+    # Given Batch's log group with a stream of a GPU Pilot job and one of another application's Batch job
+    from functions.shared.adapters.logs import CloudWatchJobLogs
+
+    logs = boto3.client("logs")
+    logs.create_log_group(logGroupName="/aws/batch/job")
+    for stream in ("gpupilot/default/task-1", "another-team/default/task-2"):
+        logs.create_log_stream(logGroupName="/aws/batch/job", logStreamName=stream)
+    # When the api function reads each
+    with calling_as("api"):
+        page = CloudWatchJobLogs().read("/aws/batch/job", "gpupilot/default/task-1", None)
+        message = refused(lambda: CloudWatchJobLogs().read("/aws/batch/job", "another-team/default/task-2", None))
+    # Then its own is read, and the other team's is refused on the stream's ARN
+    assert page.events == []
+    assert "logs:GetLogEvents" in message and "log-stream:another-team/default/task-2" in message

@@ -235,6 +235,29 @@ def test_adapted_a_submitted_job_goes_to_the_simulator_instead_of_succeeding(aws
     assert job.job_id == job_id
 
 
+def test_moto_alone_names_a_log_stream_at_submit_that_it_never_creates_and_adapted_none_is_named_before_running(
+    aws,
+):
+    batch = boto3.client("batch", region_name=REGION)
+    logs = boto3.client("logs", region_name=REGION)
+    definition_spec = {"jobDefinitionName": "d", "type": "container",
+                       "containerProperties": {"image": "i", "vcpus": 1, "memory": 512}}  # fmt: skip
+    # moto alone: the job is named a stream as it is submitted, and reading that stream fails
+    create_queue(create_environment(aws, service_role=aws["role"]))
+    definition = batch.register_job_definition(**definition_spec)["jobDefinitionArn"]
+    alone = batch.submit_job(jobName="j", jobQueue="gpu-queue", jobDefinition=definition)["jobId"]
+    stream = batch.describe_jobs(jobs=[alone])["jobs"][0]["container"]["logStreamName"]
+    with pytest.raises(ClientError) as missing:
+        logs.get_log_events(logGroupName="/aws/batch/job", logStreamName=stream, startFromHead=True)
+    assert missing.value.response["Error"]["Code"] == "ResourceNotFoundException"
+    # Adapted: a job that has not reached RUNNING has no stream (the simulator names it at RUNNING)
+    submitted: list[Any] = []
+    with adapted_moto(on_job_submitted=submitted.append, lifecycle=ComputeEnvironmentLifecycle(create_seconds=0)):
+        adapted = batch.submit_job(jobName="k", jobQueue="gpu-queue", jobDefinition=definition)["jobId"]
+        [described] = batch.describe_jobs(jobs=[adapted])["jobs"]
+    assert "logStreamName" not in described["container"]
+
+
 def test_adapted_offerings_are_the_worlds_and_restored_afterwards(aws):
     ec2 = boto3.client("ec2", region_name=REGION)
 

@@ -124,7 +124,7 @@ def test_request_file_that_is_not_json_is_a_usage_error(tmp_path):
 def test_request_file_that_is_not_an_object_is_a_usage_error(tmp_path):
     # Given / When / Then
     path = write_request(tmp_path, ["a", "list"])
-    with pytest.raises(UsageError, match="must hold a JSON object"):
+    with pytest.raises(UsageError, match="must hold a mapping of the request's fields"):
         body_of("--file", path)
 
 
@@ -325,7 +325,7 @@ def test_with_json_a_refused_request_is_a_json_error_naming_the_field_and_exits_
     assert code == 2
     assert json_error(capsys) == {
         "error": "RequestRefused",
-        "message": "gpus: at most 8",
+        "message": "--gpus: at most 8",
         "field": "gpus",
         "exit_code": 2,
     }
@@ -801,3 +801,214 @@ def test_a_closed_stdout_ends_the_cli_quietly_with_0(argv):
 
     # Then it stops without a word on stderr (no traceback), exit 0
     assert (ran.returncode, ran.stderr) == (0, "")
+
+
+# -- logs -------------------------------------------------------------------------------------------------------
+def log_page(events: list[str], token: str | None, status: str = "SUCCEEDED", stream: str | None = "gpupilot/d/t1",
+             attempt: int = 1) -> Answer:  # fmt: skip
+    body = {"job_id": "job-1", "status": status, "attempt": attempt, "attempt_status": status, "log_group": "/g",
+            "log_stream": stream, "events": [{"at": "2026-11-24T10:00:00.000Z", "message": m} for m in events],
+            "next_token": token}  # fmt: skip
+    return Answer(200, body)
+
+
+def test_logs_prints_every_page_of_the_stream_until_the_same_token_comes_back(capsys):
+    # Given a stream of two pages, then its end (the token sent comes back)
+    with ScriptedApi(log_page(["one"], "t1"), log_page(["two"], "t2"), log_page([], "t2")) as api:
+        # When
+        code = main(["--endpoint", api.url, "logs", "job-1"])
+
+    # Then both lines, in order, on stdout; each page asked from the last one's token
+    assert code == 0
+    assert capsys.readouterr().out == "one\ntwo\n"
+    assert [r.path for r in api.received] == ["/jobs/job-1/logs", "/jobs/job-1/logs?next_token=t1",
+                                              "/jobs/job-1/logs?next_token=t2"]  # fmt: skip
+
+
+def test_logs_follow_waits_for_the_attempt_to_run_and_stops_once_the_job_has_ended(capsys, monkeypatch):
+    # Given a job not yet running, then running with a line, then ended with one more
+    monkeypatch.setattr(cli, "LOG_POLL_SECONDS", 0)
+    script = (log_page([], None, "RUNNABLE", stream=None), log_page(["start"], "t1", "RUNNING"),
+              log_page([], "t1", "RUNNING"), log_page(["done"], "t2"), log_page([], "t2"))  # fmt: skip
+    with ScriptedApi(*script) as api:
+        # When following it
+        code = main(["--endpoint", api.url, "logs", "job-1", "--follow", "--attempt", "1"])
+
+    # Then every line is printed once, and the CLI stops at the job's end
+    assert code == 0
+    assert capsys.readouterr().out == "start\ndone\n"
+    assert len(api.received) == 5 and all("attempt=1" in r.path for r in api.received)
+
+
+def test_logs_of_an_attempt_that_has_not_run_says_so_on_stderr(capsys):
+    # Given an attempt still waiting for a GPU
+    with ScriptedApi(log_page([], None, "RUNNABLE", stream=None)) as api:
+        code = main(["--endpoint", api.url, "logs", "job-1"])
+    # Then nothing on stdout, and why on stderr
+    out, err = capsys.readouterr()
+    assert code == 0 and out == ""
+    assert "has not run yet (RUNNABLE): no log stream" in err
+
+
+def test_logs_json_prints_one_json_object_per_line(capsys):
+    with ScriptedApi(log_page(["one"], "t1"), log_page([], "t1")) as api:
+        main(["--endpoint", api.url, "--json", "logs", "job-1"])
+    assert [json.loads(line)["message"] for line in capsys.readouterr().out.splitlines()] == ["one"]
+
+
+def test_logs_attempt_must_be_a_whole_number_from_1(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["logs", "job-1", "--attempt", "0"])
+    assert exit_.value.code == 2 and "--attempt" in capsys.readouterr().err
+
+
+# -- help that teaches, and refusals in the CLI's words ------------------------------------------------------------
+def subcommands() -> dict[str, argparse.ArgumentParser]:
+    actions = build_parser()._subparsers._group_actions  # type: ignore[union-attr]
+    return dict(actions[0].choices)
+
+
+def test_every_flag_of_every_command_has_help_and_every_command_an_example():
+    for name, parser in subcommands().items():
+        undocumented = [a.option_strings or a.dest for a in parser._actions if not a.help]
+        assert not undocumented, (name, undocumented)
+        assert "Examples:" in parser.format_help() and f"gpupilot {name}" in parser.epilog, name
+
+
+def test_the_defaults_help_states_are_the_apis():
+    from functions.shared.domain.requests import JobRequest
+
+    for field, default in cli.REQUEST_DEFAULTS.items():
+        assert JobRequest.model_fields[field].default == default, field
+
+
+def test_submit_help_marks_name_image_and_the_command_required_and_shows_stuck_after_s_default():
+    text = subcommands()["submit"].format_help()
+    assert text.startswith("usage: gpupilot submit --name NAME --image IMAGE [options] -- COMMAND")
+    assert "required (here, or in the job file):" in text
+    assert "(default 15;" in " ".join(text.split())
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["submit", "--image", "i", "--", "true"], "--name is required"),
+        (["plan", "--name", "n", "--", "true"], "--image is required"),
+        (["submit", "--name", "n", "--image", "i"], "a command is required: -- COMMAND [ARG ...]"),
+    ],
+)
+def test_a_missing_required_flag_is_said_in_the_cli_s_words_and_nothing_is_sent(capsys, argv, said):
+    # Given an API that would answer anything
+    with ScriptedApi(ACCEPTED) as api:
+        # When a required flag is left out
+        code = main(["--endpoint", api.url, *argv])
+    # Then exit 2, one line naming the flag, and no call was made
+    assert code == 2 and api.received == []
+    assert capsys.readouterr().err == f"gpupilot: {said}\n"
+
+
+def test_an_api_refusal_of_a_field_set_in_the_job_file_names_the_file_s_key(tmp_path, monkeypatch, capsys):
+    # Given a job file whose gpus the API refuses
+    path = tmp_path / "job.yaml"
+    path.write_text('name: n\nimage: i\ncommand: ["true"]\ngpus: 9\n')
+    answering(monkeypatch, ApiResponse(400, {"error": "ValidationError", "field": "gpus", "message": "gpus: too many"}))
+    # When / Then the line names the key in that file
+    assert main(["submit", "-f", str(path)]) == 2
+    assert capsys.readouterr().err == f"gpupilot: gpus in {path}: too many\n"
+
+
+# -- plan: no candidate is bad input, as for submit -------------------------------------------------------------
+def test_a_plan_with_no_candidate_prints_the_first_reasons_and_exits_2(capsys):
+    rejected = [{"instance_type": "g5.xlarge", "reason": "has 24 GiB per GPU, not 80"},
+                {"instance_type": "p4d.24xlarge", "reason": "not offered in the deployment's zones"}]  # fmt: skip
+    with ScriptedApi(Answer(200, {"candidates": [], "rejected": rejected, "warnings": []})) as api:
+        code = main(["--endpoint", api.url, "plan", "--name", "n", "--image", "i", "--", "true"])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert "g5.xlarge" in out and "has 24 GiB per GPU, not 80" in out
+    assert err.startswith("gpupilot: no GPU offering can serve this request (2 rejected; first: g5.xlarge: has 24")
+
+
+# -- job files ------------------------------------------------------------------------------------------------------
+def test_a_yaml_job_file_gives_the_request_by_its_api_names_and_flags_override_it(tmp_path):
+    path = tmp_path / "job.yaml"
+    path.write_text("name: train\nimage: my/cuda:1\ncommand: [python, train.py]\ngpus: 2\ngpu_models: [L4, A10G]\n")
+    body = body_of("-f", str(path), "--gpus", "4")
+    assert body == {"name": "train", "image": "my/cuda:1", "command": ["python", "train.py"], "gpus": 4,
+                    "gpu_models": ["L4", "A10G"]}  # fmt: skip
+
+
+def test_an_unknown_key_in_a_job_file_is_refused_naming_the_key(tmp_path):
+    path = tmp_path / "job.yaml"
+    path.write_text("name: train\nimage: i\ncommand: [x]\naccelerators: A100:8\n")
+    with pytest.raises(UsageError, match="unknown key 'accelerators'") as refused:
+        body_of("-f", str(path))
+    assert refused.value.field == "accelerators"
+
+
+def test_a_job_file_that_is_not_valid_yaml_is_a_usage_error(tmp_path):
+    path = tmp_path / "job.yaml"
+    path.write_text("name: [unclosed\n")
+    with pytest.raises(UsageError, match="is not valid YAML"):
+        body_of("-f", str(path))
+
+
+# -- submit: what it starts with, said before (a terminal asks) and after ------------------------------------------
+CANDIDATES = [
+    {"instance_type": t, "gpu_model": m, "gpus": 1, "gpu_memory_gib": 24, "vcpus": 4, "memory_gib": 16,
+     "capacity": "on-demand", "hourly_usd": p, "zones": ["us-east-1a"], "score": 1.0}
+    for t, m, p in (("g6.xlarge", "L4", 0.8048), ("g5.xlarge", "A10G", 1.006), ("g4dn.xlarge", "T4", 0.526))
+]  # fmt: skip
+
+
+def test_submit_says_the_first_choice_its_price_the_fallbacks_and_the_warnings_after_submitting(capsys):
+    answer = ACCEPTED.body | {"candidates": CANDIDATES, "warnings": ["spot is scarce"]}
+    with ScriptedApi(Answer(202, answer)) as api:
+        assert main(["--endpoint", api.url, *SUBMIT]) == 0
+    out = capsys.readouterr().out
+    assert "first choice  g6.xlarge (1x L4, on-demand) $0.8048/h for this job" in out
+    assert "fallbacks     g5.xlarge (1x A10G, on-demand) $1.0060/h, then g4dn.xlarge" in out
+    assert "warning       spot is scarce" in out
+
+
+def test_a_replayed_key_says_the_job_was_already_submitted(capsys):
+    with ScriptedApi(Answer(202, ACCEPTED.body | {"already_submitted": True})) as api:
+        main(["--endpoint", api.url, *SUBMIT])
+    assert (
+        "submitted job-1  (already submitted with this Idempotency-Key: nothing new started)" in capsys.readouterr().out
+    )
+
+
+def test_a_submit_that_is_not_at_a_terminal_never_asks(capsys):
+    # Given stdin is not a terminal (pytest's), and no --yes / When submitting / Then one call: the submit itself
+    with ScriptedApi(ACCEPTED) as api:
+        assert main(["--endpoint", api.url, *SUBMIT]) == 0
+    assert [r.path for r in api.received] == ["/jobs"]
+
+
+def test_costs_are_asked_by_day_unless_another_dimension_is_given():
+    report = {"from": "d", "to": "d", "total_usd": 0, "days": [], "groups": [], "waste": {"usd": 0, "by_reason": {}}}
+    with ScriptedApi(Answer(200, report)) as api:
+        main(["--endpoint", api.url, "costs"])
+        main(["--endpoint", api.url, "costs", "--group-by", "gpu_type"])
+    assert ["group_by=day" in r.path for r in api.received] == [True, False]
+    assert "group_by=gpu_type" in api.received[1].path
+
+
+def test_wait_says_why_the_first_type_waited_under_its_line_not_under_the_fallback_s(monkeypatch, capsys):
+    # Given a job whose RUNNABLE wait is explained in the same poll that shows its fallback's PROVISIONING
+    diagnosis = "INSUFFICIENT_CAPACITY: no g6.xlarge capacity in us-east-1a"
+    fell_back = job_state("PROVISIONING", diagnosis, "SUBMITTED", "RUNNABLE", "PROVISIONING")
+    fell_back["timeline"][1]["reason"] = diagnosis
+    done = job_state("SUCCEEDED", None, "SUBMITTED", "RUNNABLE", "PROVISIONING", "SUCCEEDED")
+    done["timeline"][1]["reason"] = diagnosis
+    polled(monkeypatch, [job_state("RUNNABLE", None, "SUBMITTED", "RUNNABLE"), fell_back, done])
+
+    # When following it
+    main(["status", "--wait", "j1"])
+
+    # Then the reason comes once, right under the RUNNABLE line it explains, before PROVISIONING
+    out = [line.split() for line in capsys.readouterr().out.splitlines()]
+    statuses = [words[1] if words[0][0].isdigit() else "waiting" for words in out[:4]]
+    assert statuses == ["SUBMITTED", "RUNNABLE", "waiting", "PROVISIONING"]
+    assert sum(diagnosis.split(":")[0] + ":" in words for words in out) == 1

@@ -249,3 +249,9 @@ def test_a_long_job_name_gets_a_batch_legal_job_definition_name_that_stays_uniqu
     assert job_definition_name("train") == "gpupilot-train"
     assert len(job_definition_name(long_a)) == 128
     assert job_definition_name(long_a) != job_definition_name(long_b)
+
+
+def test_a_job_s_output_goes_to_batch_s_log_group_under_gpu_pilot_s_stream_prefix():
+    # When a job definition is built / Then the awslogs driver writes to Batch's group, streams named gpupilot/...
+    configuration = spec()["containerProperties"]["logConfiguration"]
+    assert configuration == {"logDriver": "awslogs", "options": {"awslogs-stream-prefix": "gpupilot"}}

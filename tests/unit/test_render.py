@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from gpupilot.render import costs, job_summary, status_line
 
 
@@ -241,11 +243,17 @@ def test_the_plan_table_names_each_candidates_region_and_each_region_left_out():
     assert "region eu-west-1 left out: no quota (L-DB2E81BA is 0 vCPUs)" in printed
 
 
-def test_submit_says_the_first_choice_and_its_region():
-    from gpupilot.render import submitted
+def test_submit_says_the_first_choices_region_and_each_fallbacks_when_they_are_in_several():
+    from gpupilot.render import launch_summary
 
-    answer = {"job_id": "job-1", "status": "SUBMITTED", "instance_type": "g5.xlarge", "region": "us-west-2"}
-    assert submitted(answer) == "submitted job-1 (first choice: g5.xlarge in us-west-2)"
+    # Given a first choice in us-west-2 and a fallback at home
+    west = {"instance_type": "g5.xlarge", "gpus": 1, "gpu_model": "A10G", "capacity": "on-demand", "hourly_usd": 1.0,
+            "region": "us-west-2"}  # fmt: skip
+    home = west | {"hourly_usd": 1.006, "region": "us-east-1"}
+    printed = launch_summary([west, home], []).splitlines()
+    # Then the first choice says its region, and the fallback says its own
+    assert printed[0] == "first choice  g5.xlarge (1x A10G, on-demand) $1.0000/h for this job, in us-west-2"
+    assert printed[1] == "fallbacks     g5.xlarge (1x A10G, on-demand) $1.0060/h in us-east-1"
 
 
 def test_attempt_rows_name_regions_only_for_a_job_of_several_regions():
@@ -258,3 +266,81 @@ def test_attempt_rows_name_regions_only_for_a_job_of_several_regions():
     assert line(moved, "attempt 2").split(None, 2)[2].startswith("g5.12xlarge on-demand us-west-2  SUCCEEDED")
     assert line(stayed, "attempt 2").split(None, 2)[2].startswith("g5.12xlarge on-demand  SUCCEEDED")
     assert " in us-east-1 " not in line(stayed, "tried")
+
+
+# -- output that fits --------------------------------------------------------------------------------------------
+LONG_WHY = "$3.912/h for this job, cheapest of 4 types that fit; offered in 2 zones; quota allows 2 at once; " * 2
+WIDE_PLAN = {
+    "candidates": [{"instance_type": "g4dn.12xlarge", "gpus": 4, "gpu_model": "T4", "gpu_memory_gib": 16.0, "vcpus": 48,
+                    "capacity": "on-demand", "hourly_usd": 3.912, "score": 0.9, "why": LONG_WHY}],
+    "rejected": [],
+    "warnings": [],
+}  # fmt: skip
+
+
+@pytest.fixture
+def terminal_of():
+    from gpupilot import render
+
+    yield render.fit_to
+    render.fit_to(None)
+
+
+def test_at_80_columns_the_plan_s_why_is_cut_to_fit_and_wide_is_offered(terminal_of):
+    from gpupilot.render import plan_table
+
+    terminal_of(80)
+    lines = plan_table(WIDE_PLAN).splitlines()
+    assert max(map(len, lines)) <= 80
+    assert "g4dn.12xlarge" in lines[1] and "4x T4" in lines[1] and "3.9120" in lines[1] and lines[1].endswith("…")
+    assert "(--wide for the full why)" in lines[2]
+
+
+def test_without_a_terminal_width_the_plan_s_why_is_in_full(terminal_of):
+    from gpupilot.render import plan_table
+
+    terminal_of(None)
+    assert LONG_WHY.strip() in plan_table(WIDE_PLAN)
+
+
+SWEEP = {
+    "sweep_id": "sweep-1",
+    "swept_at": "2026-11-24T10:00:00Z",
+    "summary": {"findings": 2, "reconciled_events": 1, "ECS_AGENT_NOT_REGISTERED": 1, "IDLE_POOL": 1, "live_jobs": 3},
+    "findings": [
+        {"severity": "CRITICAL", "kind": "ECS_AGENT_NOT_REGISTERED", "resource": "gpupilot-od-x8664-g5-xlarge",
+         "jobs": ["job-1"], "recommendation": "Check the instance role and the route to ECS. " * 6},
+        {"severity": "INFO", "kind": "IDLE_POOL", "resource": "gpupilot-od-x8664-g6-xlarge", "jobs": [],
+         "recommendation": "Nothing to do: it is retired after its idle hours."},
+    ],
+}  # fmt: skip
+
+
+def test_a_sweep_s_summary_reads_as_words_not_a_dict(terminal_of):
+    from gpupilot.render import health
+
+    first = health(SWEEP).splitlines()[0]
+    assert first == ("sweep sweep-1 at 2026-11-24T10:00:00Z: 2 findings (1 ECS_AGENT_NOT_REGISTERED, 1 IDLE_POOL); "
+                     "3 live jobs; 1 missed Batch events reconciled")  # fmt: skip
+    assert "{" not in first
+
+
+def test_each_finding_is_a_line_with_its_recommendation_under_it_wrapped_to_the_terminal(terminal_of):
+    from gpupilot.render import health
+
+    terminal_of(80)
+    lines = health(SWEEP).splitlines()
+    assert lines[1].split() == ["CRITICAL", "ECS_AGENT_NOT_REGISTERED", "gpupilot-od-x8664-g5-xlarge", "jobs", "job-1"]
+    assert lines[2].startswith("      Check the instance role")
+    assert max(map(len, lines[1:])) <= 80
+    assert lines[-1] == "      Nothing to do: it is retired after its idle hours."
+
+
+def test_the_default_costs_are_by_day_and_their_rows_add_up_to_the_total():
+    report = COSTS | {
+        "total_usd": 0.75,
+        "days": [{"date": "2026-11-22", "usd": 0.25, "by_gpu_type": {"g5.xlarge": 0.25}, "by_job_name": {"a": 0.25}},
+                 {"date": "2026-11-23", "usd": 0.5, "by_gpu_type": {"g6.xlarge": 0.5}, "by_job_name": {"b": 0.5}}],
+    }  # fmt: skip
+    rows = costs(report).splitlines()[2:4]
+    assert [row.split() for row in rows] == [["2026-11-22", "0.250000"], ["2026-11-23", "0.500000"]]

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         BatchJobs,
         Fleet,
         HealthStore,
+        JobLogs,
         JobStore,
         Metrics,
         OfferingMemory,
@@ -202,6 +203,13 @@ class LivePorts(Ports):
         from functions.shared.adapters.metrics import PowertoolsMetrics
 
         return PowertoolsMetrics()
+
+    @cached_property
+    def logs(self) -> JobLogs:
+        from functions.shared.adapters.logs import CloudWatchJobLogs
+
+        # Batch's awslogs driver writes in the region the job runs in.
+        return CloudWatchJobLogs(region=self._region)
 
 
 def reset_ports() -> None:

@@ -69,6 +69,7 @@ class BatchJobState(DomainModel):
         default_factory=list, description="Batch's words for each of its attempts whose host was terminated"
     )
     host_terminated: bool = Field(default=False, description="Its last attempt ended with its host's termination")
+    log_stream: str | None = Field(default=None, description="Its last attempt's log stream, named at RUNNING")
 
     @classmethod
     def from_batch(cls, job: dict[str, Any]) -> BatchJobState:
@@ -93,6 +94,7 @@ class BatchJobState(DomainModel):
             runtime_seconds=billed_seconds(job),
             host_terminations=[r for r in reasons if r.startswith(HOST_TERMINATED_PREFIX)],
             host_terminated=bool(reasons) and reasons[-1].startswith(HOST_TERMINATED_PREFIX),
+            log_stream=container.get("logStreamName") or last_attempt.get("logStreamName") or None,
         )
 
 

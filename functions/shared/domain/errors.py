@@ -29,6 +29,14 @@ class InvalidPageToken(Exception):
     """A next_token this API did not issue."""
 
 
+class AttemptNotFound(Exception):
+    """The job has no attempt of that number (yet)."""
+
+    def __init__(self, job_id: str, attempt: int, attempts: int) -> None:
+        super().__init__(f"job {job_id} has no attempt {attempt}" + (f" (1 to {attempts})" if attempts else " yet"))
+        self.attempts = attempts
+
+
 class SweepNotFound(Exception):
     """No health sweep with this id."""
 

@@ -59,6 +59,14 @@ def batch_attempts(request: JobRequest) -> int:
     return max(RETRY_ATTEMPTS, request.spot_reclaims_before_fallback)
 
 
+# Where a job's output goes: Batch's own log group (the awslogs driver's default, created by Batch in every region
+# it runs jobs in), each stream named `<prefix>/default/<ECS task id>` by the awslogs-stream-prefix option ("Use the
+# awslogs log driver", AWS Batch User Guide), so the API's read grant covers GPU Pilot's streams and no others.
+# Batch names an attempt's stream when it reaches RUNNING (DescribeJobs: logStreamName): it is read, never built.
+JOB_LOG_GROUP = "/aws/batch/job"
+JOB_LOG_STREAM_PREFIX = "gpupilot"
+LOG_CONFIGURATION = {"logDriver": "awslogs", "options": {"awslogs-stream-prefix": JOB_LOG_STREAM_PREFIX}}
+
 JOB_TAG = "gpupilot:job"
 ATTEMPT_TAG = "gpupilot:attempt"
 
@@ -115,6 +123,7 @@ def job_definition_spec(
         "command": container_command(request),
         "resourceRequirements": [{"type": kind, "value": str(value)} for kind, value in resources.items()],
         "environment": [{"name": k, "value": v} for k, v in sorted(environment.items())],
+        "logConfiguration": LOG_CONFIGURATION,
     }
     role = request.job_role_arn or job_role_arn
     if role:

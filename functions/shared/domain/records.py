@@ -92,6 +92,9 @@ class AttemptRecord(DomainModel):
     verdict: str | None = Field(
         default=None, description="Batch's reason that resumed the start wait early (a verdict resumes it once)"
     )
+    log_stream: str | None = Field(
+        default=None, description="Its last Batch attempt's CloudWatch Logs stream, named by Batch at RUNNING"
+    )
 
     @classmethod
     def of(cls, candidate: Candidate, job_queue: str, status: AttemptStatus, **fields: Any) -> AttemptRecord:

@@ -10,6 +10,7 @@ from functions.shared.domain.cost import Cost, total_cost
 from functions.shared.domain.diagnosis import Diagnosis
 from functions.shared.domain.model import DomainModel
 from functions.shared.domain.next_action import NextAction, next_action
+from functions.shared.domain.offers import Candidate
 from functions.shared.domain.records import JobRecord, TimelineEntry
 from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.selection import Rejected
@@ -38,6 +39,9 @@ class Attempt(DomainModel):
     host_terminations: list[str] = Field(
         default_factory=list,
         description="Batch's words for each of its Batch attempts whose host was terminated (a spot reclaim)",
+    )
+    log_stream: str | None = Field(
+        default=None, description="Its CloudWatch Logs stream (GET /jobs/{job_id}/logs), once Batch ran it"
     )
 
 
@@ -79,6 +83,15 @@ class SubmitResponse(DomainModel):
     warnings: list[str] = Field(default_factory=list, description="What may keep the job waiting (see /plan)")
     instance_type: str | None = Field(default=None, description="Its first choice (the plan's first candidate)")
     region: str | None = Field(default=None, description="The capacity region of its first choice")
+    candidates: list[Candidate] = Field(
+        default_factory=list,
+        description="The plan it was submitted with: its first choice, then the fallbacks the workflow may try, in "
+        "order (as POST /plan ranks them)",
+    )
+    already_submitted: bool = Field(
+        default=False,
+        description="true: this Idempotency-Key and body were submitted before; this is that job, nothing new started",
+    )
 
 
 class ErrorBody(DomainModel):
@@ -214,6 +227,7 @@ def job_view(record: JobRecord) -> JobView:
                 diagnosis=attempt.diagnosis,
                 cost=attempt.cost,
                 host_terminations=attempt.host_terminations,
+                log_stream=attempt.log_stream,
             )
             for _, attempt in record.ordered_attempts()
         ],

@@ -13,7 +13,7 @@ from functions.shared.domain.steps import ExecutionInput, Timeouts
 from functions.shared.domain.views import SubmitResponse
 from functions.shared.domain.vocabulary import JobStatus
 from functions.shared.ports import Ports
-from functions.shared.usecases.select import check_plannable
+from functions.shared.usecases.select import MAX_WORKFLOW_CANDIDATES, check_plannable
 
 # Batch may run an attempt several times (job_definitions.batch_attempts), each up to its timeout after an image pull.
 FINISH_GRACE_SECONDS = 600
@@ -79,12 +79,13 @@ def start_job(request: JobRequest, ports: Ports) -> SubmitResponse:
         ports.jobs.finish(job_id, JobStatus.FAILED, fields={"error": failed}, reason=failed)
         raise
     ports.jobs.set_execution_arn(job_id, execution_arn)
-    first = planned.candidates[0]
+    tried = planned.candidates[: min(request.max_attempts, MAX_WORKFLOW_CANDIDATES)]
     return SubmitResponse(
         job_id=job_id,
         status=JobStatus.SUBMITTED,
         execution_arn=execution_arn,
         warnings=planned.warnings,
-        instance_type=first.instance_type,
-        region=first.region,
+        candidates=tried,
+        instance_type=tried[0].instance_type,
+        region=tried[0].region,
     )

@@ -109,6 +109,7 @@ def record_batch_event(event: BatchJobEvent, ports: Ports) -> dict[str, Any]:
             # Only what the event knows: ListJobs (the sweep's replays) gives no attempts.
             "host_terminations": job.host_terminations or None,
             "host_terminated": job.host_terminated or None,
+            "log_stream": job.log_stream,
         },
         # A submit whose record write failed still gets its Batch job id, so it can be terminated.
         if_missing={"batch_job_id": job.job_id or None},

@@ -346,3 +346,16 @@ def test_the_parked_start_wait_knows_until_when_it_waits_and_what_comes_next(por
         following.instance_type,
         following.capacity,
     )
+
+
+def test_the_log_stream_batch_names_at_running_is_recorded_on_the_attempt(ports):
+    # Given a submitted attempt
+    submitted(ports)
+
+    # When Batch says RUNNING and names the attempt's log stream
+    stream = "gpupilot/default/0123abcd"
+    record_batch_event(event(ports, "RUNNING", container={"logStreamName": stream}), ports)
+
+    # Then the attempt carries the stream, and a later event without one keeps it
+    record_batch_event(event(ports, "SUCCEEDED", container={"exitCode": 0}), ports)
+    assert ports.jobs.get_job(JOB_ID).attempts[1].log_stream == stream
