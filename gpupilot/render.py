@@ -237,15 +237,18 @@ def plan_table(plan: dict[str, Any], top: int = 10) -> str:
             lines.append(f"  ... {more} more (--json for all)")
         lines.extend(wrapped(warning, "    ", "  warning: ") for warning in plan.get("warnings", []))
         return "\n".join(lines)
+    # A deployment of several capacity regions shows each candidate's; a home-only one's table reads as before.
+    several = len(plan.get("regions") or []) > 1
     rows = [
         (
-            position, c["instance_type"], c.get("region") or "-", f"{c['gpus']}x {c['gpu_model']}",
-            f"{c['gpu_memory_gib']:g}", c["vcpus"], c["capacity"],
+            position, c["instance_type"], *([c.get("region") or "-"] if several else []),
+            f"{c['gpus']}x {c['gpu_model']}", f"{c['gpu_memory_gib']:g}", c["vcpus"], c["capacity"],
             "?" if c.get("hourly_usd") is None else f"{c['hourly_usd']:.4f}", f"{c['score']:.3f}", c.get("why", ""),
         )
         for position, c in enumerate(plan["candidates"][:top], start=1)
     ]  # fmt: skip
-    headers = ("#", "instance type", "region", "GPUs", "GiB/GPU", "vCPU", "capacity", "$/hour", "score", "why")
+    headers = ("#", "instance type", *(["region"] if several else []), "GPUs", "GiB/GPU", "vCPU", "capacity",
+               "$/hour", "score", "why")  # fmt: skip
     out = table(headers, rows, "why")
     more = len(plan["candidates"]) - top
     lines = [out]

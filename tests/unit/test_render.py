@@ -163,7 +163,6 @@ def test_the_plan_table_shows_price_capacity_score_why_and_warnings():
         "#",
         "instance",
         "type",
-        "region",
         "GPUs",
         "GiB/GPU",
         "vCPU",
