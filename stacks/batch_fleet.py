@@ -14,6 +14,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from functions.shared.adapters.ec2 import load_snapshot
 from functions.shared.domain.userdata import gpu_user_data
 from stacks.nag import Kind, acknowledge, acknowledge_checkov, wildcard_findings
 from stacks.settings import (
@@ -44,6 +45,7 @@ class BatchFleet(Construct):
         secrets_prefix: str,
         job_roles: bool = True,
         instance_role_name: str | None = None,
+        gpu_boot_check: bool = True,
     ) -> None:
         """`job_roles`: also the jobs' own roles (the home region's: IAM is global, every region's jobs use them);
         `instance_role_name`: a name the home region's functions can grant iam:PassRole on without a reference."""
@@ -113,7 +115,7 @@ class BatchFleet(Construct):
             "(no SSH, no inbound rules); this AWS-maintained policy is the documented minimum for it.",
         )
         self.instance_profile = iam.CfnInstanceProfile(self, "InstanceProfile", roles=[self.instance_role.role_name])
-        self.launch_template = self._launch_template()
+        self.launch_template = self._launch_template(gpu_boot_check)
         if job_roles:
             self._job_roles(secret_arns, secrets_prefix)
 
@@ -142,14 +144,17 @@ class BatchFleet(Construct):
         for finding in wildcard_findings(self, (), secret_arns):
             acknowledge(self.job_execution_role, finding, WHY_SECRETS_PREFIX.format(prefix=secrets_prefix))
 
-    def _launch_template(self) -> ec2.CfnLaunchTemplate:
+    def _launch_template(self, gpu_boot_check: bool) -> ec2.CfnLaunchTemplate:
         return ec2.CfnLaunchTemplate(
             self,
             "GpuLaunchTemplate",
             launch_template_name=LAUNCH_TEMPLATE_NAME,
             launch_template_data=ec2.CfnLaunchTemplate.LaunchTemplateDataProperty(
-                # Batch merges this MIME part with its own user data, which sets ECS_CLUSTER.
-                user_data=Fn.base64(gpu_user_data()),
+                # Batch merges this MIME part with its own user data, which sets ECS_CLUSTER. The boot check knows
+                # how many GPUs each type has from the bundled catalog.
+                user_data=Fn.base64(
+                    gpu_user_data({t: gpu.gpus for t, gpu in load_snapshot().items()}, boot_check=gpu_boot_check)
+                ),
                 metadata_options=ec2.CfnLaunchTemplate.MetadataOptionsProperty(
                     http_endpoint="enabled",
                     http_tokens="required",

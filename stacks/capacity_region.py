@@ -66,6 +66,7 @@ class CapacityRegionStack(Stack):
             secrets_prefix=settings.job_secrets_prefix,
             job_roles=False,
             instance_role_name=instance_role_name(region),
+            gpu_boot_check=settings.gpu_boot_check,
         )
         # The network as the home region's functions read it (functions/shared/adapters/regions.py).
         network = Fn.join(

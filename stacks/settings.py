@@ -76,6 +76,9 @@ class DeploySettings:
         """Every capacity region, home first."""
         return (self.region, *self.capacity_regions)
 
+    # The launch template's boot-time GPU check (functions/shared/domain/userdata.py): on unless turned off.
+    gpu_boot_check: bool = True
+
     @classmethod
     def from_context(cls, context: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> DeploySettings:
         """Read and check the deployment context; a bad value fails synth with the key's name."""
@@ -105,6 +108,9 @@ class DeploySettings:
         cloudwatch_role = context.get("api_gateway_cloudwatch_role", True)
         if not isinstance(cloudwatch_role, bool):
             raise ValueError("context 'api_gateway_cloudwatch_role' must be true or false")
+        boot_check = context.get("gpu_boot_check", True)
+        if not isinstance(boot_check, bool):
+            raise ValueError("context 'gpu_boot_check' must be true or false")
         return cls(
             region=region,
             zones=zones,
@@ -116,6 +122,7 @@ class DeploySettings:
             api_gateway_cloudwatch_role=cloudwatch_role,
             capacity_regions=capacity_regions,
             default_regions=default_regions,
+            gpu_boot_check=boot_check,
         )
 
 

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from functions.shared.ports_hosts import HostLedger, HostNotes
 from functions.shared.ports_market import Availability, Catalog, Prices, Quotas
 from functions.shared.ports_pools import BatchPools, Fleet, PoolStates
 
@@ -26,7 +27,7 @@ if TYPE_CHECKING:  # annotations only: a handler imports the domain modules it u
     from functions.shared.domain.waste import WasteEntry
 
 
-class JobStore(Protocol):
+class JobStore(HostNotes, Protocol):
     """The job record; every write that can race is conditional."""
 
     def create_job(self, job_id: str, request: JobRequest) -> JobRecord: ...
@@ -221,6 +222,7 @@ class Ports:
     health: HealthStore
     pool_states: PoolStates
     waste: WasteLedger
+    hosts: HostLedger
     batch: BatchJobs
     pools: BatchPools
     fleet: Fleet

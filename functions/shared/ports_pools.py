@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+from functions.shared.ports_hosts import HostActions
+
 if TYPE_CHECKING:  # annotations only: a handler imports the domain modules it uses, not all of them
     from functions.shared.domain.batch import (
         ComputeEnvironmentState,
@@ -94,7 +96,7 @@ class BatchPools(Protocol):
 __all__ = ["BatchPools", "PoolStates"]
 
 
-class Fleet(Protocol):
+class Fleet(HostActions, Protocol):
     """A pool's EC2 instances (by the pool tag) and its ECS cluster's container instances."""
 
     def fleets(self, pools: dict[str, str | None]) -> dict[str, FleetState]:
@@ -104,8 +106,6 @@ class Fleet(Protocol):
     def running_instances(self, spot: bool) -> list[RunningInstances]:
         """The account's pending and running instances (spot ones, or on-demand ones), by type and GPU Pilot pool."""
         ...
-
-    def terminate_instances(self, instance_ids: list[str]) -> None: ...
 
     def deregister_container_instance(self, cluster_arn: str, container_instance_arn: str) -> None: ...
 

@@ -5,11 +5,16 @@ instances of its types (bounded by maxvCpus, the world's capacity, per-zone offe
 tagged with its `computeResources.tags` as Batch tags them; after a boot each instance's ECS agent
 registers it as a container instance in the compute environment's cluster with its CPU, memory and GPUs,
 unless the world says otherwise (`ecs_agent: never_registers | disconnects`, `gpu_registration: missing`).
-Jobs are placed on container instances with room, go STARTING then RUNNING, end, and free their room;
-idle instances are terminated after an idle period; spot instances may be reclaimed. A job that cannot be
-placed stays RUNNABLE with Batch's own statusReason where Batch gives one, and none where Batch gives
-none (instances up but never registered). Everything is visible through the ordinary APIs: EC2 instances,
-ECS container instances, Batch jobs.
+Jobs are placed on container instances with room (never on a DRAINING one: ECS schedules no new task there),
+go STARTING then RUNNING, end, and free their room; an attempt that ends is retried as its job definition's
+retryStrategy says (evaluateOnExit, attempts); idle instances are terminated after an idle period; spot
+instances may be reclaimed. The world's bad GPU hosts (`bad_hosts`) fail what is placed on them as a bad
+host does: the NVIDIA runtime's NVML error at container start, or the CUDA smoke test's CUDA-error code, each
+with the kernel's Xid on the instance's console; or they fail the launch template's boot check (the console
+shows its verdict) and register without GPUs. A job that cannot be placed stays RUNNABLE with Batch's own
+statusReason where Batch gives one, and none where Batch gives none (instances up but never registered).
+Everything is visible through the ordinary APIs: EC2 instances (and their console output), ECS container
+instances, Batch jobs and their attempts.
 
 One scheduler thread ticks the fleet; events are delivered in order by one delivery thread. Durations are
 the local timeline's (seconds, not production's minutes); `speedup` shortens job runtimes only, while
@@ -29,6 +34,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from functions.shared.domain.fleet import vcpu_quota_code
+from functions.shared.domain.job_definitions import retry_action
 from gpupilot.localcloud.world import World
 
 INSUFFICIENT_CAPACITY = (
@@ -44,6 +50,30 @@ MAX_RESOURCE = (
 )
 INVALID_ENVIRONMENT = "ACTION_REQUIRED - CE(s) associated with the job queue are invalid."
 HOST_TERMINATED = "Host EC2 (instance {}) terminated."
+# A container the runtime could not start: Batch's attempt says "Task failed to start" and the container's reason
+# is ECS's (spotify/luigi#2808, nextflow-io/nextflow#5657); Batch keeps 255 characters of it.
+TASK_FAILED_TO_START = "Task failed to start"
+NVML_DRIVER_NOT_LOADED = (
+    "CannotStartContainerError: Error response from daemon: failed to create task for container: failed to create "
+    "shim task: OCI runtime create failed: runc create failed: unable to start container process: error during "
+    "container init: error running hook #0: error running hook: exit status 1, stdout: , stderr: "
+    "nvidia-container-cli: initialization error: nvml error: driver not loaded: unknown"
+)[:255]
+ESSENTIAL_CONTAINER_EXITED = "Essential container in task exited"
+SMOKE_CUDA_ERROR = 14  # payloads/cuda_smoke.py: "any other CUDA error"
+# What a bad host's kernel prints (the console: ec2 GetConsoleOutput).
+KERNEL_LINES = {
+    "no_gpu_visible": "NVRM: GPU 0000:00:1e.0: RmInitAdapter failed! (0x26:0x56:1474)",
+    "cuda_error": "NVRM: Xid (PCI:0000:00:1e): 48, pid={pid}, name=python3, An uncorrectable double bit error "
+    "(DBE) has been detected on GPU in the framebuffer at partition 0, subpartition 0.",
+}
+BOOT_LINES = (
+    "Linux version 6.1.112-122.189.amzn2023.x86_64 (mockbuild@ip-10-0-54-232) (gcc (GCC) 11.4.1) #1 SMP",
+    "Command line: BOOT_IMAGE=(hd0,gpt1)/boot/vmlinuz-6.1.112-122.189.amzn2023.x86_64 root=UUID=4a1b console=ttyS0",
+    "nvidia: loading out-of-tree module taints kernel.",
+    "NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  560.35.03  Release Build",
+    "cloud-init[2051]: Cloud-init v. 22.2.2 running 'modules:final'",
+)
 JOB_STATE_CHANGE = "Batch Job State Change"
 # Batch's event for the RUNNABLE job at the head of a queue that it says why it cannot start ("Job queue blocked
 # events"); its detail is the job as DescribeJobs shows it, statusReason included.
@@ -66,6 +96,12 @@ class Timeline:
     boot: float = 0.4
     disconnect_after: float = 0.3
     idle: float = 5.0
+    # A job a bad host failed holds it a while (ECS stopping the task, the agent cleaning it up, Batch placing the
+    # next): a bad host fails a job every few seconds, not every tick (the published incident: 554 jobs in under two
+    # hours, one every 13 s).
+    bad_host_hold: float = 10.0
+    # A job on a host whose GPU throws CUDA errors dies this soon after it starts.
+    cuda_error_after: float = 0.3
 
 
 @dataclass
@@ -89,6 +125,15 @@ class SimInstance:
     terminated: bool = False
     # The world's `ecs_agent: disconnects`: its agent drops before Batch places anything on it.
     disconnects: bool = False
+    # The world's `bad_hosts`: what this host does wrong, if it is bad.
+    symptom: str | None = None
+    console: list[str] = field(default_factory=list)
+    checked: bool = False  # the boot check has printed its verdict
+    held_until: float = 0.0
+
+    def print(self, line: str) -> None:
+        """A line on the instance's console (kernel messages, cloud-init's output)."""
+        self.console.append(f"[{len(self.console) * 1.37:12.6f}] {line}")
 
     @property
     def usable(self) -> bool:
@@ -108,33 +153,12 @@ class SimJob:
     needs: dict[str, int]
     ready_at: float
     instance: SimInstance | None = None
+    started: float = 0.0
     ends_at: float = 0.0
     runs: int = 0
+    simulated_seconds: float = 0.0  # how long the attempt runs in simulated time (Batch's startedAt to stoppedAt)
     # The reason a queue-blocked event was last sent for (one per reason, as the job heads its queue).
     blocked_for: str | None = None
-
-
-def _glob(pattern: str, value: str) -> bool:
-    """Batch's evaluateOnExit patterns: exact, or a prefix when they end with `*`."""
-    return value.startswith(pattern[:-1]) if pattern.endswith("*") else value == pattern
-
-
-def retried(job: Any, status_reason: str, runs: int, reason: str = "", exit_code: int | None = None) -> bool:
-    """Whether Batch moves the job back to RUNNABLE after an attempt that ended so: its definition's retryStrategy
-    (attempts, default 1; the first evaluateOnExit entry whose conditions all match decides, and none matching
-    retries)."""
-    strategy = job.job_definition.retry_strategy or {}
-    if runs >= int(strategy.get("attempts") or 1):
-        return False
-    said = {
-        "onStatusReason": status_reason,
-        "onReason": reason,
-        "onExitCode": "" if exit_code is None else str(exit_code),
-    }
-    for rule in strategy.get("evaluateOnExit") or []:
-        if all(_glob(str(rule[key]), value) for key, value in said.items() if key in rule):
-            return str(rule.get("action", "")).lower() == "retry"
-    return True
 
 
 def requirements_of(job: Any) -> dict[str, int]:
@@ -168,6 +192,7 @@ class FleetSimulator:
         self._status_of = compute_environment_status or (lambda _arn, _types: ("VALID", ""))
         self._jobs: dict[str, SimJob] = {}
         self._instances: dict[str, list[SimInstance]] = {}
+        self._launches: dict[str, int] = {}  # per instance type: which of the world's bad_hosts it is
         self._lock = threading.Lock()
         self._events: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self._stopping = threading.Event()
@@ -195,6 +220,12 @@ class FleetSimulator:
     def instances(self) -> list[SimInstance]:
         with self._lock:
             return [i for fleet in self._instances.values() for i in fleet]
+
+    def console(self, instance_id: str) -> str | None:
+        """The console output of an instance the simulator launched (None: not one of its instances)."""
+        with self._lock:
+            found = [i for fleet in self._instances.values() for i in fleet if i.instance_id == instance_id]
+            return "\n".join(found[0].console) + "\n" if found else None
 
     def _schedule_forever(self) -> None:
         while not self._stopping.wait(self.timeline.tick):
@@ -235,12 +266,21 @@ class FleetSimulator:
             self._set(job, "RUNNABLE")
         if job.status == "RUNNABLE":
             self._schedule(sim, now)
+        elif job.status == "STARTING" and sim.instance is not None and sim.instance.symptom == "no_gpu_visible":
+            # The NVIDIA runtime's hook fails before the container starts: the host cannot give it its GPU.
+            self._bad_host_fails(sim, now, None, NVML_DRIVER_NOT_LOADED, TASK_FAILED_TO_START)
         elif job.status == "STARTING":
             self._name_log_stream(sim)
             self._set(job, "RUNNING")
+        elif job.status == "RUNNING" and sim.instance is not None and sim.instance.symptom == "cuda_error":
+            if now >= min(sim.ends_at, sim.started + self.timeline.cuda_error_after):
+                self._bad_host_fails(sim, now, SMOKE_CUDA_ERROR, None, ESSENTIAL_CONTAINER_EXITED)
         elif job.status == "RUNNING" and now >= sim.ends_at:
             exit_code = self.world.jobs.exit_code
-            self._finish(sim, "SUCCEEDED" if exit_code == 0 else "FAILED", exit_code, now)
+            if exit_code == 0:
+                self._finish(sim, "SUCCEEDED", exit_code, now)
+            else:
+                self._attempt_ended(sim, now, exit_code, None, ESSENTIAL_CONTAINER_EXITED)
 
     def _schedule(self, sim: SimJob, now: float) -> None:
         environment = self._environment_of(sim.job)
@@ -260,7 +300,7 @@ class FleetSimulator:
         if not fitting:
             return self._reason(sim, JOB_RESOURCE_REQUIREMENT)
         fleet = self._instances.setdefault(environment.arn, [])
-        placed = next((i for i in fleet if not i.terminated and i.usable and i.fits(sim.needs)), None)
+        placed = next((i for i in fleet if self._takes_jobs(i, now) and i.fits(sim.needs)), None)
         if placed is not None:
             return self._start(sim, placed, now)
         if any(not i.terminated and i.fits(sim.needs) for i in fleet):
@@ -289,13 +329,27 @@ class FleetSimulator:
             fleet.append(self._run_instance(environment, instance_type, zone, subnet, spot, shape, now))
             return
 
+    def _takes_jobs(self, instance: SimInstance, now: float) -> bool:
+        """Usable, not holding a failed task, and not DRAINING ("Amazon ECS prevents new tasks from being scheduled
+        for placement on the container instance": UpdateContainerInstancesState)."""
+        if instance.terminated or not instance.usable or now < instance.held_until:
+            return False
+        with contextlib.suppress(KeyError):
+            return str(self._container_instance(instance).status) == "ACTIVE"
+        return False
+
     def _start(self, sim: SimJob, instance: SimInstance, now: float) -> None:
         for kind, value in sim.needs.items():
             instance.used[kind] += value
         instance.jobs.add(sim.job.job_id)
+        self._count_tasks(instance)
         sim.instance = instance
         sim.runs += 1
+        sim.started = now
         sim.ends_at = now + self.world.jobs.runtime_seconds / self._speedup
+        sim.simulated_seconds = self.world.jobs.runtime_seconds
+        if instance.symptom == "cuda_error":
+            sim.simulated_seconds = min(sim.simulated_seconds, self.timeline.cuda_error_after * self._speedup)
         job = sim.job
         job.job_stopped_reason = None
         job.job_started_at = datetime.now()
@@ -304,22 +358,28 @@ class FleetSimulator:
         job.latest_attempt["container"]["containerInstanceArn"] = instance.container_instance_arn
         self._set(job, "STARTING")
 
-    def _finish(self, sim: SimJob, status: str, exit_code: int | None, now: float, reason: str | None = None) -> None:
+    def _finish(
+        self,
+        sim: SimJob,
+        status: str,
+        exit_code: int | None,
+        now: float,
+        reason: str | None = None,
+        container_reason: str | None = None,
+    ) -> None:
         job = sim.job
-        started = job.job_started_at if sim.instance is not None else datetime.now()
         self._release(sim, now)
         job.exit_code = exit_code
-        job.job_stopped_at = (
-            started + timedelta(seconds=self.world.jobs.runtime_seconds) if exit_code is not None else datetime.now()
-        )
+        job.job_stopped_at = self._stopped_at(sim, exit_code)
         job.job_stopped = True
         if status == "FAILED":
-            job.job_stopped_reason = reason or "Essential container in task exited"
+            job.job_stopped_reason = reason or ESSENTIAL_CONTAINER_EXITED
         if exit_code is not None and job.log_stream_name:
             self._log(job, f"exit code {exit_code} (the world file's jobs.exit_code)")
-        self._set(job, status)
         if sim.runs:
             job._stop_attempt()
+            self._describe_attempt(job, exit_code, container_reason, job.job_stopped_reason)
+        self._set(job, status)
         del self._jobs[job.job_id]
 
     def _release(self, sim: SimJob, now: float) -> None:
@@ -329,6 +389,7 @@ class FleetSimulator:
         for kind, value in sim.needs.items():
             instance.used[kind] -= value
         instance.jobs.discard(sim.job.job_id)
+        self._count_tasks(instance)
         if not instance.jobs:
             instance.idle_since = now
         sim.instance = None
@@ -377,8 +438,19 @@ class FleetSimulator:
             return
         behaviour = self.world.instance(instance.instance_type)
         booted = now - instance.launched_at >= self.timeline.boot
+        passed = instance.symptom != "boot_check_fails"
+        if booted and not instance.checked:
+            # The launch template's boot check, before the ECS agent starts: its verdict on the console, and a host
+            # that fails it registers without GPUs (userdata.py).
+            instance.checked = True
+            instance.print(
+                f"cloud-init[2051]: gpupilot-boot-check: PASS {instance.gpus} GPUs visible ({instance.instance_type})"
+                if passed
+                else f"cloud-init[2051]: gpupilot-boot-check: FAIL nvidia-smi did not answer within 60 s "
+                f"({instance.instance_type})"
+            )
         if instance.container_instance_arn is None and booted and behaviour.ecs_agent != "never_registers":
-            self._register(instance, gpus=behaviour.gpu_registration != "missing")
+            self._register(instance, gpus=behaviour.gpu_registration != "missing" and passed)
             instance.disconnects = behaviour.ecs_agent == "disconnects"
         disconnects_at = instance.launched_at + self.timeline.boot + self.timeline.disconnect_after
         if behaviour.ecs_agent == "disconnects" and instance.connected and now >= disconnects_at:
@@ -393,19 +465,63 @@ class FleetSimulator:
         """The host goes (a spot interruption, or terminated through EC2): its jobs' attempts fail the way Batch
         reports it, and are retried as their job definition's retryStrategy says."""
         self._terminate(instance)
-        said = HOST_TERMINATED.format(instance.instance_id)
         for job_id in list(instance.jobs):
-            sim = self._jobs[job_id]
-            self._release(sim, now)
-            job = sim.job
-            job.job_stopped_at = datetime.now()
-            job._stop_attempt()
-            job.latest_attempt["statusReason"] = said
-            if retried(job, said, sim.runs):
-                job.job_stopped_reason = said
-                self._set(job, "RUNNABLE")
-            else:
-                self._finish(sim, "FAILED", None, now, reason=said)
+            self._attempt_ended(self._jobs[job_id], now, None, None, HOST_TERMINATED.format(instance.instance_id))
+
+    def _bad_host_fails(
+        self, sim: SimJob, now: float, exit_code: int | None, reason: str | None, status_reason: str
+    ) -> None:
+        """A bad host fails the attempt: its kernel says why (once), and a container it could not start holds it."""
+        instance = sim.instance
+        assert instance is not None and instance.symptom is not None
+        line = KERNEL_LINES[instance.symptom].format(pid=4000 + len(instance.console))
+        if not any(line.split(",")[0] in printed for printed in instance.console):
+            instance.print(line)
+        instance.held_until = now + self.timeline.bad_host_hold
+        self._attempt_ended(sim, now, exit_code, reason, status_reason)
+
+    def _attempt_ended(
+        self, sim: SimJob, now: float, exit_code: int | None, reason: str | None, status_reason: str
+    ) -> None:
+        """An attempt that did not succeed: Batch retries it as the job's retryStrategy says (evaluateOnExit, first
+        entry that matches; no entry matching retries; `attempts` in all), else the job FAILED."""
+        job = sim.job
+        ran = sim.instance is not None
+        self._release(sim, now)
+        strategy = job.job_definition.retry_strategy or {}
+        attempts = int(strategy.get("attempts") or 1)
+        if not ran or sim.runs >= attempts or retry_action(strategy, exit_code, reason, status_reason) != "RETRY":
+            return self._finish(sim, "FAILED", exit_code, now, reason=status_reason, container_reason=reason)
+        job.job_stopped_at = self._stopped_at(sim, exit_code)
+        job._stop_attempt()
+        self._describe_attempt(job, exit_code, reason, status_reason)
+        job.job_stopped_reason = status_reason
+        self._set(job, "RUNNABLE")
+
+    @staticmethod
+    def _stopped_at(sim: SimJob, exit_code: int | None) -> datetime:
+        """When an attempt that exited stopped in simulated time (its runtime after its start); else now."""
+        if exit_code is None or not sim.runs:
+            return datetime.now()
+        return sim.job.job_started_at + timedelta(seconds=sim.simulated_seconds)
+
+    @staticmethod
+    def _describe_attempt(job: Any, exit_code: int | None, reason: str | None, status_reason: str | None) -> None:
+        """The attempt as DescribeJobs shows it (AttemptDetail): its container's exit code and reason, its status."""
+        attempt = job.latest_attempt
+        if attempt is None:
+            return
+        if status_reason:
+            attempt["statusReason"] = status_reason
+        if exit_code is not None:
+            attempt["container"]["exitCode"] = exit_code
+        if reason:
+            attempt["container"]["reason"] = reason
+
+    def _count_tasks(self, instance: SimInstance) -> None:
+        """ECS's runningTasksCount of the container instance: the jobs placed on it."""
+        with contextlib.suppress(KeyError):
+            self._container_instance(instance).running_tasks_count = len(instance.jobs)
 
     def _terminated_elsewhere(self, instance: SimInstance) -> bool:
         try:
@@ -417,7 +533,8 @@ class FleetSimulator:
     def _retire_if_idle(self, instance: SimInstance, now: float) -> None:
         if instance.terminated or instance.jobs or not instance.usable:
             return
-        if now - instance.idle_since >= self.timeline.idle:
+        # A host still cleaning up a task it failed is not idle yet.
+        if now - max(instance.idle_since, instance.held_until) >= self.timeline.idle:
             self._terminate(instance)
 
     # -- moto's EC2, ECS and Batch ---------------------------------------------------------------
@@ -446,7 +563,10 @@ class FleetSimulator:
         ec2_instance = reservation.instances[0]
         if spot:
             ec2_instance.lifecycle = "spot"
-        return SimInstance(
+        index = self._launches.get(instance_type, 0)
+        self._launches[instance_type] = index + 1
+        bad = self.world.instance(instance_type).bad_hosts
+        instance = SimInstance(
             instance_id=ec2_instance.id,
             instance_type=instance_type,
             zone=zone,
@@ -456,7 +576,11 @@ class FleetSimulator:
             gpus=shape["GPU"],
             launched_at=now,
             idle_since=now,
+            symptom=bad.symptom if bad is not None and bad.is_bad(index) else None,
         )
+        for line in BOOT_LINES:
+            instance.print(line)
+        return instance
 
     def _register(self, instance: SimInstance, gpus: bool) -> None:
         """The ECS agent registers the instance, with its GPUs when ECS_ENABLE_GPU_SUPPORT took effect."""

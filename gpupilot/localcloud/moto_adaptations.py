@@ -79,7 +79,20 @@ the local cloud makes moto behave like AWS:
    timeout is never scaled below a few real seconds (or its own length, if shorter): the local fleet's steps
    and the handlers' work take real time that speedup does not shorten. A `Timestamp` wait and a Retry's
    backoff keep real time.
-17. Capacity regions: 3., 5., 6. and 10. answer each region from its own part of the world (`regions.<name>`): the
+17. EC2 GetConsoleOutput: moto answers every instance with one fixed sample of a 2006 Xen kernel's boot, and
+   ignores `Latest`. Here an instance of the simulated fleet answers with its own console (its boot, the boot
+   check's verdict, its kernel's GPU errors), the latest 64 KB, as EC2 keeps "Only the most recent 64 KB of console
+   output" (GetConsoleOutput); other instances keep moto's sample.
+18. ECS UpdateContainerInstancesState: moto fails with a server error (HTTP 500) on a cluster that never had a
+   container instance, and takes any number of them. AWS takes "A list of up to 10 container instance IDs or full
+   ARN entries" and answers an instance it does not know with a `failures` entry, as DescribeContainerInstances
+   does (reason MISSING). Here both are answered as AWS answers them.
+19. ECS DescribeContainerInstances `include=CONTAINER_INSTANCE_HEALTH`: moto supports only TAGS and never returns
+   `healthStatus`. AWS returns it when asked ("If this field is omitted, tags and container instance health status
+   aren't included in the response"), and on the EC2 launch type it checks the container runtime ("The Amazon ECS
+   container agent detects a change in container runtime health ... Availability: EC2 launch type"). Here it is
+   returned when asked: CONTAINER_RUNTIME OK, or IMPAIRED where the simulator says so (`gpupilot_impaired`).
+20. Capacity regions: 3., 5., 6. and 10. answer each region from its own part of the world (`regions.<name>`): the
    region of the call's endpoint (Service Quotas and spot placement scores are per account and region:
    GetServiceQuota, GetSpotPlacementScores `RegionNames`), and a compute environment's region from its ARN.
 
@@ -401,15 +414,22 @@ def keep_time_limit_actions(patches: _Patches) -> None:
 
 
 def report_exit_codes(patches: _Patches) -> None:
-    """14. A finished job's DescribeJobs carries its exit code in `container` and in its last attempt."""
+    """14. A finished job's DescribeJobs carries its exit code (and its last attempt's reason) in `container`, and
+    its exit code in its last attempt."""
     from moto.batch.models import Job
 
     original = Job.describe
 
     def describe(self: Any) -> dict[str, Any]:
         described = original(self)
-        if self.job_stopped and self.exit_code is not None and isinstance(described.get("container"), dict):
-            described["container"] = {**described["container"], "exitCode": self.exit_code}
+        container = described.get("container")
+        last_reason = ((self.attempts or [{}])[-1].get("container") or {}).get("reason")
+        if self.job_stopped and last_reason and isinstance(container, dict):
+            # ContainerDetail.reason: "A short (255 max characters) string to provide additional details about a
+            # running or stopped container", the last attempt's.
+            described["container"] = container = {**container, "reason": last_reason}
+        if self.job_stopped and self.exit_code is not None and isinstance(container, dict):
+            described["container"] = {**container, "exitCode": self.exit_code}
             if described.get("attempts"):  # moto's own list: described anew, never changed
                 *earlier, last = described["attempts"]
                 last = {**last, "container": {**last.get("container", {}), "exitCode": self.exit_code}}
@@ -826,6 +846,83 @@ class RegionWorldView:
     spot: SpotMarket
 
 
+CONSOLE_BYTES = 64 * 1024
+
+
+def instance_consoles(patches: _Patches, console_of: Callable[[str], str | None]) -> None:
+    """17. GetConsoleOutput answers each simulated instance with its own console, its latest 64 KB."""
+    from moto.core.responses import ActionResult
+    from moto.core.utils import utcnow
+    from moto.ec2.responses.general import General
+    from moto.ec2.utils import Base64EncodedString
+
+    original = General.get_console_output
+
+    def get_console_output(self: Any) -> Any:
+        instance = self.ec2_backend.get_instance(self._get_param("InstanceId"))  # unknown: InvalidInstanceID.NotFound
+        text = console_of(instance.id)
+        if text is None:
+            return original(self)
+        latest = text.encode()[-CONSOLE_BYTES:].decode(errors="ignore")
+        return ActionResult(
+            {"InstanceId": instance.id, "Timestamp": utcnow(), "Output": Base64EncodedString.from_raw_string(latest)}
+        )
+
+    patches.replace(General, "get_console_output", get_console_output)
+
+
+MAX_STATE_UPDATES = 10
+
+
+def container_instance_states(patches: _Patches) -> None:
+    """18. UpdateContainerInstancesState: 10 instances at most; an unknown one is a `failures` entry, never a 500."""
+    from moto.ecs.exceptions import InvalidParameterException
+    from moto.ecs.models import EC2ContainerServiceBackend
+
+    original = EC2ContainerServiceBackend.update_container_instances_state
+
+    def update(self: Any, cluster_str: str, ids: list[str], status: str) -> Any:
+        if len(ids) > MAX_STATE_UPDATES:
+            raise InvalidParameterException(f"containerInstances: {len(ids)} given, {MAX_STATE_UPDATES} at most")
+        cluster = self._get_cluster(cluster_str)  # unknown: ClusterNotFoundException
+        self.container_instances.setdefault(cluster.name, {})
+        return original(self, cluster_str, ids, status)
+
+    patches.replace(EC2ContainerServiceBackend, "update_container_instances_state", update)
+
+
+def container_instance_health(patches: _Patches) -> None:
+    """19. DescribeContainerInstances gives `healthStatus` when asked (CONTAINER_INSTANCE_HEALTH), as on EC2."""
+    import copy
+
+    from moto.core.responses import ActionResult
+    from moto.core.utils import utcnow
+    from moto.ecs.responses import EC2ContainerServiceResponse
+
+    def health(instance: Any) -> dict[str, Any]:
+        impaired = getattr(instance, "gpupilot_impaired", None)
+        check = {"type": "CONTAINER_RUNTIME", "status": "IMPAIRED" if impaired else "OK", "lastUpdated": utcnow()}
+        if impaired:
+            check["statusReason"] = impaired
+        return {"overallStatus": check["status"], "details": [check]}
+
+    original = EC2ContainerServiceResponse.describe_container_instances
+
+    def describe(self: Any) -> Any:
+        if "CONTAINER_INSTANCE_HEALTH" not in (self._get_param("include") or []):
+            return original(self)
+        instances, failures = self.ecs_backend.describe_container_instances(
+            self._get_param("cluster", "default"), self._get_param("containerInstances")
+        )
+        # Copies carry the health: the backend's own objects stay as they are for other callers.
+        answered = [copy.copy(instance) for instance in instances]
+        for instance in answered:
+            instance.health_status = health(instance)
+        return ActionResult({"failures": failures, "containerInstances": answered})
+
+    patches.replace(EC2ContainerServiceResponse, "describe_container_instances", describe)
+
+
 @contextlib.contextmanager
 def adapted_moto(
     *,
@@ -837,6 +934,7 @@ def adapted_moto(
     spot_market: SpotMarket | None = None,
     workflow_clock: WorkflowClock | None = None,
     regions: Mapping[str, RegionWorldView] | None = None,
+    console_of: Callable[[str], str | None] | None = None,
 ) -> Iterator[None]:
     """moto, behaving like AWS where GPU Pilot depends on it, until the block ends."""
     patches = _Patches()
@@ -858,6 +956,10 @@ def adapted_moto(
         name_clusters_as_batch_does(patches)
         keep_time_limit_actions(patches)
         report_exit_codes(patches)
+        container_instance_states(patches)
+        container_instance_health(patches)
+        if console_of is not None:
+            instance_consoles(patches, console_of)
         if spot_market is not None:
             world_spot_market(patches, spot_market, {region: view.spot for region, view in (regions or {}).items()})
         serve_price_list(patches)

@@ -315,6 +315,7 @@ class LocalCloud:
                     region: RegionWorldView(world.zones, self._offerings(world), world.quotas, _spot_market(world))
                     for region, world in others.items()
                 },
+                console_of=self._console,
             )
         )
         import boto3
@@ -404,6 +405,14 @@ class LocalCloud:
         from functions.shared.adapters.ec2 import load_snapshot
 
         return {instance_type: world.offered_zones(instance_type) for instance_type in load_snapshot()}
+
+    def _console(self, instance_id: str) -> str | None:
+        """An instance's console, from the fleet of whichever region launched it (None: none of them did)."""
+        for simulator in self.simulators.values():
+            text = simulator.console(instance_id)
+            if text is not None:
+                return text
+        return None
 
     def _submit_to_fleet(self, job: Any) -> None:
         """A job Batch accepted goes to the fleet of its region (its ARN names it)."""

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         BatchJobs,
         Fleet,
         HealthStore,
+        HostLedger,
         JobLogs,
         JobStore,
         Metrics,
@@ -127,6 +128,14 @@ class LivePorts(Ports):
         from functions.shared.adapters.table_store import DynamoWasteLedger
 
         return DynamoWasteLedger(self.settings.table_name)
+
+    @cached_property
+    def hosts(self) -> HostLedger:
+        if self._home is not None:
+            return self._home.hosts
+        from functions.shared.adapters.host_store import DynamoHostLedger
+
+        return DynamoHostLedger(self.settings.table_name)
 
     @cached_property
     def batch(self) -> BatchJobs:

@@ -74,6 +74,7 @@ def test_a_capacity_regions_ports_call_that_region_and_share_the_home_stores(mon
         assert west.batch._aws.meta.region_name == "us-west-2"  # type: ignore[attr-defined]
         assert west.quotas._aws.meta.region_name == "us-west-2"  # type: ignore[attr-defined]
         assert west.jobs is home.jobs and west.offerings is home.offerings and west.workflow is home.workflow
+        assert west.hosts is home.hosts
         assert west.in_region("eu-north-1") is home and home.in_region(None) is home
         # And a region the deployment has none in is refused
         with pytest.raises(KeyError, match="ap-south-1 is not a capacity region"):
