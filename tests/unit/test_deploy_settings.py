@@ -53,3 +53,10 @@ def test_capacity_regions_come_with_their_zones_home_first():
 def test_a_bad_regions_context_fails_synth_naming_its_key(context: dict[str, Any], message: str):
     with pytest.raises(ValueError, match=message):
         settings(**context)
+
+
+def test_the_shipped_context_deploys_into_another_region_by_changing_region_and_zones_alone():
+    # Given cdk.json as shipped, with only the region and its zones changed
+    moved = DeploySettings.from_context(load_context() | {"region": "eu-west-1", "zones": ["eu-west-1a", "eu-west-1b"]})
+    # Then that region is home, and the only capacity region
+    assert moved.regions == ("eu-west-1",)
