@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import quote, urlsplit
 
-from gpupilot import render
+from gpupilot import render, reservations_cli
 from gpupilot.client import (
     DEFAULT_LOCAL_ENDPOINT,
     IDEMPOTENCY_HEADER,
@@ -210,7 +210,8 @@ FIELD_FLAGS = {
     "capacity": "--capacity", "max_hourly_usd": "--max-hourly-usd", "price_band": "--price-band",
     "timeout_minutes": "--timeout-minutes", "stuck_after_minutes": "--stuck-after-minutes", "environment": "--env",
     "arch": "--arch", "zones": "--zone", "regions": "--region", "max_attempts": "--max-attempts",
-    "give_up_after_minutes": "--give-up-after-minutes", "command": "COMMAND",
+    "give_up_after_minutes": "--give-up-after-minutes", "reservation": "--reservation",
+    "reservation_fallback": "--reservation-fallback", "command": "COMMAND",
 }  # fmt: skip
 REQUIRED_FIELDS = ("name", "image", "command")
 JOB_STATUSES = [
@@ -255,8 +256,19 @@ def _job_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--capacity",
-        choices=["on-demand", "spot", "spot-first"],
-        help=f"capacity type; spot-first falls back to on-demand (default {defaults['capacity']})",
+        choices=["on-demand", "spot", "spot-first", "reserved"],
+        help=f"capacity type; spot-first falls back to on-demand; reserved: any Capacity Reservation or Block of the "
+        f"account that fits (default {defaults['capacity']})",
+    )
+    parser.add_argument(
+        "--reservation", metavar="CR_ID", help="run in this Capacity Reservation or Capacity Block (cr-...)"
+    )
+    parser.add_argument(
+        "--reservation-fallback",
+        action="store_const",
+        const=True,
+        help="with --reservation or --capacity reserved: go on to on-demand when the reservation cannot run it "
+        "(default: only the reservation)",
     )
     parser.add_argument(
         "--max-hourly-usd", type=float, help="the most an instance may cost per hour (default: no limit)"
@@ -353,6 +365,7 @@ EXAMPLES = {
   gpupilot costs --from 2026-11-01 --to 2026-11-30
   gpupilot costs --group-by gpu_type
   gpupilot costs --csv > costs.csv                # one row per priced attempt""",
+    **reservations_cli.EXAMPLES,
 }
 TOP_EXAMPLES = """
   gpupilot serve &
@@ -505,6 +518,7 @@ def build_parser(json_errors: bool = False) -> Parser:
         help="one dimension at a time (default day)",
     )
     costs.add_argument("--csv", action="store_true", help="one CSV row per priced attempt")
+    reservations_cli.add_commands(command, positive_integer)
     return parser
 
 
@@ -559,7 +573,7 @@ def job_body(args: argparse.Namespace) -> dict[str, Any]:
     for field in (
         "name", "image", "gpus", "min_gpu_memory_gib", "vcpus", "memory_gib", "gpu_models", "instance_types",
         "capacity", "max_hourly_usd", "price_band", "timeout_minutes", "stuck_after_minutes", "arch", "zones",
-        "max_attempts", "give_up_after_minutes", "regions",
+        "max_attempts", "give_up_after_minutes", "regions", "reservation", "reservation_fallback",
     ):  # fmt: skip
         value = getattr(args, field)
         if value is not None:
@@ -891,7 +905,13 @@ def run(args: argparse.Namespace) -> int:
         report = _checked(client.request("GET", "/costs", query=query))
         emit(json.dumps(report, indent=2) if args.json else render.costs(report))
         return 0
+    if args.action in ("reservations", "reserve"):
+        return reservations_cli.run(args, client, _checked, _refuse)
     raise UsageError(f"unknown command {args.action}")
+
+
+def _refuse(message: str, field: str | None = None) -> None:
+    raise UsageError(message, field=field)
 
 
 def _check_port(host: str, port: int, flag: str) -> None:

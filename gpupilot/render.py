@@ -370,7 +370,8 @@ def job_summary(job: dict[str, Any], explain: bool = False) -> str:
             rows.append(
                 (f"diagnosis {attempt_row['instance_type']}", f"{diagnosis['category']}: {diagnosis['reason']}")
             )
-        if attempt_row.get("host_terminations") or len(job.get("attempts") or []) > 1:
+        shown = attempt_row.get("host_terminations") or attempt_row.get("reservation")
+        if shown or len(job.get("attempts") or []) > 1:
             rows.append((f"attempt {number}", attempt_line(attempt_row, regional(job))))
     rows.append(("timeline", " -> ".join(f"{e['status']} {_clock(e['at'])}" for e in job.get("timeline") or [])))
     width = max(len(k) for k, _ in rows)
@@ -401,6 +402,7 @@ def attempt_line(attempt: dict[str, Any], with_region: bool = False) -> str:
     cost = attempt.get("cost")
     priced = f"${cost['usd']:.6f} (${cost['hourly_usd']}/h x {_runtime(cost['runtime_seconds'])})" if cost else "-"
     where = f" {attempt['region']}" if attempt.get("region") and with_region else ""
+    where += f" in {attempt['reservation']}" if attempt.get("reservation") else ""
     line = f"{attempt['instance_type']} {attempt['capacity']}{where}  {attempt['status']}  {priced}"
     for said in attempt.get("host_terminations") or []:
         line += f"  {said}"

@@ -66,6 +66,8 @@ class DeploySettings:
     arm64_gpu_ami_id: str = ""
     job_secrets_prefix: str = DEFAULT_JOB_SECRETS_PREFIX
     api_gateway_cloudwatch_role: bool = True
+    # Off unless the deployment says so: without it the api has no grant to buy a Capacity Block.
+    allow_capacity_block_purchase: bool = False
     # Capacity regions besides home, each with its zones (context `regions`, home first, and `region_zones`), and
     # the regions a request without `regions` runs in (context `default_regions`; empty: home only).
     capacity_regions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
@@ -108,6 +110,11 @@ class DeploySettings:
         cloudwatch_role = context.get("api_gateway_cloudwatch_role", True)
         if not isinstance(cloudwatch_role, bool):
             raise ValueError("context 'api_gateway_cloudwatch_role' must be true or false")
+        purchase = context.get("allow_capacity_block_purchase", False)
+        if isinstance(purchase, str) and purchase.lower() in ("true", "false"):
+            purchase = purchase.lower() == "true"  # `cdk synth -c allow_capacity_block_purchase=true` gives a string
+        if not isinstance(purchase, bool):
+            raise ValueError("context 'allow_capacity_block_purchase' must be true or false")
         boot_check = context.get("gpu_boot_check", True)
         if not isinstance(boot_check, bool):
             raise ValueError("context 'gpu_boot_check' must be true or false")
@@ -122,6 +129,7 @@ class DeploySettings:
             api_gateway_cloudwatch_role=cloudwatch_role,
             capacity_regions=capacity_regions,
             default_regions=default_regions,
+            allow_capacity_block_purchase=purchase,
             gpu_boot_check=boot_check,
         )
 

@@ -15,6 +15,11 @@ shows its verdict) and register without GPUs. A job that cannot be placed stays 
 statusReason where Batch gives one, and none where Batch gives none (instances up but never registered).
 Everything is visible through the ordinary APIs: EC2 instances (and their console output), ECS container
 instances, Batch jobs and their attempts.
+A compute environment whose launch template targets a Capacity Reservation launches only into it (while it
+is active and has room, in its zone; with the capacity-block market type for a Capacity Block), whatever the
+world's on-demand capacity; other on-demand launches use an open reservation of their type and zone with
+room, as EC2 does; a Capacity Block's instances are taken back from 30 minutes before its end, as EC2 takes
+them.
 
 One scheduler thread ticks the fleet; events are delivered in order by one delivery thread. Durations are
 the local timeline's (seconds, not production's minutes); `speedup` shortens job runtimes only, while
@@ -35,6 +40,7 @@ from typing import Any
 
 from functions.shared.domain.fleet import vcpu_quota_code
 from functions.shared.domain.job_definitions import retry_action
+from gpupilot.localcloud.reservations import HeldReservation, ReservationBook
 from gpupilot.localcloud.world import World
 
 INSUFFICIENT_CAPACITY = (
@@ -125,6 +131,8 @@ class SimInstance:
     terminated: bool = False
     # The world's `ecs_agent: disconnects`: its agent drops before Batch places anything on it.
     disconnects: bool = False
+    # The Capacity Reservation it runs in, if any.
+    reservation: HeldReservation | None = None
     # The world's `bad_hosts`: what this host does wrong, if it is bad.
     symptom: str | None = None
     console: list[str] = field(default_factory=list)
@@ -183,8 +191,10 @@ class FleetSimulator:
         speedup: float = 1.0,
         timeline: Timeline | None = None,
         compute_environment_status: Callable[[str, list[str]], tuple[str, str]] | None = None,
+        reservations: ReservationBook | None = None,
     ) -> None:
         self.world = world
+        self.reservations = reservations
         self.timeline = timeline or Timeline()
         self._deliver = deliver
         self._account_id = account_id
@@ -306,6 +316,9 @@ class FleetSimulator:
         if any(not i.terminated and i.fits(sim.needs) for i in fleet):
             return  # Batch waits for the instances it launched (booting, or whose agent never registers)
         spot = resources.get("type") == "SPOT"
+        if self._targeted_reservation(resources) is not None:
+            # Reserved capacity is held for the account: the world's on-demand shortage does not touch it.
+            return self._launch(environment, fitting, fleet, now)
         blocked = [t for t in fitting if self.world.capacity(t, spot) == "none"]
         if len(blocked) == len(fitting):
             return self._reason(sim, INSUFFICIENT_CAPACITY.format(", ".join(blocked)))
@@ -326,8 +339,56 @@ class FleetSimulator:
             if not self._within_quota(instance_type, spot, shape["VCPU"]):
                 return  # the account's vCPU quota: no instance launches, and Batch gives no reason
             zone, subnet = zone_subnet
-            fleet.append(self._run_instance(environment, instance_type, zone, subnet, spot, shape, now))
+            into = self._reservation_for(resources, spot, instance_type, zone)
+            if into is False:
+                return  # its reservation cannot take it (not begun, full, over): EC2 refuses the launch
+            instance = self._run_instance(environment, instance_type, zone, subnet, spot, shape, now)
+            if isinstance(into, HeldReservation):
+                self._into_reservation(instance, into, targeted=self._targeted_reservation(resources) is not None)
+            fleet.append(instance)
             return
+
+    def _targeted_reservation(self, resources: dict[str, Any]) -> str | None:
+        """The Capacity Reservation the compute environment's launch template (the version it names) targets."""
+        named = resources.get("launchTemplate") or {}
+        if not named.get("launchTemplateName"):
+            return None
+        try:
+            template = self._ec2().get_launch_template_by_name(named["launchTemplateName"])
+            version = named.get("version") or "$Default"
+            data = (
+                template.latest_version()
+                if version == "$Latest"
+                else template.get_version(template.default_version_number if version == "$Default" else int(version))
+            ).data
+        except Exception:
+            return None
+        target = (data.get("CapacityReservationSpecification") or {}).get("CapacityReservationTarget") or {}
+        return target.get("CapacityReservationId")
+
+    def _reservation_for(self, resources: dict[str, Any], spot: bool, instance_type: str,
+                         zone: str) -> HeldReservation | bool | None:  # fmt: skip
+        """The reservation a launch runs in (None: none; False: it targets one that cannot take it now)."""
+        if self.reservations is None or spot:
+            return None
+        targeted = self._targeted_reservation(resources)
+        found = self.reservations.launch_into(targeted, instance_type, zone)
+        return False if targeted is not None and found is None else found
+
+    def _into_reservation(self, instance: SimInstance, reservation: HeldReservation, targeted: bool) -> None:
+        """The instance runs in the reservation: EC2 shows it so (DescribeInstances), and counts it against it."""
+        assert self.reservations is not None
+        self.reservations.hold(reservation, instance.instance_id)
+        instance.reservation = reservation
+        ec2_instance = self._ec2().get_instance(instance.instance_id)
+        ec2_instance.capacity_reservation_id = reservation.reservation_id
+        ec2_instance.capacity_reservation_specification = (
+            {"CapacityReservationTarget": {"CapacityReservationId": reservation.reservation_id}}
+            if targeted
+            else {"CapacityReservationPreference": "open"}
+        )
+        if reservation.capacity_block:
+            ec2_instance.lifecycle = "capacity-block"
 
     def _takes_jobs(self, instance: SimInstance, now: float) -> bool:
         """Usable, not holding a failed task, and not DRAINING ("Amazon ECS prevents new tasks from being scheduled
@@ -456,6 +517,12 @@ class FleetSimulator:
         if behaviour.ecs_agent == "disconnects" and instance.connected and now >= disconnects_at:
             instance.connected = False
             self._container_instance(instance).agent_connected = False
+        held = instance.reservation
+        if held is not None and self.reservations is not None and self.reservations.now() >= held.reclaims_at():
+            # EC2: "Thirty minutes before the reservation expires, we begin to terminate any instances that are
+            # still running in the Capacity Block."
+            self._reclaim(instance, now)
+            return
         spot = self.world.spot.get(instance.instance_type)
         reclaim_after = spot.interrupt_after_seconds if spot is not None else None
         if instance.spot and reclaim_after is not None and now - instance.launched_at >= reclaim_after:
@@ -605,6 +672,8 @@ class FleetSimulator:
 
     def _terminate(self, instance: SimInstance) -> None:
         instance.terminated = True
+        if self.reservations is not None and instance.reservation is not None:
+            self.reservations.release(instance.instance_id)
         self._ec2().terminate_instances([instance.instance_id])
         if instance.container_instance_arn is not None:
             with contextlib.suppress(Exception):

@@ -28,6 +28,7 @@ from gpupilot.localcloud.moto_adaptations import (
     WorkflowClock,
     adapted_moto,
 )
+from gpupilot.localcloud.reservations import ReservationBook
 from gpupilot.localcloud.template import load_region_templates
 from gpupilot.localcloud.world import World
 
@@ -245,6 +246,7 @@ class LocalCloud:
         self.simulator: FleetSimulator | None = None
         # One simulated fleet per region of the world (Batch schedules per region); the home one is `simulator`.
         self.simulators: dict[str, FleetSimulator] = {}
+        self.reservations: ReservationBook | None = None
         self.faults: Faults | None = None
         self._api: ApiServer | None = None
         self._moto: Any = None
@@ -292,6 +294,8 @@ class LocalCloud:
         faults = Faults(self.world.faults)
         self.faults = faults
         self.dispatcher.fails = faults.lambda_error
+        # The world's reservations are the home region's (a capacity region's are not simulated).
+        self.reservations = ReservationBook(self.world)
         for region in self.world.all_regions:
             self.simulators[region] = FleetSimulator(
                 self.world.in_region(region),
@@ -299,6 +303,7 @@ class LocalCloud:
                 ACCOUNT_ID,
                 speedup=self.speedup,
                 compute_environment_status=lifecycle.status,
+                reservations=self.reservations if region == self.world.region else None,
             )
         self.simulator = self.simulators[self.world.region]
         self._adaptations.enter_context(
@@ -315,6 +320,7 @@ class LocalCloud:
                     region: RegionWorldView(world.zones, self._offerings(world), world.quotas, _spot_market(world))
                     for region, world in others.items()
                 },
+                reservations=self.reservations,
                 console_of=self._console,
             )
         )

@@ -18,6 +18,8 @@ SECRET_ARN = re.compile(
     r"^arn:aws[a-z-]*:(secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+(:[^:]*){0,3}"
     r"|ssm:[a-z0-9-]+:\d{12}:parameter/[A-Za-z0-9/_.-]+)$"
 )
+# An EC2 Capacity Reservation id (cr- and 17 hexadecimal digits; older ones 8): a request's `reservation`.
+RESERVATION_ID = r"^cr-[0-9a-f]{8,17}$"
 ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}$")
 
 # An image reference by Docker's grammar (github.com/distribution/reference, regexp.go, ReferenceRegexp):
@@ -34,3 +36,5 @@ _PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 _TAG = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"
 _DIGEST = r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}"
 IMAGE_REFERENCE = re.compile(rf"^(?:{_DOMAIN}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*(?::{_TAG})?(?:@{_DIGEST})?$")
+# An AWS region's name, e.g. us-east-1, eu-central-1, us-gov-west-1.
+REGION_NAME = r"^[a-z]{2}(-[a-z]+)+-\d{1,2}$"

@@ -16,7 +16,7 @@ from functions.shared.domain.selection import (
     UNKNOWN,
     Found,
     beyond_band,
-    find_offerings,
+    offerings_and_reservations,
 )
 
 # Rejections that do not depend on the region: the request named an unknown type, or the type's shape or the
@@ -32,7 +32,7 @@ def plan_across(request: JobRequest, regions: list[Signals], left_out: dict[str,
     shared: set[tuple[str, str, str | None]] = set()
     outcomes: list[RegionOutcome] = []
     for signals in regions:
-        own = find_offerings(request, signals)
+        own = offerings_and_reservations(request, signals)
         found.options.extend(own.options)
         found.blocked.extend(own.blocked)
         for rejection in own.rejections:

@@ -5,24 +5,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from pydantic import (
-    ConfigDict,
-    Field,
-    StrictBool,
-    StrictFloat,
-    StrictInt,
-    ValidationInfo,
-    field_validator,
-)
+from pydantic import ConfigDict, Field, StrictBool, StrictFloat, StrictInt, ValidationInfo, field_validator
 
 from functions.shared.domain.model import DomainModel
 from functions.shared.domain.references import (
     ENVIRONMENT_NAME,
     ENVIRONMENT_VALUE,
     IMAGE_REFERENCE,
+    REGION_NAME,
+    RESERVATION_ID,
     ROLE_ARN,
     SECRET_ARN,
-)
+)  # fmt: skip
 from functions.shared.domain.vocabulary import Arch, CapacityPreference
 
 JOB_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,128}$"
@@ -35,8 +29,6 @@ MAX_SECRETS = 32
 MAX_SPOT_RECLAIMS = 10
 # Fallbacks stay within this multiple of the cheapest candidate's hourly price (README: Picking a GPU).
 DEFAULT_PRICE_BAND = 3.0
-# An AWS region's name, e.g. us-east-1, eu-central-1, us-gov-west-1.
-REGION_NAME = r"^[a-z]{2}(-[a-z]+)+-\d{1,2}$"
 
 
 # What the validators below check, said in the JSON schema too (the OpenAPI document is written from it), so
@@ -96,7 +88,9 @@ class JobRequest(DomainModel):
     instance_types: list[ListEntry] | None = Field(
         default=None, min_length=1, max_length=MAX_LIST_ITEMS, description="Allow-list of instance types"
     )
-    capacity: CapacityPreference = Field(default=CapacityPreference.ON_DEMAND)
+    capacity: CapacityPreference = Field(
+        default=CapacityPreference.ON_DEMAND, description="reserved: any Capacity Reservation or Block that fits"
+    )
     max_hourly_usd: StrictFloat | None = Field(default=None, ge=0.0001, le=10_000)
     price_band: StrictFloat = Field(
         default=DEFAULT_PRICE_BAND,
@@ -166,6 +160,18 @@ class JobRequest(DomainModel):
     ignore_unavailable: StrictBool = Field(
         default=False,
         description="Try offerings the memory of unavailable offerings would leave out for now (a retry on purpose)",
+    )
+    reservation: str | None = Field(
+        default=None,
+        pattern=RESERVATION_ID,
+        description="A Capacity Reservation or Capacity Block of the account (cr-...) to run on; a block that has not "
+        "begun is waited for. capacity must be on-demand or reserved",
+    )
+    reservation_fallback: StrictBool = Field(
+        default=False,
+        description="With reservation or capacity reserved: when the reservation cannot run the job (full, too short "
+        "for timeout_minutes, ended, or Batch cannot start it there), go on to on-demand offerings; default: only the "
+        "reservation(s)",
     )
 
     @field_validator("gpus", "vcpus", "timeout_minutes", "max_attempts", "spot_reclaims_before_fallback", mode="before")
@@ -239,6 +245,11 @@ class JobRequest(DomainModel):
                     f"secret {name!r} must be the full ARN of a Secrets Manager secret or an SSM parameter"
                 )
         return value
+
+    @property
+    def asks_reserved(self) -> bool:
+        """Whether the request asks for reserved capacity (a reservation it names, or any that fits)."""
+        return self.reservation is not None or self.capacity == CapacityPreference.RESERVED
 
     @field_validator("job_role_arn")
     @classmethod

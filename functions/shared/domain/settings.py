@@ -95,6 +95,10 @@ class Settings(DomainModel):
         default="",
         description="SSM parameter, in each capacity region, naming its network (empty: this function needs none)",
     )
+    allow_capacity_block_purchase: bool = Field(
+        default=False,
+        description="The deployment lets the API buy Capacity Blocks (context allow_capacity_block_purchase)",
+    )
     quarantine_bad_hosts: bool = Field(
         default=True,
         description="Drain and terminate GPU hosts that fail jobs for reasons of their own, failed their boot check or "

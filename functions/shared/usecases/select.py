@@ -1,5 +1,6 @@
 """POST /plan, the check of POST /jobs, and SelectGpuType: rank the GPU offerings that fit a request against
-what the account and the region say now (offerings, quotas, prices, spot prices and placement scores).
+what the account and the region say now (offerings, quotas, prices, spot prices and placement scores, the capacity
+the account reserved).
 
 One way: the signals are read first, each once (the domain says which: `signal_needs`, then the spot types worth
 scoring once prices are known), then one pure function makes the plan (domain/selection.plan), and the warnings
@@ -13,15 +14,17 @@ from typing import TypeVar
 
 from functions.shared.domain.band import outside_band_words
 from functions.shared.domain.catalog import GpuType
+from functions.shared.domain.clock import now_iso
 from functions.shared.domain.errors import NoCandidate, RequestRefused, SignalUnavailable
 from functions.shared.domain.memory import UnavailableOffering
 from functions.shared.domain.offers import AvailabilitySnapshot, SignalGap, Signals
 from functions.shared.domain.ranking import plan_warnings, signal_warnings
 from functions.shared.domain.regions import plan_across
 from functions.shared.domain.requests import JobRequest
+from functions.shared.domain.reservations import Reservation
 from functions.shared.domain.selection import MarketSignals, Plan, placement_score_types, signal_needs
 from functions.shared.domain.steps import NoGpuTypeAvailable, SelectInput, Selection
-from functions.shared.domain.vocabulary import CapacityType, JobStatus, MarketSignal
+from functions.shared.domain.vocabulary import CapacityPreference, CapacityType, JobStatus, MarketSignal
 from functions.shared.ports import Ports
 
 # The workflow carries its candidates in every state's input: a bound on the attempts, whatever is asked.
@@ -51,12 +54,17 @@ def plan_request(request: JobRequest, ports: Ports) -> Plan:
     if outside:
         deployed = ", ".join(sorted(zones)) or "none"
         raise RequestRefused("zones", f"{', '.join(outside)} is not a zone of this deployment's subnets ({deployed})")
+    if request.reservation and request.capacity in (CapacityPreference.SPOT, CapacityPreference.SPOT_FIRST):
+        raise RequestRefused(
+            "reservation", "a reservation runs on-demand instances: capacity must be on-demand (default) or reserved"
+        )
     regions = []
     for region, snapshot in snapshots.items():
         if request.zones and not set(request.zones) & set(snapshot.zones):
             left_out[region] = "none of the request's zones is in it"
             continue
         regions.append(_signals(request, ports.in_region(region), gpu_types, snapshot, region))
+    _check_reservation(request, regions)
     planned = plan_across(request, regions, left_out)
     gaps = [gap for signals in regions for gap in signals.market.unavailable]
     warnings = plan_warnings(planned, request) + list(dict.fromkeys(signal_warnings(gaps)))
@@ -102,6 +110,8 @@ def _signals(
     ones, on-demand prices, vCPU quotas, spot prices, and placement scores for the spot types the job would try."""
     needs = signal_needs(request, gpu_types)
     market = MarketSignals(max_vcpus=ports.settings.max_vcpus)
+    none: list[Reservation] = []
+    reservations = _read(market, MarketSignal.RESERVATIONS, ports.reservations.reservations, none)
     market.quotas = {
         code: _read(market, MarketSignal.VCPU_QUOTAS, partial(ports.quotas.vcpu_quota, code), None, subject=code)
         for code in needs.quota_codes
@@ -124,6 +134,8 @@ def _signals(
         market=market,
         arm64_ami=bool(ports.settings.arm64_gpu_ami_id),
         region=region,
+        reservations=reservations,
+        now=now_iso(),
     )
     scored = placement_score_types(request, signals)
     if scored:
@@ -131,6 +143,20 @@ def _signals(
         read_scores = partial(ports.availability.placement_scores, sorted(scored))
         market.placement_scores = _read(market, MarketSignal.PLACEMENT_SCORES, read_scores, {})
     return signals
+
+
+def _check_reservation(request: JobRequest, regions: list[Signals]) -> None:
+    """RequestRefused when the request names a reservation none of its regions holds (or none could say)."""
+    if not request.reservation:
+        return
+    held = {r.reservation_id for signals in regions for r in signals.reservations}
+    if request.reservation in held:
+        return
+    gaps = [g for signals in regions for g in signals.market.unavailable if g.signal == MarketSignal.RESERVATIONS]
+    why = f"reservations could not be read ({gaps[0].operation}: {gaps[0].code})" if gaps else "no such reservation"
+    where = ", ".join(str(signals.region) for signals in regions)
+    listed = ", ".join(sorted(held)) or "none"
+    raise RequestRefused("reservation", f"{request.reservation}: {why} among the account's in {where} (held: {listed})")
 
 
 def _read(
@@ -154,6 +180,9 @@ def check_plannable(request: JobRequest, ports: Ports) -> Plan:
     """POST /jobs: the plan a job would start with. NoCandidate (a 400, nothing started) when it is empty, or when
     its first choice lies beyond the price band of the cheaper types that fit but are blocked."""
     found = plan_request(request, ports)
+    if not found.candidates and request.asks_reserved and not found.rejected:
+        what = f"reservation {request.reservation}" if request.reservation else "Capacity Reservation"
+        raise NoCandidate([], "capacity", f"no {what} of the account in {ports.settings.region} fits the request")
     if not found.candidates:
         raise NoCandidate(found.rejected, _telling_field(found), _summary(found))
     if found.outside_band is not None and found.outside_band.refused:

@@ -29,6 +29,7 @@ from functions.shared.ports import Ports
 from functions.shared.usecases.evidence import read_snapshot
 from functions.shared.usecases.quarantine import MAX_CONSOLE_READS, read_console, sweep_hosts
 from functions.shared.usecases.remediate import cancel_past_limit, remediate_fleet
+from functions.shared.usecases.reservations import record_reservation_waste
 from functions.shared.usecases.sweep_jobs import SweptJobs, sweep_jobs
 from functions.shared.usecases.sweep_pools import pool_findings
 from functions.shared.usecases.waste import record_waste
@@ -96,6 +97,7 @@ def _sweep(sweep_id: str, ports: Ports) -> HealthReport:
     """Every capacity region in turn (each its pools, fleets and queued jobs), then one report of them all."""
     at = now_iso()
     records = ports.jobs.active_jobs()
+    previous = ports.health.latest_report()
     findings: list[Finding] = []
     reconciled = vanished = live = 0
     for region in ports.settings.regions:
@@ -104,6 +106,8 @@ def _sweep(sweep_id: str, ports: Ports) -> HealthReport:
         for finding in found:
             finding.region = region
         findings += found
+        # The region's reservations' idle hours since the sweep before (paid for whether used or not).
+        record_reservation_waste(previous.swept_at if previous else None, at, regional)
         reconciled, vanished, live = (
             reconciled + swept.reconciled,
             vanished + len(swept.vanished),
