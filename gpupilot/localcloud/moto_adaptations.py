@@ -59,7 +59,9 @@ the local cloud makes moto behave like AWS:
 
 13. Speed, answers unchanged (moto_speed.py): DynamoDB item answers are JSON-encoded directly instead of
    through moto's shape-walking serializer, a state machine's ASL is parsed once, not per execution, and
-   Step Functions tasks share one client per service instead of creating one each.
+   Step Functions tasks share one client per service instead of creating one each; a DynamoDB transaction saves
+   (and, cancelled, restores) only the items it names, not a copy of each whole table, which also keeps what
+   other writers wrote to other items meanwhile, as DynamoDB does; an index's projection picks its attributes.
 
 14. Batch DescribeJobs: moto's job description rebuilds its `container` block without the exit code it
    recorded, and its attempts carry none. AWS gives a finished job's `container.exitCode` and each attempt's
@@ -103,6 +105,14 @@ the local cloud makes moto behave like AWS:
 21. Capacity regions: 3., 5., 6. and 10. answer each region from its own part of the world (`regions.<name>`): the
    region of the call's endpoint (Service Quotas and spot placement scores are per account and region:
    GetServiceQuota, GetSpotPlacementScores `RegionNames`), and a compute environment's region from its ARN.
+22. DynamoDB index pages: "The maximum size of the results returned by a Query operation is 1 MB. This
+   includes the sizes of all the attribute names and values across all of the items returned", and an index
+   query is sized by "the sizes of the index entries, rather than the size of the item in the base table"
+   (DynamoDB Developer Guide, Using Global Secondary Indexes, read capacity units). moto sizes the table's whole
+   items, so an index that projects a few attributes of large items answers in many more pages
+   than DynamoDB does (the sweep's index of unfinished jobs: twice as many). Here a Query of a KEYS_ONLY or
+   INCLUDE index walks the index's entries (the items carrying its keys, as projected), sized as DynamoDB
+   sizes them.
 
 tests/integration/test_moto_adaptations.py holds one test per adaptation that fails if moto changes under it.
 """
@@ -110,6 +120,7 @@ tests/integration/test_moto_adaptations.py holds one test per adaptation that fa
 from __future__ import annotations
 
 import contextlib
+import inspect
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -119,7 +130,9 @@ from typing import Any
 from gpupilot.localcloud.dispatch import HandlerDispatcher
 from gpupilot.localcloud.moto_speed import (
     direct_dynamodb_item_answers,
+    item_level_transactions,
     parse_each_definition_once,
+    pick_projected_attributes,
     share_task_clients,
 )
 from gpupilot.localcloud.reservations import ReservationBook
@@ -473,6 +486,36 @@ def refuse_disabled_queues(patches: _Patches) -> None:
 
 
 BATCH_CLUSTER_NAME = "{environment}_Batch_{uuid}"
+
+
+def index_pages_of_index_entries(patches: _Patches) -> None:
+    """17. A Query of a KEYS_ONLY or INCLUDE index pages by the size of its entries, not of the table's items."""
+    from moto.dynamodb.models.table import Table
+
+    query: Callable[..., Any] = Table.query
+    all_items: Callable[..., Any] = Table.all_items
+    querying = threading.local()  # the index a Query of this thread walks: other threads' reads see whole items
+
+    def index_entries(self: Any) -> Any:
+        index: Any = getattr(querying, "index", None)
+        if index is None or getattr(querying, "table", None) is not self:
+            return all_items(self)
+        keys = index.schema_key_attrs
+        return [index.project(item) for item in all_items(self) if all(key in item.attrs for key in keys)]
+
+    def paged_by_entries(self: Any, *args: Any, **kwargs: Any) -> Any:
+        name = inspect.signature(query).bind(self, *args, **kwargs).arguments.get("index_name")
+        index = next((i for i in self.all_indexes() if i.name == name), None) if name else None
+        if index is None or (index.projection or {}).get("ProjectionType") not in ("KEYS_ONLY", "INCLUDE"):
+            return query(self, *args, **kwargs)
+        querying.index, querying.table = index, self
+        try:
+            return query(self, *args, **kwargs)
+        finally:
+            querying.index = querying.table = None
+
+    patches.replace(Table, "all_items", index_entries)
+    patches.replace(Table, "query", paged_by_entries)
 
 
 def name_clusters_as_batch_does(patches: _Patches) -> None:
@@ -1054,6 +1097,9 @@ def adapted_moto(
         # Without a world's reservations EC2 still answers, as AWS does for an account that holds none.
         world_reservations(patches, reservations or ReservationBook.empty())
         direct_dynamodb_item_answers(patches)
+        item_level_transactions(patches)
+        pick_projected_attributes(patches)
+        index_pages_of_index_entries(patches)
         parse_each_definition_once(patches)
         share_task_clients(patches)
         if workflow_clock is not None:
