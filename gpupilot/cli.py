@@ -209,7 +209,7 @@ FIELD_FLAGS = {
     "vcpus": "--vcpus", "memory_gib": "--memory-gib", "gpu_models": "--gpu-model", "instance_types": "--instance-type",
     "capacity": "--capacity", "max_hourly_usd": "--max-hourly-usd", "price_band": "--price-band",
     "timeout_minutes": "--timeout-minutes", "stuck_after_minutes": "--stuck-after-minutes", "environment": "--env",
-    "arch": "--arch", "zones": "--zone", "max_attempts": "--max-attempts",
+    "arch": "--arch", "zones": "--zone", "regions": "--region", "max_attempts": "--max-attempts",
     "give_up_after_minutes": "--give-up-after-minutes", "reservation": "--reservation",
     "reservation_fallback": "--reservation-fallback", "command": "COMMAND",
 }  # fmt: skip
@@ -293,6 +293,12 @@ def _job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--arch", choices=["x86_64", "arm64"], help=f"CPU architecture (default {defaults['arch']})")
     parser.add_argument(
         "--zone", action="append", dest="zones", help="a zone it may run in; repeat (default: the deployment's zones)"
+    )
+    parser.add_argument(
+        "--region",
+        action="append",
+        dest="regions",
+        help="a capacity region it may run in; repeat (default: the deployment's default_regions, else home)",
     )
     parser.add_argument(
         "--max-attempts",
@@ -507,7 +513,7 @@ def build_parser(json_errors: bool = False) -> Parser:
     costs.add_argument("--to", dest="date_to", metavar="YYYY-MM-DD", help="last day (default: today, UTC)")
     costs.add_argument(
         "--group-by",
-        choices=["day", "gpu_type", "job_name", "capacity_type"],
+        choices=["day", "gpu_type", "job_name", "capacity_type", "region"],
         default="day",
         help="one dimension at a time (default day)",
     )
@@ -567,7 +573,7 @@ def job_body(args: argparse.Namespace) -> dict[str, Any]:
     for field in (
         "name", "image", "gpus", "min_gpu_memory_gib", "vcpus", "memory_gib", "gpu_models", "instance_types",
         "capacity", "max_hourly_usd", "price_band", "timeout_minutes", "stuck_after_minutes", "arch", "zones",
-        "max_attempts", "give_up_after_minutes", "reservation", "reservation_fallback",
+        "max_attempts", "give_up_after_minutes", "regions", "reservation", "reservation_fallback",
     ):  # fmt: skip
         value = getattr(args, field)
         if value is not None:
@@ -856,7 +862,7 @@ def run(args: argparse.Namespace) -> int:
             if not args.json and not args.explain and _unexplained(job):
                 # Batch gives no reason: show the cause the evidence shows now (what --explain says).
                 job = _checked(client.request("GET", job_path, query={"explain": "true"}))
-        emit(json.dumps(job, indent=2) if args.json else render.job_summary(job))
+        emit(json.dumps(job, indent=2) if args.json else render.job_summary(job, explain=args.explain))
         if args.wait:
             return EXIT_OK if job["status"] == "SUCCEEDED" else EXIT_JOB_FAILED
         return EXIT_OK

@@ -81,15 +81,6 @@ the local cloud makes moto behave like AWS:
    timeout is never scaled below a few real seconds (or its own length, if shorter): the local fleet's steps
    and the handlers' work take real time that speedup does not shorten. A `Timestamp` wait and a Retry's
    backoff keep real time.
-17. DynamoDB index pages: "The maximum size of the results returned by a Query operation is 1 MB. This
-   includes the sizes of all the attribute names and values across all of the items returned", and an index
-   query is sized by "the sizes of the index entries, rather than the size of the item in the base table"
-   (DynamoDB Developer Guide, Using Global Secondary Indexes, read capacity units). moto sizes the table's whole
-   items, so an index that projects a few attributes of large items answers in many more pages
-   than DynamoDB does (the sweep's index of unfinished jobs: twice as many). Here a Query of a KEYS_ONLY or
-   INCLUDE index walks the index's entries (the items carrying its keys, as projected), sized as DynamoDB
-   sizes them.
-
 17. EC2 GetConsoleOutput: moto answers every instance with one fixed sample of a 2006 Xen kernel's boot, and
    ignores `Latest`. Here an instance of the simulated fleet answers with its own console (its boot, the boot
    check's verdict, its kernel's GPU errors), the latest 64 KB, as EC2 keeps "Only the most recent 64 KB of console
@@ -111,6 +102,17 @@ the local cloud makes moto behave like AWS:
    `state`, `instance-type`, `availability-zone` and `instance-match-criteria` filters and MaxResults/NextToken
    paging are honoured, an unknown id is InvalidCapacityReservationId.NotFound, and an offering is bought once
    (a targeted Capacity Block reservation from the offering's start).
+21. Capacity regions: 3., 5., 6. and 10. answer each region from its own part of the world (`regions.<name>`): the
+   region of the call's endpoint (Service Quotas and spot placement scores are per account and region:
+   GetServiceQuota, GetSpotPlacementScores `RegionNames`), and a compute environment's region from its ARN.
+22. DynamoDB index pages: "The maximum size of the results returned by a Query operation is 1 MB. This
+   includes the sizes of all the attribute names and values across all of the items returned", and an index
+   query is sized by "the sizes of the index entries, rather than the size of the item in the base table"
+   (DynamoDB Developer Guide, Using Global Secondary Indexes, read capacity units). moto sizes the table's whole
+   items, so an index that projects a few attributes of large items answers in many more pages
+   than DynamoDB does (the sweep's index of unfinished jobs: twice as many). Here a Query of a KEYS_ONLY or
+   INCLUDE index walks the index's entries (the items carrying its keys, as projected), sized as DynamoDB
+   sizes them.
 
 tests/integration/test_moto_adaptations.py holds one test per adaptation that fails if moto changes under it.
 """
@@ -121,7 +123,7 @@ import contextlib
 import inspect
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -153,6 +155,8 @@ class ComputeEnvironmentLifecycle:
 
     create_seconds: float = 1.0
     invalid_reason: Callable[[list[str]], str | None] = field(default=lambda _types: None)
+    # Another region's world (its compute environments' ARNs name it): region -> its invalid_reason.
+    invalid_reason_in: dict[str, Callable[[list[str]], str | None]] = field(default_factory=dict)
     clock: Callable[[], float] = time.monotonic
     delete_seconds: float = 0.0
     deleted_seconds: float = 0.0
@@ -193,7 +197,8 @@ class ComputeEnvironmentLifecycle:
             created = self._created.get(arn)
         if created is not None and self.clock() - created < self.create_seconds:
             return "CREATING", "Compute environment is being created"
-        reason = self.invalid_reason(instance_types)
+        region = arn.split(":")[3] if arn.count(":") >= 5 else ""
+        reason = self.invalid_reason_in.get(region, self.invalid_reason)(instance_types)
         if reason:
             return "INVALID", reason
         return "VALID", "ComputeEnvironment Healthy"
@@ -351,8 +356,11 @@ def world_offerings(patches: _Patches, region: str, zones: list[str], offered: d
 DEFAULT_VCPU_QUOTA = 4096.0
 
 
-def world_quotas(patches: _Patches, quotas: dict[str, int]) -> None:
-    """6. GetServiceQuota answers EC2's GPU vCPU quotas (the world's, else a roomy default)."""
+def world_quotas(
+    patches: _Patches, quotas: dict[str, int], by_region: Mapping[str, dict[str, int]] | None = None
+) -> None:
+    """6. GetServiceQuota answers EC2's GPU vCPU quotas (the world's, else a roomy default), each region its own
+    (`by_region`: the other regions' quotas; Service Quotas are per account and region)."""
     from moto.servicequotas.models import ServiceQuotasBackend
 
     from functions.shared.domain.fleet import QUOTA_NAMES
@@ -368,7 +376,7 @@ def world_quotas(patches: _Patches, quotas: dict[str, int]) -> None:
             "QuotaArn": f"arn:aws:servicequotas:{self.region_name}:{self.account_id}:ec2/{quota_code}",
             "QuotaCode": quota_code,
             "QuotaName": QUOTA_NAMES[quota_code],
-            "Value": float(quotas.get(quota_code, DEFAULT_VCPU_QUOTA)),
+            "Value": float((by_region or {}).get(self.region_name, quotas).get(quota_code, DEFAULT_VCPU_QUOTA)),
             "Unit": "None",
             "Adjustable": True,
             "GlobalQuota": False,
@@ -684,8 +692,13 @@ class SpotMarket:
         return round(quote.hourly_usd * DEFAULT_SPOT_FRACTION, 4) if quote else None
 
 
-def world_spot_market(patches: _Patches, market: SpotMarket) -> None:
-    """10. DescribeSpotPriceHistory and GetSpotPlacementScores answer from the world."""
+def world_spot_market(patches: _Patches, market: SpotMarket, by_region: Mapping[str, SpotMarket] | None = None) -> None:
+    """10. DescribeSpotPriceHistory and GetSpotPlacementScores answer from the world, each region its own market
+    (`by_region`: the other regions')."""
+
+    def market_of(response: Any) -> SpotMarket:
+        return (by_region or {}).get(response.region, market)
+
     from datetime import UTC, datetime
 
     from moto.core.responses import ActionResult
@@ -696,6 +709,7 @@ def world_spot_market(patches: _Patches, market: SpotMarket) -> None:
         zones = self._filters_from_querystring().get("availability-zone")
         # The world's price holds at all times: answered as the one in effect at StartTime (or now).
         now = self._get_param("StartTime") or datetime.now(UTC).isoformat()
+        market = market_of(self)
         history = [
             {"InstanceType": t, "ProductDescription": "Linux/UNIX", "SpotPrice": f"{price:.6f}",
              "AvailabilityZone": zone, "Timestamp": now}
@@ -710,6 +724,7 @@ def world_spot_market(patches: _Patches, market: SpotMarket) -> None:
     def get_spot_placement_scores(self: Any) -> ActionResult:
         types = self._get_param("InstanceTypes", []) or []
         zone_ids = {z.name: z.zone_id for z in self.ec2_backend.describe_availability_zones()}
+        market = market_of(self)
         scores = []
         for zone, zone_id in sorted(zone_ids.items()):
             # A set of types is as likely as its likeliest type offered in the zone; one or two types, low.
@@ -951,6 +966,16 @@ def workflow_time(patches: _Patches, clock: WorkflowClock) -> None:
     patches.replace(Heartbeat, "_eval_body", timeout_body)
 
 
+@dataclass(frozen=True)
+class RegionWorldView:
+    """5., 6. and 10. for a capacity region beside the home one: its zones and offerings, quotas and spot market."""
+
+    zones: list[str]
+    offered: dict[str, list[str]]
+    quotas: dict[str, int]
+    spot: SpotMarket
+
+
 CONSOLE_BYTES = 64 * 1024
 
 
@@ -1038,6 +1063,7 @@ def adapted_moto(
     quotas: dict[str, int] | None = None,
     spot_market: SpotMarket | None = None,
     workflow_clock: WorkflowClock | None = None,
+    regions: Mapping[str, RegionWorldView] | None = None,
     reservations: ReservationBook | None = None,
     console_of: Callable[[str], str | None] | None = None,
 ) -> Iterator[None]:
@@ -1052,7 +1078,9 @@ def adapted_moto(
         compute_environment_lifecycle(patches, lifecycle)
         if offerings is not None:
             world_offerings(patches, *offerings)
-        world_quotas(patches, quotas or {})
+        for region, view in (regions or {}).items():
+            world_offerings(patches, region, view.zones, view.offered)
+        world_quotas(patches, quotas or {}, {region: view.quotas for region, view in (regions or {}).items()})
         paginated_list_jobs(patches)
         refuse_disabled_queues(patches)
         batch_deletions_and_limits(patches, lifecycle)
@@ -1064,7 +1092,7 @@ def adapted_moto(
         if console_of is not None:
             instance_consoles(patches, console_of)
         if spot_market is not None:
-            world_spot_market(patches, spot_market)
+            world_spot_market(patches, spot_market, {region: view.spot for region, view in (regions or {}).items()})
         serve_price_list(patches)
         # Without a world's reservations EC2 still answers, as AWS does for an account that holds none.
         world_reservations(patches, reservations or ReservationBook.empty())
