@@ -65,8 +65,17 @@ def throttle(monkeypatch: pytest.MonkeyPatch) -> Iterator[Throttle]:
     monkeypatch.setattr(ExponentialBackoff, "delay_amount", lambda self, context: 0.0)
     throttled = Throttle()
     reset_clients()
-    hinted = [client("service-quotas", hint=True), client("ec2", hint=True), client("pricing", PRICE_LIST_REGION, True)]
-    for made in [*hinted, client("ec2")]:
+    # An adapter asks for the process's region (None) or names it (a capacity region's adapters name theirs).
+    regional = [
+        made
+        for region in (None, REGION)
+        for made in (
+            client("service-quotas", region, hint=True),
+            client("ec2", region, hint=True),
+            client("ec2", region),
+        )
+    ]
+    for made in [*regional, client("pricing", PRICE_LIST_REGION, True)]:
         made.meta.events.register_first("before-call", throttled.call)
         made.meta.events.register_first("before-send", throttled.send)
     yield throttled
