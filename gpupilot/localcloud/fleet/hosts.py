@@ -1,0 +1,71 @@
+"""The hosts' life after launch: booted and registered (or not, as the world says), reclaimed by the spot
+market, terminated elsewhere, retired when idle."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from gpupilot.localcloud.fleet.placement import FleetPlacement
+from gpupilot.localcloud.fleet.records import (
+    HOST_TERMINATED,
+    SimInstance,
+    retried,
+)
+
+
+class FleetHosts(FleetPlacement):
+    """Each instance's life, tick by tick."""
+
+    # -- instances -----------------------------------------------------------------------------
+    def _advance_instance(self, instance: SimInstance, now: float) -> None:
+        if instance.terminated:
+            return
+        if self._terminated_elsewhere(instance):
+            # Terminated through EC2 (the sweep's remediation, an operator): Batch sees the host go, fails
+            # the attempts that ran there, and launches another instance for the jobs still RUNNABLE.
+            self._reclaim(instance, now)
+            return
+        behaviour = self.world.instance(instance.instance_type)
+        booted = now - instance.launched_at >= self.timeline.boot
+        if instance.container_instance_arn is None and booted and behaviour.ecs_agent != "never_registers":
+            self._register(instance, gpus=behaviour.gpu_registration != "missing")
+            instance.disconnects = behaviour.ecs_agent == "disconnects"
+        disconnects_at = instance.launched_at + self.timeline.boot + self.timeline.disconnect_after
+        if behaviour.ecs_agent == "disconnects" and instance.connected and now >= disconnects_at:
+            instance.connected = False
+            self._container_instance(instance).agent_connected = False
+        spot = self.world.spot.get(instance.instance_type)
+        reclaim_after = spot.interrupt_after_seconds if spot is not None else None
+        if instance.spot and reclaim_after is not None and now - instance.launched_at >= reclaim_after:
+            self._reclaim(instance, now)
+
+    def _reclaim(self, instance: SimInstance, now: float) -> None:
+        """The host goes (a spot interruption, or terminated through EC2): its jobs' attempts fail the way Batch
+        reports it, and are retried as their job definition's retryStrategy says."""
+        self._terminate(instance)
+        said = HOST_TERMINATED.format(instance.instance_id)
+        for job_id in list(instance.jobs):
+            sim = self._jobs[job_id]
+            self._release(sim, now)
+            job = sim.job
+            job.job_stopped_at = datetime.now()
+            job._stop_attempt()
+            job.latest_attempt["statusReason"] = said
+            if retried(job, said, sim.runs):
+                job.job_stopped_reason = said
+                self._set(job, "RUNNABLE")
+            else:
+                self._finish(sim, "FAILED", None, now, reason=said)
+
+    def _terminated_elsewhere(self, instance: SimInstance) -> bool:
+        try:
+            state = self._ec2().get_instance(instance.instance_id).state
+        except Exception:
+            return True  # moto no longer knows it: gone
+        return state in ("shutting-down", "terminated", "stopping", "stopped")
+
+    def _retire_if_idle(self, instance: SimInstance, now: float) -> None:
+        if instance.terminated or instance.jobs or not instance.usable:
+            return
+        if now - instance.idle_since >= self.timeline.idle:
+            self._terminate(instance)
