@@ -12,11 +12,7 @@ import sys
 from typing import Any, NoReturn, Protocol
 from urllib.parse import urlsplit
 
-from gpupilot.cli.client import (
-    DEFAULT_LOCAL_ENDPOINT,
-    LOOPBACK_HOSTS,
-    ApiResponse,
-)
+from gpupilot.cli.client import DEFAULT_LOCAL_ENDPOINT, LOOPBACK_HOSTS, ApiResponse
 
 # Exit codes (README): the job's outcome when waited for, else whether the call worked.
 EXIT_OK = 0

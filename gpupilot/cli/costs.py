@@ -6,14 +6,8 @@ import argparse
 import json
 
 from gpupilot.cli import render
-from gpupilot.cli.arguments import (
-    EXIT_OK,
-    CommandAdder,
-    checked,
-)
-from gpupilot.cli.client import (
-    ApiClient,
-)
+from gpupilot.cli.arguments import EXIT_OK, CommandAdder, checked
+from gpupilot.cli.client import ApiClient
 
 # One or more example invocations per command, shown by `gpupilot COMMAND --help`.
 EXAMPLES = {
@@ -25,7 +19,7 @@ EXAMPLES = {
 
 
 def add_command(command: CommandAdder) -> None:
-    """costs."""
+    """The `costs` command and its flags."""
     costs = command(
         "costs",
         help="what every ended attempt cost: per day, or grouped, and the waste (instances, or shares of them, that "

@@ -8,17 +8,8 @@ import time
 from typing import Any
 
 from gpupilot.cli import render
-from gpupilot.cli.arguments import (
-    EXIT_OK,
-    EXIT_SERVICE,
-    CommandAdder,
-    ServiceError,
-    checked,
-    positive_number,
-)
-from gpupilot.cli.client import (
-    ApiClient,
-)
+from gpupilot.cli.arguments import EXIT_OK, EXIT_SERVICE, CommandAdder, ServiceError, checked, positive_number
+from gpupilot.cli.client import ApiClient
 
 # One or more example invocations per command, shown by `gpupilot COMMAND --help`.
 EXAMPLES = {
@@ -32,7 +23,7 @@ EXAMPLES = {
 
 
 def add_commands(command: CommandAdder) -> None:
-    """health and sweep."""
+    """The `health` and `sweep` commands and their flags."""
     health = command("health", help="latest health sweep (or one by --sweep-id)")
     health.add_argument("--sweep-id", help="a sweep started by `gpupilot sweep` (default: the latest)")
     sweep = command("sweep", help="run a health sweep now, wait for it, print its report")

@@ -8,10 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gpupilot.cli.arguments import (
-    CliError,
-    UsageError,
-)
+from gpupilot.cli.arguments import CliError, UsageError
 
 # What the API takes when a request leaves a field out (functions/shared/domain/requests.py: a unit test holds these
 # to the model's defaults, so that help never states a default the API does not apply).

@@ -25,17 +25,12 @@ from gpupilot.cli.arguments import (
     checked,
     positive_integer,
 )
-from gpupilot.cli.client import (
-    IDEMPOTENCY_HEADER,
-    ApiClient,
-)
+from gpupilot.cli.client import IDEMPOTENCY_HEADER, ApiClient
 from gpupilot.cli.job_request import REQUEST_DEFAULTS, in_cli_terms, job_arguments, job_body, require_fields
 from gpupilot.cli.plan import planned
 
 FINISHED = {"SUCCEEDED", "FAILED", "CANCELLED"}
 SMOKE_IMAGE = "python:3.12-slim"
-
-
 JOB_STATUSES = [
     "SUBMITTED", "SELECTING", "PROVISIONING", "RUNNABLE", "STARTING", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED"
 ]  # fmt: skip
@@ -66,7 +61,7 @@ EXAMPLES = {
 
 
 def add_submit(command: CommandAdder) -> None:
-    """submit."""
+    """The `submit` command: the job request's flags, and how it is submitted."""
     submit = command("submit", help="submit a GPU job")
     job_arguments(submit)
     submit.add_argument(
@@ -89,7 +84,7 @@ def add_submit(command: CommandAdder) -> None:
 
 
 def add_commands(command: CommandAdder) -> None:
-    """status, list, cancel and logs."""
+    """The `status`, `list`, `cancel` and `logs` commands and their flags."""
     status = command("status", help="show one job")
     status.add_argument("job_id", help="the job's id (from submit or list)")
     status.add_argument("--wait", action="store_true", help="follow the job until it ends")

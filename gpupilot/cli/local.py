@@ -27,9 +27,7 @@ from gpupilot.cli.arguments import (
     positive_number,
     seconds_or_zero,
 )
-from gpupilot.cli.client import (
-    ApiClient,
-)
+from gpupilot.cli.client import ApiClient
 from gpupilot.cli.jobs import follow, submit_headers
 
 STOP_TIMEOUT_SECONDS = 5
@@ -76,7 +74,7 @@ EXAMPLES = {
 
 
 def add_commands(command: CommandAdder) -> None:
-    """demo and serve."""
+    """The `demo` and `serve` commands and their flags."""
     demo = command("demo", help="start the local cloud, run a CUDA job, show its cost")
     demo.add_argument("--world", help="world file (JSON) shaping the simulated AWS (default: every GPU type works)")
     demo.add_argument(

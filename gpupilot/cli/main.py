@@ -31,13 +31,7 @@ from gpupilot.cli.arguments import (
     unreachable_hint,
     wants_json,
 )
-from gpupilot.cli.client import (
-    IN_PROGRESS,
-    ApiClient,
-    ApiUnreachable,
-    InvalidEndpoint,
-    StillInProgress,
-)
+from gpupilot.cli.client import IN_PROGRESS, ApiClient, ApiUnreachable, InvalidEndpoint, StillInProgress
 from gpupilot.cli.job_request import USAGES
 from gpupilot.cli.local import LOCAL_COMMANDS
 

@@ -7,16 +7,8 @@ import json
 from typing import Any
 
 from gpupilot.cli import render
-from gpupilot.cli.arguments import (
-    EXIT_OK,
-    CliError,
-    CommandAdder,
-    UsageError,
-    checked,
-)
-from gpupilot.cli.client import (
-    ApiClient,
-)
+from gpupilot.cli.arguments import EXIT_OK, CliError, CommandAdder, UsageError, checked
+from gpupilot.cli.client import ApiClient
 from gpupilot.cli.job_request import in_cli_terms, job_arguments, job_body, require_fields
 
 # One or more example invocations per command, shown by `gpupilot COMMAND --help`.
@@ -28,7 +20,7 @@ EXAMPLES = {
 
 
 def add_command(command: CommandAdder) -> None:
-    """plan."""
+    """The `plan` command: the job request's flags."""
     plan = command("plan", help="rank GPU types for a request; launches nothing")
     job_arguments(plan)
 

@@ -6,11 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from gpupilot.localcloud.fleet.placement import FleetPlacement
-from gpupilot.localcloud.fleet.records import (
-    HOST_TERMINATED,
-    SimInstance,
-    retried,
-)
+from gpupilot.localcloud.fleet.records import HOST_TERMINATED, SimInstance, retried
 
 
 class FleetHosts(FleetPlacement):

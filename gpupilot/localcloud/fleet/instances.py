@@ -9,10 +9,7 @@ from typing import Any
 
 from functions.shared.domain.fleet import vcpu_quota_code
 from gpupilot.localcloud.fleet.events import FleetEvents
-from gpupilot.localcloud.fleet.records import (
-    AMI,
-    SimInstance,
-)
+from gpupilot.localcloud.fleet.records import AMI, SimInstance
 
 
 class FleetInstances(FleetEvents):

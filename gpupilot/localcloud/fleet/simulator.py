@@ -26,13 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gpupilot.localcloud.fleet.hosts import FleetHosts
-from gpupilot.localcloud.fleet.records import (
-    EventSink,
-    SimInstance,
-    SimJob,
-    Timeline,
-    requirements_of,
-)
+from gpupilot.localcloud.fleet.records import EventSink, SimInstance, SimJob, Timeline, requirements_of
 from gpupilot.localcloud.world import World
 
 
