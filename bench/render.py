@@ -17,7 +17,17 @@ from bench import REPO_ROOT, RESULTS_DIR
 
 DOCUMENT = REPO_ROOT / "docs" / "benchmarks.md"
 # The order of the page; a result file of any other bench follows, by name.
-ORDER = ("control_plane", "cold_start", "sweep", "plan", "faults", "fallback", "local_e2e", "api_properties")
+ORDER = (
+    "control_plane",
+    "cold_start",
+    "sweep",
+    "plan",
+    "faults",
+    "fallback",
+    "bad_host",
+    "local_e2e",
+    "api_properties",
+)
 INTRO = """\
 # Benchmarks
 
@@ -31,10 +41,10 @@ user would see, compares like with like in one run, and has a test under `tests/
 against a deliberately worse variant and sees its figure move the wrong way. The numbers come from a shared 2-core
 development machine: wall-clock figures are noisy there; counts are not.
 
-The eight benchmarks: control plane cost per job, cold start, the sweep at scale, planning, faults, fallback on
-Batch's verdict, load through the local cloud, API properties. The worse variants their tests run against: a
-polling workflow, a late event, a call per job, no caches, a heavy import, no reconciliation, a workflow that waits
-out its start wait, a seeded server bug."""
+The nine benchmarks: control plane cost per job, cold start, the sweep at scale, planning, faults, fallback on
+Batch's verdict, a bad GPU host, load through the local cloud, API properties. The worse variants their tests run
+against: a polling workflow, a late event, a call per job, no caches, a heavy import, no reconciliation, a workflow
+that waits out its start wait, no quarantine, a seeded server bug."""
 
 
 def _number(value: float) -> str:

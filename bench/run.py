@@ -1,7 +1,8 @@
-"""Run the benchmarks (cold start, control plane, sweep, plan, API properties, faults, fallback, load), write
-bench/results/<name>.json, print a table (`python -m bench.render` then writes docs/benchmarks.md from them).
+"""Run the benchmarks (cold start, control plane, sweep, plan, API properties, faults, fallback, load, bad host),
+write bench/results/<name>.json, print a table (`python -m bench.render` then writes docs/benchmarks.md from them).
 
-python -m bench.run [--only cold_start|control_plane|sweep|plan|api_properties|faults|fallback|local_e2e] [--runs N]
+python -m bench.run [--only cold_start|control_plane|sweep|plan|api_properties|faults|fallback|local_e2e|bad_host]
+                    [--runs N]
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from bench import (
     REPO_ROOT,
     RESULTS_DIR,
     api_properties,
+    bad_host,
     cold_start,
     control_plane,
     fallback,
@@ -39,6 +41,7 @@ BENCHMARKS: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
     faults.NAME: lambda args: faults.run(),
     fallback.NAME: lambda args: fallback.run(),
     local_e2e.NAME: lambda args: local_e2e.run(),
+    bad_host.NAME: lambda args: bad_host.run(),
 }
 
 

@@ -14,6 +14,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from functions.shared.adapters.ec2 import load_snapshot
 from functions.shared.domain.userdata import gpu_user_data
 from stacks.nag import Kind, acknowledge, acknowledge_checkov, wildcard_findings
 from stacks.settings import (
@@ -42,6 +43,7 @@ class BatchFleet(Construct):
         zones: Sequence[str],
         secret_arns: Sequence[str],
         secrets_prefix: str,
+        gpu_boot_check: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
 
@@ -138,8 +140,11 @@ class BatchFleet(Construct):
             "GpuLaunchTemplate",
             launch_template_name=LAUNCH_TEMPLATE_NAME,
             launch_template_data=ec2.CfnLaunchTemplate.LaunchTemplateDataProperty(
-                # Batch merges this MIME part with its own user data, which sets ECS_CLUSTER.
-                user_data=Fn.base64(gpu_user_data()),
+                # Batch merges this MIME part with its own user data, which sets ECS_CLUSTER. The boot check knows
+                # how many GPUs each type has from the bundled catalog.
+                user_data=Fn.base64(
+                    gpu_user_data({t: gpu.gpus for t, gpu in load_snapshot().items()}, boot_check=gpu_boot_check)
+                ),
                 metadata_options=ec2.CfnLaunchTemplate.MetadataOptionsProperty(
                     http_endpoint="enabled",
                     http_tokens="required",

@@ -53,6 +53,7 @@ class GpuPilotStack(Stack):
             zones=settings.zones,
             secret_arns=secret_arns,
             secrets_prefix=settings.job_secrets_prefix,
+            gpu_boot_check=settings.gpu_boot_check,
         )
 
         environment: dict[str, dict[str, str]] = {
@@ -103,6 +104,8 @@ class GpuPilotStack(Stack):
         api_function = functions.functions["api"]
         api_function.add_environment(c.ENV_STATE_MACHINE_ARN, workflow.state_machine.state_machine_arn)
         api_function.add_environment(c.ENV_SWEEP_FUNCTION, sweep.function_name)
+        # A GPU host that failed jobs of enough different jobs gets a sweep at once (job_events starts it).
+        functions.functions["job_events"].add_environment(c.ENV_SWEEP_FUNCTION, sweep.function_name)
         api = Api(self, "Api", handler=api_function, retain_cloudwatch_role=settings.api_gateway_cloudwatch_role)
         JobEvents(self, "Events", job_events=functions.functions["job_events"], health_sweep=sweep)
         observability = Observability(

@@ -76,6 +76,22 @@ CUSTOM_ALARMS: tuple[MetricAlarm, ...] = (
         "A GPU Pilot pool's job queue is DISABLED (its instances kept failing to register): fix, then enable it",
     ),
     MetricAlarm(
+        MetricName.QUARANTINED_HOSTS,
+        "Sum",
+        Op.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        1,
+        "The health sweep quarantined a bad GPU host (BAD_GPU_HOST: drained and terminated, its jobs retried "
+        "elsewhere): GET /health shows the evidence",
+    ),
+    MetricAlarm(
+        MetricName.UNHEALTHY_POOLS,
+        "Maximum",
+        Op.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        1,
+        "Too many of a pool's GPU hosts are bad at once (POOL_UNHEALTHY): the AMI, driver or launch template is the "
+        "likely cause, and no host was terminated",
+    ),
+    MetricAlarm(
         MetricName.WASTE_USD,
         "Sum",
         Op.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
@@ -195,6 +211,8 @@ class Observability(Construct):
                     service_metric(MetricName.DISCONNECTED_AGENTS, "Maximum"),
                     service_metric(MetricName.DISABLED_POOLS, "Maximum"),
                     service_metric(MetricName.IDLE_INSTANCES, "Maximum"),
+                    service_metric(MetricName.QUARANTINED_HOSTS, "Sum"),
+                    service_metric(MetricName.UNHEALTHY_POOLS, "Maximum"),
                     service_metric(MetricName.FALLBACKS, "Sum"),
                 ],
                 width=12,
@@ -234,6 +252,8 @@ class Observability(Construct):
                         MetricName.DISABLED_POOLS,
                         MetricName.IDLE_POOLS,
                         MetricName.RETIRING_POOLS,
+                        MetricName.QUARANTINED_HOSTS,
+                        MetricName.UNHEALTHY_POOLS,
                     )
                 ],
                 width=12,

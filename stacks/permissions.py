@@ -209,14 +209,30 @@ WHY_POOL_INSTANCES = (
     "Batch names the instances it launches; only those carrying GPU Pilot's pool tag ({tag}={prefix}-*, which "
     "Batch propagates from the compute environment) may be terminated."
 )
+WHY_CONSOLES = (
+    "Batch names the instances it launches; only the console output of those carrying GPU Pilot's pool tag "
+    "({tag}={prefix}-*) may be read: what an instance that never registered, or failed its boot GPU check, printed."
+)
+
+
+def console_output(arns: Arns) -> Grant:
+    """Reading a pool instance's console output (ec2:GetConsoleOutput is authorized on the instance, with its tags)."""
+    return Grant(
+        actions=("ec2:GetConsoleOutput",),
+        resources=(arns.instances,),
+        reason=WHY_CONSOLES.format(tag=POOL_TAG, prefix=arns.prefix),
+        conditions={"StringLike": {f"ec2:ResourceTag/{POOL_TAG}": f"{arns.prefix}-*"}},
+    )
 
 
 def fleet_reads(arns: Arns) -> list[Grant]:
-    """What the diagnosis reads of a pool's fleet: its EC2 instances, its cluster's container instances, quotas."""
+    """What the diagnosis reads of a pool's fleet: its EC2 instances (and the console output of those that never
+    registered), its cluster's container instances, quotas."""
     return [
         describe("Amazon EC2", "ec2:DescribeInstances", "ec2:DescribeTags"),
         Grant(actions=("ecs:ListContainerInstances",), resources=(arns.clusters,), reason=WHY_CLUSTERS),
         Grant(actions=("ecs:DescribeContainerInstances",), resources=(arns.container_instances,), reason=WHY_CLUSTERS),
+        console_output(arns),
         GPU_QUOTAS,
     ]
 
@@ -389,7 +405,15 @@ def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
         ],
         # Parks its token and clears spent ones: both are updates that return the record.
         "wait_for_job": [owned.items("UpdateItem"), RESUME_WAITS],
-        "job_events": [owned.items("GetItem", "PutItem", "UpdateItem"), RESUME_WAITS, *pricing],
+        "job_events": [
+            owned.items("GetItem", "PutItem", "UpdateItem"),
+            RESUME_WAITS,
+            *pricing,
+            # The evidence against GPU hosts: each host-side failure kept, the host's failures read back; a host with
+            # failures of enough different jobs gets a sweep at once (asynchronously), which quarantines it.
+            owned.queries(),
+            Grant(actions=("lambda:InvokeFunction",), resources=(owned.sweep_function,)),
+        ],
         "diagnose": [
             RESUME_WAITS,
             owned.items("GetItem", "PutItem", "UpdateItem"),
@@ -425,6 +449,13 @@ def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
                 conditions={"StringLike": {f"ec2:ResourceTag/{POOL_TAG}": f"{arns.prefix}-*"}},
             ),
             Grant(actions=("ecs:DeregisterContainerInstance",), resources=(arns.clusters,), reason=WHY_CLUSTERS),
+            # A bad GPU host is drained before it is terminated: UpdateContainerInstancesState is authorized on the
+            # container instances it names (container-instance/<cluster>/<id>), those of GPU Pilot's clusters.
+            Grant(
+                actions=("ecs:UpdateContainerInstancesState",),
+                resources=(arns.container_instances,),
+                reason=WHY_CLUSTERS,
+            ),
             # A pool whose instances keep failing to register: its queue is disabled (state only, so the
             # call names no compute environment and needs no grant on one). Pools outdated, idle or INVALID
             # are retired.

@@ -66,6 +66,8 @@ class DeploySettings:
     arm64_gpu_ami_id: str = ""
     job_secrets_prefix: str = DEFAULT_JOB_SECRETS_PREFIX
     api_gateway_cloudwatch_role: bool = True
+    # The launch template's boot-time GPU check (functions/shared/domain/userdata.py): on unless turned off.
+    gpu_boot_check: bool = True
 
     @classmethod
     def from_context(cls, context: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> DeploySettings:
@@ -99,6 +101,9 @@ class DeploySettings:
         cloudwatch_role = context.get("api_gateway_cloudwatch_role", True)
         if not isinstance(cloudwatch_role, bool):
             raise ValueError("context 'api_gateway_cloudwatch_role' must be true or false")
+        boot_check = context.get("gpu_boot_check", True)
+        if not isinstance(boot_check, bool):
+            raise ValueError("context 'gpu_boot_check' must be true or false")
         return cls(
             region=region,
             zones=zones,
@@ -108,6 +113,7 @@ class DeploySettings:
             arm64_gpu_ami_id=arm64_ami,
             job_secrets_prefix=secrets_prefix,
             api_gateway_cloudwatch_role=cloudwatch_role,
+            gpu_boot_check=boot_check,
         )
 
 

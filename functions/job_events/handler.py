@@ -15,6 +15,7 @@ from functions.shared.coldstart import ends_cold_start
 from functions.shared.domain.batch import BatchJobEvent
 from functions.shared.observability import logger
 from functions.shared.ports import Ports
+from functions.shared.usecases.host_evidence import note_host_faults
 from functions.shared.usecases.track import record_batch_event
 
 
@@ -26,4 +27,8 @@ def handler(event: dict[str, Any], context: LambdaContext, ports: Ports | None =
         # Malformed events are noted, not retried.
         logger.info("batch event noted", extra={"detail_type": event.get("detail-type")})
         return {"ignored": event.get("detail-type") or "not a Batch job state change"}
-    return record_batch_event(parsed, ports or live_ports())
+    ports = ports or live_ports()
+    recorded = record_batch_event(parsed, ports)
+    # Foreign jobs in GPU Pilot's queues are evidence against a host too.
+    note_host_faults(parsed, ports)
+    return recorded

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from functions.shared.ports_hosts import HostActions, HostLedger, HostNotes
 from functions.shared.ports_market import Availability, Catalog, Prices, Quotas
 from functions.shared.ports_pools import BatchPools, PoolStates
 
@@ -26,7 +27,7 @@ if TYPE_CHECKING:  # annotations only: a handler imports the domain modules it u
     from functions.shared.domain.waste import WasteEntry
 
 
-class JobStore(Protocol):
+class JobStore(HostNotes, Protocol):
     """The job record; every write that can race is conditional."""
 
     def create_job(self, job_id: str, request: JobRequest) -> JobRecord: ...
@@ -175,7 +176,7 @@ class BatchJobs(Protocol):
     def terminate_job(self, job_id: str, reason: str) -> None: ...
 
 
-class Fleet(Protocol):
+class Fleet(HostActions, Protocol):
     """A pool's EC2 instances (by the pool tag) and its ECS cluster's container instances."""
 
     def fleets(self, pools: dict[str, str | None]) -> dict[str, FleetState]:
@@ -185,8 +186,6 @@ class Fleet(Protocol):
     def running_instances(self, spot: bool) -> list[RunningInstances]:
         """The account's pending and running instances (spot ones, or on-demand ones), by type and GPU Pilot pool."""
         ...
-
-    def terminate_instances(self, instance_ids: list[str]) -> None: ...
 
     def deregister_container_instance(self, cluster_arn: str, container_instance_arn: str) -> None: ...
 
@@ -246,6 +245,7 @@ class Ports:
     health: HealthStore
     pool_states: PoolStates
     waste: WasteLedger
+    hosts: HostLedger
     batch: BatchJobs
     pools: BatchPools
     fleet: Fleet

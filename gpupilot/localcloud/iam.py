@@ -273,11 +273,13 @@ def required(
         checks += [Request(action, machine), Request("states:DescribeExecution", execution)]
     elif service == "stepfunctions" and "executionArn" in params:
         checks.append(Request(action, params["executionArn"]))
-    elif service == "ec2" and operation == "TerminateInstances":
+    elif service == "ec2" and operation in ("TerminateInstances", "GetConsoleOutput"):
         # Authorized per instance, with the tags the instance carries (ec2:ResourceTag/..., aws:ResourceTag/...).
-        instances = [arn("ec2", "instance/", instance) for instance in params["InstanceIds"]]
+        ids = params["InstanceIds"] if operation == "TerminateInstances" else [params["InstanceId"]]
+        instances = [arn("ec2", "instance/", instance) for instance in ids]
         checks.extend(Request(action, instance, tags=resource_tags(instance)) for instance in instances)
-    elif service == "ecs" and operation == "DescribeContainerInstances":
+    elif service == "ecs" and operation in ("DescribeContainerInstances", "UpdateContainerInstancesState"):
+        # Authorized on each container instance named (container-instance/<cluster name>/<id>).
         cluster = arn("ecs", "cluster/", params["cluster"])
         checks.extend(Request(action, arn("ecs", f"container-instance/{cluster.rsplit('/', 1)[1]}/", instance))
                       for instance in params["containerInstances"])  # fmt: skip

@@ -280,6 +280,7 @@ class LocalCloud:
                 ),
                 # The workflow's Wait states and timeouts pass in simulated time, as the jobs do.
                 workflow_clock=WorkflowClock(self.speedup),
+                console_of=self.simulator.console,
             )
         )
         import boto3

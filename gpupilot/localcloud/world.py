@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+import random
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
@@ -18,6 +20,27 @@ class WorldError(ValueError):
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+BadHostSymptom = Literal["no_gpu_visible", "cuda_error", "boot_check_fails"]
+
+
+class BadHostsWorld(_Strict):
+    """A share of a type's instances are bad GPU hosts (which ones: the seed, repeatably)."""
+
+    share: float = Field(ge=0, le=1, description="The share of launched instances that are bad (exactly, in each run)")
+    symptom: BadHostSymptom = Field(
+        description="no_gpu_visible: every container start fails with the NVIDIA runtime's NVML error; cuda_error: "
+        "every job exits with the CUDA smoke test's CUDA-error code (14); boot_check_fails: the boot-time GPU check "
+        "fails (the console shows it) and the instance registers without GPUs"
+    )
+    seed: int = Field(default=0, description="Which of the instances are bad")
+
+    def is_bad(self, index: int) -> bool:
+        """Whether the type's `index`-th launch (from 0) is bad: exactly `share` of every run of launches, at offsets
+        the seed chooses."""
+        phase = random.Random(self.seed).random()
+        return math.floor((index + 1) * self.share + phase) > math.floor(index * self.share + phase)
 
 
 class InstanceTypeWorld(_Strict):
@@ -39,6 +62,7 @@ class InstanceTypeWorld(_Strict):
         min_length=1,
         description="A compute environment including this type goes INVALID with this statusReason",
     )
+    bad_hosts: BadHostsWorld | None = Field(default=None, description="A share of its instances are bad GPU hosts")
 
 
 class SpotWorld(_Strict):

@@ -238,3 +238,29 @@ def forget_unavailable_offerings(cloud: RunningCloud) -> None:
     )["Items"]
     for item in items:
         table.delete_item(TableName=TABLE_NAME, Key={c.TABLE_PK: item[c.TABLE_PK], c.TABLE_SK: item[c.TABLE_SK]})
+
+
+def test_a_registration_finding_names_the_jobs_waiting_in_its_pool_and_what_its_instances_printed(
+    cloud_factory: Callable[..., RunningCloud],
+) -> None:
+    # Given a job patient enough to wait in a pool whose instances never join ECS
+    cloud = cloud_factory({"instance_types": {FIRST: {"ecs_agent": "never_registers"}}})
+    job_id = cloud.api.request("POST", "/jobs", JOB | {"instance_types": [FIRST], "stuck_after_minutes": 30}).body[
+        "job_id"
+    ]
+    # When sweeps run until the instance is past its registration grace
+    found: list[dict[str, Any]] = []
+    deadline = time.monotonic() + 60
+    while not found and time.monotonic() < deadline:
+        swept = cloud.cli("--json", "sweep")
+        assert swept.returncode == 0, swept.stderr
+        found = [f for f in json.loads(swept.stdout)["findings"] if f["kind"] == "ECS_AGENT_NOT_REGISTERED"]
+        time.sleep(0.5)
+    # Then the finding names the job it holds up, and quotes what the instance printed on its console
+    [finding] = found
+    assert finding["jobs"] == [job_id]
+    [instance] = finding["instances"]
+    printed = finding["evidence"]["console"][instance]
+    assert printed["boot_check"].startswith("gpupilot-boot-check: PASS")  # its GPU answered: the agent is the cause
+    assert any("Linux version" in line for line in printed["console_tail"])
+    assert cloud.api.request("DELETE", f"/jobs/{job_id}").status == 202

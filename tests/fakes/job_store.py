@@ -17,6 +17,7 @@ from functions.shared.domain.vocabulary import BatchStatus, JobStatus, WaitPhase
 class FakeJobStore:
     def __init__(self) -> None:
         self.records: dict[str, JobRecord] = {}
+        self.hosts_noted: dict[str, set[str]] = {}
         self._lock = threading.Lock()
 
     def _get(self, job_id: str) -> JobRecord:
@@ -160,6 +161,16 @@ class FakeJobStore:
                 record.timeline[timeline_index].reason_at = at or now_iso()
             return True
 
+    def note_host(self, job_id: str, status: JobStatus, instance_id: str, reason: str, at: str) -> bool:
+        with self._lock:
+            record = self.records.get(job_id)
+            noted = self.hosts_noted.setdefault(job_id, set())
+            if record is None or instance_id in noted:
+                return False
+            noted.add(instance_id)
+            record.timeline.append(TimelineEntry(status=status, at=at, reason=reason))
+            return True
+
     def store_wait(self, job_id: str, phase: WaitPhase, wait: Wait) -> JobRecord:
         with self._lock:
             record = self._get(job_id)
@@ -180,7 +191,8 @@ class FakeJobStore:
 
     def jobs_created_between(self, start: str, end: str, max_items: int = 5000) -> list[JobRecord]:
         with self._lock:
-            found = [r for r in self.records.values() if start <= r.created_at[:10] <= end]
+            # As the index's sort key compares: from `start`, to `end` and anything it is the start of.
+            found = [r for r in self.records.values() if start <= r.created_at and r.created_at[: len(end)] <= end]
             found.sort(key=lambda r: r.created_at)
             return [r.model_copy(deep=True) for r in found[:max_items]]
 

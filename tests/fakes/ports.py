@@ -18,14 +18,16 @@ from functions.shared.domain.batch import (
     JobQueueState,
 )
 from functions.shared.domain.catalog import GpuType
-from functions.shared.domain.clock import now_iso
+from functions.shared.domain.clock import now_iso, parse_iso
 from functions.shared.domain.cost import PriceQuote
 from functions.shared.domain.errors import SignalUnavailable, SweepNotFound
 from functions.shared.domain.fleet import QUOTA_NAMES, QuotaState, RunningInstances
+from functions.shared.domain.hosts import HostFault
 from functions.shared.domain.logs import LogEvent, LogPage
 from functions.shared.domain.memory import UnavailableOffering
 from functions.shared.domain.pool_health import USE_FIELDS, PoolState
 from functions.shared.domain.pools import GONE, generation_of
+from functions.shared.domain.quarantine import QuarantineRecord
 from functions.shared.domain.selection import AvailabilitySnapshot
 from functions.shared.domain.settings import Settings
 from functions.shared.domain.shares import Occupant, SharedInstance, occupy
@@ -121,6 +123,43 @@ class FakeWasteLedger:
             e for (day, _), ledger in sorted(self.shared.items()) if day_from <= day <= day_to for e in ledger.entries()
         ]
         return [e for (day, _, _), e in self.entries.items() if day_from <= day <= day_to] + shared
+
+
+@dataclass
+class FakeHostLedger:
+    """Host-side failures (once each) and quarantine records (once per instance), as the DynamoDB ledger keeps them."""
+
+    kept: dict[tuple[str, str, int], HostFault] = field(default_factory=dict)
+    claimed: set[str] = field(default_factory=set)
+    records: dict[str, QuarantineRecord] = field(default_factory=dict)
+
+    def record_fault(self, fault: HostFault, ttl_seconds: float) -> bool:
+        key = (fault.container_instance_arn, fault.batch_job_id, fault.attempt)
+        if key in self.kept:
+            return False
+        self.kept[key] = fault
+        return True
+
+    def faults(self, since: str) -> list[HostFault]:
+        return [f for f in self.kept.values() if parse_iso(f.at) >= parse_iso(since)]
+
+    def claim_sweep(self, container_instance_arn: str, ttl_seconds: float) -> bool:
+        if container_instance_arn in self.claimed:
+            return False
+        self.claimed.add(container_instance_arn)
+        return True
+
+    def record_quarantine(self, record: QuarantineRecord) -> bool:
+        if record.instance in self.records:
+            return False
+        self.records[record.instance] = record.model_copy(deep=True)
+        return True
+
+    def update_quarantine(self, record: QuarantineRecord) -> None:
+        self.records[record.instance] = record.model_copy(deep=True)
+
+    def quarantines(self, since: str) -> list[QuarantineRecord]:
+        return [r.model_copy(deep=True) for r in self.records.values() if parse_iso(r.at) >= parse_iso(since)]
 
 
 class FakeHealthStore:
@@ -332,6 +371,9 @@ class FakeFleet:
     by_cluster: dict[str, list[ContainerInstanceState]] = field(default_factory=dict)
     terminated: list[str] = field(default_factory=list)
     deregistered: list[str] = field(default_factory=list)
+    drained: list[str] = field(default_factory=list)
+    consoles: dict[str, str] = field(default_factory=dict)
+    console_reads: list[str] = field(default_factory=list)
 
     def running_instances(self, spot: bool) -> list[RunningInstances]:
         counts: dict[tuple[str, str], int] = {}
@@ -352,6 +394,17 @@ class FakeFleet:
         self.by_cluster[cluster_arn] = [
             c for c in self.by_cluster.get(cluster_arn, []) if c.arn != container_instance_arn
         ]
+
+    def drain(self, cluster_arn: str, container_instance_arns: list[str]) -> list[str]:
+        self.drained += container_instance_arns
+        for index, container in enumerate(self.by_cluster.get(cluster_arn, [])):
+            if container.arn in container_instance_arns:
+                self.by_cluster[cluster_arn][index] = container.model_copy(update={"status": "DRAINING"})
+        return []
+
+    def console_output(self, instance_id: str) -> str | None:
+        self.console_reads.append(instance_id)
+        return self.consoles.get(instance_id)
 
     def zone_of(self, container_instance_arn: str) -> str | None:
         found = self.container_instance(container_instance_arn)
@@ -380,10 +433,11 @@ class FakeFleet:
                              launched_at=launched_at or "2026-11-22T09:00:00.000Z", zone="us-east-1a")
         )  # fmt: skip
 
-    def register(self, cluster: str, instance_id: str, gpus: int = 1, connected: bool = True) -> None:
+    def register(self, cluster: str, instance_id: str, gpus: int = 1, connected: bool = True, **fields: Any) -> None:
         self.by_cluster.setdefault(cluster, []).append(
             ContainerInstanceState(arn=f"arn:aws:ecs:us-east-1:123456789012:container-instance/{instance_id}",
-                                   ec2_instance_id=instance_id, status="ACTIVE", agent_connected=connected, gpus=gpus)
+                                   ec2_instance_id=instance_id, status="ACTIVE", agent_connected=connected, gpus=gpus,
+                                   **fields)
         )  # fmt: skip
 
 
@@ -570,6 +624,7 @@ def fake_ports(**overrides: Any) -> Ports:
         "health": FakeHealthStore(),
         "pool_states": FakePoolStates(),
         "waste": FakeWasteLedger(),
+        "hosts": FakeHostLedger(),
         "batch": FakeBatch(),
         "pools": FakePools(),
         "fleet": FakeFleet(),

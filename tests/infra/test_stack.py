@@ -40,7 +40,7 @@ from functions.shared.constants import (
     TABLE_SK,
     TTL_ATTRIBUTE,
 )
-from functions.shared.domain.userdata import deadlock_risks
+from functions.shared.domain.userdata import BOOT_CHECK_BUDGET_SECONDS, boot_time_risks, deadlock_risks
 from functions.shared.domain.views import ErrorBody
 from stacks.api import ROUTES, edge_body_schema
 from stacks.settings import LAUNCH_TEMPLATE_NAME
@@ -342,6 +342,38 @@ def test_launch_template_user_data_enables_gpus_without_setting_the_cluster_or_d
     assert deadlock_risks(user_data) == []
 
 
+def test_launch_template_user_data_checks_every_gpu_at_boot_within_a_fixed_time(synthesized: Synthesized) -> None:
+    # Given the GPU launch template's user data, as deployed
+    _, template = _only(synthesized.of_type("AWS::EC2::LaunchTemplate"))
+    user_data = _user_data_text(template["Properties"]["LaunchTemplateData"]["UserData"])
+    # Then its boot check knows each GPU type's GPUs, says its verdict on the console, registers a failed host
+    # without GPUs, and nothing in it can wait longer than its budget, whatever the driver does
+    assert "gpupilot-boot-check" in user_data and "CONSOLE=/dev/console" in user_data
+    arms = {t: arm.rsplit("=", 1)[1] for arm in re.findall(r"^  ([\w.|-]+\) expected=\d+) ;;$", user_data, re.M)
+            for t in arm.split(")")[0].split("|")}  # fmt: skip
+    assert (arms["g4dn.xlarge"], arms["g4dn.12xlarge"], arms["p5.48xlarge"]) == ("1", "4", "8")
+    assert "echo 'ECS_ENABLE_GPU_SUPPORT=false' >> \"$ECS_CONFIG\"" in user_data
+    worst, risks = boot_time_risks(user_data)
+    assert risks == [] and 0 < worst <= BOOT_CHECK_BUDGET_SECONDS
+
+
+def test_a_deployment_can_turn_the_boot_check_off() -> None:
+    # Given the app's context with gpu_boot_check false
+    from app import load_context
+    from stacks.settings import DeploySettings
+
+    settings = DeploySettings.from_context(load_context() | {"gpu_boot_check": False})
+    # When its launch template's user data is rendered as the stack renders it / Then no check runs
+    from functions.shared.adapters.ec2 import load_snapshot
+    from functions.shared.domain.userdata import gpu_user_data
+
+    assert settings.gpu_boot_check is False
+    user_data = gpu_user_data({t: g.gpus for t, g in load_snapshot().items()}, boot_check=settings.gpu_boot_check)
+    assert "gpupilot-boot-check" not in user_data and "ECS_ENABLE_GPU_SUPPORT=true" in user_data
+    with pytest.raises(ValueError, match="gpu_boot_check"):
+        DeploySettings.from_context(load_context() | {"gpu_boot_check": "no"})
+
+
 def test_launch_template_requires_imdsv2_out_of_containers_reach_and_an_encrypted_root(
     synthesized: Synthesized,
 ) -> None:
@@ -619,6 +651,8 @@ def test_every_alarm_notifies_the_alarm_topic(synthesized: Synthesized) -> None:
         ("UnregisteredInstances", "Maximum", "GreaterThanOrEqualToThreshold", 1),
         ("DisabledPools", "Maximum", "GreaterThanOrEqualToThreshold", 1),
         ("WasteUsd", "Sum", "GreaterThanOrEqualToThreshold", 1),
+        ("QuarantinedHosts", "Sum", "GreaterThanOrEqualToThreshold", 1),
+        ("UnhealthyPools", "Maximum", "GreaterThanOrEqualToThreshold", 1),
     ],
 )
 def test_custom_metric_alarms_watch_the_powertools_service_dimension(
@@ -687,6 +721,32 @@ def test_dashboard_shows_cost_outcomes_fleet_health_and_executions(synthesized: 
     assert "Cost per day (USD): jobs and waste" in body and '\\"period\\":86400' in body
     for metric in ("WasteUsd", "DisabledPools", "IdlePools", "GpuLessInstances", "DisconnectedAgents"):
         assert metric in body, metric
+    for metric in ("QuarantinedHosts", "UnhealthyPools"):
+        assert metric in body, metric
+
+
+def test_the_sweep_may_drain_only_gpu_pilots_container_instances_and_read_only_its_pools_consoles(
+    synthesized: Synthesized,
+) -> None:
+    statements = synthesized.function_statements("health_sweep")
+    # Draining is authorized on the container instances of the clusters Batch makes for GPU Pilot's pools
+    [drain] = _statements_with(statements, "ecs:UpdateContainerInstancesState")
+    [resource] = _as_list(drain["Resource"])
+    assert "container-instance/gpupilot*_Batch_*/*" in json.dumps(resource)
+    # Console output, like termination, only of instances carrying the pool tag
+    for key in ("health_sweep", "diagnose", "api"):
+        [console] = _statements_with(synthesized.function_statements(key), "ec2:GetConsoleOutput")
+        assert console["Condition"] == {"StringLike": {"ec2:ResourceTag/gpupilot:pool": "gpupilot-*"}}, key
+        assert "instance/*" in json.dumps(console["Resource"])
+
+
+def test_job_events_may_start_a_sweep_and_knows_the_sweep_function(synthesized: Synthesized) -> None:
+    # A host that failed enough jobs gets a sweep at once: job_events invokes the sweep function, and only it
+    sweep = {"Fn::GetAtt": [synthesized.function_ids()["health_sweep"], "Arn"]}
+    [invoke] = _statements_with(synthesized.function_statements("job_events"), "lambda:InvokeFunction")
+    assert _as_list(invoke["Resource"]) == [sweep]
+    variables = synthesized.resources[synthesized.function_ids()["job_events"]]["Properties"]["Environment"]
+    assert variables["Variables"]["GPUPILOT_SWEEP_FUNCTION"] == {"Ref": synthesized.function_ids()["health_sweep"]}
 
 
 def test_stack_exports_the_api_url_state_machine_table_and_alarm_topic(synthesized: Synthesized) -> None:

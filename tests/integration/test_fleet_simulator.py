@@ -10,6 +10,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from functions.shared.domain.job_definitions import RETRY_STRATEGY
 from functions.shared.domain.pools import POOL_TAG
 from gpupilot.localcloud.fleet import FleetSimulator, Timeline
 from gpupilot.localcloud.moto_adaptations import ComputeEnvironmentLifecycle, adapted_moto
@@ -61,6 +62,8 @@ class Fleet:
         )
 
     def submit(self, gpus: int = 1, retry: dict[str, Any] | None = None, name: str = "train", **container: Any) -> str:
+        # GPU Pilot's jobs carry its retry strategy unless a test gives another ({}: Batch's default, one attempt).
+        strategy = RETRY_STRATEGY if retry is None else retry
         definition = self.batch.register_job_definition(
             jobDefinitionName=f"gpupilot-{name}",
             type="container",
@@ -73,7 +76,7 @@ class Fleet:
                     {"type": "MEMORY", "value": "8192"},
                 ],
             },
-            **({"retryStrategy": retry} if retry else {}),
+            **({"retryStrategy": strategy} if strategy else {}),
         )["jobDefinitionArn"]
         job_id = str(self.batch.submit_job(jobName=name, jobQueue=POOL, jobDefinition=definition)["jobId"])
         self.t0 = time.monotonic()  # the timeline starts with the submission
@@ -118,6 +121,7 @@ def fleet_in(request: pytest.FixtureRequest) -> Iterator[Any]:
                 on_job_submitted=fleet.simulator.submit,
                 lifecycle=ComputeEnvironmentLifecycle(create_seconds=0),
                 quotas=(world or {}).get("quotas"),
+                console_of=fleet.simulator.console,
             )
             context.__enter__()
             stack.append(context)
@@ -330,3 +334,94 @@ def test_batchs_reason_for_a_blocked_queue_comes_in_one_queue_blocked_event_for_
     # Then the job now at the head gets its queue-blocked event
     blocked = [e for e in fleet.emitted() if e["detail-type"] == "Batch Job Queue Blocked"]
     assert [e["detail"]["jobId"] for e in blocked] == [first, second]
+
+
+# -- bad GPU hosts ---------------------------------------------------------------------------------------------------
+def bad(symptom: str, share: float = 1.0) -> dict[str, Any]:
+    return {"instance_types": {"g4dn.xlarge": {"bad_hosts": {"share": share, "symptom": symptom}}},
+            "jobs": {"runtime_seconds": 30}}  # fmt: skip
+
+
+def console(fleet: Fleet, instance_id: str) -> str:
+    return str(fleet.ec2.get_console_output(InstanceId=instance_id, Latest=True)["Output"])
+
+
+def test_a_host_whose_gpu_is_not_visible_fails_each_container_start_with_the_nvidia_runtimes_error(fleet_in) -> None:
+    # Given a pool whose every host lost its driver after its boot check passed
+    fleet = fleet_in(bad("no_gpu_visible"))
+    job_id = fleet.submit()
+    for second in (0.2, 1.3, 1.4):
+        fleet.at(second)
+
+    # Then the container could not start: Batch's attempt says so, with the NVIDIA runtime's words and the host
+    job = fleet.job(job_id)
+    [attempt] = job["attempts"]
+    [registered] = fleet.container_instances()
+    assert attempt["statusReason"] == "Task failed to start"
+    assert attempt["container"]["reason"].startswith("CannotStartContainerError: Error response from daemon")
+    assert "error running hook" in attempt["container"]["reason"] and len(attempt["container"]["reason"]) <= 255
+    assert attempt["container"]["containerInstanceArn"] == registered["containerInstanceArn"]
+    # And Batch retries it (its retry strategy retries "Cannot*"), the host's console showing the driver's failure
+    assert job["status"] == "RUNNABLE"
+    text = console(fleet, registered["ec2InstanceId"])
+    assert "gpupilot-boot-check: PASS 1 GPUs visible (g4dn.xlarge)" in text and "RmInitAdapter failed" in text
+
+
+def test_without_a_retry_strategy_a_failed_start_fails_the_job_as_batch_does(fleet_in) -> None:
+    # Given a job definition without evaluateOnExit (Batch's default: one attempt)
+    fleet = fleet_in(bad("no_gpu_visible"))
+    job_id = fleet.submit(retry={"attempts": 1})
+    for second in (0.2, 1.3, 1.4):
+        fleet.at(second)
+
+    # Then the job FAILED with its one attempt's reasons
+    job = fleet.job(job_id)
+    assert (job["status"], job["statusReason"]) == ("FAILED", "Task failed to start")
+    assert job["container"]["reason"].startswith("CannotStartContainerError")
+
+
+def test_a_host_whose_gpu_throws_cuda_errors_fails_each_job_with_the_smoke_tests_code(fleet_in) -> None:
+    fleet = fleet_in(bad("cuda_error"))
+    job_id = fleet.submit()
+    for second in (0.2, 1.3, 1.4, 1.6, 1.8):
+        fleet.at(second)
+    job = fleet.job(job_id)
+    [attempt] = job["attempts"]
+    assert (attempt["container"]["exitCode"], attempt["statusReason"]) == (14, "Essential container in task exited")
+    assert job["status"] == "RUNNABLE"  # retried: the retry strategy retries exit 14
+    [registered] = fleet.container_instances()
+    assert "NVRM: Xid (PCI:0000:00:1e): 48" in console(fleet, registered["ec2InstanceId"])
+
+
+def test_a_host_that_fails_its_boot_check_registers_without_gpus_says_so_and_takes_no_job(fleet_in) -> None:
+    fleet = fleet_in(bad("boot_check_fails"))
+    job_id = fleet.submit()
+    for second in (0.2, 1.3, 1.4, 3.0):
+        fleet.at(second)
+    [registered] = fleet.container_instances()
+    assert not [r for r in registered["registeredResources"] if r["name"] == "GPU"]
+    assert "gpupilot-boot-check: FAIL nvidia-smi did not answer within 60 s" in console(
+        fleet, registered["ec2InstanceId"]
+    )
+    job = fleet.job(job_id)
+    assert job["status"] == "RUNNABLE" and job["attempts"] == []
+
+
+def test_a_draining_container_instance_takes_no_new_job(fleet_in) -> None:
+    # Given a host that ran a job and is free again, then drained (as the sweep quarantines a host)
+    fleet = fleet_in({"jobs": {"runtime_seconds": 1}})
+    first = fleet.submit()
+    for second in (0.2, 1.3, 1.4, 2.6):
+        fleet.at(second)
+    assert fleet.job(first)["status"] == "SUCCEEDED"
+    [registered] = fleet.container_instances()
+    cluster = registered["containerInstanceArn"].split("/")[1]
+    fleet.ecs.update_container_instances_state(
+        cluster=cluster, containerInstances=[registered["containerInstanceArn"]], status="DRAINING"
+    )
+
+    # When another job comes / Then it is not placed there ("Amazon ECS prevents new tasks from being scheduled")
+    second = fleet.submit()
+    for moment in (0.2, 0.3, 0.4):
+        fleet.at(moment)
+    assert fleet.job(second)["status"] == "RUNNABLE" and fleet.job(second)["attempts"] == []

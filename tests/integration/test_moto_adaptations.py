@@ -544,6 +544,93 @@ def test_moto_alone_drops_a_finished_jobs_exit_code_and_adapted_it_is_described_
     assert adapted["attempts"][-1]["statusReason"] == "Essential container in task exited"
 
 
+def test_moto_alone_drops_the_last_attempts_container_reason_and_adapted_the_job_carries_it(aws):
+    submitted: list[Any] = []
+    batch = boto3.client("batch", region_name=REGION)
+    reason = "CannotStartContainerError: ... nvidia-container-cli: initialization error: nvml error"
+
+    with adapted_moto(on_job_submitted=submitted.append, lifecycle=ComputeEnvironmentLifecycle(create_seconds=0)):
+        create_queue(create_environment(aws))
+        definition = batch.register_job_definition(
+            jobDefinitionName="d", type="container", containerProperties={"image": "i", "vcpus": 1, "memory": 512}
+        )["jobDefinitionArn"]
+        job_id = batch.submit_job(jobName="j", jobQueue="gpu-queue", jobDefinition=definition)["jobId"]
+        job = submitted[0]
+        job._start_attempt()  # what the simulator does when a container cannot start on a bad host
+        job.latest_attempt["container"]["reason"] = reason
+        job.job_stopped, job.job_stopped_reason, job.status = True, "Task failed to start", "FAILED"
+        job.job_stopped_at = job.job_started_at
+        job._stop_attempt()
+        [adapted] = batch.describe_jobs(jobs=[job_id])["jobs"]
+    [alone] = batch.describe_jobs(jobs=[job_id])["jobs"]
+    assert "reason" not in alone["container"]
+    assert adapted["container"]["reason"] == reason
+
+
+def a_container_instance(cluster: str = "c") -> tuple[str, str]:
+    """(instance id, container instance ARN) of an EC2 instance registered in a new cluster."""
+    ec2, ecs = boto3.client("ec2", region_name=REGION), boto3.client("ecs", region_name=REGION)
+    instance = ec2.run_instances(ImageId="ami-12c6146b", MinCount=1, MaxCount=1)["Instances"][0]["InstanceId"]
+    ecs.create_cluster(clusterName=cluster)
+    from moto.ecs.models import ecs_backends
+
+    return instance, ecs_backends["123456789012"][REGION].register_container_instance(
+        cluster, instance
+    ).container_instance_arn
+
+
+def test_moto_alone_answers_every_console_alike_and_adapted_each_simulated_instance_has_its_own(aws):
+    ec2 = boto3.client("ec2", region_name=REGION)
+    instance, _ = a_container_instance()
+    consoles = {instance: "x" * (70 * 1024) + "\ngpupilot-boot-check: FAIL 0 of 1 GPUs visible (g5.xlarge)\n"}
+    alone = ec2.get_console_output(InstanceId=instance, Latest=True)["Output"]
+    with adapted_moto(console_of=consoles.get):
+        adapted = ec2.get_console_output(InstanceId=instance, Latest=True)["Output"]
+        with pytest.raises(ClientError, match=r"InvalidInstanceID\.NotFound"):
+            ec2.get_console_output(InstanceId="i-0123456789abcdef0")
+    assert "Linux version 2.6.16-xenU" in alone  # moto's one sample, a 2006 Xen kernel's boot
+    # The instance's own console, its latest 64 KB ("Only the most recent 64 KB of console output is available")
+    assert adapted.endswith("gpupilot-boot-check: FAIL 0 of 1 GPUs visible (g5.xlarge)\n")
+    assert len(adapted.encode()) == 64 * 1024
+
+
+def test_moto_alone_fails_draining_in_a_cluster_without_instances_and_adapted_it_answers_as_aws(aws):
+    ecs = boto3.client("ecs", region_name=REGION)
+    ecs.create_cluster(clusterName="empty")
+    with pytest.raises(KeyError):  # moto's server answers this with an HTTP 500
+        ecs.update_container_instances_state(cluster="empty", containerInstances=["4f1c"], status="DRAINING")
+    with adapted_moto():
+        answer = ecs.update_container_instances_state(cluster="empty", containerInstances=["4f1c"], status="DRAINING")
+        with pytest.raises(ClientError, match="InvalidParameterException"):
+            ecs.update_container_instances_state(cluster="empty", containerInstances=[str(n) for n in range(11)],
+                                                 status="DRAINING")  # fmt: skip
+        _, arn = a_container_instance("busy")
+        drained = ecs.update_container_instances_state(cluster="busy", containerInstances=[arn], status="DRAINING")
+    # An instance ECS does not know is a failure entry, as DescribeContainerInstances answers it; 10 at most
+    assert answer["failures"][0]["reason"] == "MISSING" and answer["containerInstances"] == []
+    assert drained["containerInstances"][0]["status"] == "DRAINING"
+
+
+def test_moto_alone_never_reports_health_and_adapted_it_does_when_asked(aws):
+    ecs = boto3.client("ecs", region_name=REGION)
+    _, arn = a_container_instance()
+    asked = {"cluster": "c", "containerInstances": [arn], "include": ["CONTAINER_INSTANCE_HEALTH"]}
+    [alone] = ecs.describe_container_instances(**asked)["containerInstances"]
+    with adapted_moto():
+        [healthy] = ecs.describe_container_instances(**asked)["containerInstances"]
+        [unasked] = ecs.describe_container_instances(cluster="c", containerInstances=[arn])["containerInstances"]
+        from moto.ecs.models import ecs_backends
+
+        [registered] = ecs_backends["123456789012"][REGION].container_instances["c"].values()
+        registered.gpupilot_impaired = "Docker is unresponsive"
+        [impaired] = ecs.describe_container_instances(**asked)["containerInstances"]
+    assert "healthStatus" not in alone and "healthStatus" not in unasked
+    assert healthy["healthStatus"]["overallStatus"] == "OK"
+    assert healthy["healthStatus"]["details"][0]["type"] == "CONTAINER_RUNTIME"
+    assert impaired["healthStatus"]["overallStatus"] == "IMPAIRED"
+    assert impaired["healthStatus"]["details"][0]["statusReason"] == "Docker is unresponsive"
+
+
 # -- Step Functions: simulated time ------------------------------------------------------------------
 A_DAY = 86400
 

@@ -103,6 +103,29 @@ def test_instances_running_past_the_grace_without_registering_are_an_ecs_agent_f
     assert "cloud-init deadlock" in result.recommendation and "ECS endpoint" in result.recommendation
 
 
+def test_an_ecs_agent_failure_says_what_the_instances_printed_on_their_console():
+    # Given an instance that never joined the cluster, and its console output (ec2 GetConsoleOutput)
+    stuck = snapshot([ec2("i-aaa", 15)]).model_copy(
+        update={"consoles": {"i-aaa": "[ 0.0] Linux version 6.1\n[ 9.1] cloud-init[2051]: + systemctl start ecs\n"}}
+    )
+
+    # When / Then the reason quotes its last line, and the evidence keeps the console's tail
+    result = diagnose(stuck)
+    assert result.category == Category.ECS_AGENT_NOT_REGISTERED
+    assert "i-aaa printed: [ 9.1] cloud-init[2051]: + systemctl start ecs" in result.reason
+    assert result.evidence["console"]["i-aaa"]["console_tail"][-1] == "[ 9.1] cloud-init[2051]: + systemctl start ecs"
+
+
+def test_a_gpu_less_registration_quotes_a_failed_boot_check():
+    # Given an instance registered without GPUs, whose boot check failed on its console
+    verdict = "gpupilot-boot-check: FAIL 0 of 1 GPUs visible (g5.xlarge)"
+    stuck = snapshot([ec2("i-aaa", 15)], [ecs("i-aaa", gpus=0)]).model_copy(update={"consoles": {"i-aaa": verdict}})
+
+    # When / Then
+    result = diagnose(stuck)
+    assert result.category == Category.GPU_NOT_REGISTERED and f"i-aaa printed: {verdict}" in result.reason
+
+
 def test_an_instance_still_booting_is_waiting_for_scale_up():
     # Given an instance launched 2 minutes ago, not registered yet
     result = diagnose(snapshot([ec2("i-aaa", 2)], runnable_minutes=3))

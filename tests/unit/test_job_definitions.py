@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from functions.shared.domain.job_definitions import (
     PREFLIGHT,
@@ -13,6 +16,7 @@ from functions.shared.domain.job_definitions import (
     job_definition_name,
     job_definition_spec,
     job_resources,
+    retry_action,
 )
 from tests.unit.builders import candidate, job_request
 
@@ -21,6 +25,11 @@ DEFAULT_ROLE = "arn:aws:iam::123456789012:role/gpupilot-job-default"
 EXECUTION_ROLE = "arn:aws:iam::123456789012:role/gpupilot-job-execution"
 SECRET = "arn:aws:secretsmanager:us-east-1:123456789012:secret:gpupilot/hf-token-AbCdEf"
 PARAMETER = "arn:aws:ssm:us-east-1:123456789012:parameter/gpupilot/wandb"
+NVML = (
+    "CannotStartContainerError: Error response from daemon: failed to create task for container: failed to create "
+    "shim task: OCI runtime create failed: runc create failed: unable to start container process: error during "
+    "container init: error running hook #0: error running hook: exit status 1, stdout: , stderr: nvidia-container-cli"
+)
 
 
 def spec(**request_fields: Any) -> dict[str, Any]:
@@ -113,6 +122,53 @@ def test_retry_strategy_retries_host_failures_and_the_preflight_exit_code_only()
     assert {"onStatusReason": "Host EC2*", "action": "RETRY"} in strategy["evaluateOnExit"]
     assert {"onExitCode": str(PREFLIGHT_EXIT_CODE), "action": "RETRY"} in strategy["evaluateOnExit"]
     assert strategy["evaluateOnExit"][-1] == {"onReason": "*", "action": "EXIT"}
+
+
+def test_retry_strategy_is_one_batch_accepts():
+    # EvaluateOnExit (AWS Batch API Reference): "up to 5 conditions"; onStatusReason and onReason "can contain
+    # letters, numbers, periods (.), colons (:), and white space ... It can optionally end with an asterisk";
+    # onExitCode "can contain only numbers, and can end with an asterisk"; RetryStrategy attempts 1 to 10.
+    strategy = spec()["retryStrategy"]
+    conditions = strategy["evaluateOnExit"]
+    assert len(conditions) <= 5 and 1 <= strategy["attempts"] <= 10
+    for condition in conditions:
+        for key in ("onStatusReason", "onReason"):
+            assert re.fullmatch(r"[A-Za-z0-9.:\s]*\*?", condition.get(key, "")), condition
+        assert re.fullmatch(r"[0-9]*\*?", condition.get("onExitCode", "")), condition
+
+
+@pytest.mark.parametrize(
+    ("exit_code", "reason", "status_reason"),
+    [
+        # A spot reclaim, or a host the sweep quarantined and terminated (calypr/funnel#973).
+        (None, None, "Host EC2 (instance i-0e234208f6fc9291f) terminated."),
+        # The NVIDIA runtime's hook failed on that host (NVIDIA/nvidia-container-toolkit#260), the thin pool is full.
+        (None, NVML, "Task failed to start"),
+        (None, "CannotCreateContainerError: API error (500): devmapper: Thin Pool has 4350 free data blocks", None),
+        # The GPU preflight found no GPU; the CUDA smoke test hit a CUDA error.
+        (PREFLIGHT_EXIT_CODE, None, "Essential container in task exited"),
+        (14, None, "Essential container in task exited"),
+    ],
+)
+def test_batch_retries_an_attempt_its_host_failed(exit_code, reason, status_reason):
+    assert retry_action(spec()["retryStrategy"], exit_code, reason, status_reason) == "RETRY"
+
+
+@pytest.mark.parametrize(
+    ("exit_code", "reason"),
+    [(1, None), (137, "OutOfMemoryError: Container killed due to memory usage"), (2, None), (0, None)],
+)
+def test_batch_does_not_retry_a_jobs_own_failure(exit_code, reason):
+    assert retry_action(spec()["retryStrategy"], exit_code, reason, "Essential container in task exited") == "EXIT"
+
+
+def test_batchs_patterns_match_a_prefix_with_a_star_whatever_the_case_and_no_match_retries():
+    # "The values aren't case sensitive"; "If none of the EvaluateOnExit conditions in a RetryStrategy match, then the
+    # job is retried" (EvaluateOnExit, RetryStrategy)
+    strategy = {"attempts": 2, "evaluateOnExit": [{"onExitCode": "3*", "onReason": "boom", "action": "exit"}]}
+    assert retry_action(strategy, 31, "BOOM", None) == "EXIT"
+    assert retry_action(strategy, 31, "boom!", None) == "RETRY"
+    assert retry_action(strategy, 4, "boom", None) == "RETRY"
     assert strategy["attempts"] > 1
 
 
@@ -136,6 +192,21 @@ def test_a_spot_attempt_ends_at_its_first_reclaim_by_default_and_still_retries_a
     assert rules[0] == {"onStatusReason": "Host EC2*", "action": "EXIT"}
     assert {"onExitCode": str(PREFLIGHT_EXIT_CODE), "action": "RETRY"} in rules
     assert strategy["attempts"] > 1
+
+
+@pytest.mark.parametrize("reclaims", [1, 3])
+@pytest.mark.parametrize(
+    ("exit_code", "reason", "status_reason"),
+    [(None, NVML, "Task failed to start"), (14, None, "Essential container in task exited")],
+)
+def test_a_spot_attempt_retries_a_bad_hosts_failure_on_another_host_too(reclaims, exit_code, reason, status_reason):
+    # Given a spot attempt, whatever its reclaims before fallback
+    strategy = spot_spec(spot_reclaims_before_fallback=reclaims)["retryStrategy"]
+
+    # When its host's container runtime or GPU fails it / Then Batch retries it, within Batch's five conditions
+    assert retry_action(strategy, exit_code, reason, status_reason) == "RETRY"
+    assert retry_action(strategy, 1, None, "Essential container in task exited") == "EXIT"
+    assert len(strategy["evaluateOnExit"]) <= 5
 
 
 def test_a_spot_attempt_allowed_more_reclaims_gets_that_many_batch_attempts():

@@ -163,6 +163,29 @@ def test_terminating_instances_is_authorized_per_instance_with_the_tags_each_car
     ]
 
 
+def test_reading_an_instances_console_is_authorized_on_the_instance_with_its_tags() -> None:
+    # ec2:GetConsoleOutput has the instance resource type (Service Authorization Reference, Amazon EC2)
+    tags = {f"arn:aws:ec2:us-east-1:{ACCOUNT}:instance/i-1": {"gpupilot:pool": "gpupilot-od"}}
+    [check] = required("ec2", "ec2", "GetConsoleOutput", {"InstanceId": "i-1", "Latest": True}, ARNS,
+                       lambda _profile: (), lambda arn: tags.get(arn, {}))  # fmt: skip
+    assert (check.action, check.resource, check.tags) == (
+        "ec2:GetConsoleOutput",
+        f"arn:aws:ec2:us-east-1:{ACCOUNT}:instance/i-1",
+        {"gpupilot:pool": "gpupilot-od"},
+    )
+
+
+def test_draining_is_authorized_on_each_container_instance_of_its_cluster() -> None:
+    # ecs:UpdateContainerInstancesState has the container-instance resource type (container-instance/<cluster>/<id>)
+    cluster = f"arn:aws:ecs:us-east-1:{ACCOUNT}:cluster/gpupilot-od_Batch_1"
+    params = {"cluster": cluster, "containerInstances": ["4f1c"], "status": "DRAINING"}
+    [check] = required("ecs", "ecs", "UpdateContainerInstancesState", params, ARNS, lambda _profile: ())
+    assert (check.action, check.resource) == (
+        "ecs:UpdateContainerInstancesState",
+        f"arn:aws:ecs:us-east-1:{ACCOUNT}:container-instance/gpupilot-od_Batch_1/4f1c",
+    )
+
+
 def test_an_action_without_resource_types_is_authorized_on_everything() -> None:
     # servicequotas:GetServiceQuota has no resource types: AWS authorizes it on "*", not on the quota's ARN
     params = {"ServiceCode": "ec2", "QuotaCode": "L-DB2E81BA"}

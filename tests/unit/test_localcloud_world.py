@@ -148,3 +148,30 @@ def test_a_refusal_aws_does_not_make_is_an_error_listing_the_valid_ones(tmp_path
     with pytest.raises(WorldError) as raised:
         load_world(write_world(tmp_path, {"faults": {"refuse": refuse}}))
     assert expected in str(raised.value)
+
+
+def test_bad_hosts_are_a_share_of_a_types_launches_chosen_repeatably_by_the_seed(tmp_path):
+    # Given a quarter of g4dn.xlarge's instances bad, seed 1
+    path = write_world(tmp_path, {"instance_types": {"g4dn.xlarge": {"bad_hosts": {"share": 0.25,
+                                  "symptom": "no_gpu_visible", "seed": 1}}}})  # fmt: skip
+
+    # When / Then: exactly one in every four launches, the same ones every run
+    bad = load_world(path).instance("g4dn.xlarge").bad_hosts
+    assert bad is not None and bad.symptom == "no_gpu_visible"
+    chosen = [index for index in range(12) if bad.is_bad(index)]
+    assert len(chosen) == 3 and all(len([i for i in chosen if 4 * k <= i < 4 * k + 4]) == 1 for k in range(3))
+    assert chosen == [index for index in range(12) if load_world(path).instance("g4dn.xlarge").bad_hosts.is_bad(index)]
+
+
+@pytest.mark.parametrize(
+    ("bad_hosts", "expected"),
+    [
+        ({"share": 0.25, "symptom": "melts"}, "instance_types.g4dn.xlarge.bad_hosts.symptom: Input should be"),
+        ({"share": 1.5, "symptom": "cuda_error"}, "instance_types.g4dn.xlarge.bad_hosts.share: Input should be"),
+        ({"symptom": "cuda_error"}, "instance_types.g4dn.xlarge.bad_hosts.share: Field required"),
+    ],
+)
+def test_a_bad_hosts_value_the_simulator_cannot_play_is_an_error_naming_it(tmp_path, bad_hosts, expected):
+    path = write_world(tmp_path, {"instance_types": {"g4dn.xlarge": {"bad_hosts": bad_hosts}}})
+    with pytest.raises(WorldError, match=expected.replace(".", r"\.")):
+        load_world(path)

@@ -1,6 +1,7 @@
 """Amazon EC2 and ECS: a pool's instances (by the pool tag Batch propagates) and its cluster's container
-instances. IAM: ec2:DescribeInstances has no resource types; ECS calls are scoped to the cluster and its
-container instances, whose names Batch chooses (so any cluster of this account and region)."""
+instances, their health where ECS reports it, their console output; draining, deregistering and terminating them.
+IAM: ec2:DescribeInstances has no resource types; ECS calls are scoped to the clusters Batch creates for GPU
+Pilot's pools and their container instances; console output and termination to instances with the pool tag."""
 
 from __future__ import annotations
 
@@ -23,10 +24,17 @@ IAM_ACTIONS = (
     # The sweep's remediation: instances that never registered, container instances whose agent left.
     "ec2:TerminateInstances",
     "ecs:DeregisterContainerInstance",
+    # Quarantining a bad GPU host: drained in ECS, then terminated; its console output is evidence.
+    "ecs:UpdateContainerInstancesState",
+    "ec2:GetConsoleOutput",
 )
 FILTER_VALUES = 200  # values per EC2 filter
 TERMINATE_PAGE = 1000  # TerminateInstances takes at most 1000 ids
 DESCRIBE_PAGE = 100  # DescribeContainerInstances takes at most 100
+DRAIN_PAGE = 10  # UpdateContainerInstancesState takes "up to 10 container instance IDs or full ARN entries"
+# ECS reports an instance's health (container runtime, on the EC2 launch type) only when asked: "If this field is
+# omitted, tags and container instance health status aren't included in the response" (DescribeContainerInstances).
+INCLUDE_HEALTH = ["CONTAINER_INSTANCE_HEALTH"]
 
 
 class Ec2EcsFleet(ClientAdapter):
@@ -84,7 +92,7 @@ class Ec2EcsFleet(ClientAdapter):
         described: list[ContainerInstanceState] = []
         for start in range(0, len(arns), DESCRIBE_PAGE):
             page = self._ecs.describe_container_instances(
-                cluster=cluster_arn, containerInstances=arns[start : start + DESCRIBE_PAGE]
+                cluster=cluster_arn, containerInstances=arns[start : start + DESCRIBE_PAGE], include=INCLUDE_HEALTH
             )
             described.extend(ContainerInstanceState.from_ecs(c) for c in page["containerInstances"])
         return described
@@ -154,3 +162,28 @@ class Ec2EcsFleet(ClientAdapter):
         self._ecs.deregister_container_instance(
             cluster=cluster_arn, containerInstance=container_instance_arn, force=True
         )
+
+    def drain(self, cluster_arn: str, container_instance_arns: list[str]) -> list[str]:
+        # "When you set a container instance to DRAINING, Amazon ECS prevents new tasks from being scheduled for
+        # placement on the container instance" (UpdateContainerInstancesState); tasks already there are unaffected.
+        failed: list[str] = []
+        for start in range(0, len(container_instance_arns), DRAIN_PAGE):
+            answer = self._ecs.update_container_instances_state(
+                cluster=cluster_arn, containerInstances=container_instance_arns[start : start + DRAIN_PAGE],
+                status="DRAINING",
+            )  # fmt: skip
+            failed += [str(failure.get("arn") or "") for failure in answer.get("failures") or []]
+        return failed
+
+    def console_output(self, instance_id: str) -> str | None:
+        # Latest: "the latest serial console output" (Nitro types, every current GPU type), not only the buffer
+        # posted at the last state transition; "Only the most recent 64 KB of console output is available". botocore
+        # decodes the base64 Output itself (its GetConsoleOutput handler).
+        try:
+            answer = self._aws.get_console_output(InstanceId=instance_id, Latest=True)
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") in ("InvalidInstanceID.NotFound", "UnsupportedOperation"):
+                return None
+            raise
+        output = answer.get("Output")
+        return output if isinstance(output, str) and output else None

@@ -13,33 +13,21 @@ from botocore.exceptions import ClientError
 
 from functions.shared import constants as c
 from functions.shared.adapters.dynamodb_codec import serialize
-from functions.shared.adapters.job_lists import JobLists, job_key, list_keys, record_of
+from functions.shared.adapters.job_items import JobItems, is_conditional_failure
+from functions.shared.adapters.job_lists import job_key, list_keys, record_of
 from functions.shared.domain.clock import now_iso
 from functions.shared.domain.errors import JobAlreadyExists, JobNotFound
 from functions.shared.domain.lifecycle import batch_rank, status_rank
-from functions.shared.domain.records import AttemptRecord, JobRecord, TimelineEntry, Wait
+from functions.shared.domain.records import AttemptRecord, JobRecord, TimelineEntry
 from functions.shared.domain.requests import JobRequest
-from functions.shared.domain.vocabulary import BatchStatus, JobStatus, WaitPhase
+from functions.shared.domain.vocabulary import BatchStatus, JobStatus
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
-IAM_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
+IAM_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem")
 
 
-def is_conditional_failure(error: ClientError) -> bool:
-    return error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
-
-
-class DynamoJobStore(JobLists):
-    """Implements ports.JobStore (the list queries come from JobLists)."""
-
-    def _update(self, job_id: str, **kwargs: Any) -> dict[str, Any] | None:
-        """UpdateItem on the job; None when its condition failed."""
-        try:
-            return dict(self._aws.update_item(TableName=self._table, Key=job_key(job_id), **kwargs))
-        except ClientError as error:
-            if is_conditional_failure(error):
-                return None
-            raise
+class DynamoJobStore(JobItems):
+    """Implements ports.JobStore (the list queries come from JobLists, waits and notes from JobItems)."""
 
     # -- jobs ---------------------------------------------------------------------------------
     def create_job(self, job_id: str, request: JobRequest) -> JobRecord:
@@ -228,29 +216,4 @@ class DynamoJobStore(JobLists):
                 ExpressionAttributeValues=values,
             )
             is not None
-        )
-
-    # -- waits --------------------------------------------------------------------------------
-    def store_wait(self, job_id: str, phase: WaitPhase, wait: Wait) -> JobRecord:
-        """Park the workflow's task token for `phase`; returns the record as it is after the write."""
-        response = self._update(
-            job_id,
-            UpdateExpression="SET waits.#phase = :wait",
-            ConditionExpression="attribute_exists(#pk)",
-            ExpressionAttributeNames={"#phase": phase.value, "#pk": c.TABLE_PK},
-            ExpressionAttributeValues={":wait": serialize(wait)},
-            ReturnValues="ALL_NEW",
-        )
-        if response is None:
-            raise JobNotFound(job_id)
-        return record_of(response["Attributes"])
-
-    def clear_wait(self, job_id: str, phase: WaitPhase, token: str) -> None:
-        """Forget a spent token, unless a newer wait has replaced it meanwhile."""
-        self._update(
-            job_id,
-            UpdateExpression="REMOVE waits.#phase",
-            ConditionExpression="waits.#phase.#token = :token",
-            ExpressionAttributeNames={"#phase": phase.value, "#token": "token"},
-            ExpressionAttributeValues={":token": {"S": token}},
         )

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
         BatchJobs,
         Fleet,
         HealthStore,
+        HostLedger,
         JobLogs,
         JobStore,
         Metrics,
@@ -76,6 +77,12 @@ class LivePorts(Ports):
         from functions.shared.adapters.table_store import DynamoWasteLedger
 
         return DynamoWasteLedger(self.settings.table_name)
+
+    @cached_property
+    def hosts(self) -> HostLedger:
+        from functions.shared.adapters.host_store import DynamoHostLedger
+
+        return DynamoHostLedger(self.settings.table_name)
 
     @cached_property
     def batch(self) -> BatchJobs:

@@ -3,20 +3,15 @@ environment's state, read once at the edge into our time convention. Pure."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from pydantic import Field
 
 from functions.shared.domain.clock import iso_from_millis, normalize_iso, now_iso
+from functions.shared.domain.instances import ContainerInstanceState as ContainerInstanceState
+from functions.shared.domain.instances import Ec2InstanceState as Ec2InstanceState
+from functions.shared.domain.instances import FleetState as FleetState
 from functions.shared.domain.model import DomainModel
-
-
-def _iso_time(value: Any) -> str | None:
-    """An ISO time from a datetime (boto3 parses EC2 and ECS times) or ISO text."""
-    if isinstance(value, datetime):
-        return normalize_iso(value.isoformat())
-    return normalize_iso(value) if isinstance(value, str) else None
 
 
 def _millis(value: Any) -> float | None:
@@ -44,6 +39,31 @@ def billed_seconds(job: dict[str, Any]) -> float | None:
     return None
 
 
+class BatchAttempt(DomainModel):
+    """One of Batch's own attempts of a job (`attempts[]` of DescribeJobs): where it ran and how it ended."""
+
+    container_instance_arn: str | None = Field(default=None, description="The ECS container instance that hosted it")
+    started_at: str | None = None
+    stopped_at: str | None = None
+    exit_code: int | None = None
+    reason: str | None = Field(default=None, description="The container's reason (255 characters at most)")
+    status_reason: str | None = Field(default=None, description="The attempt's statusReason")
+
+    @classmethod
+    def from_batch(cls, attempt: dict[str, Any]) -> BatchAttempt:
+        container = attempt.get("container") or {}
+        placed, exit_code = container.get("containerInstanceArn"), container.get("exitCode")
+        return cls(
+            # moto names a placeholder before placement ("TBD"); AWS gives an ARN or nothing.
+            container_instance_arn=placed if isinstance(placed, str) and placed.startswith("arn:") else None,
+            started_at=_iso(attempt.get("startedAt")),
+            stopped_at=_iso(attempt.get("stoppedAt")),
+            exit_code=exit_code if isinstance(exit_code, int) and not isinstance(exit_code, bool) else None,
+            reason=container.get("reason") if isinstance(container.get("reason"), str) else None,
+            status_reason=attempt.get("statusReason") if isinstance(attempt.get("statusReason"), str) else None,
+        )
+
+
 # What Batch says of an attempt whose instance went away under it (a spot reclaim, or a host failure):
 # `Host EC2 (instance i-0123...) terminated.` (the job's attempts[].statusReason).
 HOST_TERMINATED_PREFIX = "Host EC2"
@@ -65,6 +85,7 @@ class BatchJobState(DomainModel):
     container_reason: str | None = None
     container_instance_arn: str | None = Field(default=None, description="The ECS container instance it ran on")
     runtime_seconds: float | None = Field(default=None, description="Summed over Batch's own attempts")
+    attempts: list[BatchAttempt] = Field(default_factory=list, description="Batch's own attempts, oldest first")
     host_terminations: list[str] = Field(
         default_factory=list, description="Batch's words for each of its attempts whose host was terminated"
     )
@@ -92,6 +113,7 @@ class BatchJobState(DomainModel):
             container_reason=container.get("reason"),
             container_instance_arn=placed if isinstance(placed, str) and placed else None,
             runtime_seconds=billed_seconds(job),
+            attempts=[BatchAttempt.from_batch(a) for a in job.get("attempts") or [] if isinstance(a, dict)],
             host_terminations=[r for r in reasons if r.startswith(HOST_TERMINATED_PREFIX)],
             host_terminated=bool(reasons) and reasons[-1].startswith(HOST_TERMINATED_PREFIX),
             log_stream=container.get("logStreamName") or last_attempt.get("logStreamName") or None,
@@ -176,85 +198,3 @@ class BatchJobEvent(DomainModel):
             return None
         at = normalize_iso(event["time"]) if isinstance(event.get("time"), str) else now_iso()
         return cls(at=at, job=BatchJobState.from_batch(detail))
-
-
-class Ec2InstanceState(DomainModel):
-    """One EC2 instance of a pool, as `DescribeInstances` shows it (found by the pool tag Batch propagates)."""
-
-    instance_id: str
-    instance_type: str = ""
-    state: str = ""
-    launched_at: str | None = None
-    zone: str = ""
-    spot: bool = False
-
-    @classmethod
-    def from_ec2(cls, instance: dict[str, Any]) -> Ec2InstanceState:
-        launched = instance.get("LaunchTime")
-        return cls(
-            instance_id=str(instance.get("InstanceId") or ""),
-            instance_type=str(instance.get("InstanceType") or ""),
-            state=str((instance.get("State") or {}).get("Name") or ""),
-            launched_at=_iso_time(launched),
-            zone=str((instance.get("Placement") or {}).get("AvailabilityZone") or ""),
-            spot=instance.get("InstanceLifecycle") == "spot",
-        )
-
-    @classmethod
-    def from_container_instance(cls, container: ContainerInstanceState) -> Ec2InstanceState:
-        """A registered instance as ECS shows it (its agent runs, so the instance does)."""
-        return cls(
-            instance_id=container.ec2_instance_id,
-            instance_type=container.instance_type,
-            state="running",
-            launched_at=container.registered_at,
-            zone=container.zone,
-        )
-
-    @property
-    def alive(self) -> bool:
-        return self.state in ("pending", "running")
-
-
-class ContainerInstanceState(DomainModel):
-    """One ECS container instance of a pool's cluster, as `DescribeContainerInstances` shows it."""
-
-    arn: str
-    ec2_instance_id: str = ""
-    status: str = ""
-    agent_connected: bool = False
-    gpus: int = Field(default=0, description="GPUs registered with ECS (0: registered without GPU resources)")
-    registered_at: str | None = None
-    instance_type: str = Field(default="", description="ECS's ecs.instance-type attribute")
-    zone: str = Field(default="", description="ECS's ecs.availability-zone attribute")
-
-    @property
-    def registered(self) -> bool:
-        return self.status in ("ACTIVE", "DRAINING")
-
-    @classmethod
-    def from_ecs(cls, container_instance: dict[str, Any]) -> ContainerInstanceState:
-        gpus = next(
-            (len(r.get("stringSetValue") or []) for r in container_instance.get("registeredResources") or []
-             if r.get("name") == "GPU"),
-            0,
-        )  # fmt: skip
-        registered = container_instance.get("registeredAt")
-        attributes = {a.get("name"): a.get("value") for a in container_instance.get("attributes") or []}
-        return cls(
-            instance_type=str(attributes.get("ecs.instance-type") or ""),
-            zone=str(attributes.get("ecs.availability-zone") or ""),
-            arn=str(container_instance.get("containerInstanceArn") or ""),
-            ec2_instance_id=str(container_instance.get("ec2InstanceId") or ""),
-            status=str(container_instance.get("status") or ""),
-            agent_connected=bool(container_instance.get("agentConnected")),
-            gpus=gpus,
-            registered_at=_iso_time(registered),
-        )
-
-
-class FleetState(DomainModel):
-    """A pool's instances and its cluster's container instances, read together."""
-
-    instances: list[Ec2InstanceState] = Field(default_factory=list)
-    container_instances: list[ContainerInstanceState] = Field(default_factory=list)

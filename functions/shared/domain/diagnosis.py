@@ -8,6 +8,7 @@ from pydantic import Field
 
 from functions.shared.domain.batch import BatchJobState, ComputeEnvironmentState, FleetState, JobQueueState
 from functions.shared.domain.clock import seconds_between
+from functions.shared.domain.consoles import printed
 from functions.shared.domain.fleet import (
     LAUNCH_GRACE_SECONDS,
     REGISTRATION_GRACE_SECONDS,
@@ -89,6 +90,9 @@ class StuckJobSnapshot(DomainModel):
     registration_grace_seconds: float = REGISTRATION_GRACE_SECONDS
     launch_grace_seconds: float = LAUNCH_GRACE_SECONDS
     fleet_analysis: FleetAnalysis | None = Field(default=None, description="The fleet, analysed already")
+    consoles: dict[str, str] = Field(
+        default_factory=dict, description="Console output of instances that never registered or have no GPUs"
+    )
 
     @property
     def runnable_seconds(self) -> float:
@@ -166,10 +170,12 @@ def _from_fleet(snapshot: StuckJobSnapshot, fleet: FleetAnalysis, evidence: dict
             if instances:
                 oldest = max(i.age_seconds for i in instances)
                 ids = ", ".join(i.instance_id for i in instances[:5])
+                consoles, quoted = printed(snapshot.consoles, [i.instance_id for i in instances])
                 return Diagnosis(
                     category=category,
-                    reason=f"{len(instances)} instance(s) {what} (oldest {oldest} s): {ids}; Batch gives no reason",
-                    evidence=evidence,
+                    reason=f"{len(instances)} instance(s) {what} (oldest {oldest} s): {ids}; Batch gives no reason"
+                    + "".join(f"; {instance} printed: {line}" for instance, line in quoted[:2]),
+                    evidence=evidence | ({"console": consoles} if consoles else {}),
                     recommendation=recommendation,
                 )
     max_vcpus = snapshot.environment.max_vcpus

@@ -34,11 +34,14 @@ class FleetAnalysis(DomainModel):
     unregistered: list[InstanceEvidence] = Field(default_factory=list)
     gpu_less: list[InstanceEvidence] = Field(default_factory=list)
     disconnected: list[InstanceEvidence] = Field(default_factory=list)
+    draining: list[InstanceEvidence] = Field(
+        default_factory=list, description="DRAINING in ECS (quarantined): no new job is placed on them"
+    )
 
     def evidence(self) -> dict[str, object]:
         """The analysis as diagnosis evidence (ids, types, ages)."""
         found: dict[str, object] = {"instances_alive": self.alive, "instances_usable": self.usable}
-        for name in ("unregistered", "gpu_less", "disconnected", "booting"):
+        for name in ("unregistered", "gpu_less", "disconnected", "booting", "draining"):
             items = getattr(self, name)
             if items:
                 found[f"instances_{name}"] = [item.model_dump(exclude_none=True) for item in items]
@@ -68,6 +71,8 @@ def analyse_fleet(
             (analysis.unregistered if age >= grace_seconds else analysis.booting).append(item)
         elif not container.agent_connected:
             analysis.disconnected.append(item)
+        elif container.draining:
+            analysis.draining.append(item)
         elif container.gpus == 0:
             analysis.gpu_less.append(item)
         else:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 from functions.shared.domain.batch import BatchJobState, ComputeEnvironmentState
 from functions.shared.domain.diagnosis import Diagnosis, invalid_environment
 from functions.shared.domain.fleet import FleetAnalysis
@@ -26,6 +28,10 @@ SEVERITY = {
     DiagnosisCategory.VCPU_QUOTA_REACHED: Severity.WARNING,
     DiagnosisCategory.UNDETERMINED: Severity.WARNING,
 }
+
+
+def new_sweep_id() -> str:
+    return f"sweep-{uuid.uuid4().hex[:16]}"
 
 
 def missed_event(attempt: AttemptRecord, batch_job: BatchJobState) -> bool:

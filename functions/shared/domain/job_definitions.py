@@ -19,39 +19,46 @@ PREFLIGHT = (
     f'exit {PREFLIGHT_EXIT_CODE}; }}; exec "$@"'
 )
 RETRY_ATTEMPTS = 3
-RETRY_STRATEGY = {
-    "attempts": RETRY_ATTEMPTS,
-    "evaluateOnExit": [
-        # Spot reclaim or host failure: the job did nothing wrong.
-        {"onStatusReason": "Host EC2*", "action": "RETRY"},
+# The CUDA-error exit code of the smoke test (payloads/cuda_smoke.py): the one of its host codes Batch retries
+# (an Xid or an ECC error shows as a CUDA error); evaluateOnExit holds five conditions at most.
+SMOKE_CUDA_ERROR_EXIT_CODE = 14
+# Batch evaluates `evaluateOnExit` against each attempt's end and retries (on any host Batch places it on) when an
+# entry says RETRY: "Specifies an array of up to 5 conditions" (EvaluateOnExit, AWS Batch API Reference). A pattern
+# "can contain letters, numbers, periods (.), colons (:), and white space ... It can optionally end with an asterisk",
+# and "The values aren't case sensitive"; "If none of the EvaluateOnExit conditions in a RetryStrategy match, then the
+# job is retried", hence the last entry that exits for any reason. That the first entry that matches decides is
+# assumed (no AWS page states the order), so the catch-all is last.
+
+
+def _evaluate_on_exit(on_host_terminated: str) -> list[dict[str, str]]:
+    return [
+        # Spot reclaim, host failure, or a host the sweep quarantined and terminated: the job did nothing wrong.
+        {"onStatusReason": "Host EC2*", "action": on_host_terminated},
+        # The container runtime could not create, start or inspect the container on that host: the NVIDIA runtime's
+        # hook failing (driver not loaded, NVML), a full thin pool. An image that cannot be pulled or a command that
+        # cannot start is retried too (seconds each): Batch's patterns cannot tell them apart (no '-' or '/').
+        {"onReason": "Cannot*", "action": "RETRY"},
         {"onExitCode": str(PREFLIGHT_EXIT_CODE), "action": "RETRY"},
+        {"onExitCode": str(SMOKE_CUDA_ERROR_EXIT_CODE), "action": "RETRY"},
         {"onReason": "*", "action": "EXIT"},
-    ],
-}
+    ]
+
+
+RETRY_STRATEGY = {"attempts": RETRY_ATTEMPTS, "evaluateOnExit": _evaluate_on_exit("RETRY")}
 
 
 def retry_strategy(capacity: CapacityType, reclaims_before_fallback: int = 1) -> dict[str, Any]:
-    """Batch's retries within an attempt. On-demand: a failed host or a failed GPU preflight is retried on another
-    host. Spot: the attempt ends at its `reclaims_before_fallback`-th reclaim (the job then goes to its next
-    candidate), so Batch's retries are not spent waiting for spot again in a market that took it back. Batch
-    counts every retry alike: at 1 a reclaim ends the attempt and a failed preflight is still retried; above 1
-    the attempt gets that many Batch attempts in all, whatever ended each."""
+    """Batch's retries within an attempt. On-demand: a failed host (terminated, its container runtime failing, its
+    GPU failing the preflight or the smoke) is retried on another host. Spot: the attempt ends at its
+    `reclaims_before_fallback`-th reclaim (the job then goes to its next candidate), so Batch's retries are not spent
+    waiting for spot again in a market that took it back. Batch counts every retry alike: at 1 a reclaim ends the
+    attempt and a bad host's failure is still retried; above 1 the attempt gets that many Batch attempts in all,
+    whatever ended each."""
     if capacity != CapacityType.SPOT:
         return RETRY_STRATEGY
     if reclaims_before_fallback <= 1:
-        on_host = {"onStatusReason": "Host EC2*", "action": "EXIT"}
-        attempts = RETRY_ATTEMPTS
-    else:
-        on_host = {"onStatusReason": "Host EC2*", "action": "RETRY"}
-        attempts = reclaims_before_fallback
-    return {
-        "attempts": attempts,
-        "evaluateOnExit": [
-            on_host,
-            {"onExitCode": str(PREFLIGHT_EXIT_CODE), "action": "RETRY"},
-            {"onReason": "*", "action": "EXIT"},
-        ],
-    }
+        return {"attempts": RETRY_ATTEMPTS, "evaluateOnExit": _evaluate_on_exit("EXIT")}
+    return {"attempts": reclaims_before_fallback, "evaluateOnExit": _evaluate_on_exit("RETRY")}
 
 
 def batch_attempts(request: JobRequest) -> int:
@@ -69,6 +76,25 @@ LOG_CONFIGURATION = {"logDriver": "awslogs", "options": {"awslogs-stream-prefix"
 
 JOB_TAG = "gpupilot:job"
 ATTEMPT_TAG = "gpupilot:attempt"
+
+
+def _matches(pattern: str, value: str | None) -> bool:
+    """Batch's glob: the whole value, or its start when the pattern ends with '*'; case does not matter."""
+    pattern, value = pattern.lower(), (value or "").lower()
+    return value.startswith(pattern[:-1]) if pattern.endswith("*") else value == pattern
+
+
+def retry_action(strategy: dict[str, Any], exit_code: int | None, reason: str | None, status_reason: str | None) -> str:
+    """RETRY or EXIT: what Batch does with an attempt that ended so, under `strategy` (attempts left aside)."""
+    for entry in strategy.get("evaluateOnExit") or []:
+        conditions = (
+            ("onStatusReason", status_reason),
+            ("onReason", reason),
+            ("onExitCode", None if exit_code is None else str(exit_code)),
+        )
+        if all(_matches(entry[key], value) for key, value in conditions if key in entry):
+            return str(entry["action"]).upper()
+    return "RETRY"
 
 
 def job_definition_name(job_name: str) -> str:

@@ -6,6 +6,7 @@ so every reader goes through these types rather than string keys.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import Field
@@ -19,6 +20,9 @@ from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.selection import Candidate
 from functions.shared.domain.vocabulary import AttemptStatus, BatchStatus, CapacityType, JobStatus, Remedy, WaitPhase
 
+# A timeline note: something that happened to the job without changing its status (its host quarantined).
+HOST_NOTE = re.compile(r"^host \S+ quarantined: ")
+
 
 class TimelineEntry(DomainModel):
     status: JobStatus
@@ -27,6 +31,11 @@ class TimelineEntry(DomainModel):
     reason_at: str | None = Field(
         default=None, description="When the reason was learnt, when later than `at` (Batch's words: its event's time)"
     )
+
+    @property
+    def note(self) -> bool:
+        """Appended without a status change: the status it carries is the job's at the time."""
+        return bool(self.reason and HOST_NOTE.match(self.reason))
 
 
 class NextCandidate(DomainModel):
@@ -155,4 +164,6 @@ class JobRecord(DomainModel):
         if self.status_rank != status_rank(status, attempt) or not self.timeline:
             return None
         last = len(self.timeline) - 1
-        return last if self.timeline[last].status == status else None
+        while last > 0 and self.timeline[last].note:
+            last -= 1  # a note explains nothing of the status before it
+        return last if self.timeline[last].status == status and not self.timeline[last].note else None

@@ -72,6 +72,21 @@ class Settings(DomainModel):
         description="A pool claimed by a workflow this recently is not retired (its job may be "
         "between EnsureJobQueue and SubmitJob)",
     )
+    quarantine_bad_hosts: bool = Field(
+        default=True,
+        description="Drain and terminate GPU hosts that fail jobs for reasons of their own, failed their boot check or "
+        "registered without GPUs (within the pool's share; see max_unhealthy_share)",
+    )
+    bad_host_window_seconds: float = Field(
+        default=3600, gt=0, description="How long a host-side failure counts against its host"
+    )
+    max_unhealthy_share: float = Field(
+        default=0.2,
+        ge=0,
+        le=1,
+        description="Past this share of a pool's hosts unhealthy at once (one host always may be), none is "
+        "quarantined: the pool gets one POOL_UNHEALTHY finding",
+    )
     cancel_stuck_after_minutes: float = Field(
         default=1440, ge=0, description="Cancel a job RUNNABLE this long, with the diagnosis as reason (0: never)"
     )

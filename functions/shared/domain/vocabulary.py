@@ -115,6 +115,12 @@ class DiagnosisCategory(StrEnum):
     POOL_NOT_READY = "POOL_NOT_READY"
     # A finding only: a pool being retired (outdated spec, idle, INVALID, or to make room), one step per sweep.
     POOL_RETIRING = "POOL_RETIRING"
+    # A finding only: one GPU host that fails jobs for reasons of its own (its GPU, driver or container runtime),
+    # failed its boot-time GPU check, or registered without its GPUs; the sweep quarantines it.
+    BAD_GPU_HOST = "BAD_GPU_HOST"
+    # A finding only: too large a share of a pool's hosts is bad at once for the hosts to be the cause (the AMI, the
+    # driver or the launch template is more likely): none is quarantined.
+    POOL_UNHEALTHY = "POOL_UNHEALTHY"
     # A diagnosis: the account's EC2 vCPU quota for the pool's instance family is held by running instances (other
     # jobs', other pools', anyone's), so Batch cannot launch an instance for the job until some end (a normal
     # scale-up otherwise); the evidence names the quota, what holds it, and how to raise it. Time cures it.
@@ -182,3 +188,5 @@ class MetricName(StrEnum):
     RETIRING_POOLS = "RetiringPools"
     IDLE_INSTANCES = "IdleInstances"
     WASTE_USD = "WasteUsd"
+    QUARANTINED_HOSTS = "QuarantinedHosts"
+    UNHEALTHY_POOLS = "UnhealthyPools"

@@ -1,6 +1,7 @@
 """What the fleet cost without serving a job: instances that never registered with ECS, registered without
-their GPUs, or whose agent disconnected (from launch), and instances left alive in an idle pool (from when
-the pool went idle). Pure.
+their GPUs, or whose agent disconnected (from launch), bad GPU hosts the sweep quarantined (since their last
+successful job: domain/quarantine.waste_since), and instances left alive in an idle pool (from when the pool
+went idle). Pure.
 
 Each sweep sees each such instance's waste so far (its span only grows). The ledger keeps one item per
 instance, whatever reasons the sweeps see it under, and charges only the part of a span not charged before,
@@ -21,6 +22,7 @@ NEVER_REGISTERED = "never_registered"
 NO_GPUS = "registered_without_gpus"
 DISCONNECTED = "agent_disconnected"
 IDLE = "idle"
+BAD_HOST = "bad_host"
 REASONS = {"unregistered": NEVER_REGISTERED, "gpu_less": NO_GPUS, "disconnected": DISCONNECTED}
 
 
@@ -106,15 +108,22 @@ def waste_of(
     idle_since: str | None,
     at: str,
     price_of: dict[str, PriceQuote],
+    bad_hosts: dict[str, str] | None = None,
 ) -> list[WasteEntry]:
-    """The pool's wasting instances now; `price_of` prices each instance type (unpriced ones are left out)."""
+    """The pool's wasting instances now; `price_of` prices each instance type (unpriced ones are left out);
+    `bad_hosts` are quarantined instances and from when their cost is waste (their reason comes first)."""
     launched = {i.instance_id: i for i in fleet.instances if i.launched_at}
     entries: list[WasteEntry] = []
     flagged: set[str] = set()
+    for instance_id, since in sorted((bad_hosts or {}).items()):
+        instance = launched.get(instance_id)
+        if instance is not None and instance.launched_at:
+            flagged.add(instance_id)
+            entries += _entry(pool, instance, BAD_HOST, max(since, instance.launched_at, key=parse_iso), at, price_of)
     for attribute, reason in REASONS.items():
         for item in getattr(analysis, attribute):
             instance = launched.get(item.instance_id)
-            if instance is not None:
+            if instance is not None and item.instance_id not in flagged:
                 flagged.add(item.instance_id)
                 entries += _entry(pool, instance, reason, instance.launched_at or at, at, price_of)
     if idle_since is not None:

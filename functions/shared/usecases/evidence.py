@@ -6,7 +6,11 @@ from functions.shared.domain.batch import BatchJobState, ComputeEnvironmentState
 from functions.shared.domain.diagnosis import StuckJobSnapshot
 from functions.shared.domain.errors import SignalUnavailable
 from functions.shared.domain.fleet import FleetAnalysis, QuotaState, analyse_fleet, quota_holders, vcpu_quota_code
+from functions.shared.observability import logger
 from functions.shared.ports import Ports
+
+# Instances whose console output a diagnosis reads (the few it names first).
+CONSOLES_READ = 3
 
 
 def read_snapshot(
@@ -36,6 +40,9 @@ def read_snapshot(
             holders = quota_holders(ports.fleet.running_instances(environment.spot), code, environment.spot,
                                     instance_vcpus)  # fmt: skip
             quota = quota.model_copy(update={"used_vcpus": float(sum(h.vcpus for h in holders)), "holders": holders})
+    grace = ports.settings.registration_grace_seconds
+    if fleet is not None and analysis is None:
+        analysis = analyse_fleet(fleet, at, instance_vcpus, grace)
     return StuckJobSnapshot(
         job=job,
         environment=environment,
@@ -44,10 +51,30 @@ def read_snapshot(
         instance_vcpus=instance_vcpus,
         quota=quota,
         quota_unavailable=unavailable,
-        registration_grace_seconds=ports.settings.registration_grace_seconds,
+        registration_grace_seconds=grace,
         launch_grace_seconds=ports.settings.launch_grace_seconds,
         fleet_analysis=analysis,
+        consoles=_consoles(analysis, ports) if analysis is not None else {},
     )
+
+
+def _consoles(analysis: FleetAnalysis, ports: Ports) -> dict[str, str]:
+    """The console output of the first instances that never registered (or registered without GPUs), when they are
+    what a diagnosis will be about (no instance usable): so it says what they printed, not only that they are
+    missing. A console EC2 will not give is left out."""
+    if analysis.usable:
+        return {}
+    named = (analysis.unregistered or analysis.gpu_less)[:CONSOLES_READ]
+    found: dict[str, str] = {}
+    for item in named:
+        try:
+            output = ports.fleet.console_output(item.instance_id)
+        except Exception:
+            logger.exception("could not read the console output", extra={"instance_id": item.instance_id})
+            continue
+        if output:
+            found[item.instance_id] = output
+    return found
 
 
 def pool_evidence(job: BatchJobState, pool: str, at: str, ports: Ports) -> StuckJobSnapshot:

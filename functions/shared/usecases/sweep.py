@@ -6,17 +6,18 @@ an API request: API Gateway gives a request 29 seconds.
 
 from __future__ import annotations
 
-import uuid
-
 from functions.shared.domain.batch import ComputeEnvironmentState, FleetState
 from functions.shared.domain.clock import now_iso, seconds_between
+from functions.shared.domain.consoles import console_evidence
 from functions.shared.domain.diagnosis import SCALE_UP_GRACE_SECONDS, StuckJobSnapshot, diagnose
 from functions.shared.domain.fleet import FleetAnalysis, analyse_fleet
 from functions.shared.domain.health import (
+    MAX_LISTED,
     StuckTally,
     fleet_findings,
     grouped,
     invalid_environment_finding,
+    new_sweep_id,
     report,
 )
 from functions.shared.domain.pools import ComputeEnvironmentStatus
@@ -25,6 +26,7 @@ from functions.shared.domain.views import Finding, HealthReport, SweepStarted
 from functions.shared.domain.vocabulary import BatchStatus, FindingKind, MetricName, Severity, SweepStatus
 from functions.shared.ports import Ports
 from functions.shared.usecases.evidence import read_snapshot
+from functions.shared.usecases.quarantine import MAX_CONSOLE_READS, read_console, sweep_hosts
 from functions.shared.usecases.remediate import cancel_past_limit, remediate_fleet
 from functions.shared.usecases.sweep_jobs import SweptJobs, sweep_jobs
 from functions.shared.usecases.sweep_pools import pool_findings
@@ -32,15 +34,22 @@ from functions.shared.usecases.waste import record_waste
 
 # Jobs others submitted into GPU Pilot's queues have no stuck_after of their own.
 DEFAULT_STUCK_AFTER_MINUTES = JobRequest.model_fields["stuck_after_minutes"].default
+HOLDS_UP_ITS_POOL = frozenset(
+    {
+        FindingKind.ECS_AGENT_NOT_REGISTERED,
+        FindingKind.GPU_NOT_REGISTERED,
+        FindingKind.AGENT_DISCONNECTED,
+        FindingKind.BAD_GPU_HOST,
+        FindingKind.POOL_UNHEALTHY,
+        FindingKind.POOL_DISABLED,
+        FindingKind.COMPUTE_ENVIRONMENT_INVALID,
+    }
+)
 FLEET_METRICS = {
     FindingKind.ECS_AGENT_NOT_REGISTERED: MetricName.UNREGISTERED_INSTANCES,
     FindingKind.GPU_NOT_REGISTERED: MetricName.GPU_LESS_INSTANCES,
     FindingKind.AGENT_DISCONNECTED: MetricName.DISCONNECTED_AGENTS,
 }
-
-
-def new_sweep_id() -> str:
-    return f"sweep-{uuid.uuid4().hex[:16]}"
 
 
 def start_sweep(ports: Ports) -> SweepStarted:
@@ -98,28 +107,64 @@ def _sweep(sweep_id: str, ports: Ports) -> HealthReport:
     }
     fleets = ports.fleet.fleets({name: e.ecs_cluster_arn for name, e in pools.items() if e.ecs_cluster_arn})
     swept = sweep_jobs(sorted(queues), at, ports)
+    waiting = _waiting_jobs(swept)
     instance_vcpus = {name: gpu.vcpus for name, gpu in ports.catalog.gpu_types().items()}
     analyses = {
         name: analyse_fleet(fleet, at, instance_vcpus, settings.registration_grace_seconds)
         for name, fleet in fleets.items()
     }
     invalid = [f for f in map(invalid_environment_finding, pools.values()) if f]
+    hosts = sweep_hosts(pools, fleets, waiting, at, ports)
     fleet_found: list[Finding] = []
     for name, analysis in analyses.items():
         zones = {i.instance_id: i.zone for i in fleets[name].instances}
-        for finding in fleet_findings(pools[name], analysis):
+        # A host that failed its boot check is a bad host (BAD_GPU_HOST), not a configuration without GPU support.
+        seen = analysis.model_copy(
+            update={"gpu_less": [i for i in analysis.gpu_less if i.instance_id not in hosts.boot_check_failed]}
+        )
+        for finding in fleet_findings(pools[name], seen):
+            _console_evidence(finding, ports, hosts.consoles)
             remediate_fleet(finding, pools[name], zones, ports)
             fleet_found.append(finding)
             ports.metrics.add_for_pool(FLEET_METRICS[finding.kind], name, len(finding.instances))
-    findings = fleet_found + pool_findings(pools, queues, fleets, swept, fleet_found, at, ports)
+    findings = fleet_found + hosts.findings + pool_findings(pools, queues, fleets, swept, fleet_found, at, ports)
     findings += _stuck_findings(swept, pools, fleets, analyses, invalid, at, ports)
-    record_waste(pools, fleets, analyses, findings, at, ports)
+    for finding in findings:
+        # A host or pool finding names what it holds up: the jobs waiting in its pool (stuck ones name themselves).
+        if not finding.jobs and finding.kind in HOLDS_UP_ITS_POOL:
+            finding.jobs = waiting.get(finding.resource, [])[:MAX_LISTED]
+    record_waste(pools, fleets, analyses, findings, at, ports, bad_hosts=hosts.waste_from)
     result = report(sweep_id, at, findings, swept.reconciled)
     result.summary["vanished_jobs"] = len(swept.vanished)
     result.summary["live_jobs"] = len(swept.live)
     ports.health.save_report(result)
     _emit(findings, swept.reconciled, ports)
     return result
+
+
+def _waiting_jobs(swept: SweptJobs) -> dict[str, list[str]]:
+    """pool -> the jobs RUNNABLE in its queue (GPU Pilot's job ids, Batch's for others' jobs), oldest first: what a
+    host or pool finding holds up."""
+    waiting: dict[str, list[str]] = {}
+    runnable = [job for job in swept.live.values() if job.status == BatchStatus.RUNNABLE]
+    for job in sorted(runnable, key=lambda j: j.created_at or ""):
+        owner = swept.owners.get(job.job_id)
+        waiting.setdefault(job.job_queue.rsplit("/", 1)[-1], []).append(owner.job_id if owner else job.job_id)
+    return waiting
+
+
+def _console_evidence(finding: Finding, ports: Ports, consoles: dict[str, str | None]) -> None:
+    """What the first instances of a registration finding printed on their console (the boot check's verdict, the
+    kernel's GPU errors, the last lines): why they never registered, or registered without GPUs."""
+    if finding.kind not in (FindingKind.ECS_AGENT_NOT_REGISTERED, FindingKind.GPU_NOT_REGISTERED):
+        return
+    printed = {}
+    for instance_id in finding.instances[:MAX_CONSOLE_READS]:
+        evidence = console_evidence(read_console(instance_id, ports, consoles))
+        if evidence:
+            printed[instance_id] = evidence
+    if printed:
+        finding.evidence["console"] = printed
 
 
 def _stuck_findings(

@@ -14,6 +14,7 @@ from functions.shared.domain.records import AttemptRecord, JobRecord
 from functions.shared.domain.vocabulary import BatchStatus, JobStatus
 from functions.shared.observability import logger
 from functions.shared.ports import Ports
+from functions.shared.usecases.host_evidence import note_host_faults
 from functions.shared.usecases.track import record_batch_event, resume
 
 LIVE_STATUSES = (BatchStatus.RUNNABLE, BatchStatus.STARTING, BatchStatus.RUNNING)
@@ -65,7 +66,9 @@ def sweep_jobs(queues: list[str], at: str, ports: Ports) -> SweptJobs:
 def _reconcile(record: JobRecord, attempt: AttemptRecord, batch_job: BatchJobState, at: str, ports: Ports) -> int:
     """1 when the sweep caught up on something the events missed: a status, or a lost SendTaskSuccess."""
     if missed_event(attempt, batch_job):
-        record_batch_event(BatchJobEvent(at=at, job=batch_job), ports)
+        event = BatchJobEvent(at=at, job=batch_job)
+        record_batch_event(event, ports)
+        note_host_faults(event, ports)
         return 1
     return 1 if resume(record, ports) else 0
 

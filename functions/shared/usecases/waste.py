@@ -20,8 +20,10 @@ def record_waste(
     findings: list[Finding],
     at: str,
     ports: Ports,
+    bad_hosts: dict[str, dict[str, str]] | None = None,
 ) -> float:
-    """Restate every wasting instance's cost so far; emit what this sweep added, per pool. Returns the total."""
+    """Restate every wasting instance's cost so far (`bad_hosts`: pool -> quarantined instance -> from when its cost is
+    waste); emit what this sweep added, per pool. Returns the total."""
     idle_since = {f.resource: f.evidence.get("idle_since") for f in findings if f.kind == FindingKind.IDLE_POOL}
     totals: list[float] = []
     for name, fleet in fleets.items():
@@ -32,7 +34,7 @@ def record_waste(
         types = sorted({i.instance_type for i in fleet.instances if i.alive})
         zones = sorted({i.zone for i in fleet.instances if i.zone})
         quotes = hourly_quotes(types, pool.spot, zones, ports)
-        entries = waste_of(name, fleet, analysis, idle_since.get(name), at, quotes)
+        entries = waste_of(name, fleet, analysis, idle_since.get(name), at, quotes, (bad_hosts or {}).get(name))
         increments = []
         for entry in entries:
             try:

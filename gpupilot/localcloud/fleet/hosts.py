@@ -1,12 +1,10 @@
-"""The hosts' life after launch: booted and registered (or not, as the world says), reclaimed by the spot
-market, terminated elsewhere, retired when idle."""
+"""The hosts' life after launch: booted (a bad host's boot check failing, as the world says) and registered
+(or not), reclaimed by the spot market, terminated elsewhere, retired when idle."""
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from gpupilot.localcloud.fleet.placement import FleetPlacement
-from gpupilot.localcloud.fleet.records import HOST_TERMINATED, SimInstance, retried
+from gpupilot.localcloud.fleet.records import HOST_TERMINATED, SimInstance
 
 
 class FleetHosts(FleetPlacement):
@@ -23,8 +21,19 @@ class FleetHosts(FleetPlacement):
             return
         behaviour = self.world.instance(instance.instance_type)
         booted = now - instance.launched_at >= self.timeline.boot
+        passed = instance.symptom != "boot_check_fails"
+        if booted and not instance.checked:
+            # The launch template's boot check, before the ECS agent starts: its verdict on the console, and a host
+            # that fails it registers without GPUs (userdata.py).
+            instance.checked = True
+            instance.print(
+                f"cloud-init[2051]: gpupilot-boot-check: PASS {instance.gpus} GPUs visible ({instance.instance_type})"
+                if passed
+                else f"cloud-init[2051]: gpupilot-boot-check: FAIL nvidia-smi did not answer within 60 s "
+                f"({instance.instance_type})"
+            )
         if instance.container_instance_arn is None and booted and behaviour.ecs_agent != "never_registers":
-            self._register(instance, gpus=behaviour.gpu_registration != "missing")
+            self._register(instance, gpus=behaviour.gpu_registration != "missing" and passed)
             instance.disconnects = behaviour.ecs_agent == "disconnects"
         disconnects_at = instance.launched_at + self.timeline.boot + self.timeline.disconnect_after
         if behaviour.ecs_agent == "disconnects" and instance.connected and now >= disconnects_at:
@@ -39,19 +48,8 @@ class FleetHosts(FleetPlacement):
         """The host goes (a spot interruption, or terminated through EC2): its jobs' attempts fail the way Batch
         reports it, and are retried as their job definition's retryStrategy says."""
         self._terminate(instance)
-        said = HOST_TERMINATED.format(instance.instance_id)
         for job_id in list(instance.jobs):
-            sim = self._jobs[job_id]
-            self._release(sim, now)
-            job = sim.job
-            job.job_stopped_at = datetime.now()
-            job._stop_attempt()
-            job.latest_attempt["statusReason"] = said
-            if retried(job, said, sim.runs):
-                job.job_stopped_reason = said
-                self._set(job, "RUNNABLE")
-            else:
-                self._finish(sim, "FAILED", None, now, reason=said)
+            self._attempt_ended(self._jobs[job_id], now, None, None, HOST_TERMINATED.format(instance.instance_id))
 
     def _terminated_elsewhere(self, instance: SimInstance) -> bool:
         try:
@@ -63,5 +61,6 @@ class FleetHosts(FleetPlacement):
     def _retire_if_idle(self, instance: SimInstance, now: float) -> None:
         if instance.terminated or instance.jobs or not instance.usable:
             return
-        if now - instance.idle_since >= self.timeline.idle:
+        # A host still cleaning up a task it failed is not idle yet.
+        if now - max(instance.idle_since, instance.held_until) >= self.timeline.idle:
             self._terminate(instance)

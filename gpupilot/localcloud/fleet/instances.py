@@ -9,7 +9,7 @@ from typing import Any
 
 from functions.shared.domain.fleet import vcpu_quota_code
 from gpupilot.localcloud.fleet.events import FleetEvents
-from gpupilot.localcloud.fleet.records import AMI, SimInstance
+from gpupilot.localcloud.fleet.records import AMI, BOOT_LINES, SimInstance
 
 
 class FleetInstances(FleetEvents):
@@ -59,7 +59,10 @@ class FleetInstances(FleetEvents):
         ec2_instance = reservation.instances[0]
         if spot:
             ec2_instance.lifecycle = "spot"
-        return SimInstance(
+        index = self._launches.get(instance_type, 0)
+        self._launches[instance_type] = index + 1
+        bad = self.world.instance(instance_type).bad_hosts
+        instance = SimInstance(
             instance_id=ec2_instance.id,
             instance_type=instance_type,
             zone=zone,
@@ -69,7 +72,11 @@ class FleetInstances(FleetEvents):
             gpus=shape["GPU"],
             launched_at=now,
             idle_since=now,
+            symptom=bad.symptom if bad is not None and bad.is_bad(index) else None,
         )
+        for line in BOOT_LINES:
+            instance.print(line)
+        return instance
 
     def _register(self, instance: SimInstance, gpus: bool) -> None:
         """The ECS agent registers the instance, with its GPUs when ECS_ENABLE_GPU_SUPPORT took effect."""

@@ -1,16 +1,25 @@
-"""Placement and jobs: a RUNNABLE job placed on a registered instance with room (or told why not, in Batch's
-words), started, run, ended, and its room freed."""
+"""Placement and jobs: a RUNNABLE job placed on a registered instance with room, never a DRAINING one (or told
+why not, in Batch's words), started, run (or failed by a bad host), ended, retried as its retryStrategy says,
+and its room freed."""
 
 from __future__ import annotations
 
+import contextlib
 from datetime import datetime, timedelta
+from typing import Any
 
+from functions.shared.domain.job_definitions import retry_action
 from gpupilot.localcloud.fleet.instances import FleetInstances
 from gpupilot.localcloud.fleet.records import (
+    ESSENTIAL_CONTAINER_EXITED,
     INSUFFICIENT_CAPACITY,
     INVALID_ENVIRONMENT,
     JOB_RESOURCE_REQUIREMENT,
+    KERNEL_LINES,
     MAX_RESOURCE,
+    NVML_DRIVER_NOT_LOADED,
+    SMOKE_CUDA_ERROR,
+    TASK_FAILED_TO_START,
     SimInstance,
     SimJob,
 )
@@ -27,12 +36,21 @@ class FleetPlacement(FleetInstances):
             self._set(job, "RUNNABLE")
         if job.status == "RUNNABLE":
             self._schedule(sim, now)
+        elif job.status == "STARTING" and sim.instance is not None and sim.instance.symptom == "no_gpu_visible":
+            # The NVIDIA runtime's hook fails before the container starts: the host cannot give it its GPU.
+            self._bad_host_fails(sim, now, None, NVML_DRIVER_NOT_LOADED, TASK_FAILED_TO_START)
         elif job.status == "STARTING":
             self._name_log_stream(sim)
             self._set(job, "RUNNING")
+        elif job.status == "RUNNING" and sim.instance is not None and sim.instance.symptom == "cuda_error":
+            if now >= min(sim.ends_at, sim.started + self.timeline.cuda_error_after):
+                self._bad_host_fails(sim, now, SMOKE_CUDA_ERROR, None, ESSENTIAL_CONTAINER_EXITED)
         elif job.status == "RUNNING" and now >= sim.ends_at:
             exit_code = self.world.jobs.exit_code
-            self._finish(sim, "SUCCEEDED" if exit_code == 0 else "FAILED", exit_code, now)
+            if exit_code == 0:
+                self._finish(sim, "SUCCEEDED", exit_code, now)
+            else:
+                self._attempt_ended(sim, now, exit_code, None, ESSENTIAL_CONTAINER_EXITED)
 
     def _schedule(self, sim: SimJob, now: float) -> None:
         environment = self._environment_of(sim.job)
@@ -52,7 +70,7 @@ class FleetPlacement(FleetInstances):
         if not fitting:
             return self._reason(sim, JOB_RESOURCE_REQUIREMENT)
         fleet = self._instances.setdefault(environment.arn, [])
-        placed = next((i for i in fleet if not i.terminated and i.usable and i.fits(sim.needs)), None)
+        placed = next((i for i in fleet if self._takes_jobs(i, now) and i.fits(sim.needs)), None)
         if placed is not None:
             return self._start(sim, placed, now)
         if any(not i.terminated and i.fits(sim.needs) for i in fleet):
@@ -63,13 +81,27 @@ class FleetPlacement(FleetInstances):
             return self._reason(sim, INSUFFICIENT_CAPACITY.format(", ".join(blocked)))
         self._launch(environment, [t for t in fitting if t not in blocked], fleet, now)
 
+    def _takes_jobs(self, instance: SimInstance, now: float) -> bool:
+        """Usable, not holding a failed task, and not DRAINING ("Amazon ECS prevents new tasks from being scheduled
+        for placement on the container instance": UpdateContainerInstancesState)."""
+        if instance.terminated or not instance.usable or now < instance.held_until:
+            return False
+        with contextlib.suppress(KeyError):
+            return str(self._container_instance(instance).status) == "ACTIVE"
+        return False
+
     def _start(self, sim: SimJob, instance: SimInstance, now: float) -> None:
         for kind, value in sim.needs.items():
             instance.used[kind] += value
         instance.jobs.add(sim.job.job_id)
+        self._count_tasks(instance)
         sim.instance = instance
         sim.runs += 1
+        sim.started = now
         sim.ends_at = now + self.world.jobs.runtime_seconds / self._speedup
+        sim.simulated_seconds = self.world.jobs.runtime_seconds
+        if instance.symptom == "cuda_error":
+            sim.simulated_seconds = min(sim.simulated_seconds, self.timeline.cuda_error_after * self._speedup)
         job = sim.job
         job.job_stopped_reason = None
         job.job_started_at = datetime.now()
@@ -78,22 +110,33 @@ class FleetPlacement(FleetInstances):
         job.latest_attempt["container"]["containerInstanceArn"] = instance.container_instance_arn
         self._set(job, "STARTING")
 
-    def _finish(self, sim: SimJob, status: str, exit_code: int | None, now: float, reason: str | None = None) -> None:
+    def _count_tasks(self, instance: SimInstance) -> None:
+        """ECS's runningTasksCount of the container instance: the jobs placed on it."""
+        with contextlib.suppress(KeyError):
+            self._container_instance(instance).running_tasks_count = len(instance.jobs)
+
+    def _finish(
+        self,
+        sim: SimJob,
+        status: str,
+        exit_code: int | None,
+        now: float,
+        reason: str | None = None,
+        container_reason: str | None = None,
+    ) -> None:
         job = sim.job
-        started = job.job_started_at if sim.instance is not None else datetime.now()
         self._release(sim, now)
         job.exit_code = exit_code
-        job.job_stopped_at = (
-            started + timedelta(seconds=self.world.jobs.runtime_seconds) if exit_code is not None else datetime.now()
-        )
+        job.job_stopped_at = self._stopped_at(sim, exit_code)
         job.job_stopped = True
         if status == "FAILED":
-            job.job_stopped_reason = reason or "Essential container in task exited"
+            job.job_stopped_reason = reason or ESSENTIAL_CONTAINER_EXITED
         if exit_code is not None and job.log_stream_name:
             self._log(job, f"exit code {exit_code} (the world file's jobs.exit_code)")
-        self._set(job, status)
         if sim.runs:
             job._stop_attempt()
+            self._describe_attempt(job, exit_code, container_reason, job.job_stopped_reason)
+        self._set(job, status)
         del self._jobs[job.job_id]
 
     def _release(self, sim: SimJob, now: float) -> None:
@@ -103,9 +146,60 @@ class FleetPlacement(FleetInstances):
         for kind, value in sim.needs.items():
             instance.used[kind] -= value
         instance.jobs.discard(sim.job.job_id)
+        self._count_tasks(instance)
         if not instance.jobs:
             instance.idle_since = now
         sim.instance = None
+
+    def _attempt_ended(
+        self, sim: SimJob, now: float, exit_code: int | None, reason: str | None, status_reason: str
+    ) -> None:
+        """An attempt that did not succeed: Batch retries it as the job's retryStrategy says (evaluateOnExit, first
+        entry that matches; no entry matching retries; `attempts` in all), else the job FAILED."""
+        job = sim.job
+        ran = sim.instance is not None
+        self._release(sim, now)
+        strategy = job.job_definition.retry_strategy or {}
+        attempts = int(strategy.get("attempts") or 1)
+        if not ran or sim.runs >= attempts or retry_action(strategy, exit_code, reason, status_reason) != "RETRY":
+            return self._finish(sim, "FAILED", exit_code, now, reason=status_reason, container_reason=reason)
+        job.job_stopped_at = self._stopped_at(sim, exit_code)
+        job._stop_attempt()
+        self._describe_attempt(job, exit_code, reason, status_reason)
+        job.job_stopped_reason = status_reason
+        self._set(job, "RUNNABLE")
+
+    def _bad_host_fails(
+        self, sim: SimJob, now: float, exit_code: int | None, reason: str | None, status_reason: str
+    ) -> None:
+        """A bad host fails the attempt: its kernel says why (once), and a container it could not start holds it."""
+        instance = sim.instance
+        assert instance is not None and instance.symptom is not None
+        line = KERNEL_LINES[instance.symptom].format(pid=4000 + len(instance.console))
+        if not any(line.split(",")[0] in printed for printed in instance.console):
+            instance.print(line)
+        instance.held_until = now + self.timeline.bad_host_hold
+        self._attempt_ended(sim, now, exit_code, reason, status_reason)
+
+    @staticmethod
+    def _stopped_at(sim: SimJob, exit_code: int | None) -> datetime:
+        """When an attempt that exited stopped in simulated time (its runtime after its start); else now."""
+        if exit_code is None or not sim.runs:
+            return datetime.now()
+        return sim.job.job_started_at + timedelta(seconds=sim.simulated_seconds)
+
+    @staticmethod
+    def _describe_attempt(job: Any, exit_code: int | None, reason: str | None, status_reason: str | None) -> None:
+        """The attempt as DescribeJobs shows it (AttemptDetail): its container's exit code and reason, its status."""
+        attempt = job.latest_attempt
+        if attempt is None:
+            return
+        if status_reason:
+            attempt["statusReason"] = status_reason
+        if exit_code is not None:
+            attempt["container"]["exitCode"] = exit_code
+        if reason:
+            attempt["container"]["reason"] = reason
 
 
 def _fits(shape: dict[str, int], needs: dict[str, int]) -> bool:

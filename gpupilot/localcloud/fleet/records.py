@@ -34,6 +34,42 @@ INVALID_ENVIRONMENT = "ACTION_REQUIRED - CE(s) associated with the job queue are
 HOST_TERMINATED = "Host EC2 (instance {}) terminated."
 
 
+# A container the runtime could not start: Batch's attempt says "Task failed to start" and the container's reason
+# is ECS's (spotify/luigi#2808, nextflow-io/nextflow#5657); Batch keeps 255 characters of it.
+TASK_FAILED_TO_START = "Task failed to start"
+
+
+NVML_DRIVER_NOT_LOADED = (
+    "CannotStartContainerError: Error response from daemon: failed to create task for container: failed to create "
+    "shim task: OCI runtime create failed: runc create failed: unable to start container process: error during "
+    "container init: error running hook #0: error running hook: exit status 1, stdout: , stderr: "
+    "nvidia-container-cli: initialization error: nvml error: driver not loaded: unknown"
+)[:255]
+
+
+ESSENTIAL_CONTAINER_EXITED = "Essential container in task exited"
+
+
+SMOKE_CUDA_ERROR = 14  # payloads/cuda_smoke.py: "any other CUDA error"
+
+
+# What a bad host's kernel prints (the console: ec2 GetConsoleOutput).
+KERNEL_LINES = {
+    "no_gpu_visible": "NVRM: GPU 0000:00:1e.0: RmInitAdapter failed! (0x26:0x56:1474)",
+    "cuda_error": "NVRM: Xid (PCI:0000:00:1e): 48, pid={pid}, name=python3, An uncorrectable double bit error "
+    "(DBE) has been detected on GPU in the framebuffer at partition 0, subpartition 0.",
+}
+
+
+BOOT_LINES = (
+    "Linux version 6.1.112-122.189.amzn2023.x86_64 (mockbuild@ip-10-0-54-232) (gcc (GCC) 11.4.1) #1 SMP",
+    "Command line: BOOT_IMAGE=(hd0,gpt1)/boot/vmlinuz-6.1.112-122.189.amzn2023.x86_64 root=UUID=4a1b console=ttyS0",
+    "nvidia: loading out-of-tree module taints kernel.",
+    "NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  560.35.03  Release Build",
+    "cloud-init[2051]: Cloud-init v. 22.2.2 running 'modules:final'",
+)
+
+
 JOB_STATE_CHANGE = "Batch Job State Change"
 
 
@@ -66,6 +102,12 @@ class Timeline:
     boot: float = 0.4
     disconnect_after: float = 0.3
     idle: float = 5.0
+    # A job a bad host failed holds it a while (ECS stopping the task, the agent cleaning it up, Batch placing the
+    # next): a bad host fails a job every few seconds, not every tick (the published incident: 554 jobs in under two
+    # hours, one every 13 s).
+    bad_host_hold: float = 10.0
+    # A job on a host whose GPU throws CUDA errors dies this soon after it starts.
+    cuda_error_after: float = 0.3
 
 
 @dataclass
@@ -89,6 +131,15 @@ class SimInstance:
     terminated: bool = False
     # The world's `ecs_agent: disconnects`: its agent drops before Batch places anything on it.
     disconnects: bool = False
+    # The world's `bad_hosts`: what this host does wrong, if it is bad.
+    symptom: str | None = None
+    console: list[str] = field(default_factory=list)
+    checked: bool = False  # the boot check has printed its verdict
+    held_until: float = 0.0
+
+    def print(self, line: str) -> None:
+        """A line on the instance's console (kernel messages, cloud-init's output)."""
+        self.console.append(f"[{len(self.console) * 1.37:12.6f}] {line}")
 
     @property
     def usable(self) -> bool:
@@ -108,33 +159,12 @@ class SimJob:
     needs: dict[str, int]
     ready_at: float
     instance: SimInstance | None = None
+    started: float = 0.0
     ends_at: float = 0.0
     runs: int = 0
+    simulated_seconds: float = 0.0  # how long the attempt runs in simulated time (Batch's startedAt to stoppedAt)
     # The reason a queue-blocked event was last sent for (one per reason, as the job heads its queue).
     blocked_for: str | None = None
-
-
-def _glob(pattern: str, value: str) -> bool:
-    """Batch's evaluateOnExit patterns: exact, or a prefix when they end with `*`."""
-    return value.startswith(pattern[:-1]) if pattern.endswith("*") else value == pattern
-
-
-def retried(job: Any, status_reason: str, runs: int, reason: str = "", exit_code: int | None = None) -> bool:
-    """Whether Batch moves the job back to RUNNABLE after an attempt that ended so: its definition's retryStrategy
-    (attempts, default 1; the first evaluateOnExit entry whose conditions all match decides, and none matching
-    retries)."""
-    strategy = job.job_definition.retry_strategy or {}
-    if runs >= int(strategy.get("attempts") or 1):
-        return False
-    said = {
-        "onStatusReason": status_reason,
-        "onReason": reason,
-        "onExitCode": "" if exit_code is None else str(exit_code),
-    }
-    for rule in strategy.get("evaluateOnExit") or []:
-        if all(_glob(str(rule[key]), value) for key, value in said.items() if key in rule):
-            return str(rule.get("action", "")).lower() == "retry"
-    return True
 
 
 def requirements_of(job: Any) -> dict[str, int]:
@@ -160,6 +190,7 @@ class FleetState:
     _status_of: Callable[[str, list[str]], tuple[str, str]]
     _jobs: dict[str, SimJob]
     _instances: dict[str, list[SimInstance]]
+    _launches: dict[str, int]
     _lock: threading.Lock
     _events: queue.Queue[dict[str, Any] | None]
     _stopping: threading.Event

@@ -5,11 +5,16 @@ instances of its types (bounded by maxvCpus, the world's capacity, per-zone offe
 tagged with its `computeResources.tags` as Batch tags them; after a boot each instance's ECS agent
 registers it as a container instance in the compute environment's cluster with its CPU, memory and GPUs,
 unless the world says otherwise (`ecs_agent: never_registers | disconnects`, `gpu_registration: missing`).
-Jobs are placed on container instances with room, go STARTING then RUNNING, end, and free their room;
-idle instances are terminated after an idle period; spot instances may be reclaimed. A job that cannot be
-placed stays RUNNABLE with Batch's own statusReason where Batch gives one, and none where Batch gives
-none (instances up but never registered). Everything is visible through the ordinary APIs: EC2 instances,
-ECS container instances, Batch jobs.
+Jobs are placed on container instances with room (never on a DRAINING one: ECS schedules no new task there),
+go STARTING then RUNNING, end, and free their room; an attempt that ends is retried as its job definition's
+retryStrategy says (evaluateOnExit, attempts); idle instances are terminated after an idle period; spot
+instances may be reclaimed. The world's bad GPU hosts (`bad_hosts`) fail what is placed on them as a bad
+host does: the NVIDIA runtime's NVML error at container start, or the CUDA smoke test's CUDA-error code, each
+with the kernel's Xid on the instance's console; or they fail the launch template's boot check (the console
+shows its verdict) and register without GPUs. A job that cannot be placed stays RUNNABLE with Batch's own
+statusReason where Batch gives one, and none where Batch gives none (instances up but never registered).
+Everything is visible through the ordinary APIs: EC2 instances (and their console output), ECS container
+instances, Batch jobs and their attempts.
 
 One scheduler thread ticks the fleet; events are delivered in order by one delivery thread. Durations are
 the local timeline's (seconds, not production's minutes); `speedup` shortens job runtimes only, while
@@ -50,6 +55,7 @@ class FleetSimulator(FleetHosts):
         self._status_of = compute_environment_status or (lambda _arn, _types: ("VALID", ""))
         self._jobs: dict[str, SimJob] = {}
         self._instances: dict[str, list[SimInstance]] = {}
+        self._launches: dict[str, int] = {}  # per instance type: which of the world's bad_hosts it is
         self._lock = threading.Lock()
         self._events: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self._stopping = threading.Event()
@@ -77,6 +83,12 @@ class FleetSimulator(FleetHosts):
     def instances(self) -> list[SimInstance]:
         with self._lock:
             return [i for fleet in self._instances.values() for i in fleet]
+
+    def console(self, instance_id: str) -> str | None:
+        """The console output of an instance the simulator launched (None: not one of its instances)."""
+        with self._lock:
+            found = [i for fleet in self._instances.values() for i in fleet if i.instance_id == instance_id]
+            return "\n".join(found[0].console) + "\n" if found else None
 
     def _schedule_forever(self) -> None:
         while not self._stopping.wait(self.timeline.tick):

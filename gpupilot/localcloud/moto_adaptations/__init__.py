@@ -20,6 +20,9 @@ the local cloud makes moto behave like AWS:
 14. Batch DescribeJobs: batch_jobs.py
 15. Batch's ECS clusters: ecs.py
 16. Simulated time in the workflow: stepfunctions.py
+17. EC2 GetConsoleOutput: ec2.py
+18. ECS UpdateContainerInstancesState: ecs.py
+19. ECS DescribeContainerInstances `include=CONTAINER_INSTANCE_HEALTH`: ecs.py
 
 Each module's docstring says what its adaptations do and the AWS documentation they follow; patches.py holds the
 replacements' machinery.
@@ -47,8 +50,12 @@ from gpupilot.localcloud.moto_adaptations.batch_jobs import (
     report_exit_codes,
 )
 from gpupilot.localcloud.moto_adaptations.dynamodb import direct_dynamodb_item_answers
-from gpupilot.localcloud.moto_adaptations.ec2 import SpotMarket, world_offerings, world_spot_market
-from gpupilot.localcloud.moto_adaptations.ecs import name_clusters_as_batch_does
+from gpupilot.localcloud.moto_adaptations.ec2 import SpotMarket, instance_consoles, world_offerings, world_spot_market
+from gpupilot.localcloud.moto_adaptations.ecs import (
+    container_instance_health,
+    container_instance_states,
+    name_clusters_as_batch_does,
+)
 from gpupilot.localcloud.moto_adaptations.patches import Patches
 from gpupilot.localcloud.moto_adaptations.pricing import serve_price_list
 from gpupilot.localcloud.moto_adaptations.servicequotas import world_quotas
@@ -72,6 +79,7 @@ def adapted_moto(
     quotas: dict[str, int] | None = None,
     spot_market: SpotMarket | None = None,
     workflow_clock: WorkflowClock | None = None,
+    console_of: Callable[[str], str | None] | None = None,
 ) -> Iterator[None]:
     """moto, behaving like AWS where GPU Pilot depends on it, until the block ends."""
     patches = Patches()
@@ -91,6 +99,10 @@ def adapted_moto(
         name_clusters_as_batch_does(patches)
         keep_time_limit_actions(patches)
         report_exit_codes(patches)
+        container_instance_states(patches)
+        container_instance_health(patches)
+        if console_of is not None:
+            instance_consoles(patches, console_of)
         if spot_market is not None:
             world_spot_market(patches, spot_market)
         serve_price_list(patches)

@@ -97,15 +97,22 @@ def keep_time_limit_actions(patches: Patches) -> None:
 
 
 def report_exit_codes(patches: Patches) -> None:
-    """14. A finished job's DescribeJobs carries its exit code in `container` and in its last attempt."""
+    """14. A finished job's DescribeJobs carries its exit code (and its last attempt's reason) in `container`, and
+    its exit code in its last attempt."""
     from moto.batch.models import Job
 
     original = Job.describe
 
     def describe(self: Any) -> dict[str, Any]:
         described = original(self)
-        if self.job_stopped and self.exit_code is not None and isinstance(described.get("container"), dict):
-            described["container"] = {**described["container"], "exitCode": self.exit_code}
+        container = described.get("container")
+        last_reason = ((self.attempts or [{}])[-1].get("container") or {}).get("reason")
+        if self.job_stopped and last_reason and isinstance(container, dict):
+            # ContainerDetail.reason: "A short (255 max characters) string to provide additional details about a
+            # running or stopped container", the last attempt's.
+            described["container"] = container = {**container, "reason": last_reason}
+        if self.job_stopped and self.exit_code is not None and isinstance(container, dict):
+            described["container"] = {**container, "exitCode": self.exit_code}
             if described.get("attempts"):  # moto's own list: described anew, never changed
                 *earlier, last = described["attempts"]
                 last = {**last, "container": {**last.get("container", {}), "exitCode": self.exit_code}}

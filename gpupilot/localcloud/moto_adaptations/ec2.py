@@ -1,4 +1,4 @@
-"""EC2's offerings and spot market, from the world.
+"""EC2's offerings and spot market, from the world, and each simulated instance's console.
 
 5. EC2 offerings: the instance type offerings per zone come from the world, not moto's static data.
 
@@ -9,6 +9,11 @@
    the type. Asked about fewer than three instance types, AWS scores low whatever the capacity ("If you
    specify one or two instance types [...] the returned placement score will always be low":
    GetSpotPlacementScores, InstanceType.N); so does the local cloud (3 at most).
+
+17. EC2 GetConsoleOutput: moto answers every instance with one fixed sample of a 2006 Xen kernel's boot, and
+   ignores `Latest`. Here an instance of the simulated fleet answers with its own console (its boot, the boot
+   check's verdict, its kernel's GPU errors), the latest 64 KB, as EC2 keeps "Only the most recent 64 KB of console
+   output" (GetConsoleOutput); other instances keep moto's sample.
 
 tests/integration/test_moto_adaptations.py holds a test per adaptation that fails if moto changes under it.
 """
@@ -107,3 +112,28 @@ def world_spot_market(patches: Patches, market: SpotMarket) -> None:
     else:
         EC2Response.get_spot_placement_scores = get_spot_placement_scores  # type: ignore[attr-defined]
         patches.on_exit(lambda: delattr(EC2Response, "get_spot_placement_scores"))
+
+
+CONSOLE_BYTES = 64 * 1024
+
+
+def instance_consoles(patches: Patches, console_of: Callable[[str], str | None]) -> None:
+    """17. GetConsoleOutput answers each simulated instance with its own console, its latest 64 KB."""
+    from moto.core.responses import ActionResult
+    from moto.core.utils import utcnow
+    from moto.ec2.responses.general import General
+    from moto.ec2.utils import Base64EncodedString
+
+    original = General.get_console_output
+
+    def get_console_output(self: Any) -> Any:
+        instance = self.ec2_backend.get_instance(self._get_param("InstanceId"))  # unknown: InvalidInstanceID.NotFound
+        text = console_of(instance.id)
+        if text is None:
+            return original(self)
+        latest = text.encode()[-CONSOLE_BYTES:].decode(errors="ignore")
+        return ActionResult(
+            {"InstanceId": instance.id, "Timestamp": utcnow(), "Output": Base64EncodedString.from_raw_string(latest)}
+        )
+
+    patches.replace(General, "get_console_output", get_console_output)

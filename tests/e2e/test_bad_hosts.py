@@ -1,0 +1,161 @@
+"""A bad GPU host stops eating jobs: found from the evidence a real account shows, quarantined, its jobs retried
+elsewhere; and a pool whose hosts are mostly bad gets one finding and no mass termination. Through the HTTP API, the
+CLI and the local cloud's own Batch, ECS and EC2 endpoints."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import RunningCloud
+from tests.e2e.test_fleet_diagnosis import aws
+
+pytestmark = pytest.mark.e2e
+TYPE = "g4dn.xlarge"
+JOB = {"name": "fleet", "image": "nvidia/cuda:12.4.1-base-ubuntu22.04", "command": ["python3", "train.py"],
+       "instance_types": [TYPE], "stuck_after_minutes": 30}  # fmt: skip
+JOBS = 20
+
+
+def world(symptom: str, share: float) -> dict[str, Any]:
+    """A pool of four g4dn.xlarge (the account's on-demand G quota is 16 vCPUs), `share` of them bad, seed 1."""
+    return {"instance_types": {TYPE: {"bad_hosts": {"share": share, "symptom": symptom, "seed": 1}}},
+            "quotas": {"L-DB2E81BA": 16}, "jobs": {"runtime_seconds": 3}}  # fmt: skip
+
+
+def run_jobs(cloud: RunningCloud, count: int = JOBS) -> list[dict[str, Any]]:
+    """Submit `count` jobs at once and wait for each to end."""
+    ids = [cloud.api.request("POST", "/jobs", JOB).body["job_id"] for _ in range(count)]
+    return [cloud.wait_for(job_id, {"SUCCEEDED", "FAILED"}, 240) for job_id in ids]
+
+
+def attempts_by_host(cloud: RunningCloud, jobs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Container instance ARN -> every Batch attempt that ran there, as Batch's DescribeJobs shows them."""
+    batch = aws(cloud, "batch")
+    ids = [attempt["batch_job_id"] for job in jobs for attempt in job["attempts"]]
+    hosts: dict[str, list[dict[str, Any]]] = {}
+    for start in range(0, len(ids), 100):
+        for described in batch.describe_jobs(jobs=ids[start : start + 100])["jobs"]:
+            for attempt in described["attempts"]:
+                hosts.setdefault(attempt["container"]["containerInstanceArn"], []).append(attempt)
+    return hosts
+
+
+def container_instances(cloud: RunningCloud) -> dict[str, dict[str, Any]]:
+    """Container instance ARN -> ECS's description, across the local cloud's clusters."""
+    ecs = aws(cloud, "ecs")
+    found: dict[str, dict[str, Any]] = {}
+    for cluster in ecs.list_clusters()["clusterArns"]:
+        arns = ecs.list_container_instances(cluster=cluster)["containerInstanceArns"]
+        for start in range(0, len(arns), 100):
+            described = ecs.describe_container_instances(cluster=cluster, containerInstances=arns[start : start + 100])
+            found |= {c["containerInstanceArn"]: c for c in described["containerInstances"]}
+    return found
+
+
+def instance_state(cloud: RunningCloud, instance_id: str) -> str:
+    reservations = aws(cloud, "ec2").describe_instances(InstanceIds=[instance_id])["Reservations"]
+    return str(reservations[0]["Instances"][0]["State"]["Name"])
+
+
+def findings_of(cloud: RunningCloud, kind: str, timeout: float = 60) -> list[dict[str, Any]]:
+    """The latest sweep's findings of `kind`, once a sweep has made one (sweeps the evidence started, or none)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = [f for f in cloud.api.request("GET", "/health").body["findings"] if f["kind"] == kind]
+        if found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.5)
+
+
+def test_one_bad_host_in_four_is_quarantined_after_its_second_failure_and_every_job_succeeds(
+    cloud_factory: Callable[..., RunningCloud],
+) -> None:
+    # Given four hosts, one whose GPU is not visible to containers, and no sweep on a timer: any sweep is one the
+    # evidence started
+    cloud = cloud_factory(world("no_gpu_visible", 0.25), sweep_seconds=0)
+
+    # When twenty jobs run
+    jobs = run_jobs(cloud)
+
+    # Then every job succeeded, each attempt the bad host failed retried elsewhere by Batch, no more than two of them
+    assert [job["status"] for job in jobs] == ["SUCCEEDED"] * JOBS, [j["error"] for j in jobs if j["error"]]
+    hosts = attempts_by_host(cloud, jobs)
+    bad = {
+        arn: tried
+        for arn, tried in hosts.items()
+        if any(a.get("statusReason") == "Task failed to start" for a in tried)
+    }
+    assert len(bad) == 1, sorted(bad)
+    [(arn, tried)] = bad.items()
+    # (Batch keeps 255 characters of the reason: the NVIDIA runtime's hook is named, its own words cut off)
+    assert len(tried) == 2 and all("error running hook" in a["container"]["reason"] for a in tried)
+    # And the sweep the second failure started quarantined it: drained in ECS, then terminated in EC2 (which ECS
+    # deregisters: "If you terminate a running container instance, Amazon ECS automatically deregisters" it)
+    described = container_instances(cloud)[arn]
+    assert instance_state(cloud, described["ec2InstanceId"]) == "terminated" and described["status"] == "INACTIVE"
+    # And /health shows the finding with its evidence and what was done
+    [finding] = findings_of(cloud, "BAD_GPU_HOST")
+    assert finding["instances"] == [described["ec2InstanceId"]]
+    assert finding["evidence"]["reason"] == "host_failures" and len(finding["evidence"]["jobs_hit"]) == 2
+    assert finding["evidence"]["last_failure"].startswith("CannotStartContainerError")
+    assert any("RmInitAdapter failed" in line for line in finding["evidence"]["kernel_gpu_errors"])
+    assert "drained" in finding["action"] and f"terminated {described['ec2InstanceId']}" in finding["action"]
+    # And the timeline of each job it hit says so
+    note = f"host {described['ec2InstanceId']} quarantined: "
+    timelines = {j["job_id"]: cloud.api.request("GET", f"/jobs/{j['job_id']}").body["timeline"] for j in jobs}
+    noted = [
+        job_id for job_id, timeline in timelines.items() if any((e["reason"] or "").startswith(note) for e in timeline)
+    ]
+    assert sorted(noted) == sorted(finding["evidence"]["jobs_hit"])
+    # And its cost since its first failure is waste (bad_host), next to what the jobs cost
+    costs = cloud.api.request("GET", "/costs").body
+    assert costs["waste"]["by_reason"]["bad_host"] > 0
+
+
+def test_a_host_that_fails_its_boot_check_never_runs_a_job_and_one_sweep_quarantines_it(
+    cloud_factory: Callable[..., RunningCloud],
+) -> None:
+    # Given four hosts, one of which fails the launch template's boot-time GPU check
+    cloud = cloud_factory(world("boot_check_fails", 0.25), sweep_seconds=0)
+
+    # When twenty jobs run, and then a sweep
+    jobs = run_jobs(cloud)
+    swept = cloud.cli("--json", "sweep")
+    assert swept.returncode == 0, swept.stderr
+
+    # Then every job succeeded, none of them on the host that failed its check
+    assert [job["status"] for job in jobs] == ["SUCCEEDED"] * JOBS, [j["error"] for j in jobs if j["error"]]
+    [finding] = [f for f in json.loads(swept.stdout)["findings"] if f["kind"] == "BAD_GPU_HOST"]
+    [instance] = finding["instances"]
+    ran_on = {
+        c["ec2InstanceId"] for arn, c in container_instances(cloud).items() if arn in attempts_by_host(cloud, jobs)
+    }
+    assert instance not in ran_on
+    # And the finding quotes what the host printed, and says the host was drained and terminated
+    assert finding["evidence"]["reason"] == "boot_check_failed"
+    assert finding["evidence"]["boot_check"].startswith("gpupilot-boot-check: FAIL")
+    assert "drained" in finding["action"] and instance_state(cloud, instance) == "terminated"
+
+
+def test_a_pool_whose_hosts_are_mostly_bad_gets_one_pool_finding_and_no_mass_termination(
+    cloud_factory: Callable[..., RunningCloud],
+) -> None:
+    # Given four hosts, three of them bad
+    cloud = cloud_factory(world("no_gpu_visible", 0.75), sweep_seconds=0)
+
+    # When jobs run on them (some may fail: most hosts are bad)
+    jobs = run_jobs(cloud, 8)
+
+    # Then the sweep the evidence started reports the pool, recommending to look at what the hosts share
+    [finding] = findings_of(cloud, "POOL_UNHEALTHY")
+    assert finding["resource"] == jobs[0]["attempts"][0]["job_queue"]
+    assert finding["evidence"]["hosts_unhealthy"] > finding["evidence"]["allowed_at_once"]
+    assert "AMI" in finding["recommendation"] and "no host quarantined" in finding["action"]
+    # And no host was quarantined: none drained, none reported as a bad host
+    assert [c for c in container_instances(cloud).values() if c["status"] == "DRAINING"] == []
+    assert [f for f in cloud.api.request("GET", "/health").body["findings"] if f["kind"] == "BAD_GPU_HOST"] == []
