@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,7 +44,7 @@ def cycles() -> list[list[str]]:
         while todo:
             path = todo.pop()
             for name in sorted(imports[path[-1]]):
-                if name == start:
+                if name == start and min(path) == start:  # each cycle once, from its first module by name
                     found.append([*path, start])
                 elif name not in seen:
                     seen.add(name)
@@ -72,3 +73,26 @@ def test_the_cycle_check_sees_the_import_in_a_function_and_the_one_for_type_chec
 
     # When / Then: both count as imports
     assert imported_modules(source) == {"gpupilot.openapi", "gpupilot.snapshots"}
+
+
+ADAPTATIONS = PACKAGE / "localcloud" / "moto_adaptations"
+
+
+def test_every_moto_adaptation_is_indexed_by_number_to_the_module_whose_docstring_holds_it():
+    # Given the package docstring's index: "N. what: module.py" (or "module.py and module.py")
+    index = ast.get_docstring(ast.parse((ADAPTATIONS / "__init__.py").read_text())) or ""
+    entries = re.findall(r"(?m)^(\d+)\. [^\n]*?: ((?:\w+\.py)(?: and \w+\.py)*)$", index)
+
+    # When reading each module it names
+    numbers = [int(number) for number, _ in entries]
+    unheld = [
+        f"{number}: {module}"
+        for number, modules in entries
+        for module in modules.split(" and ")
+        if not (ADAPTATIONS / module).exists()
+        or f"{number}. " not in (ast.get_docstring(ast.parse((ADAPTATIONS / module).read_text())) or "")
+    ]
+
+    # Then the adaptations are numbered 1, 2, ... without a gap, and each module named holds its adaptation's text
+    assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= 16
+    assert unheld == []

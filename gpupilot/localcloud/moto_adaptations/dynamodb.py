@@ -1,6 +1,6 @@
-"""DynamoDB, faster, with every answer unchanged (adaptation 13).
+"""DynamoDB, faster, with every answer unchanged.
 
-Sampled under load (`make bench`'s local_e2e), half of the local cloud's CPU went here:
+13. Speed (sampled under load by `make bench`'s local_e2e, half of the local cloud's CPU went here):
 
 DynamoDB item answers. moto turns an item operation's result into DynamoDB's JSON wire format
    (`moto.dynamodb.models.utilities.dynamo_to_dict`) and then hands it to its generic serializer, which
