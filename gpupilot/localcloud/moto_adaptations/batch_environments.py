@@ -36,8 +36,6 @@ NOT_VALID_MESSAGE = (
     "computeEnvironmentOrder: compute environment {arn} is {status}; a job queue can only be associated with "
     "compute environments that are VALID"
 )
-
-
 DELETING, DELETED, GONE = "DELETING", "DELETED", "GONE"
 
 

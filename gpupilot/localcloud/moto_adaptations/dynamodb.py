@@ -1,6 +1,6 @@
-"""DynamoDB, faster, with every answer unchanged.
+"""DynamoDB: as DynamoDB pages an index, and faster, with every answer unchanged.
 
-13. Speed (sampled under load by `make bench`'s local_e2e, half of the local cloud's CPU went here):
+13. Speed, answers unchanged (sampled under load by `make bench`'s local_e2e):
 
 DynamoDB item answers. moto turns an item operation's result into DynamoDB's JSON wire format
    (`moto.dynamodb.models.utilities.dynamo_to_dict`) and then hands it to its generic serializer, which
@@ -8,7 +8,7 @@ DynamoDB item answers. moto turns an item operation's result into DynamoDB's JSO
    to produce the same JSON. Here the wire-format result's output-shape members are JSON-encoded directly
    (binary values base64, as the serializer encodes them); any other result keeps moto's path.
 
-tests/integration/test_moto_speed.py checks that each answers exactly what moto answers without it.
+tests/integration/test_moto_speed.py checks that each speed-up answers exactly what moto answers without it.
 """
 
 from __future__ import annotations

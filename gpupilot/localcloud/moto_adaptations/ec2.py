@@ -1,4 +1,4 @@
-"""EC2's offerings and spot market, from the world, and each simulated instance's console.
+"""EC2: its offerings and spot market from the world, and each simulated instance's console.
 
 5. EC2 offerings: the instance type offerings per zone come from the world, not moto's static data.
 
