@@ -82,6 +82,8 @@ class GpuPilotStack(Stack):
             c.ENV_JOB_ROLE_PATTERN: arns.role(f"{JOB_ROLE_NAME_PREFIX}*"),
             c.ENV_SECRET_ARN_PATTERNS: ",".join(secret_arns),
         }
+        if settings.allow_capacity_block_purchase:
+            environment["api"][c.ENV_ALLOW_CAPACITY_BLOCK_PURCHASE] = "true"
 
         functions = ControlPlaneFunctions(
             self, "Functions", code_dir=lambda_code_dir, table_name=storage.table.table_name, environment=environment
@@ -98,6 +100,7 @@ class GpuPilotStack(Stack):
                     job_execution_role=fleet.job_execution_role.role_arn,
                     sweep_function=sweep.function_arn,
                 ),
+                allow_purchase=settings.allow_capacity_block_purchase,
             )
         )
         workflow = Workflow(self, "Workflow", asl_file=asl_file, functions=functions.functions)

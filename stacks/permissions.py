@@ -20,6 +20,7 @@ from aws_cdk import Aws
 from functions.shared.constants import STATE_MACHINE_NAME
 from functions.shared.domain.job_definitions import JOB_LOG_GROUP, JOB_LOG_STREAM_PREFIX
 from functions.shared.domain.pools import POOL_TAG
+from functions.shared.domain.reservations import PURCHASED_BY_TAG, RESERVATION_TAG
 from stacks.iam_reference import resource_types
 
 # How AWS Batch names a compute environment's ECS cluster: <compute environment name>_Batch_<uuid>.
@@ -80,6 +81,23 @@ WHY_EXECUTIONS = (
 DOC_DESCRIBE_ON_START = (
     "Service Authorization Reference for Step Functions, API operations: the StartExecution API authorizes "
     "states:StartExecution and states:DescribeExecution."
+)
+DOC_EC2_TAG_ON_CREATE = (
+    "Amazon EC2 User Guide, 'Grant permission to tag Amazon EC2 resources during creation' "
+    "(https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/supported-iam-actions-tagging.html): 'If tags are specified "
+    "in the resource-creating action, Amazon performs additional authorization on the ec2:CreateTags action', "
+    "conditioned on ec2:CreateAction."
+)
+WHY_RESERVATION_TEMPLATES = (
+    "A pool bound to a Capacity Reservation or Capacity Block needs a launch template that targets it, made at run "
+    "time (reservations are the account's, not the stack's): CreateLaunchTemplate is authorized on the new template, "
+    "whose ARN carries an id EC2 assigns (launch-template/*), so the grant is held to templates created with the "
+    "{tag} tag (aws:RequestTag)."
+)
+WHY_PURCHASE = (
+    "PurchaseCapacityBlock is authorized on the capacity reservation it creates, whose id EC2 assigns "
+    "(capacity-reservation/*): the grant is held to purchases that tag it {tag}=gpupilot (aws:RequestTag), and exists "
+    "only in a deployment whose context allows purchases (allow_capacity_block_purchase)."
 )
 WHY_JOB_LOGS = (
     "Batch names each attempt's log stream when it runs ('<awslogs-stream-prefix>/default/<ECS task id>', AWS Batch "
@@ -166,6 +184,14 @@ class Arns:
     @property
     def instances(self) -> str:
         return f"arn:{self.partition}:ec2:{self.region}:{self.account}:instance/*"
+
+    @property
+    def launch_templates(self) -> str:
+        return f"arn:{self.partition}:ec2:{self.region}:{self.account}:launch-template/*"
+
+    @property
+    def capacity_reservations(self) -> str:
+        return f"arn:{self.partition}:ec2:{self.region}:{self.account}:capacity-reservation/*"
 
     def service_linked_role(self, service: str, name: str) -> str:
         return f"arn:{self.partition}:iam::{self.account}:role/aws-service-role/{service}/{name}"
@@ -261,8 +287,50 @@ class Owned:
         return Grant(actions=("dynamodb:Query",), resources=(self.table, *self.table_indexes))
 
 
-def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
-    """Every Lambda's AWS permissions beyond its logs and X-Ray, keyed like constants.LAMBDAS.
+def reservation_templates(arns: Arns) -> list[Grant]:
+    """What a reservation's pool needs: the reservation as EC2 says now, and a launch template that targets it, copied
+    from the stack's (its version's data) and tagged as GPU Pilot's."""
+    return [
+        describe("Amazon EC2", "ec2:DescribeCapacityReservations", "ec2:DescribeLaunchTemplateVersions"),
+        Grant(
+            actions=("ec2:CreateLaunchTemplate",),
+            resources=(arns.launch_templates,),
+            reason=WHY_RESERVATION_TEMPLATES.format(tag=RESERVATION_TAG),
+            conditions={"StringLike": {f"aws:RequestTag/{RESERVATION_TAG}": "cr-*"}},
+        ),
+        Grant(
+            actions=("ec2:CreateTags",),
+            resources=(arns.launch_templates,),
+            reason=WHY_RESERVATION_TEMPLATES.format(tag=RESERVATION_TAG),
+            conditions={"StringEquals": {"ec2:CreateAction": "CreateLaunchTemplate"}},
+            required_by=DOC_EC2_TAG_ON_CREATE,
+        ),
+    ]
+
+
+def purchases(arns: Arns) -> list[Grant]:
+    """Buying a Capacity Block (only in a deployment that allows it), tagged as GPU Pilot's purchase."""
+    why = WHY_PURCHASE.format(tag=PURCHASED_BY_TAG)
+    return [
+        Grant(
+            actions=("ec2:PurchaseCapacityBlock",),
+            resources=(arns.capacity_reservations,),
+            reason=why,
+            conditions={"StringEquals": {f"aws:RequestTag/{PURCHASED_BY_TAG}": "gpupilot"}},
+        ),
+        Grant(
+            actions=("ec2:CreateTags",),
+            resources=(arns.capacity_reservations,),
+            reason=why,
+            conditions={"StringEquals": {"ec2:CreateAction": "PurchaseCapacityBlock"}},
+            required_by=DOC_EC2_TAG_ON_CREATE,
+        ),
+    ]
+
+
+def function_grants(arns: Arns, owned: Owned, allow_purchase: bool = False) -> dict[str, list[Grant]]:
+    """Every Lambda's AWS permissions beyond its logs and X-Ray, keyed like constants.LAMBDAS; `allow_purchase`: the
+    api may buy Capacity Blocks (the deployment's context switch).
 
     The state machine is named by its ARN, not by reference: the functions it invokes are also allowed to
     answer it, and a reference would make their policies, the functions and the state machine a cycle.
@@ -289,6 +357,8 @@ def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
         Grant(actions=("ecs:DescribeContainerInstances",), resources=(arns.container_instances,), reason=WHY_CLUSTERS),
     ]
     read_write = owned.items("GetItem", "UpdateItem")
+    # The account's reservations: plans use them, the sweep charges their idle hours, GET /reservations lists them.
+    reservations = describe("Amazon EC2", "ec2:DescribeCapacityReservations")
     # Retiring a pool, in Batch's order: disable and delete its queue, disable and delete its compute
     # environment (each authorized on the resource it names: GPU Pilot's own, under the prefix).
     retire_pools = [
@@ -331,6 +401,9 @@ def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
             Grant(actions=("logs:GetLogEvents",), resources=(arns.job_log_streams,), reason=WHY_JOB_LOGS),
             # POST /sweep starts a sweep in the sweep function (asynchronously).
             Grant(actions=("lambda:InvokeFunction",), resources=(owned.sweep_function,)),
+            # GET /reservations and the plan; GET /reservations/offerings.
+            describe("Amazon EC2", "ec2:DescribeCapacityReservations", "ec2:DescribeCapacityBlockOfferings"),
+            *(purchases(arns) if allow_purchase else []),
         ],
         "select_gpu": [
             owned.items("GetItem", "PutItem", "UpdateItem"),
@@ -338,6 +411,7 @@ def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
             offerings,
             *market,
             price_list,
+            reservations,
         ],
         "ensure_queue": [
             # The job's progress, an INVALID pool's attempt, the offering it leaves behind, the pool's claim;
@@ -369,6 +443,7 @@ def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
             # A job limited to zones gets a pool on those zones' subnets only; a pool is built on the launch
             # template's latest version (a new version is a new pool version).
             describe("Amazon EC2", "ec2:DescribeSubnets", "ec2:DescribeLaunchTemplates"),
+            *reservation_templates(arns),
             Grant(actions=("iam:PassRole",), resources=(owned.instance_role,), required_by=DOC_PASS_INSTANCE_ROLE),
             # The first compute environment of an account without Batch's service-linked role creates it.
             Grant(
@@ -440,6 +515,8 @@ def function_grants(arns: Arns, owned: Owned) -> dict[str, list[Grant]]:
             *fleet_reads(arns),
             # The catalog's vCPUs weigh fleets; replayed events price the attempts they end.
             *pricing,
+            # The reservations' idle hours are waste (reservation_idle).
+            reservations,
             # Remediation: jobs stuck past the hard limit, instances that never registered, dead agents.
             terminate_jobs(arns),
             Grant(

@@ -66,6 +66,8 @@ class DeploySettings:
     arm64_gpu_ami_id: str = ""
     job_secrets_prefix: str = DEFAULT_JOB_SECRETS_PREFIX
     api_gateway_cloudwatch_role: bool = True
+    # Off unless the deployment says so: without it the api has no grant to buy a Capacity Block.
+    allow_capacity_block_purchase: bool = False
     # The launch template's boot-time GPU check (functions/shared/domain/userdata.py): on unless turned off.
     gpu_boot_check: bool = True
 
@@ -101,6 +103,11 @@ class DeploySettings:
         cloudwatch_role = context.get("api_gateway_cloudwatch_role", True)
         if not isinstance(cloudwatch_role, bool):
             raise ValueError("context 'api_gateway_cloudwatch_role' must be true or false")
+        purchase = context.get("allow_capacity_block_purchase", False)
+        if isinstance(purchase, str) and purchase.lower() in ("true", "false"):
+            purchase = purchase.lower() == "true"  # `cdk synth -c allow_capacity_block_purchase=true` gives a string
+        if not isinstance(purchase, bool):
+            raise ValueError("context 'allow_capacity_block_purchase' must be true or false")
         boot_check = context.get("gpu_boot_check", True)
         if not isinstance(boot_check, bool):
             raise ValueError("context 'gpu_boot_check' must be true or false")
@@ -113,6 +120,7 @@ class DeploySettings:
             arm64_gpu_ami_id=arm64_ami,
             job_secrets_prefix=secrets_prefix,
             api_gateway_cloudwatch_role=cloudwatch_role,
+            allow_capacity_block_purchase=purchase,
             gpu_boot_check=boot_check,
         )
 

@@ -25,15 +25,20 @@ from functions.shared.domain.errors import (
     JobAlreadyFinished,
     JobNotFound,
     NoCandidate,
+    PurchaseDisabled,
+    PurchaseInProgress,
     RequestRefused,
+    SignalUnavailable,
     SweepNotFound,
 )
 from functions.shared.domain.requests import JobRequest
+from functions.shared.domain.reservation_views import PurchaseRequest
+from functions.shared.domain.reservations import MAX_BLOCK_INSTANCES, block_days_problem
 from functions.shared.domain.views import ErrorBody, SubmitResponse
 from functions.shared.domain.vocabulary import JobStatus
 from functions.shared.observability import logger, metrics
 from functions.shared.ports import Ports
-from functions.shared.usecases import costs, logs, queries, select, submit, sweep
+from functions.shared.usecases import costs, logs, queries, reservations, select, submit, sweep
 
 app = APIGatewayRestResolver()
 CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
@@ -74,6 +79,11 @@ def _error(status: int, error: str, message: str, field: str | None = None, **he
 
 
 def _request_body() -> JobRequest:
+    return JobRequest.model_validate(_json_object())
+
+
+def _json_object() -> dict[str, Any]:
+    """The request's body: a JSON object (415 when it is not JSON, 400 when it is not an object)."""
     raw = app.current_event.body
     content_type = (app.current_event.headers.get("Content-Type") or "application/json").split(";")[0].strip()
     if content_type.lower() != "application/json":
@@ -88,7 +98,7 @@ def _request_body() -> JobRequest:
         raise BadRequest("body", "body nests too deeply to be a job request") from error
     if not isinstance(body, dict):
         raise BadRequest("body", "body must be a JSON object")
-    return JobRequest.model_validate(body)
+    return body
 
 
 @app.exception_handler(ValidationError)
@@ -122,6 +132,26 @@ def _no_candidate(error: NoCandidate) -> Response:
         rejected=error.rejected,
     )
     return _json(400, body)
+
+
+@app.exception_handler(PurchaseDisabled)
+def _purchase_disabled(error: PurchaseDisabled) -> Response:
+    return _error(
+        403,
+        "PurchaseDisabled",
+        "this deployment does not buy Capacity Blocks: deploy it with the context switch "
+        "allow_capacity_block_purchase true (cdk.json), which also grants the api ec2:PurchaseCapacityBlock",
+    )
+
+
+@app.exception_handler(PurchaseInProgress)
+def _purchase_in_progress(error: PurchaseInProgress) -> Response:
+    return _error(409, "PurchaseInProgress", f"{error} is being bought (or was) by another request", "offering_id")
+
+
+@app.exception_handler(SignalUnavailable)
+def _ec2_unavailable(error: SignalUnavailable) -> Response:
+    return _error(503, "ServiceUnavailable", f"EC2 would not say ({error}): try again later")
 
 
 @app.not_found
@@ -278,6 +308,34 @@ def start_sweep() -> BaseModel:
     return sweep.start_sweep(_ports())
 
 
+def list_reservations() -> BaseModel:
+    return reservations.list_reservations(_ports())
+
+
+def list_block_offerings() -> BaseModel:
+    instance_type = app.current_event.get_query_string_value("instance_type")
+    if not instance_type:
+        raise BadRequest("instance_type", "instance_type is required, e.g. p5.48xlarge")
+    count = _whole("count", 1, 1, MAX_BLOCK_INSTANCES)
+    days = _whole("days", 1, 1, 10**6)
+    problem = block_days_problem(days)
+    if problem:
+        raise BadRequest("days", f"days: {problem}")
+    return reservations.block_offerings(instance_type, count, days, _ports())
+
+
+def _whole(name: str, default: int, low: int, high: int) -> int:
+    """A whole-number query parameter from `low` to `high`."""
+    raw = app.current_event.get_query_string_value(name) or str(default)
+    if not (raw.isascii() and raw.isdecimal()) or not low <= int(raw) <= high:
+        raise BadRequest(name, f"{name} must be a whole number from {low} to {high}")
+    return int(raw)
+
+
+def purchase_block() -> BaseModel:
+    return reservations.purchase_block(PurchaseRequest.model_validate(_json_object()), _ports())
+
+
 OPERATIONS: dict[str, Callable[..., BaseModel | Response]] = {
     "submit_job": submit_job,
     "list_jobs": list_jobs,
@@ -288,6 +346,9 @@ OPERATIONS: dict[str, Callable[..., BaseModel | Response]] = {
     "health": health,
     "sweep": start_sweep,
     "costs": costs_report,
+    "list_reservations": list_reservations,
+    "list_block_offerings": list_block_offerings,
+    "purchase_block": purchase_block,
 }
 
 

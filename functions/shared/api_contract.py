@@ -1,20 +1,19 @@
 """The HTTP API's routes, in one table: the api handler registers them, the stack declares them in API
-Gateway, and the OpenAPI document (docs/openapi.json) is written from them, so the three cannot drift."""
+Gateway, and the OpenAPI document (docs/openapi.json, api_openapi.py) is written from them, so the three cannot
+drift."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
-from pydantic.json_schema import models_json_schema
-
 from functions.shared.api_routes import QueryParam, Route
 from functions.shared.domain.logs import JobLogs
 from functions.shared.domain.requests import JobRequest
+from functions.shared.domain.reservation_views import OfferingList, PurchaseRequest, ReservationList, ReservationView
+from functions.shared.domain.reservations import MAX_BLOCK_DAYS, MAX_BLOCK_INSTANCES
 from functions.shared.domain.selection import Plan
 from functions.shared.domain.views import (
     CostReport,
-    ErrorBody,
     HealthReport,
     JobList,
     JobView,
@@ -25,6 +24,11 @@ from functions.shared.domain.vocabulary import JobStatus
 
 # A health sweep id: what POST /sweep returns, and what GET /health?sweep_id= takes.
 SWEEP_ID_PATTERN = r"^[\x21-\x7e]{1,64}$"
+# A Capacity Block lasts 1 to 14 days, or whole weeks up to 182 days (DescribeCapacityBlockOfferings).
+BLOCK_DAYS_SCHEMA: dict[str, Any] = {
+    "type": "integer",
+    "anyOf": [{"minimum": 1, "maximum": 14}, {"enum": list(range(21, MAX_BLOCK_DAYS + 1, 7))}],
+}
 
 API_TITLE = "GPU Pilot"
 API_VERSION = "1"
@@ -145,87 +149,47 @@ ROUTES: tuple[Route, ...] = (
         ),
         csv=True,
     ),
+    Route(
+        "list_reservations",
+        "GET",
+        "/reservations",
+        "The account's Capacity Reservations and Capacity Blocks in the region: what each holds, what of it is idle, "
+        "and what its idle hours have cost",
+        ReservationList,
+        errors=(503,),
+    ),
+    Route(
+        "list_block_offerings",
+        "GET",
+        "/reservations/offerings",
+        "The Capacity Blocks for ML EC2 offers now for instance_type, count and days, with their start, end and "
+        "upfront fee (listed for an hour: what POST /reservations/purchase may buy)",
+        OfferingList,
+        query=(
+            QueryParam(
+                "instance_type",
+                "The GPU type (required), e.g. p5.48xlarge",
+                {"type": "string", "minLength": 1, "maxLength": 64},
+                required=True,
+            ),
+            QueryParam(
+                "count",
+                f"Instances, 1-{MAX_BLOCK_INSTANCES} (default 1)",
+                {"type": "integer", "minimum": 1, "maximum": MAX_BLOCK_INSTANCES},
+            ),
+            QueryParam("days", "Days: 1-14, or whole weeks up to 182 (default 1)", BLOCK_DAYS_SCHEMA),
+        ),
+        errors=(400, 503),
+    ),
+    Route(
+        "purchase_block",
+        "POST",
+        "/reservations/purchase",
+        "Buy a listed Capacity Block (its fee is charged at once): only in a deployment that allows it "
+        "(allow_capacity_block_purchase), with confirm and a max_upfront_usd the fee must not exceed",
+        ReservationView,
+        status=201,
+        body=PurchaseRequest,
+        errors=(400, 403, 409),
+    ),
 )
-
-
-DEPLOYED_SERVER = {
-    "url": "https://{api_id}.execute-api.{region}.amazonaws.com/prod",
-    "description": "The deployed API: every operation needs a SigV4 signature (IAM authorization).",
-    "variables": {"api_id": {"default": "api_id"}, "region": {"default": "us-east-1"}},
-}
-LOCAL_SERVER = {
-    "url": "http://127.0.0.1:8765",
-    "description": "The local cloud (`gpupilot serve`): the same routes and models, without SigV4 by design (it "
-    "listens on the loopback interface only); its own document, `python -m gpupilot.openapi --local`, says so "
-    "with no security requirement.",
-}
-
-
-def openapi_document(local: bool = False) -> dict[str, Any]:
-    """OpenAPI 3.1 for the API, its schemas from the same pydantic models the handler validates with.
-
-    `local`: the local cloud's document: its server only, and no security requirement (it has no SigV4)."""
-    models = {route.response for route in ROUTES} | {r.body for r in ROUTES if r.body} | {ErrorBody}
-    _, schemas = models_json_schema(
-        [(model, "serialization") for model in sorted(models, key=lambda m: m.__name__)],
-        ref_template="#/components/schemas/{model}",
-    )
-    paths: dict[str, dict[str, Any]] = {}
-    for route in ROUTES:
-        parameters = [
-            {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
-            for name in _path_params(route.path)
-        ]
-        parameters += [
-            {"name": p.name, "in": "query", "required": False, "description": p.description, "schema": p.schema}
-            for p in route.query
-        ]
-        parameters += [
-            {"name": h.name, "in": "header", "required": False, "description": h.description, "schema": h.schema}
-            for h in route.headers
-        ]
-        responses: dict[str, Any] = {str(route.status): _json_response(route.response, "Success")}
-        if route.csv:
-            responses[str(route.status)]["content"]["text/csv"] = {"schema": {"type": "string"}}
-        for status in (*route.errors, *((415,) if route.body else ())):
-            responses[str(status)] = _json_response(ErrorBody, "The request was refused; `field` names why")
-        operation: dict[str, Any] = {
-            "operationId": route.operation_id,
-            "summary": route.summary,
-            "security": [] if local else [{"sigv4": []}],
-            "responses": responses,
-        }
-        if parameters:
-            operation["parameters"] = parameters
-        if route.body:
-            operation["requestBody"] = {"required": True, "content": _json_content(route.body)}
-        paths.setdefault(route.path, {})[route.method.lower()] = operation
-    components: dict[str, Any] = {"schemas": schemas["$defs"]}
-    if not local:
-        components["securitySchemes"] = {
-            "sigv4": {
-                "type": "apiKey",
-                "name": "Authorization",
-                "in": "header",
-                "x-amazon-apigateway-authtype": "awsSigv4",
-            }
-        }
-    return {
-        "openapi": "3.1.0",
-        "info": {"title": API_TITLE, "version": API_VERSION},
-        "servers": [LOCAL_SERVER] if local else [DEPLOYED_SERVER, LOCAL_SERVER],
-        "paths": paths,
-        "components": components,
-    }
-
-
-def _path_params(path: str) -> list[str]:
-    return [part[1:-1] for part in path.split("/") if part.startswith("{")]
-
-
-def _json_content(model: type[BaseModel]) -> dict[str, Any]:
-    return {"application/json": {"schema": {"$ref": f"#/components/schemas/{model.__name__}"}}}
-
-
-def _json_response(model: type[BaseModel], description: str) -> dict[str, Any]:
-    return {"description": description, "content": _json_content(model)}

@@ -14,6 +14,7 @@ class QueryParam:
     name: str
     description: str
     schema: dict[str, Any] = field(default_factory=lambda: {"type": "string"})
+    required: bool = False
 
 
 @dataclass(frozen=True)

@@ -10,13 +10,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from functions.shared.ports_hosts import HostActions, HostLedger, HostNotes
+from functions.shared.ports_logs import JobLogs
 from functions.shared.ports_market import Availability, Catalog, Prices, Quotas
 from functions.shared.ports_pools import BatchPools, PoolStates
+from functions.shared.ports_reservations import ListedOfferings, Reservations
 
 if TYPE_CHECKING:  # annotations only: a handler imports the domain modules it uses, not all of them
     from functions.shared.domain.batch import BatchJobState, ContainerInstanceState, FleetState
     from functions.shared.domain.fleet import RunningInstances
-    from functions.shared.domain.logs import LogPage
     from functions.shared.domain.memory import UnavailableOffering
     from functions.shared.domain.records import AttemptRecord, JobRecord, Wait
     from functions.shared.domain.requests import JobRequest
@@ -219,14 +220,6 @@ class Sweeps(Protocol):
         ...
 
 
-class JobLogs(Protocol):
-    """What jobs printed: CloudWatch Logs streams."""
-
-    def read(self, log_group: str, log_stream: str, next_token: str | None) -> LogPage:
-        """A page of the stream, oldest first, from `next_token` (None: its start); empty while it does not exist."""
-        ...
-
-
 class Metrics(Protocol):
     def add(self, name: MetricName, value: float, unit: str = "Count") -> None: ...
 
@@ -256,4 +249,6 @@ class Ports:
     workflow: Workflow
     sweeps: Sweeps
     metrics: Metrics
+    reservations: Reservations
+    listed_offerings: ListedOfferings
     logs: JobLogs

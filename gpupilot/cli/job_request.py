@@ -28,7 +28,8 @@ FIELD_FLAGS = {
     "capacity": "--capacity", "max_hourly_usd": "--max-hourly-usd", "price_band": "--price-band",
     "timeout_minutes": "--timeout-minutes", "stuck_after_minutes": "--stuck-after-minutes", "environment": "--env",
     "arch": "--arch", "zones": "--zone", "max_attempts": "--max-attempts",
-    "give_up_after_minutes": "--give-up-after-minutes", "command": "COMMAND",
+    "give_up_after_minutes": "--give-up-after-minutes", "reservation": "--reservation",
+    "reservation_fallback": "--reservation-fallback", "command": "COMMAND",
 }  # fmt: skip
 REQUIRED_FIELDS = ("name", "image", "command")
 
@@ -70,8 +71,19 @@ def job_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--capacity",
-        choices=["on-demand", "spot", "spot-first"],
-        help=f"capacity type; spot-first falls back to on-demand (default {defaults['capacity']})",
+        choices=["on-demand", "spot", "spot-first", "reserved"],
+        help=f"capacity type; spot-first falls back to on-demand; reserved: any Capacity Reservation or Block of the "
+        f"account that fits (default {defaults['capacity']})",
+    )
+    parser.add_argument(
+        "--reservation", metavar="CR_ID", help="run in this Capacity Reservation or Capacity Block (cr-...)"
+    )
+    parser.add_argument(
+        "--reservation-fallback",
+        action="store_const",
+        const=True,
+        help="with --reservation or --capacity reserved: go on to on-demand when the reservation cannot run it "
+        "(default: only the reservation)",
     )
     parser.add_argument(
         "--max-hourly-usd", type=float, help="the most an instance may cost per hour (default: no limit)"
@@ -152,7 +164,7 @@ def job_body(args: argparse.Namespace) -> dict[str, Any]:
     for field in (
         "name", "image", "gpus", "min_gpu_memory_gib", "vcpus", "memory_gib", "gpu_models", "instance_types",
         "capacity", "max_hourly_usd", "price_band", "timeout_minutes", "stuck_after_minutes", "arch", "zones",
-        "max_attempts", "give_up_after_minutes",
+        "max_attempts", "give_up_after_minutes", "reservation", "reservation_fallback",
     ):  # fmt: skip
         value = getattr(args, field)
         if value is not None:

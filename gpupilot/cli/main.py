@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Callable
 
-from gpupilot.cli import costs, health, jobs, local, plan, render
+from gpupilot.cli import costs, health, jobs, local, plan, render, reservations
 from gpupilot.cli.arguments import (
     ENDPOINT_HELP,
     EXIT_OK,
@@ -46,8 +46,10 @@ COMMANDS: dict[str, Callable[[ApiClient, argparse.Namespace], int]] = {
     "health": health.health,
     "sweep": health.sweep,
     "costs": costs.costs,
+    "reservations": reservations.run,
+    "reserve": reservations.run,
 }
-EXAMPLES = local.EXAMPLES | jobs.EXAMPLES | plan.EXAMPLES | health.EXAMPLES | costs.EXAMPLES
+EXAMPLES = local.EXAMPLES | jobs.EXAMPLES | plan.EXAMPLES | health.EXAMPLES | costs.EXAMPLES | reservations.EXAMPLES
 
 
 TOP_EXAMPLES = """
@@ -101,6 +103,7 @@ def build_parser(json_errors: bool = False) -> Parser:
     jobs.add_commands(command)
     health.add_commands(command)
     costs.add_command(command)
+    reservations.add_commands(command)
     return parser
 
 

@@ -350,7 +350,8 @@ def job_summary(job: dict[str, Any]) -> str:
             rows.append(
                 (f"diagnosis {attempt_row['instance_type']}", f"{diagnosis['category']}: {diagnosis['reason']}")
             )
-        if attempt_row.get("host_terminations") or len(job.get("attempts") or []) > 1:
+        shown = attempt_row.get("host_terminations") or attempt_row.get("reservation")
+        if shown or len(job.get("attempts") or []) > 1:
             rows.append((f"attempt {number}", attempt_line(attempt_row)))
     rows.append(("timeline", " -> ".join(f"{e['status']} {_clock(e['at'])}" for e in job.get("timeline") or [])))
     width = max(len(k) for k, _ in rows)
@@ -361,7 +362,8 @@ def attempt_line(attempt: dict[str, Any]) -> str:
     """One attempt: where, how it ended, what it cost, and each host Batch lost under it (a spot reclaim)."""
     cost = attempt.get("cost")
     priced = f"${cost['usd']:.6f} (${cost['hourly_usd']}/h x {_runtime(cost['runtime_seconds'])})" if cost else "-"
-    line = f"{attempt['instance_type']} {attempt['capacity']}  {attempt['status']}  {priced}"
+    where = f" in {attempt['reservation']}" if attempt.get("reservation") else ""
+    line = f"{attempt['instance_type']} {attempt['capacity']}{where}  {attempt['status']}  {priced}"
     for said in attempt.get("host_terminations") or []:
         line += f"  {said}"
     return line

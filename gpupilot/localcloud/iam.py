@@ -49,8 +49,15 @@ class PolicyError(ValueError):
 
 # Condition keys the local cloud presents with AWS's values: per-call keys (absent from a call that has
 # none, as in AWS), and the tags of the resource a call names.
-REQUEST_KEYS = {"iam:passedtoservice", "iam:awsservicename"}
+REQUEST_KEYS = {"iam:passedtoservice", "iam:awsservicename", "ec2:createaction"}
 RESOURCE_TAG_KEYS = ("ec2:resourcetag/", "aws:resourcetag/")
+# The tags a creating call asks for (aws:RequestTag/<key>): per-call keys too.
+REQUEST_TAG_KEY = "aws:requesttag/"
+# EC2 calls that create a resource with the tags of their TagSpecifications: the resource type they create. AWS
+# authorizes the call on the new resource (its id unknown: `<type>/*` matches it) with aws:RequestTag/<key>, and the
+# tagging on ec2:CreateTags with ec2:CreateAction naming the call ("Grant permission to tag Amazon EC2 resources
+# during creation", Amazon EC2 User Guide).
+EC2_CREATED_WITH_TAGS = {"CreateLaunchTemplate": "launch-template", "PurchaseCapacityBlock": "capacity-reservation"}
 # IAM's condition operators the local cloud evaluates (each also with ...IfExists): (kind, negated).
 OPERATORS = {
     "StringEquals": ("equals", False),
@@ -119,7 +126,7 @@ class Condition:
         if base not in OPERATORS:
             raise PolicyError(f"condition operator {operator} is not evaluated by the local cloud")
         lowered = key.lower()
-        if lowered not in REQUEST_KEYS and not lowered.startswith(RESOURCE_TAG_KEYS):
+        if lowered not in REQUEST_KEYS and not lowered.startswith((*RESOURCE_TAG_KEYS, REQUEST_TAG_KEY)):
             raise PolicyError(f"condition key {key} is not presented by the local cloud")
         listed = tuple(str(v) for v in (values if isinstance(values, list) else [values]))
         if any("${" in v for v in listed):
@@ -278,6 +285,16 @@ def required(
         ids = params["InstanceIds"] if operation == "TerminateInstances" else [params["InstanceId"]]
         instances = [arn("ec2", "instance/", instance) for instance in ids]
         checks.extend(Request(action, instance, tags=resource_tags(instance)) for instance in instances)
+    elif service == "ec2" and operation in EC2_CREATED_WITH_TAGS:
+        new = arn("ec2", f"{EC2_CREATED_WITH_TAGS[operation]}/", "new")
+        tags = {
+            f"aws:RequestTag/{tag['Key']}": str(tag.get("Value", ""))
+            for spec in params.get("TagSpecifications") or []
+            for tag in spec.get("Tags") or []
+        }
+        checks.append(Request(action, new, tags))
+        if tags:
+            checks.append(Request("ec2:CreateTags", new, tags | {"ec2:CreateAction": operation}))
     elif service == "ecs" and operation in ("DescribeContainerInstances", "UpdateContainerInstancesState"):
         # Authorized on each container instance named (container-instance/<cluster name>/<id>).
         cluster = arn("ecs", "cluster/", params["cluster"])

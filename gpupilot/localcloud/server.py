@@ -22,6 +22,7 @@ from gpupilot.localcloud.fleet import FleetSimulator
 from gpupilot.localcloud.http_api import ApiServer
 from gpupilot.localcloud.iam import IamEnforcer, enforcer_for
 from gpupilot.localcloud.moto_adaptations import ComputeEnvironmentLifecycle, SpotMarket, WorkflowClock, adapted_moto
+from gpupilot.localcloud.reservations import ReservationBook
 from gpupilot.localcloud.template import load_template
 from gpupilot.localcloud.world import World
 
@@ -211,6 +212,7 @@ class LocalCloud:
             log_file=log_file, metric_sink=self._put_metrics, failure_sink=self._send_to_failure_queue
         )
         self.simulator: FleetSimulator | None = None
+        self.reservations: ReservationBook | None = None
         self.faults: Faults | None = None
         self._api: ApiServer | None = None
         self._moto: Any = None
@@ -256,12 +258,14 @@ class LocalCloud:
         faults = Faults(self.world.faults)
         self.faults = faults
         self.dispatcher.fails = faults.lambda_error
+        self.reservations = ReservationBook(self.world)
         self.simulator = FleetSimulator(
             self.world,
             faults.events(self.deliver_event),
             ACCOUNT_ID,
             speedup=self.speedup,
             compute_environment_status=lifecycle.status,
+            reservations=self.reservations,
         )
         self._adaptations.enter_context(
             adapted_moto(
@@ -280,6 +284,7 @@ class LocalCloud:
                 ),
                 # The workflow's Wait states and timeouts pass in simulated time, as the jobs do.
                 workflow_clock=WorkflowClock(self.speedup),
+                reservations=self.reservations,
                 console_of=self.simulator.console,
             )
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import random
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
@@ -129,6 +130,40 @@ class FaultsWorld(_Strict):
         return self
 
 
+class ReservationWorld(_Strict):
+    """A Capacity Reservation (or a Capacity Block for ML) the account holds: EC2 describes it with a generated id."""
+
+    instance_type: str
+    zone: str
+    count: int = Field(default=1, ge=1, le=1000, description="Instances it holds")
+    starts_in_seconds: float = Field(default=0, ge=0, description="It begins this long after the cloud starts")
+    hours: float = Field(default=24, gt=0, description="How long it lasts (real hours: speedup does not shorten it)")
+    capacity_block: bool = False
+    match: Literal["open", "targeted"] = Field(
+        default="open", description="open: matching on-demand launches use it; targeted: only launches naming it"
+    )
+    region: str | None = Field(default=None, description="Its region (the world's, the only one until regions land)")
+    upfront_usd: float | None = Field(default=None, gt=0, description="A Capacity Block's fee, tagged on it")
+
+    @model_validator(mode="after")
+    def _blocks_are_targeted(self) -> ReservationWorld:
+        # "Capacity Blocks are delivered as targeted Capacity Reservations in a single Availability Zone."
+        if self.capacity_block and self.match != "targeted":
+            self.match = "targeted"
+        return self
+
+
+class BlockOfferingWorld(_Strict):
+    """A Capacity Block for ML EC2 offers (DescribeCapacityBlockOfferings), in the world's first zone by default."""
+
+    instance_type: str
+    count: int = Field(default=1, ge=1, le=64)
+    hours: float = Field(default=24, gt=0)
+    starts_in_seconds: float = Field(default=0, ge=0)
+    upfront_usd: float = Field(gt=0)
+    zone: str | None = None
+
+
 class World(_Strict):
     region: str = "us-east-1"
     zones: list[str] = Field(default_factory=lambda: ["us-east-1a", "us-east-1b"], min_length=1)
@@ -137,6 +172,8 @@ class World(_Strict):
     quotas: dict[str, int] = Field(default_factory=dict, description="vCPU quota by EC2 Service Quotas code")
     jobs: JobsWorld = Field(default_factory=JobsWorld)
     faults: FaultsWorld = Field(default_factory=FaultsWorld)
+    capacity_reservations: list[ReservationWorld] = Field(default_factory=list)
+    capacity_block_offerings: list[BlockOfferingWorld] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _known_types_zones_and_codes(self) -> World:
@@ -161,12 +198,30 @@ class World(_Strict):
         foreign = [zone for zone in self.zones if not zone.startswith(self.region)]
         if foreign:
             raise ValueError(f"zones: {foreign} are not zones of region {self.region}")
+        self._known_reservations(known)
         codes = sorted(set(self.quotas) - set(QUOTA_CODES))
         if codes:
             raise ValueError(f"quotas: unknown code(s) {codes}; valid: {', '.join(QUOTA_CODES)}")
         if any(value < 0 for value in self.quotas.values()):
             raise ValueError("quotas: a vCPU quota is a number of vCPUs, 0 or more")
         return self
+
+    def _known_reservations(self, known: Mapping[str, object]) -> None:
+        """Reservations and offerings of GPU types the world knows, in its zones and region."""
+        held: list[tuple[str, ReservationWorld | BlockOfferingWorld]] = [
+            *((f"capacity_reservations.{i}", r) for i, r in enumerate(self.capacity_reservations)),
+            *((f"capacity_block_offerings.{i}", o) for i, o in enumerate(self.capacity_block_offerings)),
+        ]
+        for where, item in held:
+            if item.instance_type not in known:
+                raise ValueError(
+                    f"{where}.instance_type: unknown GPU type {item.instance_type!r}; valid: {', '.join(sorted(known))}"
+                )
+            if item.zone is not None and item.zone not in self.zones:
+                raise ValueError(f"{where}.zone: {item.zone!r} not in the world's zones {self.zones}")
+            region = getattr(item, "region", None)
+            if region is not None and region != self.region:
+                raise ValueError(f"{where}.region: {region!r} is not a region of this world (valid: {self.region})")
 
     def instance(self, instance_type: str) -> InstanceTypeWorld:
         return self.instance_types.get(instance_type) or InstanceTypeWorld()

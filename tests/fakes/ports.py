@@ -28,6 +28,12 @@ from functions.shared.domain.memory import UnavailableOffering
 from functions.shared.domain.pool_health import USE_FIELDS, PoolState
 from functions.shared.domain.pools import GONE, generation_of
 from functions.shared.domain.quarantine import QuarantineRecord
+from functions.shared.domain.reservations import (
+    BlockOffering,
+    Reservation,
+    reservation_launch_data,
+    reservation_launch_template,
+)
 from functions.shared.domain.selection import AvailabilitySnapshot
 from functions.shared.domain.settings import Settings
 from functions.shared.domain.shares import Occupant, SharedInstance, occupy
@@ -567,6 +573,65 @@ class FakeSweeps:
         self.started.append(sweep_id)
 
 
+class FakeReservations:
+    """The account's reservations and the Capacity Blocks on offer, as the test sets them; launch templates made."""
+
+    def __init__(self, reservations: list[Reservation] | None = None, offerings: list[BlockOffering] | None = None):
+        self.held: dict[str, Reservation] = {r.reservation_id: r for r in reservations or []}
+        self.offerings = list(offerings or [])
+        self.templates: dict[str, dict[str, Any]] = {}
+        self.purchased: list[tuple[str, dict[str, str]]] = []
+        self.unavailable: SignalUnavailable | None = None
+
+    def reservations(self) -> list[Reservation]:
+        if self.unavailable is not None:
+            raise self.unavailable
+        return list(self.held.values())
+
+    def reservation(self, reservation_id: str) -> Reservation | None:
+        return self.held.get(reservation_id)
+
+    def launch_template(self, base: str, base_version: int, reservation: Reservation) -> str:
+        name = reservation_launch_template(base, base_version, reservation)
+        self.templates.setdefault(name, reservation_launch_data({"UserData": "base"}, reservation))
+        return name
+
+    def block_offerings(self, instance_type: str, count: int, hours: int) -> list[BlockOffering]:
+        return [o for o in self.offerings if (o.instance_type, o.count, o.hours) == (instance_type, count, hours)]
+
+    def purchase_block(self, offering_id: str, tags: dict[str, str]) -> Reservation:
+        offering = next(o for o in self.offerings if o.offering_id == offering_id)
+        self.purchased.append((offering_id, tags))
+        bought = Reservation(
+            reservation_id=f"cr-{len(self.held):017x}", instance_type=offering.instance_type, zone=offering.zone,
+            state="scheduled", total=offering.count, available=0, starts_at=offering.starts_at,
+            ends_at=offering.ends_at, capacity_block=True, match="targeted", upfront_usd=offering.upfront_usd,
+        )  # fmt: skip
+        self.held[bought.reservation_id] = bought
+        return bought
+
+
+class FakeListedOfferings:
+    def __init__(self) -> None:
+        self.listed: dict[str, BlockOffering] = {}
+        self.claimed: dict[str, str] = {}
+
+    def remember_offerings(self, offerings: list[BlockOffering]) -> None:
+        self.listed.update({o.offering_id: o for o in offerings if o.offering_id not in self.claimed})
+
+    def listed_offering(self, offering_id: str) -> BlockOffering | None:
+        return self.listed.get(offering_id)
+
+    def claim_purchase(self, offering_id: str, at: str) -> bool:
+        if offering_id not in self.listed or offering_id in self.claimed:
+            return False
+        self.claimed[offering_id] = at
+        return True
+
+    def release_purchase(self, offering_id: str) -> None:
+        self.claimed.pop(offering_id, None)
+
+
 @dataclass
 class FakeLogs:
     """Log streams by (group, stream): lines as written; a token is the index of the next line to read."""
@@ -635,6 +700,8 @@ def fake_ports(**overrides: Any) -> Ports:
         "workflow": FakeWorkflow(),
         "sweeps": FakeSweeps(),
         "metrics": FakeMetrics(),
+        "reservations": FakeReservations(),
+        "listed_offerings": FakeListedOfferings(),
         "logs": FakeLogs(),
     }
     return Ports(**(parts | overrides))

@@ -33,7 +33,7 @@ class Fleet:
         self.ecs = boto3.client("ecs", region_name=REGION)
         self.t0 = time.monotonic()
 
-    def create_pool(self, spot: bool = False) -> None:
+    def create_pool(self, spot: bool = False, launch_template: str | None = None) -> None:
         vpc = self.ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
         subnet = self.ec2.create_subnet(VpcId=vpc, CidrBlock="10.0.0.0/24", AvailabilityZone="us-east-1a")
         group = self.ec2.create_security_group(GroupName="g", Description="g", VpcId=vpc)["GroupId"]
@@ -52,6 +52,11 @@ class Fleet:
                 "securityGroupIds": [group],
                 "instanceRole": profile,
                 "tags": {POOL_TAG: POOL},
+                **(
+                    {"launchTemplate": {"launchTemplateName": launch_template, "version": "1"}}
+                    if launch_template
+                    else {}
+                ),
             },
         )["computeEnvironmentArn"]
         self.batch.create_job_queue(
@@ -334,6 +339,52 @@ def test_batchs_reason_for_a_blocked_queue_comes_in_one_queue_blocked_event_for_
     # Then the job now at the head gets its queue-blocked event
     blocked = [e for e in fleet.emitted() if e["detail-type"] == "Batch Job Queue Blocked"]
     assert [e["detail"]["jobId"] for e in blocked] == [first, second]
+
+
+def test_a_pool_whose_launch_template_targets_a_capacity_block_runs_in_it_until_ec2_takes_it_back(fleet_in) -> None:
+    from gpupilot.localcloud.reservations import ReservationBook
+
+    # Given a one-hour Capacity Block of one g4dn.xlarge in us-east-1a, begun (while g4dn.xlarge has no on-demand
+    # capacity), and a pool whose launch template targets it
+    world = World.model_validate(
+        {"instance_types": {"g4dn.xlarge": {"capacity": "none"}}, "jobs": {"runtime_seconds": 7200},
+         "capacity_reservations": [{"instance_type": "g4dn.xlarge", "zone": "us-east-1a", "count": 1, "hours": 1,
+                                    "capacity_block": True}]}
+    )  # fmt: skip
+    clock = [1_000_000.0]
+    book = ReservationBook(world, clock=lambda: clock[0])
+    [block] = book.reservations
+    fleet = Fleet(world)
+    fleet.simulator.reservations = book
+    with adapted_moto(on_job_submitted=fleet.simulator.submit, lifecycle=ComputeEnvironmentLifecycle(create_seconds=0),
+                      reservations=book):  # fmt: skip
+        fleet.ec2.create_launch_template(
+            LaunchTemplateName="in-block",
+            LaunchTemplateData={"InstanceMarketOptions": {"MarketType": "capacity-block"},
+                                "CapacityReservationSpecification": {"CapacityReservationTarget": {
+                                    "CapacityReservationId": block}}},
+        )  # fmt: skip
+        fleet.create_pool(launch_template="in-block")
+        job_id = fleet.submit()
+
+        # When the job runs, then the clock reaches 30 minutes before the block's end
+        fleet.at(0.2)
+        fleet.at(1.3)
+        fleet.at(1.4)
+        [instance] = fleet.instances()
+        running = fleet.job(job_id)["status"]
+        held = fleet.ec2.describe_capacity_reservations()["CapacityReservations"][0]
+        clock[0] += 1800
+        fleet.at(1.5)
+        job = fleet.job(job_id)
+
+    # Then its instance ran in the block (as EC2 shows it, the block's room taken) despite the on-demand shortage
+    assert running == "RUNNING"
+    assert instance["CapacityReservationId"] == block
+    assert held["AvailableInstanceCount"] == 0
+    # And EC2 took the instance back 30 minutes before the block's end: the attempt ended as Batch reports it
+    assert [i["State"]["Name"] for i in fleet.instances()] == ["terminated"]
+    assert job["attempts"][-1]["statusReason"] == f"Host EC2 (instance {instance['InstanceId']}) terminated."
 
 
 # -- bad GPU hosts ---------------------------------------------------------------------------------------------------

@@ -214,3 +214,40 @@ def test_the_api_may_read_only_gpu_pilot_s_streams_of_batch_s_log_group(cloud: C
     # Then its own is read, and the other team's is refused on the stream's ARN
     assert page.events == []
     assert "logs:GetLogEvents" in message and "log-stream:another-team/default/task-2" in message
+
+
+# -- reserved capacity: launch templates that target a reservation, tagged as GPU Pilot's ----------------
+def test_ensure_queue_may_copy_the_launch_template_to_target_a_reservation(cloud: Cloud) -> None:
+    from functions.shared.adapters.reservations import Ec2Reservations
+    from functions.shared.domain.reservations import Reservation
+
+    # Given a Capacity Block of the account, and the stack's launch template
+    block = Reservation(reservation_id="cr-0123456789abcdef0", instance_type="g5.xlarge", zone="us-east-1a",
+                        state="active", total=1, available=1, capacity_block=True, match="targeted")  # fmt: skip
+    base = cloud.deployment.launch_template_name
+
+    # When EnsureJobQueue makes its pool's launch template (twice: the second finds the first)
+    with calling_as("ensure_queue"):
+        name = Ec2Reservations().launch_template(base, 1, block)
+        again = Ec2Reservations().launch_template(base, 1, block)
+
+    # Then IAM allowed it (created with the reservation tag), and it targets the block with its market type
+    [version] = boto3.client("ec2").describe_launch_template_versions(LaunchTemplateName=name)["LaunchTemplateVersions"]
+    data = version["LaunchTemplateData"]
+    assert again == name
+    assert data["CapacityReservationSpecification"]["CapacityReservationTarget"] == {
+        "CapacityReservationId": "cr-0123456789abcdef0"
+    }
+    assert data["InstanceMarketOptions"] == {"MarketType": "capacity-block"}
+    assert data["UserData"]
+
+
+def test_ensure_queue_may_not_create_a_launch_template_without_the_reservation_tag(cloud: Cloud) -> None:
+    from functions.shared.adapters.clients import client
+
+    # When EnsureJobQueue's role creates an untagged launch template / Then IAM refuses it
+    with calling_as("ensure_queue"):
+        message = refused(
+            lambda: client("ec2").create_launch_template(LaunchTemplateName="anything", LaunchTemplateData={})
+        )
+    assert "ec2:CreateLaunchTemplate" in message

@@ -743,3 +743,94 @@ def test_adapted_a_task_heartbeat_passes_at_the_workflow_clocks_speed(workflows)
     # Then its missed heartbeat (a simulated day) ended it
     entered = [e["stateEnteredEventDetails"]["name"] for e in events if e["type"].endswith("StateEntered")]
     assert entered == ["Wait", "TimedOut"]
+
+
+# -- reserved capacity ------------------------------------------------------------------------------
+def reservation_world(*more: dict[str, Any]) -> Any:
+    from gpupilot.localcloud.world import World
+
+    held = {"instance_type": "g5.xlarge", "zone": "us-east-1a", "count": 2, "hours": 24}
+    return World.model_validate(
+        {
+            "capacity_reservations": [held, *({**held, **changes} for changes in more)],
+            "capacity_block_offerings": [{"instance_type": "p5.48xlarge", "count": 2, "hours": 72,
+                                          "starts_in_seconds": 3600, "upfront_usd": 94000}],
+        }
+    )  # fmt: skip
+
+
+def test_moto_alone_has_no_capacity_reservation_calls(aws):
+    # Given moto alone; When the account's reservations or the Capacity Blocks on offer are asked for
+    ec2 = boto3.client("ec2", region_name=REGION)
+    # Then moto does not implement them
+    for call in (
+        lambda: ec2.describe_capacity_reservations(),
+        lambda: ec2.describe_capacity_block_offerings(CapacityDurationHours=24),
+    ):
+        with pytest.raises(NotImplementedError, match=r"not been implemented"):
+            call()
+
+
+def test_adapted_reservations_are_the_worlds_with_their_state_and_free_instances(aws):
+    from gpupilot.localcloud.reservations import ReservationBook
+
+    # Given a world with an active open reservation of 2 g5.xlarge, and a Capacity Block beginning in an hour
+    book = ReservationBook(reservation_world({"capacity_block": True, "starts_in_seconds": 3600}))
+    with adapted_moto(reservations=book):
+        ec2 = boto3.client("ec2", region_name=REGION)
+        # When an instance is launched into the active one, and the reservations are described
+        active = book.launch_into(None, "g5.xlarge", "us-east-1a")
+        assert active is not None
+        book.hold(active, "i-1")
+        described = ec2.describe_capacity_reservations()["CapacityReservations"]
+        scheduled = ec2.describe_capacity_reservations(Filters=[{"Name": "state", "Values": ["scheduled"]}])
+        paged = list(ec2.get_paginator("describe_capacity_reservations").paginate(PaginationConfig={"PageSize": 1}))
+
+    # Then EC2's shapes say each as EC2 would: 1 of 2 free in the active one, none yet in the block (its size tagged)
+    by_state = {r["State"]: r for r in described}
+    assert (by_state["active"]["TotalInstanceCount"], by_state["active"]["AvailableInstanceCount"]) == (2, 1)
+    assert by_state["active"]["InstanceMatchCriteria"] == "open"
+    block = by_state["scheduled"]
+    assert (block["ReservationType"], block["InstanceMatchCriteria"], block["AvailableInstanceCount"]) == (
+        "capacity-block", "targeted", 0)  # fmt: skip
+    assert {"Key": "aws:ec2capacityreservation:incrementalRequestedQuantity", "Value": "2"} in block["Tags"]
+    assert [r["CapacityReservationId"] for r in scheduled["CapacityReservations"]] == [block["CapacityReservationId"]]
+    assert sum(len(page["CapacityReservations"]) for page in paged) == 2
+
+
+def test_adapted_an_unknown_reservation_is_not_found_as_aws_says(aws):
+    from gpupilot.localcloud.reservations import ReservationBook
+
+    with adapted_moto(reservations=ReservationBook(reservation_world())):
+        ec2 = boto3.client("ec2", region_name=REGION)
+        with pytest.raises(ClientError) as refused:
+            ec2.describe_capacity_reservations(CapacityReservationIds=["cr-0123456789abcdef0"])
+    assert refused.value.response["Error"]["Code"] == "InvalidCapacityReservationId.NotFound"
+
+
+def test_adapted_block_offerings_are_listed_and_one_is_bought_once(aws):
+    from gpupilot.localcloud.reservations import ReservationBook
+
+    # Given a world offering a 3-day block of 2 p5.48xlarge
+    book = ReservationBook(reservation_world())
+    with adapted_moto(reservations=book):
+        ec2 = boto3.client("ec2", region_name=REGION)
+        # When the offerings are listed, one is bought, and it is bought again
+        [offering] = ec2.describe_capacity_block_offerings(
+            InstanceType="p5.48xlarge", InstanceCount=2, CapacityDurationHours=72
+        )["CapacityBlockOfferings"]
+        other = ec2.describe_capacity_block_offerings(InstanceType="p5.48xlarge", CapacityDurationHours=24)
+        bought = ec2.purchase_capacity_block(
+            CapacityBlockOfferingId=offering["CapacityBlockOfferingId"], InstancePlatform="Linux/UNIX"
+        )["CapacityReservation"]
+        with pytest.raises(ClientError):
+            ec2.purchase_capacity_block(
+                CapacityBlockOfferingId=offering["CapacityBlockOfferingId"], InstancePlatform="Linux/UNIX"
+            )
+
+    # Then the offering has its fee (a string, as EC2 gives it), only the asked duration is offered, and the
+    # purchase is a scheduled, targeted Capacity Block reservation
+    assert (offering["UpfrontFee"], offering["CapacityBlockDurationHours"]) == ("94000.00", 72)
+    assert other["CapacityBlockOfferings"] == []
+    assert (bought["ReservationType"], bought["State"], bought["InstanceMatchCriteria"]) == (
+        "capacity-block", "scheduled", "targeted")  # fmt: skip

@@ -107,10 +107,24 @@ def test_no_arn_in_the_asl_names_a_partition_the_stack_did_not_substitute() -> N
 def test_an_invalid_pool_falls_back_or_gives_up_and_a_new_one_is_polled() -> None:
     choice = ASL["States"]["IsJobQueueReady"]
     targets = [rule["Next"] for rule in choice["Choices"]]
-    assert targets == ["SubmitBatchJob", "FallBackFromBrokenPool", "RecordFailure"]
+    assert targets == ["SubmitBatchJob", "FallBackFromBrokenPool", "RecordFailure", "WaitForReservation"]
     assert choice["Default"] == "WaitForJobQueue"
     assert ASL["States"]["WaitForJobQueue"]["SecondsPath"] == "$.timeouts.queue_poll_seconds"
     assert ASL["States"]["FallBackFromBrokenPool"]["InputPath"] == "$.queue.next_index"
+
+
+def test_a_reservation_not_begun_is_waited_for_in_one_wait_until_its_start_then_its_pool_is_checked() -> None:
+    # Given the pool check's answer for a Capacity Block that has not begun: wait_until, a timestamp
+    rule = ASL["States"]["IsJobQueueReady"]["Choices"][-1]
+    wait = ASL["States"]["WaitForReservation"]
+
+    # Then the workflow waits until that moment in one Wait state (no polling), and checks the pool again
+    assert rule["And"] == [
+        {"Variable": "$.queue.wait_until", "IsPresent": True},
+        {"Variable": "$.queue.wait_until", "IsTimestamp": True},
+    ]
+    assert rule["Next"] == "WaitForReservation"
+    assert (wait["Type"], wait["TimestampPath"], wait["Next"]) == ("Wait", "$.queue.wait_until", "EnsureJobQueue")
 
 
 def test_each_pool_check_gets_the_previous_check_and_the_timeouts_that_bound_the_wait() -> None:

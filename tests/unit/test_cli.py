@@ -1013,3 +1013,29 @@ def test_wait_says_why_the_first_type_waited_under_its_line_not_under_the_fallba
     statuses = [words[1] if words[0][0].isdigit() else "waiting" for words in out[:4]]
     assert statuses == ["SUBMITTED", "RUNNABLE", "waiting", "PROVISIONING"]
     assert sum(diagnosis.split(":")[0] + ":" in words for words in out) == 1
+
+
+# -- reserved capacity ----------------------------------------------------------------------------------------
+def test_reservation_flags_build_the_body():
+    body = body_of("--name", "n", "--capacity", "reserved", "--reservation", "cr-0123", "--reservation-fallback")
+
+    assert (body["capacity"], body["reservation"], body["reservation_fallback"]) == ("reserved", "cr-0123", True)
+    assert "reservation_fallback" not in body_of("--name", "n")
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["reserve", "cb-0123", "--max-upfront-usd", "10"], "add --yes"),
+        (["reservations", "--offerings"], "--offerings needs --type"),
+        (["reservations", "--type", "p5.48xlarge"], "--type, --count and --days go with --offerings"),
+    ],
+)
+def test_reservation_commands_refuse_what_they_cannot_do_before_any_request(capsys, argv, said):
+    # Given / When: refused before the API is called (no endpoint is reachable here)
+    code = main(["--endpoint", "http://127.0.0.1:1", *argv])
+
+    # Then exit 2 with one line saying why
+    captured = capsys.readouterr()
+    assert code == 2
+    assert captured.err.count("\n") == 1 and said in captured.err

@@ -191,3 +191,24 @@ def test_an_action_without_resource_types_is_authorized_on_everything() -> None:
     params = {"ServiceCode": "ec2", "QuotaCode": "L-DB2E81BA"}
     [check] = required("service-quotas", "servicequotas", "GetServiceQuota", params, ARNS, lambda _profile: ())
     assert (check.action, check.resource) == ("servicequotas:GetServiceQuota", "*")
+
+
+def test_an_ec2_call_that_creates_with_tags_is_authorized_with_its_request_tags_and_the_tagging_too() -> None:
+    # Given a CreateLaunchTemplate that tags the template it creates
+    params = {"LaunchTemplateName": "lt", "LaunchTemplateData": {},
+              "TagSpecifications": [{"ResourceType": "launch-template",
+                                     "Tags": [{"Key": "gpupilot:reservation", "Value": "cr-1"}]}]}  # fmt: skip
+    # Then AWS authorizes the creation on the new template with aws:RequestTag, and ec2:CreateTags naming the call
+    create, tag = required("ec2", "ec2", "CreateLaunchTemplate", params, ARNS, lambda _profile: ())
+    template = f"arn:aws:ec2:us-east-1:{ACCOUNT}:launch-template/new"
+    assert (create.action, create.resource, tag.action, tag.resource) == (
+        "ec2:CreateLaunchTemplate", template, "ec2:CreateTags", template)  # fmt: skip
+    assert create.value("aws:RequestTag/gpupilot:reservation") == "cr-1"
+    assert tag.value("ec2:CreateAction") == "CreateLaunchTemplate"
+    # And a grant held to the tag allows it, one without it does not
+    held = policy(allow("ec2:CreateLaunchTemplate", "arn:aws:ec2:*:*:launch-template/*",
+                        StringLike={"aws:RequestTag/gpupilot:reservation": "cr-*"}))  # fmt: skip
+    assert allowed(held, create)
+    untagged = required("ec2", "ec2", "CreateLaunchTemplate", {"LaunchTemplateName": "lt"}, ARNS, lambda _p: ())
+    assert [c.action for c in untagged] == ["ec2:CreateLaunchTemplate"]
+    assert not allowed(held, untagged[0])

@@ -150,6 +150,32 @@ def test_a_refusal_aws_does_not_make_is_an_error_listing_the_valid_ones(tmp_path
     assert expected in str(raised.value)
 
 
+def test_a_reservation_in_a_zone_the_world_lacks_raises_world_error_naming_it(tmp_path):
+    # Given a reservation in a zone that is not the world's
+    path = write_world(tmp_path, {"capacity_reservations": [{"instance_type": "g5.xlarge", "zone": "us-east-1f"}]})
+
+    # When / Then: the message names the reservation's field
+    with pytest.raises(WorldError, match=r"capacity_reservations\.0\.zone: 'us-east-1f' not in the world's zones"):
+        load_world(path)
+
+
+def test_a_reservation_in_a_region_the_world_lacks_raises_world_error_naming_it(tmp_path):
+    reservation = {"instance_type": "g5.xlarge", "zone": "us-east-1a", "region": "us-west-2"}
+    path = write_world(tmp_path, {"capacity_reservations": [reservation]})
+
+    with pytest.raises(WorldError, match=r"capacity_reservations\.0\.region: 'us-west-2' is not a region"):
+        load_world(path)
+
+
+def test_a_capacity_block_is_targeted_as_ec2_delivers_it(tmp_path):
+    # Given a Capacity Block the world does not say the match criteria of
+    path = write_world(tmp_path, {"capacity_reservations": [
+        {"instance_type": "g5.xlarge", "zone": "us-east-1a", "capacity_block": True}]})  # fmt: skip
+
+    # Then it is targeted ("Capacity Blocks are delivered as targeted Capacity Reservations")
+    assert load_world(path).capacity_reservations[0].match == "targeted"
+
+
 def test_bad_hosts_are_a_share_of_a_types_launches_chosen_repeatably_by_the_seed(tmp_path):
     # Given a quarter of g4dn.xlarge's instances bad, seed 1
     path = write_world(tmp_path, {"instance_types": {"g4dn.xlarge": {"bad_hosts": {"share": 0.25,

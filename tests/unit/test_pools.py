@@ -13,12 +13,12 @@ from functions.shared.domain.pools import (
     ec2_configuration,
     generation_name,
     generation_of,
-    job_queue_spec,
     pool_for,
     pool_generation,
     spec_version,
     versioned_pool,
 )
+from functions.shared.domain.queues import job_queue_spec
 from functions.shared.domain.settings import Settings
 from functions.shared.domain.vocabulary import Arch
 from tests.unit.builders import candidate

@@ -279,3 +279,11 @@ def test_the_default_costs_are_by_day_and_their_rows_add_up_to_the_total():
     }  # fmt: skip
     rows = costs(report).splitlines()[2:4]
     assert [row.split() for row in rows] == [["2026-11-22", "0.250000"], ["2026-11-23", "0.500000"]]
+
+
+def test_summary_names_the_reservation_an_attempt_ran_in():
+    reserved = job()["attempts"][0] | {"reservation": "cr-0123456789abcdef0"}
+
+    summary = job_summary(job(attempts=[reserved]))
+
+    assert "g5.12xlarge on-demand in cr-0123456789abcdef0  SUCCEEDED" in summary

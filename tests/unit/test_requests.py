@@ -67,7 +67,7 @@ def test_stuck_after_minutes_must_be_positive(minutes):
 
 def test_unknown_capacity_is_refused():
     # Given / When / Then
-    assert refused_field(capacity="reserved") == ("capacity",)
+    assert refused_field(capacity="dedicated") == ("capacity",)
 
 
 def test_unknown_arch_is_refused():

@@ -33,6 +33,9 @@ HINT_RETRY_CONFIG = Config(
     connect_timeout=2,
     read_timeout=5,
 )
+# A call that must never be sent twice: PurchaseCapacityBlock takes no client token, so a retry after an answer lost
+# on its way back (a 5xx, a time-out) could buy a second block. It is made once; whoever asked sees the failure.
+ONCE_CONFIG = Config(retries={"mode": "standard", "total_max_attempts": 1}, connect_timeout=5, read_timeout=60)
 CallObserver = Callable[..., None]
 
 _lock = threading.Lock()
@@ -41,23 +44,24 @@ _session: boto3.session.Session | None = None
 _observers: list[tuple[str, CallObserver]] = []
 
 
-def client(service: str, region: str | None = None, hint: bool = False) -> Any:
+def client(service: str, region: str | None = None, hint: bool = False, once: bool = False) -> Any:
     """A cached boto3 client for `service`, in the process's region unless the API answers elsewhere only
-    (the Price List API: us-east-1); `hint`: for a market signal, which gives up after two attempts.
+    (the Price List API: us-east-1); `hint`: for a market signal, which gives up after two attempts; `once`: for a
+    call that must never be repeated (a purchase), which makes one attempt.
 
     Clients are thread-safe, sessions are not: one session makes every client, under the lock. One
     session also loads botocore's data files once, which halves a cold start that makes four clients.
     """
     global _session
     with _lock:
-        name = (service if region is None else f"{service}@{region}") + ("#hint" if hint else "")
+        name = (service if region is None else f"{service}@{region}") + ("#hint" if hint else "") + ("#once" * once)
         existing = _clients.get(name)
         if existing is None:
             if _session is None:
                 _session = boto3.session.Session()
                 for event, observer in _observers:
                     _session.events.register(event, observer)
-            config = HINT_RETRY_CONFIG if hint else RETRY_CONFIG
+            config = ONCE_CONFIG if once else HINT_RETRY_CONFIG if hint else RETRY_CONFIG
             existing = _session.client(service, region_name=region or aws_region(), config=config)
             _clients[name] = existing
         return existing

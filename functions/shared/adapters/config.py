@@ -80,6 +80,7 @@ def _settings(variables: tuple[tuple[str, str], ...], region: str) -> Settings:
         cancel_stuck_after_minutes=float(env.get(c.ENV_CANCEL_STUCK_AFTER_MINUTES, "1440")),
         pool_idle_hours=float(env.get(c.ENV_POOL_IDLE_HOURS, "24")),
         pool_claim_grace_seconds=float(env.get(c.ENV_POOL_CLAIM_GRACE_SECONDS, "900")),
+        allow_capacity_block_purchase=env.get(c.ENV_ALLOW_CAPACITY_BLOCK_PURCHASE, "false").lower() == "true",
         quarantine_bad_hosts=env.get(c.ENV_QUARANTINE_BAD_HOSTS, "true").lower() == "true",
         bad_host_window_seconds=float(env.get(c.ENV_BAD_HOST_WINDOW_SECONDS, "3600")),
         max_unhealthy_share=float(env.get(c.ENV_MAX_UNHEALTHY_SHARE, "0.2")),

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     )
     from functions.shared.ports_market import Availability, Catalog, Prices, Quotas
     from functions.shared.ports_pools import BatchPools, PoolStates
+    from functions.shared.ports_reservations import ListedOfferings, Reservations
 
 
 def live_ports() -> Ports:
@@ -145,6 +146,18 @@ class LivePorts(Ports):
         from functions.shared.adapters.sweeps import LambdaSweeps
 
         return LambdaSweeps(self.settings.sweep_function_name)
+
+    @cached_property
+    def reservations(self) -> Reservations:
+        from functions.shared.adapters.reservations import Ec2Reservations
+
+        return Ec2Reservations()
+
+    @cached_property
+    def listed_offerings(self) -> ListedOfferings:
+        from functions.shared.adapters.offering_store import DynamoListedOfferings
+
+        return DynamoListedOfferings(self.settings.table_name)
 
     @cached_property
     def metrics(self) -> Metrics:

@@ -73,3 +73,11 @@ class SignalUnavailable(Exception):
         super().__init__(f"{operation}: {code}" + (f" ({message})" if message else ""))
         self.operation = operation
         self.code = code
+
+
+class PurchaseDisabled(Exception):
+    """This deployment does not let the API buy Capacity Blocks (its context switch is off: no grant exists)."""
+
+
+class PurchaseInProgress(Exception):
+    """A purchase of this offering was claimed already: a Capacity Block is bought once."""

@@ -11,6 +11,7 @@ from functions.shared.domain.cost import PriceQuote
 from functions.shared.domain.fleet import QuotaState
 from functions.shared.domain.memory import UnavailableOffering
 from functions.shared.domain.model import DomainModel
+from functions.shared.domain.reservations import Reservation
 from functions.shared.domain.vocabulary import CapacityType, MarketSignal
 
 
@@ -69,6 +70,10 @@ class Signals(DomainModel):
     )
     market: MarketSignals = Field(default_factory=MarketSignals)
     arm64_ami: bool = Field(default=True, description="Whether a custom NVIDIA AMI for Graviton is configured")
+    reservations: list[Reservation] = Field(
+        default_factory=list, description="The account's Capacity Reservations and Capacity Blocks in the region"
+    )
+    now: str = Field(default="", description="When the plan is made (ISO): reservations begin and end in time")
 
 
 class Candidate(DomainModel):
@@ -96,8 +101,14 @@ class Candidate(DomainModel):
         default=None,
         description="Its hourly price as a multiple of the cheapest candidate it is held against (on-demand: the "
         "cheapest on-demand one; spot: the cheapest of either; within its GPU model with gpu_models): at most "
-        "price_band; None: no known price",
+        "price_band; None: no known price, or a reservation",
     )
+    reservation: str | None = Field(
+        default=None,
+        description="The Capacity Reservation or Capacity Block (cr-...) it runs in: its hourly_usd is 0, the account "
+        "pays for it either way",
+    )
+    reserved: Reservation | None = Field(default=None, description="That reservation, as EC2 described it")
 
     @property
     def family(self) -> str:

@@ -23,6 +23,7 @@ from pydantic import Field
 from functions.shared.domain.batch import ComputeEnvironmentState, JobQueueState
 from functions.shared.domain.diagnosis import Diagnosis
 from functions.shared.domain.model import DomainModel
+from functions.shared.domain.reservations import RESERVATION_TAG
 from functions.shared.domain.selection import Candidate
 from functions.shared.domain.settings import Settings
 from functions.shared.domain.vocabulary import Arch, CapacityType, Remedy
@@ -65,6 +66,10 @@ class Pool(DomainModel):
     zones: list[str] | None = Field(default=None, description="Zones its subnets are limited to (the request's)")
     key: str = Field(default="", description="The pool without its spec version: what versions of it share")
     version: str = Field(default="", description="Hash of its compute environment's spec")
+    # A reservation's pool: the reservation (cr-...), its size as maxvCpus, the launch template that targets it.
+    reservation: str | None = None
+    max_vcpus: int | None = None
+    launch_template: str | None = None
 
 
 class QueueStatus(DomainModel):
@@ -76,6 +81,7 @@ class QueueStatus(DomainModel):
     checks: int
     status: str
     status_reason: str | None = None
+    wait_until: str | None = Field(default=None, description="Wait until then (a reservation not begun yet)")
     remedy: Remedy | None = None
     next_index: int | None = None
     diagnosis: Diagnosis | None = None
@@ -138,6 +144,8 @@ def pool_for(candidate: Candidate, arch: Arch, prefix: str, zones: list[str] | N
     """The pool a candidate runs in (same candidate, same zones, same pool: that is what makes it reusable).
     A request limited to zones gets a pool whose subnets are those zones' only, named after them."""
     capacity = "od" if candidate.capacity == CapacityType.ON_DEMAND else "spot"
+    if (reserved := candidate.reserved) is not None:  # its id in the name, its zone's subnets
+        capacity, zones = reserved.reservation_id, [reserved.zone]
     type_part = re.sub(r"[^A-Za-z0-9]", "-", candidate.instance_type)
     zone_part = "".join(f"-{zone.rsplit('-', 1)[-1]}" for zone in sorted(zones or []))
     return Pool(
@@ -146,6 +154,8 @@ def pool_for(candidate: Candidate, arch: Arch, prefix: str, zones: list[str] | N
         capacity=candidate.capacity,
         arch=arch,
         zones=sorted(zones) if zones else None,
+        reservation=reserved.reservation_id if reserved else None,
+        max_vcpus=reserved.total * candidate.vcpus if reserved else None,
     )
 
 
@@ -167,25 +177,27 @@ def compute_environment_spec(
     The pool tag in `computeResources.tags` is propagated by Batch to every instance it launches, which is
     how the sweep and the diagnosis find a pool's instances.
     """
+    reserved = {RESERVATION_TAG: pool.reservation} if pool.reservation else {}
     resources: dict[str, Any] = {
         "type": RESOURCE_TYPE[pool.capacity],
         "allocationStrategy": ALLOCATION[pool.capacity],
         "minvCpus": 0,
         "desiredvCpus": 0,
-        "maxvCpus": settings.max_vcpus,
+        "maxvCpus": pool.max_vcpus or settings.max_vcpus,
         "instanceTypes": pool.instance_types,
         "subnets": subnets or settings.subnets,
         "securityGroupIds": settings.security_groups,
         "instanceRole": settings.instance_profile_arn,
         "ec2Configuration": ec2_configuration(pool, settings),
-        "tags": {POOL_TAG: pool.name},
+        "tags": {POOL_TAG: pool.name} | reserved,
     }
-    if settings.launch_template_name:
+    template = pool.launch_template or settings.launch_template_name
+    if template:
         # A version number, not $Latest: Batch resolves $Latest once, at creation, and never again, so a new
         # launch template version would otherwise never reach a pool. A new version is a new pool version.
         version = str(launch_template_version) if launch_template_version else "$Latest"
-        resources["launchTemplate"] = {"launchTemplateName": settings.launch_template_name, "version": version}
-    tags = {POOL_TAG: pool.name, CAPACITY_TAG: pool.capacity.value}
+        resources["launchTemplate"] = {"launchTemplateName": template, "version": version}
+    tags = {POOL_TAG: pool.name, CAPACITY_TAG: pool.capacity.value} | reserved
     if pool.version:
         tags |= {KEY_TAG: pool.key, SPEC_TAG: pool.version}
     spec = {
@@ -224,28 +236,3 @@ def versioned_pool(
     name = generation_name(f"{pool.name}-{version}", generation)
     named = pool.model_copy(update={"name": name, "key": pool.name, "version": version})
     return named, compute_environment_spec(named, settings, subnets, launch_template_version)
-
-
-# jobStateTimeLimitActions: the reasons Batch supports, and its longest limit (600 to 86400 s): a day.
-RUNNABLE_LIMIT_REASONS = (
-    "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY",
-    "MISCONFIGURATION:COMPUTE_ENVIRONMENT_MAX_RESOURCE",
-    "MISCONFIGURATION:JOB_RESOURCE_REQUIREMENT",
-)
-RUNNABLE_LIMIT_SECONDS = 86400
-
-
-def job_queue_spec(pool: Pool, compute_environment_arn: str) -> dict[str, Any]:
-    """`CreateJobQueue` arguments: one queue per pool, ordering only the pool's compute environment."""
-    return {
-        "jobQueueName": pool.name,
-        "state": "ENABLED",
-        "priority": 1,
-        "computeEnvironmentOrder": [{"order": 1, "computeEnvironment": compute_environment_arn}],
-        # Batch's own backstop for the causes it names, should the workflow and the sweep both be gone.
-        "jobStateTimeLimitActions": [
-            {"reason": reason, "state": "RUNNABLE", "maxTimeSeconds": RUNNABLE_LIMIT_SECONDS, "action": "CANCEL"}
-            for reason in RUNNABLE_LIMIT_REASONS
-        ],
-        "tags": {POOL_TAG: pool.name},
-    }

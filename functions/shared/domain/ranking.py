@@ -15,7 +15,8 @@ cheapest of its band (1 / price_ratio), zones offered (one zone is a single poin
 unavailable, the spot placement score, and quota headroom (instances at once).
 
 Attempt order: priced before unpriced (a type with no known price on any capacity type comes after every priced
-one, smallest first); then the request's GPU model preference, then score; then spread so that consecutive
+one, smallest first); then the request's GPU model preference, then reserved capacity before the rest (a reservation
+with room costs the account nothing more: it pays for it either way), then score; then spread so that consecutive
 attempts come from different families where there is a choice (one family's shortage, say every g6, then costs
 one attempt, not all of them); `spot-first` tries each type on spot, then on on-demand, before the next type.
 """
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from functions.shared.domain.band import BAND_TOLERANCE, held_against, outside_band_words, times
 from functions.shared.domain.fleet import QUOTA_NAMES
+from functions.shared.domain.reservations import SCHEDULED, room_words, waiting_words
 from functions.shared.domain.vocabulary import CapacityType, MarketSignal
 
 if TYPE_CHECKING:
@@ -42,6 +44,7 @@ WITHOUT_SIGNAL = {
     MarketSignal.SPOT_PRICES: "spot offerings are ranked as unpriced",
     MarketSignal.PLACEMENT_SCORES: "spot offerings are ranked without them",
     MarketSignal.VCPU_QUOTAS: "not checked, so a type they bound may wait for quota",
+    MarketSignal.RESERVATIONS: "the account's reservations are not used",
 }
 
 
@@ -49,6 +52,9 @@ def rank(request: JobRequest, options: list[Candidate]) -> tuple[list[Candidate]
     """(the options within the price band, scored, explained and in attempt order; those beyond it)."""
     within, beyond = [], []
     for option in options:
+        if option.reservation is not None:
+            within.append(option)  # paid for either way: no band holds it
+            continue
         best = _cheapest_held_against(request, option, options)
         if option.hourly_usd is not None and best is not None:
             ratio = option.hourly_usd / best if best > 0 else 1.0
@@ -72,22 +78,29 @@ def _cheapest_held_against(request: JobRequest, option: Candidate, options: list
         o.hourly_usd
         for o in options
         if o.hourly_usd is not None
+        and o.reservation is None
         and held_against(request, option.capacity, option.gpu_model, o.capacity, o.gpu_model)
     ]
     return min(prices, default=None)
 
 
 def _order(request: JobRequest, options: list[Candidate]) -> tuple[list[Candidate], set[str]]:
-    """Attempt order, and the types the spreading moved ahead of better-scored ones of the family before them."""
+    """Attempt order, and the types the spreading moved ahead of better-scored ones of the family before them.
+    Reservations go first, in the order selection found them (active first, the soonest to end first), each ahead of
+    every other candidate of its GPU model preference or a less preferred one."""
     preference = [m.lower() for m in request.gpu_models or []]
 
+    def model_rank(candidate: Candidate) -> int:
+        return preference.index(candidate.gpu_model.lower()) if preference else 0
+
     def merit(candidate: Candidate) -> tuple[object, ...]:
-        model_rank = preference.index(candidate.gpu_model.lower()) if preference else 0
         if candidate.hourly_usd is None:  # no price to weigh: the smallest instance first
             size = (candidate.gpus, candidate.vcpus, candidate.memory_gib)
-            return (model_rank, *size, -candidate.score, candidate.instance_type)
-        return model_rank, -candidate.score, candidate.hourly_usd, candidate.instance_type
+            return (model_rank(candidate), *size, -candidate.score, candidate.instance_type)
+        return model_rank(candidate), -candidate.score, candidate.hourly_usd, candidate.instance_type
 
+    reserved = [c for c in options if c.reservation is not None]
+    options = [c for c in options if c.reservation is None]
     capacity_rank = {c: i for i, c in enumerate((CapacityType.SPOT, CapacityType.ON_DEMAND))}
     priced = sorted((c for c in options if c.hourly_usd is not None), key=merit)
     unpriced = sorted((c for c in options if c.hourly_usd is None), key=merit)
@@ -107,6 +120,10 @@ def _order(request: JobRequest, options: list[Candidate]) -> tuple[list[Candidat
         spread, tier_moved = _spread(tier)
         ordered += [candidate for group in spread for candidate in group]
         moved |= tier_moved
+    for candidate in sorted(reserved, key=model_rank, reverse=True):
+        rank_of = model_rank(candidate)
+        after = (i for i, c in enumerate(ordered) if c.reservation is None and model_rank(c) >= rank_of)
+        ordered.insert(next(after, len(ordered)), candidate)
     return ordered, moved
 
 
@@ -124,7 +141,11 @@ def _spread(groups: list[list[Candidate]]) -> tuple[list[list[Candidate]], set[s
 
 
 def _score(candidate: Candidate) -> float:
-    factors: list[float] = [UNPRICED_FACTOR if candidate.price_ratio is None else 1 / max(candidate.price_ratio, 1.0)]
+    if candidate.reservation is not None:
+        price = 1.0  # the account pays for it either way
+    else:
+        price = UNPRICED_FACTOR if candidate.price_ratio is None else 1 / max(candidate.price_ratio, 1.0)
+    factors: list[float] = [price]
     zones = len(candidate.zones)
     factors.append(min(1.0, zones / 2))
     if candidate.unavailable_zones:
@@ -141,6 +162,8 @@ def _score(candidate: Candidate) -> float:
 
 def _why(request: JobRequest, candidate: Candidate, before: Candidate | None, moved: bool) -> str:
     """Its price for this job, its availability signals, and why it is where it is, in a few words each."""
+    if candidate.reserved is not None:
+        return f"{room_words(candidate.reserved)}; $0/h for this job: the account pays for it whether used or not"
     if candidate.hourly_usd is None:
         price = "no known price: after every priced type"
     else:
@@ -171,6 +194,8 @@ def plan_warnings(plan: Plan, request: JobRequest) -> list[str]:
     if not candidates:
         return []
     first, warnings = candidates[0], []
+    if first.reserved is not None and first.reserved.state == SCHEDULED:
+        warnings.append(f"the job starts by {waiting_words(first.reserved)}")
     if plan.outside_band is not None:
         outside = plan.outside_band
         allowed = f"POST /jobs refuses it unless price_band is at least {outside.needed_band:g}"
@@ -181,7 +206,7 @@ def plan_warnings(plan: Plan, request: JobRequest) -> list[str]:
             f"quota {first.quota_code} ({name}) allows {first.quota_instances} {first.instance_type} at once: "
             "parallel jobs will wait for each other"
         )
-    if len(first.zones) == 1:
+    if len(first.zones) == 1 and first.reservation is None:  # a reservation is in one zone by nature
         warnings.append(
             f"{first.instance_type} is offered in one zone only ({first.zones[0]}): a shortage there stops it"
         )

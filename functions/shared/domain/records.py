@@ -17,6 +17,7 @@ from functions.shared.domain.diagnosis import Diagnosis
 from functions.shared.domain.lifecycle import status_rank
 from functions.shared.domain.model import DomainModel
 from functions.shared.domain.requests import JobRequest
+from functions.shared.domain.reservations import Reservation
 from functions.shared.domain.selection import Candidate
 from functions.shared.domain.vocabulary import AttemptStatus, BatchStatus, CapacityType, JobStatus, Remedy, WaitPhase
 
@@ -99,6 +100,8 @@ class AttemptRecord(DomainModel):
     verdict: str | None = Field(
         default=None, description="Batch's reason that resumed the start wait early (a verdict resumes it once)"
     )
+    reservation: str | None = Field(default=None, description="The Capacity Reservation or Block (cr-...) it ran in")
+    reserved: Reservation | None = Field(default=None, description="That reservation, as the plan saw it: its price")
     log_stream: str | None = Field(
         default=None, description="Its last Batch attempt's CloudWatch Logs stream, named by Batch at RUNNING"
     )
@@ -115,6 +118,8 @@ class AttemptRecord(DomainModel):
             job_queue=job_queue,
             status=status,
             submitted_at=now_iso(),
+            reservation=candidate.reservation,
+            reserved=candidate.reserved,
             **fields,
         )
 
@@ -127,6 +132,15 @@ class AttemptRecord(DomainModel):
     def live(self) -> bool:
         """A Batch job exists for it and has not ended."""
         return bool(self.batch_job_id) and not (self.batch_status and self.batch_status.ended)
+
+
+class ReservationWait(DomainModel):
+    """An attempt waiting for its reservation to begin (a Capacity Block bought for later), before its pool exists."""
+
+    attempt: int
+    reservation: str
+    starts_at: str
+    reason: str = Field(description="waiting for Capacity Block cr-... starting at ...")
 
 
 class JobRecord(DomainModel):
@@ -143,6 +157,9 @@ class JobRecord(DomainModel):
     cost: Cost | None = None
     error: str | None = None
     execution_arn: str | None = None
+    reservation_wait: ReservationWait | None = Field(
+        default=None, description="The reservation the current attempt waits to begin, if it does"
+    )
     created_at: str
     updated_at: str
 
@@ -157,6 +174,13 @@ class JobRecord(DomainModel):
 
     def ordered_attempts(self) -> list[tuple[int, AttemptRecord]]:
         return sorted(self.attempts.items())
+
+    def waiting_for_reservation(self) -> ReservationWait | None:
+        """The reservation wait of the attempt the job is provisioning now (an older attempt's is over)."""
+        wait = self.reservation_wait
+        if wait is None or self.status != JobStatus.PROVISIONING:
+            return None
+        return wait if self.status_rank == status_rank(JobStatus.PROVISIONING, wait.attempt) else None
 
     def entry_for(self, status: JobStatus, attempt: int) -> int | None:
         """The index of the timeline entry that `status` on `attempt` added, while the job is still there: the

@@ -18,6 +18,8 @@ SECRET_ARN = re.compile(
     r"^arn:aws[a-z-]*:(secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+(:[^:]*){0,3}"
     r"|ssm:[a-z0-9-]+:\d{12}:parameter/[A-Za-z0-9/_.-]+)$"
 )
+# An EC2 Capacity Reservation id (cr- and 17 hexadecimal digits; older ones 8): a request's `reservation`.
+RESERVATION_ID = r"^cr-[0-9a-f]{8,17}$"
 ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}$")
 
 # An image reference by Docker's grammar (github.com/distribution/reference, regexp.go, ReferenceRegexp):

@@ -20,6 +20,7 @@ from functions.shared.domain.references import (
     ENVIRONMENT_NAME,
     ENVIRONMENT_VALUE,
     IMAGE_REFERENCE,
+    RESERVATION_ID,
     ROLE_ARN,
     SECRET_ARN,
 )
@@ -94,7 +95,9 @@ class JobRequest(DomainModel):
     instance_types: list[ListEntry] | None = Field(
         default=None, min_length=1, max_length=MAX_LIST_ITEMS, description="Allow-list of instance types"
     )
-    capacity: CapacityPreference = Field(default=CapacityPreference.ON_DEMAND)
+    capacity: CapacityPreference = Field(
+        default=CapacityPreference.ON_DEMAND, description="reserved: any Capacity Reservation or Block that fits"
+    )
     max_hourly_usd: StrictFloat | None = Field(default=None, ge=0.0001, le=10_000)
     price_band: StrictFloat = Field(
         default=DEFAULT_PRICE_BAND,
@@ -157,6 +160,18 @@ class JobRequest(DomainModel):
     ignore_unavailable: StrictBool = Field(
         default=False,
         description="Try offerings the memory of unavailable offerings would leave out for now (a retry on purpose)",
+    )
+    reservation: str | None = Field(
+        default=None,
+        pattern=RESERVATION_ID,
+        description="A Capacity Reservation or Capacity Block of the account (cr-...) to run on; a block that has not "
+        "begun is waited for. capacity must be on-demand or reserved",
+    )
+    reservation_fallback: StrictBool = Field(
+        default=False,
+        description="With reservation or capacity reserved: when the reservation cannot run the job (full, too short "
+        "for timeout_minutes, ended, or Batch cannot start it there), go on to on-demand offerings; default: only the "
+        "reservation(s)",
     )
 
     @field_validator("gpus", "vcpus", "timeout_minutes", "max_attempts", "spot_reclaims_before_fallback", mode="before")
@@ -230,6 +245,11 @@ class JobRequest(DomainModel):
                     f"secret {name!r} must be the full ARN of a Secrets Manager secret or an SSM parameter"
                 )
         return value
+
+    @property
+    def asks_reserved(self) -> bool:
+        """Whether the request asks for reserved capacity (a reservation it names, or any that fits)."""
+        return self.reservation is not None or self.capacity == CapacityPreference.RESERVED
 
     @field_validator("job_role_arn")
     @classmethod

@@ -25,7 +25,8 @@ from functions.shared.domain.offers import (
 )
 from functions.shared.domain.ranking import rank
 from functions.shared.domain.requests import JobRequest
-from functions.shared.domain.vocabulary import CapacityPreference, CapacityType
+from functions.shared.domain.reserved import capacities_for, reserved_options
+from functions.shared.domain.vocabulary import CapacityType
 
 # How long an offering that failed (no capacity, a broken pool) is left out of selection, across executions.
 UNAVAILABLE_TTL_SECONDS = 1800
@@ -53,19 +54,10 @@ def offering_key(capacity: CapacityType, instance_type: str, zone: str) -> str:
     return f"{capacity}:{instance_type}:{zone}"
 
 
-def capacities_for(preference: CapacityPreference) -> list[CapacityType]:
-    """Capacity types to try, in order."""
-    if preference == CapacityPreference.SPOT:
-        return [CapacityType.SPOT]
-    if preference == CapacityPreference.SPOT_FIRST:
-        return [CapacityType.SPOT, CapacityType.ON_DEMAND]
-    return [CapacityType.ON_DEMAND]
-
-
 def signal_needs(request: JobRequest, catalog: dict[str, GpuType]) -> SignalNeeds:
     """What a plan for `request` needs read: the types its shape fits, the capacity types, their vCPU quotas."""
     fitting = sorted(t for t, gpu in catalog.items() if fit_problem(request, gpu) is None)
-    capacities = capacities_for(request.capacity)
+    capacities = capacities_for(request)
     codes = {vcpu_quota_code(t, capacity == CapacityType.SPOT) for t in fitting for capacity in capacities}
     return SignalNeeds(fitting=fitting, capacities=capacities, quota_codes=sorted(c for c in codes if c))
 
@@ -75,7 +67,7 @@ def placement_score_types(request: JobRequest, signals: Signals) -> list[str]:
     scores), with the next spot candidates when they are fewer than three (AWS scores one or two types low whatever
     the capacity); none when fewer than three types could be asked about, so that a score AWS always gives low
     never demotes spot."""
-    if CapacityType.SPOT not in capacities_for(request.capacity):
+    if CapacityType.SPOT not in capacities_for(request):
         return []
     unscored = signals.model_copy(update={"market": signals.market.model_copy(update={"placement_scores": {}})})
     candidates = plan(request, unscored).candidates
@@ -97,8 +89,9 @@ class _Rejection(NamedTuple):
 
 # The order rejections are listed in: the cheapest fix first (the smallest quota increase that lets the job run),
 # then what the request named wrong, what the zones' offerings or a shortage block, what the price rules out, what
-# could never run the request, and last what the request's own filters left out.
-QUOTA, UNKNOWN, BLOCKED, PRICE, SHAPE, FILTER = range(6)
+# could never run the request, and last what the request's own filters left out. Reservations asked for come first.
+RESERVED_ASKED = -1
+QUOTA, UNKNOWN, BLOCKED, PRICE, SHAPE, FILTER, RESERVED_ABOUT = range(7)
 
 
 class _Found(NamedTuple):
@@ -112,8 +105,11 @@ def plan(request: JobRequest, signals: Signals) -> Plan:
     cheapest fix first); `outside_band` when the cheaper types that fit are all blocked and the first choice costs
     more than price_band times the cheapest of them. Warnings are the caller's (ranking.plan_warnings)."""
     found = _offerings(request, signals)
-    candidates, beyond = rank(request, found.options)
-    rejections = found.rejections + [_beyond_band(request, option) for option in beyond]
+    reserved, refused = reserved_options(request, signals)
+    kind = RESERVED_ASKED if request.asks_reserved else RESERVED_ABOUT
+    candidates, beyond = rank(request, reserved + found.options)
+    rejections = [_reject(kind, r.instance_type, r.reason, r.field) for r in refused] + found.rejections
+    rejections += [_beyond_band(request, option) for option in beyond]
     outside = outside_band(request, candidates, found.blocked)
     if outside is not None:
         candidates[0].why += f"; {times(outside.ratio)} {outside.cheapest_type}, which cannot start"
@@ -132,6 +128,8 @@ def _offerings(request: JobRequest, signals: Signals) -> _Found:
         if instance_type not in signals.catalog:
             reason = "not an NVIDIA GPU instance type GPU Pilot knows (CUDA needs one)"
             found.rejections.append(_reject(UNKNOWN, instance_type, reason, "instance_types"))
+    if not capacities_for(request):
+        return found  # reserved capacity only
     for instance_type, gpu in sorted(signals.catalog.items()):
         problem = type_problem(request, gpu, signals.arm64_ami, market.max_vcpus)
         if problem:
@@ -141,15 +139,13 @@ def _offerings(request: JobRequest, signals: Signals) -> _Found:
         offered_zones = [z for z in availability.offered.get(instance_type, []) if z in allowed_zones]
         if not offered_zones:
             where = ", ".join(allowed_zones) or "any zone of the request"
-            blocked = [
-                _blocked(gpu, c, "offering", _any_price(c, gpu, signals)) for c in capacities_for(request.capacity)
-            ]
+            blocked = [_blocked(gpu, c, "offering", _any_price(c, gpu, signals)) for c in capacities_for(request)]
             price = min((b.hourly_usd for b in blocked if b.hourly_usd is not None), default=float("inf"))
             field = "zones" if request.zones else None
             found.rejections.append(_reject(BLOCKED, instance_type, f"not offered in {where}", field, price))
             found.blocked.extend(blocked)
             continue
-        for capacity in capacities_for(request.capacity):
+        for capacity in capacities_for(request):
             option = _offering(request, gpu, capacity, offered_zones, signals)
             if isinstance(option, Candidate):
                 found.options.append(option)

@@ -72,6 +72,10 @@ class Settings(DomainModel):
         description="A pool claimed by a workflow this recently is not retired (its job may be "
         "between EnsureJobQueue and SubmitJob)",
     )
+    allow_capacity_block_purchase: bool = Field(
+        default=False,
+        description="The deployment lets the API buy Capacity Blocks (context allow_capacity_block_purchase)",
+    )
     quarantine_bad_hosts: bool = Field(
         default=True,
         description="Drain and terminate GPU hosts that fail jobs for reasons of their own, failed their boot check or "

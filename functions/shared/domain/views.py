@@ -39,6 +39,7 @@ class Attempt(DomainModel):
         default_factory=list,
         description="Batch's words for each of its Batch attempts whose host was terminated (a spot reclaim)",
     )
+    reservation: str | None = Field(default=None, description="The Capacity Reservation or Block (cr-...) it ran in")
     log_stream: str | None = Field(
         default=None, description="Its CloudWatch Logs stream (GET /jobs/{job_id}/logs), once Batch ran it"
     )
@@ -145,11 +146,15 @@ class CostGroup(DomainModel):
 class Waste(DomainModel):
     """What the fleet cost without serving a job (instances never registered, registered without GPUs, agent
     disconnected, left alive in an idle pool; the share of an instance no job held while its jobs ran,
-    `unused_share`), by the day the instance launched."""
+    `unused_share`), by the day the instance launched; and the hours of the account's reservations no instance used
+    (`reservation_idle`), by the day they passed."""
 
     usd: float = 0.0
     by_reason: dict[str, float] = Field(default_factory=dict)
     by_pool: dict[str, float] = Field(default_factory=dict)
+    by_reservation: dict[str, float] = Field(
+        default_factory=dict, description="reservation_idle by reservation (cr-...): reserved hours no instance used"
+    )
 
 
 class CostReport(DomainModel):
@@ -180,7 +185,11 @@ def ordered_timeline(entries: list[TimelineEntry]) -> list[TimelineEntry]:
 
 
 def current_reason(record: JobRecord) -> str | None:
-    """Why an unfinished job waits: its latest attempt's last diagnosis, else Batch's statusReason."""
+    """Why an unfinished job waits: the reservation it waits to begin, else its latest attempt's last diagnosis, else
+    Batch's statusReason."""
+    waiting = record.waiting_for_reservation()
+    if waiting is not None:
+        return waiting.reason
     latest = record.latest_attempt()
     if record.status.finished or latest is None:
         return None
@@ -218,6 +227,7 @@ def job_view(record: JobRecord) -> JobView:
                 diagnosis=attempt.diagnosis,
                 cost=attempt.cost,
                 host_terminations=attempt.host_terminations,
+                reservation=attempt.reservation,
                 log_stream=attempt.log_stream,
             )
             for _, attempt in record.ordered_attempts()

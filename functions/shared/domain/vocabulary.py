@@ -65,17 +65,20 @@ class CapacityType(StrEnum):
 
 
 class CapacityPreference(StrEnum):
-    """What a request asks for: one capacity type, or spot then on-demand."""
+    """What a request asks for: one capacity type, spot then on-demand, or capacity the account already reserved."""
 
     ON_DEMAND = "on-demand"
     SPOT = "spot"
     SPOT_FIRST = "spot-first"
+    # Any Capacity Reservation or Capacity Block of the account that fits the request (on-demand instances in it).
+    RESERVED = "reserved"
 
 
 class MarketSignal(StrEnum):
     """What selection reads about an offering now; one that cannot be read degrades the plan, never fails it."""
 
     ON_DEMAND_PRICES = "on-demand prices"
+    RESERVATIONS = "capacity reservations"
     SPOT_PRICES = "spot prices"
     PLACEMENT_SCORES = "spot placement scores"
     VCPU_QUOTAS = "vCPU quotas"
@@ -125,6 +128,9 @@ class DiagnosisCategory(StrEnum):
     # jobs', other pools', anyone's), so Batch cannot launch an instance for the job until some end (a normal
     # scale-up otherwise); the evidence names the quota, what holds it, and how to raise it. Time cures it.
     VCPU_QUOTA_REACHED = "VCPU_QUOTA_REACHED"
+    # A diagnosis: the job's next candidate is a Capacity Block (or a future-dated reservation) that has not begun; the
+    # workflow waits until it does, then provisions its pool (normal, like WAITING_FOR_SCALE_UP).
+    WAITING_FOR_RESERVATION = "WAITING_FOR_RESERVATION"
 
 
 # A finding's kind is a diagnosis category: the sweep and the workflow speak the same words.

@@ -6,22 +6,31 @@ went idle). Pure.
 Each sweep sees each such instance's waste so far (its span only grows). The ledger keeps one item per
 instance, whatever reasons the sweeps see it under, and charges only the part of a span not charged before,
 so no second of an instance is counted twice; it falls at most one sweep interval short of the instance's end.
+
+A reservation's idle hours are waste too (`reservation_idle`): the account pays for reserved instances whether they
+run or not. Each sweep charges the instances the reservation has free now for the time since the sweep before (EC2
+says how many are free now, not how many were: the count is taken to have held since), one ledger item per
+reservation and UTC day, so a sweep that runs twice charges once.
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from pydantic import Field
 
 from functions.shared.domain.batch import Ec2InstanceState, FleetState
-from functions.shared.domain.clock import parse_iso, seconds_between
+from functions.shared.domain.clock import iso, parse_iso, seconds_between
 from functions.shared.domain.cost import PriceQuote, attempt_cost, usd_sum
 from functions.shared.domain.fleet import FleetAnalysis
 from functions.shared.domain.model import DomainModel
+from functions.shared.domain.reservations import ACTIVE, Reservation
 
 NEVER_REGISTERED = "never_registered"
 NO_GPUS = "registered_without_gpus"
 DISCONNECTED = "agent_disconnected"
 IDLE = "idle"
+RESERVATION_IDLE = "reservation_idle"
 BAD_HOST = "bad_host"
 REASONS = {"unregistered": NEVER_REGISTERED, "gpu_less": NO_GPUS, "disconnected": DISCONNECTED}
 
@@ -149,3 +158,28 @@ def _entry(
             pricing=quote.pricing, started_at=start, at=at,
         )
     ]  # fmt: skip
+
+
+def reservation_idle(reservation: Reservation, rate: PriceQuote, since: str, at: str) -> list[WasteEntry]:
+    """The reservation's free instances (now) over [since, at], from when it began, at `rate` per instance-hour: one
+    entry per UTC day the span covers (the /costs day it falls in). None while it is not active or has none free."""
+    if reservation.state != ACTIVE or reservation.available <= 0:
+        return []
+    start = max(since, reservation.starts_at or since, key=parse_iso)
+    entries: list[WasteEntry] = []
+    idle = reservation.available
+    quote = PriceQuote(hourly_usd=rate.hourly_usd * idle, pricing=f"{idle} idle instance(s) x {rate.pricing}")
+    while parse_iso(start) < parse_iso(at):
+        midnight = parse_iso(start).replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1)
+        end = min(at, iso(midnight), key=parse_iso)
+        seconds = seconds_between(start, end)
+        cost = attempt_cost(quote, seconds, share=(1.0, "instance"))
+        entries.append(
+            WasteEntry(
+                instance_id=reservation.reservation_id, reason=RESERVATION_IDLE, pool="",
+                instance_type=reservation.instance_type, day=start[:10], seconds=seconds, hourly_usd=quote.hourly_usd,
+                usd=cost.usd, pricing=quote.pricing, started_at=start, at=end,
+            )
+        )  # fmt: skip
+        start = end
+    return entries

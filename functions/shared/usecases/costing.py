@@ -1,6 +1,7 @@
 """What each attempt cost, whatever its end (succeeded, failed, cancelled, fallen back): priced once, when
 Batch says it ended, at its capacity type's price (on-demand from the Price List, spot from spot price
-history in its zones) for its runtime, by the share of the instance it held. A price AWS will not give now leaves
+history in its zones; in a reservation, the reservation's rate: a Capacity Block's fee over its instance-hours, an
+ODCR's on-demand rate) for its runtime, by the share of the instance it held. A price AWS will not give now leaves
 the attempt unpriced (a later writer may price it), never fails the step that asked. The share of its instance
 that no attempt held is waste (domain/shares.py), noted before the cost so that a writer that fails between the
 two leaves the attempt to the next writer."""
@@ -13,6 +14,7 @@ from functions.shared.domain.errors import SignalUnavailable
 from functions.shared.domain.job_definitions import resources_on
 from functions.shared.domain.records import AttemptRecord
 from functions.shared.domain.requests import JobRequest
+from functions.shared.domain.reservations import hourly_rate
 from functions.shared.domain.shares import SharedInstance, occupant
 from functions.shared.domain.vocabulary import CapacityType
 from functions.shared.observability import logger
@@ -35,7 +37,9 @@ def hourly_quotes(instance_types: list[str], spot: bool, zones: list[str], ports
 
 def quote_for(attempt: AttemptRecord, ports: Ports, host: ContainerInstanceState | None = None) -> PriceQuote | None:
     """The attempt's hourly price: on-demand; spot averaged over its runtime (else the latest) in the zone it ran
-    in (its container instance's, `host`), else the cheapest of its zones."""
+    in (its container instance's, `host`), else the cheapest of its zones; in a reservation, the reservation's rate."""
+    if attempt.reserved is not None:
+        return hourly_rate(attempt.reserved, ports.prices.on_demand(attempt.instance_type))
     spot = attempt.capacity == CapacityType.SPOT
     zones = [host.zone] if spot and host is not None and host.zone else attempt.zones
     if spot and attempt.started_at and attempt.stopped_at:

@@ -11,6 +11,7 @@ from decimal import Decimal
 from functions.shared.domain.cost import Cost, dollars, usd_sum
 from functions.shared.domain.model import DomainModel
 from functions.shared.domain.views import CostGroup, CostReport, DailyCost, Waste
+from functions.shared.domain.waste import RESERVATION_IDLE
 from functions.shared.ports import Ports
 
 GROUPS = ("day", "gpu_type", "job_name", "capacity_type")
@@ -93,13 +94,20 @@ def waste_report(date_from: str, date_to: str, ports: Ports) -> Waste:
     """The fleet's waste that began in the range, by reason and by pool (exact sums)."""
     entries = ports.waste.waste_between(date_from, date_to)
 
-    def by(field: str) -> dict[str, float]:
+    def by(field: str, reason: str | None = None) -> dict[str, float]:
         keyed: dict[str, list[float]] = defaultdict(list)
         for entry in entries:
-            keyed[str(getattr(entry, field))].append(entry.usd)
+            # A reservation's idle hours belong to no pool: they are by reservation.
+            if getattr(entry, field) and (reason is None or entry.reason == reason):
+                keyed[str(getattr(entry, field))].append(entry.usd)
         return {key: usd_sum(values) for key, values in sorted(keyed.items())}
 
-    return Waste(usd=usd_sum(e.usd for e in entries), by_reason=by("reason"), by_pool=by("pool"))
+    return Waste(
+        usd=usd_sum(e.usd for e in entries),
+        by_reason=by("reason"),
+        by_pool=by("pool"),
+        by_reservation=by("instance_id", RESERVATION_IDLE),
+    )
 
 
 def cost_csv(date_from: str, date_to: str, ports: Ports) -> str:

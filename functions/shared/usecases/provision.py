@@ -11,6 +11,9 @@ before it is used (so that no retirement takes it meanwhile), and a new one is c
 limits (the least recently used idle pool is retired to make room; with none, POOL_LIMIT and fall back).
 A pool Batch shows DELETING or DELETED (or whose queue it does), or whose retirement has started, is never
 reused or waited on: the job gets a new generation of the pool, under a name Batch does not hold.
+A reserved candidate's pool is made only once its reservation is active: until a Capacity Block (or a future-dated
+reservation) begins, the job waits (WaitForReservation, a Wait state until then: no polling) with the reason saying
+so; a reservation that has ended is diagnosed and the workflow falls back (or gives up).
 """
 
 from __future__ import annotations
@@ -30,16 +33,18 @@ from functions.shared.domain.pools import (
     Generation,
     Pool,
     QueueStatus,
-    job_queue_spec,
     pool_for,
     pool_generation,
     versioned_pool,
 )
+from functions.shared.domain.queues import job_queue_spec
 from functions.shared.domain.records import AttemptRecord
+from functions.shared.domain.reservations import ACTIVE, SCHEDULED, Reservation
 from functions.shared.domain.steps import EnsureQueueInput
 from functions.shared.domain.vocabulary import AttemptStatus, DiagnosisCategory, JobStatus, Remedy
 from functions.shared.ports import Ports
 from functions.shared.usecases.fallback import leave_offering
+from functions.shared.usecases.reservation_wait import reservation_over, wait_for_reservation
 from functions.shared.usecases.retire import advance_retirement, make_room
 
 # What the Step Functions console shows of a pool that cannot take the job: compute environment/queue.
@@ -53,6 +58,8 @@ BROKEN_STATUS = {
 def _provisioning_reason(payload: EnsureQueueInput, candidate: Candidate, pool: str, ports: Ports) -> str:
     """Why the job is provisioning this pool: its first choice, or a fallback from the attempt that gave up."""
     target = f"{candidate.instance_type} {candidate.capacity.value} in pool {pool}"
+    if candidate.reserved is not None:
+        target = f"{candidate.instance_type} in {candidate.reserved.kind} {candidate.reservation} (pool {pool})"
     number = payload.selection.attempt
     if number == 1:
         return f"first choice: {target}"
@@ -66,6 +73,13 @@ def _provisioning_reason(payload: EnsureQueueInput, candidate: Candidate, pool: 
 def ensure_job_queue(payload: EnsureQueueInput, ports: Ports) -> QueueStatus:
     """Create what is missing of the pool, in Batch's order; say whether it can take the job yet."""
     candidate = payload.selection.current()
+    if candidate.reservation is not None:
+        # Its pool is made once the reservation is active: until it begins, the workflow waits (no polling).
+        held = ports.reservations.reservation(candidate.reservation)
+        if held is None or held.state not in (ACTIVE, SCHEDULED):
+            return _reservation_over(payload, candidate, held, ports)
+        if held.state == SCHEDULED:
+            return wait_for_reservation(payload, candidate, held, ports)
     base, build = _pool_and_spec(payload, ports)
     wait = _wait(payload)
     environments, queues = ports.pools.generations(base.name)
@@ -144,16 +158,33 @@ def _wait(payload: EnsureQueueInput) -> _Wait:
     return _Wait(attempt, 0, since, iso(parse_iso(since) + timedelta(seconds=payload.provision_timeout_seconds)))
 
 
+def _reservation_over(
+    payload: EnsureQueueInput, candidate: Candidate, held: Reservation | None, ports: Ports
+) -> QueueStatus:
+    """The reserved candidate's attempt diagnosed (its reservation ended, or EC2 no longer has it), and fall back."""
+    assert candidate.reserved is not None
+    name, wait = pool_for(candidate, payload.request.arch, ports.settings.resource_prefix).name, _wait(payload)
+    _provisioning(payload, candidate, name, wait, ports)
+    diagnosis = reservation_over(candidate.reserved, held)
+    status = f"RESERVATION/{diagnosis.evidence['state']}"
+    return _broken_pool(payload, name, diagnosis, diagnosis.reason, wait, ports, status=status)
+
+
 def _pool_and_spec(
     payload: EnsureQueueInput, ports: Ports
 ) -> tuple[Pool, Callable[[int], tuple[Pool, dict[str, Any]]]]:
     """The candidate's pool, named after the version of its spec as it would be built now, and how to build
-    each generation of it (its name and `CreateComputeEnvironment` arguments)."""
+    each generation of it (its name and `CreateComputeEnvironment` arguments). A reservation's pool is built on the
+    launch template that targets it (made from the stack's latest version)."""
     settings = ports.settings
-    base = pool_for(payload.selection.current(), payload.request.arch, settings.resource_prefix, payload.request.zones)
+    candidate = payload.selection.current()
+    base = pool_for(candidate, payload.request.arch, settings.resource_prefix, payload.request.zones)
     subnets = ports.availability.subnets_in(base.zones) if base.zones else None
     template = settings.launch_template_name
     version = ports.availability.launch_template_version(template) if template else None
+    if candidate.reserved is not None and template and version:
+        template, version = ports.reservations.launch_template(template, version, candidate.reserved), 1
+        base = base.model_copy(update={"launch_template": template})
 
     def build(generation: int) -> tuple[Pool, dict[str, Any]]:
         return versioned_pool(base, settings, subnets, version, generation)

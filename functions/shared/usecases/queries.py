@@ -12,6 +12,7 @@ from functions.shared.ports import Ports
 from functions.shared.usecases.attempt import CANCELLED_REASON
 from functions.shared.usecases.evidence import pool_evidence
 from functions.shared.usecases.outcome import terminate_live_attempts
+from functions.shared.usecases.reservation_wait import waiting_diagnosis
 
 
 def get_job(job_id: str, ports: Ports) -> JobView:
@@ -22,6 +23,9 @@ def explain_job(job_id: str, ports: Ports) -> JobView:
     """GET /jobs/{id}?explain=true: the job, with a diagnosis of its wait made now (no remedy is taken)."""
     record = ports.jobs.get_job(job_id)
     view = job_view(record)
+    waiting = record.waiting_for_reservation()
+    if waiting is not None:
+        return view.model_copy(update={"explanation": waiting_diagnosis(waiting, record.request.reservation_fallback)})
     latest = record.latest_attempt()
     if record.status.finished or latest is None:
         return view

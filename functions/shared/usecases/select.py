@@ -1,5 +1,6 @@
 """POST /plan, the check of POST /jobs, and SelectGpuType: rank the GPU offerings that fit a request against
-what the account and the region say now (offerings, quotas, prices, spot prices and placement scores).
+what the account and the region say now (offerings, quotas, prices, spot prices and placement scores, the capacity
+the account reserved).
 
 One way: the signals are read first, each once (the domain says which: `signal_needs`, then the spot types worth
 scoring once prices are known), then one pure function makes the plan (domain/selection.plan), and the warnings
@@ -12,13 +13,15 @@ from functools import partial
 from typing import TypeVar
 
 from functions.shared.domain.band import outside_band_words
+from functions.shared.domain.clock import now_iso
 from functions.shared.domain.errors import NoCandidate, RequestRefused, SignalUnavailable
 from functions.shared.domain.offers import SignalGap, Signals
 from functions.shared.domain.ranking import plan_warnings, signal_warnings
 from functions.shared.domain.requests import JobRequest
+from functions.shared.domain.reservations import Reservation
 from functions.shared.domain.selection import MarketSignals, Plan, placement_score_types, plan, signal_needs
 from functions.shared.domain.steps import NoGpuTypeAvailable, SelectInput, Selection
-from functions.shared.domain.vocabulary import CapacityType, JobStatus, MarketSignal
+from functions.shared.domain.vocabulary import CapacityPreference, CapacityType, JobStatus, MarketSignal
 from functions.shared.ports import Ports
 
 # The workflow carries its candidates in every state's input: a bound on the attempts, whatever is asked.
@@ -55,8 +58,20 @@ def _signals(request: JobRequest, ports: Ports) -> Signals:
     if outside:
         deployed = ", ".join(snapshot.zones) or "none"
         raise RequestRefused("zones", f"{', '.join(outside)} is not a zone of this deployment's subnets ({deployed})")
+    if request.reservation and request.capacity in (CapacityPreference.SPOT, CapacityPreference.SPOT_FIRST):
+        raise RequestRefused(
+            "reservation", "a reservation runs on-demand instances: capacity must be on-demand (default) or reserved"
+        )
     needs = signal_needs(request, gpu_types)
     market = MarketSignals(max_vcpus=ports.settings.max_vcpus)
+    none: list[Reservation] = []
+    reservations = _read(market, MarketSignal.RESERVATIONS, ports.reservations.reservations, none)
+    if request.reservation and request.reservation not in {r.reservation_id for r in reservations}:
+        gap = next((g for g in market.unavailable if g.signal == MarketSignal.RESERVATIONS), None)
+        why = f"reservations could not be read ({gap.operation}: {gap.code})" if gap else "no such reservation"
+        held = ", ".join(sorted(r.reservation_id for r in reservations)) or "none"
+        where = f"among the account's in {ports.settings.region} (held: {held})"
+        raise RequestRefused("reservation", f"{request.reservation}: {why} {where}")
     market.quotas = {
         code: _read(market, MarketSignal.VCPU_QUOTAS, partial(ports.quotas.vcpu_quota, code), None, subject=code)
         for code in needs.quota_codes
@@ -78,6 +93,8 @@ def _signals(request: JobRequest, ports: Ports) -> Signals:
         on_demand=on_demand,
         market=market,
         arm64_ami=bool(ports.settings.arm64_gpu_ami_id),
+        reservations=reservations,
+        now=now_iso(),
     )
     scored = placement_score_types(request, signals)
     if scored:
@@ -108,6 +125,9 @@ def check_plannable(request: JobRequest, ports: Ports) -> Plan:
     """POST /jobs: the plan a job would start with. NoCandidate (a 400, nothing started) when it is empty, or when
     its first choice lies beyond the price band of the cheaper types that fit but are blocked."""
     found = plan_request(request, ports)
+    if not found.candidates and request.asks_reserved and not found.rejected:
+        what = f"reservation {request.reservation}" if request.reservation else "Capacity Reservation"
+        raise NoCandidate([], "capacity", f"no {what} of the account in {ports.settings.region} fits the request")
     if not found.candidates:
         raise NoCandidate(found.rejected, _telling_field(found), _summary(found))
     if found.outside_band is not None and found.outside_band.refused:

@@ -28,6 +28,7 @@ from functions.shared.ports import Ports
 from functions.shared.usecases.evidence import read_snapshot
 from functions.shared.usecases.quarantine import MAX_CONSOLE_READS, read_console, sweep_hosts
 from functions.shared.usecases.remediate import cancel_past_limit, remediate_fleet
+from functions.shared.usecases.reservations import record_reservation_waste
 from functions.shared.usecases.sweep_jobs import SweptJobs, sweep_jobs
 from functions.shared.usecases.sweep_pools import pool_findings
 from functions.shared.usecases.waste import record_waste
@@ -94,6 +95,7 @@ def run_sweep(sweep_id: str | None, ports: Ports) -> HealthReport:
 def _sweep(sweep_id: str, ports: Ports) -> HealthReport:
     at = now_iso()
     settings = ports.settings
+    previous = ports.health.latest_report()
     # What Batch deleted it still shows (DELETED) for a while: no pool to sweep any more.
     pools = {
         e.name: e
@@ -134,6 +136,8 @@ def _sweep(sweep_id: str, ports: Ports) -> HealthReport:
         if not finding.jobs and finding.kind in HOLDS_UP_ITS_POOL:
             finding.jobs = waiting.get(finding.resource, [])[:MAX_LISTED]
     record_waste(pools, fleets, analyses, findings, at, ports, bad_hosts=hosts.waste_from)
+    # The reservations' idle hours since the sweep before (the account pays for them whether used or not).
+    record_reservation_waste(previous.swept_at if previous else None, at, ports)
     result = report(sweep_id, at, findings, swept.reconciled)
     result.summary["vanished_jobs"] = len(swept.vanished)
     result.summary["live_jobs"] = len(swept.live)

@@ -39,6 +39,12 @@ class FleetHosts(FleetPlacement):
         if behaviour.ecs_agent == "disconnects" and instance.connected and now >= disconnects_at:
             instance.connected = False
             self._container_instance(instance).agent_connected = False
+        held = instance.reservation
+        if held is not None and self.reservations is not None and self.reservations.now() >= held.reclaims_at():
+            # EC2: "Thirty minutes before the reservation expires, we begin to terminate any instances that are
+            # still running in the Capacity Block."
+            self._reclaim(instance, now)
+            return
         spot = self.world.spot.get(instance.instance_type)
         reclaim_after = spot.interrupt_after_seconds if spot is not None else None
         if instance.spot and reclaim_after is not None and now - instance.launched_at >= reclaim_after:

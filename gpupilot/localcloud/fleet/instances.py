@@ -1,5 +1,6 @@
 """Instances and registration: launching EC2 instances for a compute environment (within capacity, offerings
-and vCPU quotas), registering them with ECS as Batch's agent does, terminating them."""
+and vCPU quotas; into a Capacity Reservation or Block the job targets or the pool may use), registering
+them with ECS as Batch's agent does, terminating them."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 from functions.shared.domain.fleet import vcpu_quota_code
 from gpupilot.localcloud.fleet.events import FleetEvents
 from gpupilot.localcloud.fleet.records import AMI, BOOT_LINES, SimInstance
+from gpupilot.localcloud.reservations import HeldReservation
 
 
 class FleetInstances(FleetEvents):
@@ -30,8 +32,56 @@ class FleetInstances(FleetEvents):
             if not self._within_quota(instance_type, spot, shape["VCPU"]):
                 return  # the account's vCPU quota: no instance launches, and Batch gives no reason
             zone, subnet = zone_subnet
-            fleet.append(self._run_instance(environment, instance_type, zone, subnet, spot, shape, now))
+            into = self._reservation_for(resources, spot, instance_type, zone)
+            if into is False:
+                return  # its reservation cannot take it (not begun, full, over): EC2 refuses the launch
+            instance = self._run_instance(environment, instance_type, zone, subnet, spot, shape, now)
+            if isinstance(into, HeldReservation):
+                self._into_reservation(instance, into, targeted=self._targeted_reservation(resources) is not None)
+            fleet.append(instance)
             return
+
+    def _targeted_reservation(self, resources: dict[str, Any]) -> str | None:
+        """The Capacity Reservation the compute environment's launch template (the version it names) targets."""
+        named = resources.get("launchTemplate") or {}
+        if not named.get("launchTemplateName"):
+            return None
+        try:
+            template = self._ec2().get_launch_template_by_name(named["launchTemplateName"])
+            version = named.get("version") or "$Default"
+            data = (
+                template.latest_version()
+                if version == "$Latest"
+                else template.get_version(template.default_version_number if version == "$Default" else int(version))
+            ).data
+        except Exception:
+            return None
+        target = (data.get("CapacityReservationSpecification") or {}).get("CapacityReservationTarget") or {}
+        return target.get("CapacityReservationId")
+
+    def _reservation_for(self, resources: dict[str, Any], spot: bool, instance_type: str,
+                         zone: str) -> HeldReservation | bool | None:  # fmt: skip
+        """The reservation a launch runs in (None: none; False: it targets one that cannot take it now)."""
+        if self.reservations is None or spot:
+            return None
+        targeted = self._targeted_reservation(resources)
+        found = self.reservations.launch_into(targeted, instance_type, zone)
+        return False if targeted is not None and found is None else found
+
+    def _into_reservation(self, instance: SimInstance, reservation: HeldReservation, targeted: bool) -> None:
+        """The instance runs in the reservation: EC2 shows it so (DescribeInstances), and counts it against it."""
+        assert self.reservations is not None
+        self.reservations.hold(reservation, instance.instance_id)
+        instance.reservation = reservation
+        ec2_instance = self._ec2().get_instance(instance.instance_id)
+        ec2_instance.capacity_reservation_id = reservation.reservation_id
+        ec2_instance.capacity_reservation_specification = (
+            {"CapacityReservationTarget": {"CapacityReservationId": reservation.reservation_id}}
+            if targeted
+            else {"CapacityReservationPreference": "open"}
+        )
+        if reservation.capacity_block:
+            ec2_instance.lifecycle = "capacity-block"
 
     # -- moto's EC2, ECS and Batch ---------------------------------------------------------------
     def _run_instance(
@@ -101,6 +151,8 @@ class FleetInstances(FleetEvents):
 
     def _terminate(self, instance: SimInstance) -> None:
         instance.terminated = True
+        if self.reservations is not None and instance.reservation is not None:
+            self.reservations.release(instance.instance_id)
         self._ec2().terminate_instances([instance.instance_id])
         if instance.container_instance_arn is not None:
             with contextlib.suppress(Exception):

@@ -76,6 +76,9 @@ class FleetPlacement(FleetInstances):
         if any(not i.terminated and i.fits(sim.needs) for i in fleet):
             return  # Batch waits for the instances it launched (booting, or whose agent never registers)
         spot = resources.get("type") == "SPOT"
+        if self._targeted_reservation(resources) is not None:
+            # Reserved capacity is held for the account: the world's on-demand shortage does not touch it.
+            return self._launch(environment, fitting, fleet, now)
         blocked = [t for t in fitting if self.world.capacity(t, spot) == "none"]
         if len(blocked) == len(fitting):
             return self._reason(sim, INSUFFICIENT_CAPACITY.format(", ".join(blocked)))

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpupilot.localcloud.reservations import HeldReservation, ReservationBook
 from gpupilot.localcloud.world import World
 
 INSUFFICIENT_CAPACITY = (
@@ -131,6 +132,8 @@ class SimInstance:
     terminated: bool = False
     # The world's `ecs_agent: disconnects`: its agent drops before Batch places anything on it.
     disconnects: bool = False
+    # The Capacity Reservation it runs in, if any.
+    reservation: HeldReservation | None = None
     # The world's `bad_hosts`: what this host does wrong, if it is bad.
     symptom: str | None = None
     console: list[str] = field(default_factory=list)
@@ -182,6 +185,7 @@ class FleetState:
     """What the fleet holds (set by FleetSimulator), and moto's backends it works through."""
 
     world: World
+    reservations: ReservationBook | None
     timeline: Timeline
     events_delivered: int
     _deliver: EventSink

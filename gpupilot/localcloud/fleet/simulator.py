@@ -15,6 +15,11 @@ shows its verdict) and register without GPUs. A job that cannot be placed stays 
 statusReason where Batch gives one, and none where Batch gives none (instances up but never registered).
 Everything is visible through the ordinary APIs: EC2 instances (and their console output), ECS container
 instances, Batch jobs and their attempts.
+A compute environment whose launch template targets a Capacity Reservation launches only into it (while it
+is active and has room, in its zone; with the capacity-block market type for a Capacity Block), whatever the
+world's on-demand capacity; other on-demand launches use an open reservation of their type and zone with
+room, as EC2 does; a Capacity Block's instances are taken back from 30 minutes before its end, as EC2 takes
+them.
 
 One scheduler thread ticks the fleet; events are delivered in order by one delivery thread. Durations are
 the local timeline's (seconds, not production's minutes); `speedup` shortens job runtimes only, while
@@ -32,6 +37,7 @@ from typing import Any
 
 from gpupilot.localcloud.fleet.hosts import FleetHosts
 from gpupilot.localcloud.fleet.records import EventSink, SimInstance, SimJob, Timeline, requirements_of
+from gpupilot.localcloud.reservations import ReservationBook
 from gpupilot.localcloud.world import World
 
 
@@ -46,8 +52,10 @@ class FleetSimulator(FleetHosts):
         speedup: float = 1.0,
         timeline: Timeline | None = None,
         compute_environment_status: Callable[[str, list[str]], tuple[str, str]] | None = None,
+        reservations: ReservationBook | None = None,
     ) -> None:
         self.world = world
+        self.reservations = reservations
         self.timeline = timeline or Timeline()
         self._deliver = deliver
         self._account_id = account_id

@@ -23,6 +23,7 @@ the local cloud makes moto behave like AWS:
 17. EC2 GetConsoleOutput: ec2.py
 18. ECS UpdateContainerInstancesState: ecs.py
 19. ECS DescribeContainerInstances `include=CONTAINER_INSTANCE_HEALTH`: ecs.py
+20. EC2's reserved capacity: ec2_reservations.py
 
 Each module's docstring says what its adaptations do and the AWS documentation they follow; patches.py holds the
 replacements' machinery.
@@ -51,6 +52,7 @@ from gpupilot.localcloud.moto_adaptations.batch_jobs import (
 )
 from gpupilot.localcloud.moto_adaptations.dynamodb import direct_dynamodb_item_answers
 from gpupilot.localcloud.moto_adaptations.ec2 import SpotMarket, instance_consoles, world_offerings, world_spot_market
+from gpupilot.localcloud.moto_adaptations.ec2_reservations import world_reservations
 from gpupilot.localcloud.moto_adaptations.ecs import (
     container_instance_health,
     container_instance_states,
@@ -65,6 +67,7 @@ from gpupilot.localcloud.moto_adaptations.stepfunctions import (
     share_task_clients,
     workflow_time,
 )
+from gpupilot.localcloud.reservations import ReservationBook
 
 __all__ = ["ComputeEnvironmentLifecycle", "SpotMarket", "WorkflowClock", "adapted_moto"]
 
@@ -79,6 +82,7 @@ def adapted_moto(
     quotas: dict[str, int] | None = None,
     spot_market: SpotMarket | None = None,
     workflow_clock: WorkflowClock | None = None,
+    reservations: ReservationBook | None = None,
     console_of: Callable[[str], str | None] | None = None,
 ) -> Iterator[None]:
     """moto, behaving like AWS where GPU Pilot depends on it, until the block ends."""
@@ -106,6 +110,8 @@ def adapted_moto(
         if spot_market is not None:
             world_spot_market(patches, spot_market)
         serve_price_list(patches)
+        # Without a world's reservations EC2 still answers, as AWS does for an account that holds none.
+        world_reservations(patches, reservations or ReservationBook.empty())
         direct_dynamodb_item_answers(patches)
         parse_each_definition_once(patches)
         share_task_clients(patches)

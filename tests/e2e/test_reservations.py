@@ -1,0 +1,205 @@
+"""Capacity the account already holds, through the local cloud: an active reservation runs a job at no marginal
+price and its idle hours are waste; a Capacity Block that has not begun is waited for, and a job too long for it is
+not placed on it; Capacity Blocks on offer are listed, and buying one is refused without the deployment's switch,
+without --yes, and above --max-upfront-usd."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from tests.e2e.conftest import RunningCloud, start_cloud, stop_cloud
+
+pytestmark = pytest.mark.e2e
+JOB = {"name": "reserved", "image": "nvidia/cuda:12.4.1-base-ubuntu22.04", "command": ["nvidia-smi", "-L"]}
+BLOCK_STARTS_IN_SECONDS = 30
+WORLD: dict[str, Any] = {
+    "jobs": {"runtime_seconds": 1},
+    "capacity_reservations": [
+        # An On-Demand Capacity Reservation of 2 g5.xlarge, active, open
+        {"instance_type": "g5.xlarge", "zone": "us-east-1a", "count": 2, "starts_in_seconds": 0, "hours": 24,
+         "capacity_block": False, "match": "open"},
+        # A one-hour Capacity Block of g6e.xlarge that begins shortly (its instances go 30 min before its end)
+        {"instance_type": "g6e.xlarge", "zone": "us-east-1a", "count": 1, "starts_in_seconds": BLOCK_STARTS_IN_SECONDS,
+         "hours": 1, "capacity_block": True, "upfront_usd": 20.0},
+    ],
+    "capacity_block_offerings": [
+        {"instance_type": "p5.48xlarge", "count": 2, "hours": 72, "starts_in_seconds": 86400, "upfront_usd": 94000},
+    ],
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCloud]:
+    running = start_cloud(tmp_path_factory.mktemp("reservations"), WORLD)
+    yield running
+    stop_cloud(running)
+
+
+def reservations(cloud: RunningCloud) -> dict[str, dict[str, Any]]:
+    """The local cloud's reservations as EC2 describes them, by instance type."""
+    ec2 = boto3.client("ec2", endpoint_url=cloud.aws_url, region_name="us-east-1")
+    return {r["InstanceType"]: r for r in ec2.describe_capacity_reservations()["CapacityReservations"]}
+
+
+def test_a_job_that_fits_a_reservation_and_free_on_demand_runs_on_the_reservation_at_zero_marginal_price(
+    cloud: RunningCloud,
+) -> None:
+    # Given an active reservation for g5.xlarge, and g6.xlarge free on-demand
+    held = reservations(cloud)["g5.xlarge"]["CapacityReservationId"]
+    request = JOB | {"instance_types": ["g6.xlarge", "g5.xlarge"]}
+
+    # When the job is planned, then submitted
+    plan = cloud.api.request("POST", "/plan", request).body
+    job_id = cloud.api.request("POST", "/jobs", request).body["job_id"]
+    job = cloud.wait_for(job_id, {"SUCCEEDED", "FAILED"}, 90)
+
+    # Then the plan puts the reservation first, at zero marginal price, and says so
+    first = plan["candidates"][0]
+    assert (first["instance_type"], first["reservation"], first["hourly_usd"]) == ("g5.xlarge", held, 0.0)
+    assert f"reserved: {held}" in first["why"]
+    # And the job ran on it: its attempt names the reservation, and EC2 shows its instance in it
+    [attempt] = job["attempts"]
+    assert job["status"] == "SUCCEEDED", job
+    assert (attempt["instance_type"], attempt["reservation"]) == ("g5.xlarge", held)
+    # And it was priced at the reservation's rate (an ODCR: the on-demand rate)
+    assert attempt["cost"]["pricing"].startswith(f"On-Demand Capacity Reservation {held}, billed at the on-demand")
+    ec2 = boto3.client("ec2", endpoint_url=cloud.aws_url, region_name="us-east-1")
+    launched = [i for r in ec2.describe_instances()["Reservations"] for i in r["Instances"]]
+    assert [i.get("CapacityReservationId") for i in launched if i["InstanceType"] == "g5.xlarge"] == [held]
+
+
+def test_the_sweep_reports_a_reservations_idle_hours_as_waste(cloud: RunningCloud) -> None:
+    # Given the reservation of 2 g5.xlarge, mostly idle
+    held = reservations(cloud)["g5.xlarge"]["CapacityReservationId"]
+
+    # When two sweeps run (the second charges the idle hours since the first) and the costs are read
+    for _ in range(2):
+        assert cloud.cli("--json", "sweep").returncode == 0
+    costs = json.loads(cloud.cli("--json", "costs").stdout)
+
+    # Then the reservation's idle hours are waste, by reason and by reservation
+    waste = costs["waste"]
+    assert waste["by_reason"]["reservation_idle"] > 0, waste
+    assert waste["by_reservation"][held] == waste["by_reason"]["reservation_idle"]
+
+
+def test_a_job_too_long_for_a_capacity_block_is_not_placed_on_it(cloud: RunningCloud) -> None:
+    # Given a one-hour Capacity Block (EC2 takes its instances back 30 minutes before its end)
+    block = reservations(cloud)["g6e.xlarge"]["CapacityReservationId"]
+
+    # When a job of 60 minutes asks for it
+    answer = cloud.api.request("POST", "/jobs", JOB | {"reservation": block, "timeout_minutes": 60})
+
+    # Then nothing starts, and the refusal says why
+    assert answer.status == 400, answer.body
+    [rejected] = answer.body["rejected"]
+    assert rejected["instance_type"] == "g6e.xlarge"
+    assert "timeout_minutes 60" in rejected["reason"] and block in rejected["reason"]
+
+
+def test_a_job_for_a_scheduled_block_waits_with_the_reason_and_starts_when_the_block_starts(
+    cloud: RunningCloud, tmp_path: Path
+) -> None:
+    # Given a Capacity Block that has not begun
+    block = reservations(cloud)["g6e.xlarge"]
+    assert block["State"] == "scheduled", "the block began before the test: raise BLOCK_STARTS_IN_SECONDS"
+
+    # When a job that fits in it asks for it
+    request = JOB | {"reservation": block["CapacityReservationId"], "timeout_minutes": 10}
+    job_id = cloud.api.request("POST", "/jobs", request).body["job_id"]
+    waiting = cloud.wait_for(job_id, {"PROVISIONING", "SUCCEEDED", "FAILED"}, 60)
+    explained = json.loads(cloud.cli("--json", "status", job_id, "--explain").stdout)
+
+    # Then it waits, saying for what, in status and --explain
+    reason = f"waiting for Capacity Block {block['CapacityReservationId']} starting at"
+    assert waiting["status"] == "PROVISIONING", waiting
+    assert reason in json.dumps(waiting["timeline"][-1]), waiting["timeline"]
+    assert reason in explained["explanation"]["reason"]
+    assert explained["explanation"]["category"] == "WAITING_FOR_RESERVATION"
+    # And once the block begins it runs there
+    done = cloud.wait_for(job_id, {"SUCCEEDED", "FAILED"}, BLOCK_STARTS_IN_SECONDS + 90)
+    assert done["status"] == "SUCCEEDED", done
+    assert [a["reservation"] for a in done["attempts"]] == [block["CapacityReservationId"]]
+    # And it was priced at the block's fee over its instance-hours ($20 for one instance for an hour)
+    assert done["attempts"][0]["cost"]["hourly_usd"] == 20.0
+    assert reservations(cloud)["g6e.xlarge"]["State"] == "active"
+
+
+def offering_id(cloud: RunningCloud) -> str:
+    listed = cloud.cli("--json", "reservations", "--offerings", "--type", "p5.48xlarge", "--count", "2", "--days", "3")
+    assert listed.returncode == 0, listed.stderr
+    return str(json.loads(listed.stdout)["offerings"][0]["offering_id"])
+
+
+def test_reservations_lists_what_the_account_holds_and_the_capacity_block_offerings(cloud: RunningCloud) -> None:
+    # When the reservations and the offerings of 2 p5.48xlarge for 3 days are listed
+    held = cloud.cli("reservations")
+    listed = cloud.cli("--json", "reservations", "--offerings", "--type", "p5.48xlarge", "--count", "2", "--days", "3")
+
+    # Then the account's two reservations are shown, and the offering with its start, end and upfront fee
+    assert held.returncode == 0, held.stderr
+    assert "g5.xlarge" in held.stdout and "g6e.xlarge" in held.stdout
+    [offering] = json.loads(listed.stdout)["offerings"]
+    assert (offering["instance_type"], offering["count"], offering["hours"]) == ("p5.48xlarge", 2, 72)
+    assert offering["upfront_usd"] == 94000
+    assert offering["starts_at"] < offering["ends_at"]
+
+
+def test_a_purchase_is_refused_without_the_deployments_switch(cloud: RunningCloud) -> None:
+    # Given a deployment without allow_capacity_block_purchase (the default), and a listed offering
+    listed = offering_id(cloud)
+
+    # When it is bought with --yes and a limit above its fee
+    bought = cloud.cli("reserve", listed, "--yes", "--max-upfront-usd", "100000")
+
+    # Then it is refused, naming the switch, and the account holds no new reservation
+    assert bought.returncode == 2
+    assert "allow_capacity_block_purchase" in bought.stderr
+    assert "p5.48xlarge" not in reservations(cloud)
+
+
+def test_a_purchase_is_refused_without_yes(cloud: RunningCloud) -> None:
+    bought = cloud.cli("reserve", offering_id(cloud), "--max-upfront-usd", "100000")
+
+    assert bought.returncode == 2
+    assert "--yes" in bought.stderr and len(bought.stderr.strip().splitlines()) == 1
+    assert "p5.48xlarge" not in reservations(cloud)
+
+
+@pytest.fixture(scope="module")
+def purchasing_cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCloud]:
+    """A local cloud deployed from a template synthesized with allow_capacity_block_purchase true."""
+    from app import build_app, load_context
+    from functions.shared.constants import STACK_NAME
+
+    root = tmp_path_factory.mktemp("purchasing")
+    context = load_context() | {"allow_capacity_block_purchase": True}
+    app, _ = build_app(context, outdir=root / "cdk.out", lambda_build_dir=root / "lambda")
+    app.synth()
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("GPUPILOT_TEMPLATE", str(root / "cdk.out" / f"{STACK_NAME}.template.json"))
+        running = start_cloud(root, WORLD)
+    yield running
+    stop_cloud(running)
+
+
+def test_a_purchase_above_max_upfront_usd_is_refused_and_within_it_is_bought(purchasing_cloud: RunningCloud) -> None:
+    # Given a deployment that allows purchases, and an offering of $94,000 listed
+    listed = offering_id(purchasing_cloud)
+
+    # When it is bought with a limit below its fee, then with one that covers it
+    above = purchasing_cloud.cli("reserve", listed, "--yes", "--max-upfront-usd", "93999")
+    within = purchasing_cloud.cli("--json", "reserve", listed, "--yes", "--max-upfront-usd", "94000")
+
+    # Then the first is refused naming the limit, and the second buys the block the account then holds
+    assert above.returncode == 2 and "max_upfront_usd" in above.stderr
+    assert within.returncode == 0, within.stderr
+    bought = json.loads(within.stdout)
+    assert (bought["capacity_block"], bought["upfront_usd"]) == (True, 94000)
+    assert reservations(purchasing_cloud)["p5.48xlarge"]["CapacityReservationId"] == bought["reservation_id"]

@@ -1,0 +1,55 @@
+"""Buying a Capacity Block is a grant only a deployment that allows it has: without the context switch the api
+function cannot buy, with it the grant is held to purchases tagged as GPU Pilot's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from app import build_app, load_context
+from functions.shared import constants as c
+from functions.shared.domain.reservations import PURCHASED_BY_TAG
+from tests.infra.conftest import Synthesized
+
+
+def purchase_statements(statements: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def actions(statement: dict[str, Any]) -> list[str]:
+        listed = statement["Action"]
+        return listed if isinstance(listed, list) else [listed]
+
+    return [s for s in statements if "ec2:PurchaseCapacityBlock" in actions(s)]
+
+
+def api_environment(synthesized_resources: dict[str, Any], function_id: str) -> dict[str, str]:
+    return dict(synthesized_resources[function_id]["Properties"]["Environment"]["Variables"])
+
+
+def test_without_the_switch_no_function_may_buy_a_capacity_block(synthesized: Synthesized) -> None:
+    # Given the default context (allow_capacity_block_purchase false)
+    # Then no function's role grants ec2:PurchaseCapacityBlock, and the api is not told purchases are allowed
+    for key in synthesized.function_ids():
+        assert purchase_statements(synthesized.function_statements(key)) == [], key
+    api = api_environment(synthesized.resources, synthesized.function_ids()["api"])
+    assert c.ENV_ALLOW_CAPACITY_BLOCK_PURCHASE not in api
+
+
+def test_with_the_switch_the_api_may_buy_a_capacity_block_tagged_as_gpu_pilots(tmp_path: Path) -> None:
+    from aws_cdk.assertions import Template
+
+    from tests.infra.conftest import Synthesized as Shape
+
+    # Given a deployment that allows purchases
+    context = load_context() | {"allow_capacity_block_purchase": True}
+    app, stack = build_app(context, outdir=tmp_path / "cdk.out", lambda_build_dir=tmp_path / "lambda")
+    app.synth()
+    raw = Template.from_stack(stack).to_json()
+    synthesized = Shape(app, stack, Template.from_json(raw), raw["Resources"], {}, {}, None)
+
+    # Then only the api's role may buy, on a new capacity reservation tagged as GPU Pilot's purchase
+    [grant] = purchase_statements(synthesized.function_statements("api"))
+    assert grant["Condition"] == {"StringEquals": {f"aws:RequestTag/{PURCHASED_BY_TAG}": "gpupilot"}}
+    assert ":capacity-reservation/*" in str(grant["Resource"])
+    others = [key for key in synthesized.function_ids() if key != "api"]
+    assert all(purchase_statements(synthesized.function_statements(key)) == [] for key in others)
+    api = api_environment(synthesized.resources, synthesized.function_ids()["api"])
+    assert api[c.ENV_ALLOW_CAPACITY_BLOCK_PURCHASE] == "true"

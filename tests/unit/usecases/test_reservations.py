@@ -1,0 +1,164 @@
+"""Reserved capacity in the use cases: a reservation's pool, the wait for a block to begin, its idle hours charged by
+the sweep, and a Capacity Block bought only when the deployment allows it, the caller confirms, within their limit."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from functions.shared.domain.clock import iso, now_iso, parse_iso
+from functions.shared.domain.errors import NoCandidate, PurchaseDisabled, PurchaseInProgress, RequestRefused
+from functions.shared.domain.reservation_views import PurchaseRequest
+from functions.shared.domain.reservations import FEE_TAG, PURCHASED_BY_TAG, BlockOffering, Reservation
+from functions.shared.domain.steps import EnsureQueueInput, Selection, Timeouts
+from functions.shared.domain.vocabulary import JobStatus
+from functions.shared.ports import Ports
+from functions.shared.usecases.provision import ensure_job_queue
+from functions.shared.usecases.queries import explain_job, get_job
+from functions.shared.usecases.reservations import block_offerings, purchase_block, record_reservation_waste
+from functions.shared.usecases.select import check_plannable, plan_request
+from tests.fakes import fake_ports
+from tests.fakes.ports import FakeReservations
+from tests.unit.usecases.conftest import JOB_ID, create_job
+
+TIMEOUTS = Timeouts(stuck_after_seconds=900, finish_after_seconds=3600, provision_timeout_seconds=600)
+CR = "cr-0123456789abcdef0"
+OFFERING = BlockOffering(
+    offering_id="cb-0123456789abcdef0", instance_type="g5.xlarge", zone="us-east-1a", count=2,
+    starts_at="2026-12-01T11:30:00Z", ends_at="2026-12-04T11:30:00Z", hours=72, upfront_usd=1500.0,
+)  # fmt: skip
+
+
+def held(**overrides: Any) -> Reservation:
+    """A reservation of 2 g5.xlarge in us-east-1a, active since an hour ago, for a day."""
+    now = parse_iso(now_iso())
+    fields: dict[str, Any] = {
+        "reservation_id": CR, "instance_type": "g5.xlarge", "zone": "us-east-1a", "state": "active", "total": 2,
+        "available": 2, "starts_at": iso(now - timedelta(hours=1)), "ends_at": iso(now + timedelta(days=1)),
+    }  # fmt: skip
+    return Reservation(**(fields | overrides))
+
+
+def ports_with(*reservations: Reservation, **settings: Any) -> Ports:
+    """Fake ports holding the reservations and OFFERING; the stack's launch template at version 3."""
+    ports = fake_ports(reservations=FakeReservations(list(reservations), [OFFERING]))
+    ports.availability.template_versions[ports.settings.launch_template_name] = 3
+    return ports if not settings else replace(ports, settings=ports.settings.model_copy(update=settings))
+
+
+def ensure_first(ports: Ports, **request: Any) -> Any:
+    """EnsureJobQueue for the first candidate of a new job with `request`."""
+    parsed = create_job(ports, **request)
+    selection = Selection(candidates=plan_request(parsed, ports).candidates[:6], index=0)
+    payload = EnsureQueueInput(job_id=JOB_ID, request=parsed, selection=selection, timeouts=TIMEOUTS)
+    return ensure_job_queue(payload, ports)
+
+
+def test_a_reservations_pool_is_built_on_a_launch_template_that_targets_it_and_sized_to_it() -> None:
+    # Given an active reservation of 2 g5.xlarge
+    ports = ports_with(held())
+
+    # When a job asking for it gets its pool
+    status = ensure_first(ports, reservation=CR)
+
+    # Then the pool is named after the reservation, launches from a copy of the stack's template that targets it,
+    # in its zone, and holds no more than the reservation does
+    environment = ports.pools.environments[status.compute_environment]
+    resources = environment["computeResources"]
+    [template] = ports.reservations.templates
+    assert CR in status.compute_environment
+    assert template == f"gpupilot-gpu-{CR}-v3"
+    assert resources["launchTemplate"] == {"launchTemplateName": template, "version": "1"}
+    assert ports.reservations.templates[template]["CapacityReservationSpecification"] == {
+        "CapacityReservationTarget": {"CapacityReservationId": CR}
+    }
+    assert resources["maxvCpus"] == 2 * 4
+    assert resources["tags"]["gpupilot:reservation"] == CR
+
+
+def test_a_job_for_a_block_not_begun_waits_until_its_start_with_the_reason_in_status_and_explain() -> None:
+    # Given a Capacity Block that begins in an hour
+    starts = iso(parse_iso(now_iso()) + timedelta(hours=1))
+    ports = ports_with(held(capacity_block=True, match="targeted", state="scheduled", available=0, starts_at=starts))
+
+    # When a job naming it reaches EnsureJobQueue
+    status = ensure_first(ports, reservation=CR, timeout_minutes=30)
+
+    # Then no pool is made yet: the workflow waits until the block's start, and the job says why
+    assert ports.pools.environments == {}
+    assert status.wait_until is not None
+    assert 0 <= (parse_iso(status.wait_until) - parse_iso(starts)).total_seconds() < 1
+    job = get_job(JOB_ID, ports)
+    reason = f"waiting for Capacity Block {CR} starting at {parse_iso(starts):%Y-%m-%d %H:%M} UTC"
+    assert job.status == JobStatus.PROVISIONING
+    assert job.timeline[-1].reason == reason
+    explanation = explain_job(JOB_ID, ports).explanation
+    assert explanation is not None and explanation.reason == reason
+
+
+def test_capacity_reserved_with_no_matching_reservation_is_refused_naming_capacity() -> None:
+    ports = ports_with()
+    request = create_job(ports, capacity="reserved")
+
+    with pytest.raises(NoCandidate) as refused:
+        check_plannable(request, ports)
+    assert refused.value.field == "capacity"
+
+
+def test_the_sweep_charges_a_reservations_free_instances_since_the_sweep_before() -> None:
+    # Given an active reservation with 2 free instances billed at $1.006 an hour, swept an hour ago
+    ports = ports_with(held())
+    at = now_iso()
+    since = iso(parse_iso(at) - timedelta(hours=1))
+
+    # When the sweep charges its idle hours
+    usd = record_reservation_waste(since, at, ports)
+
+    # Then two idle instance-hours at the on-demand rate are waste, charged to the reservation
+    assert usd == pytest.approx(2 * 1.006, abs=0.01)
+    assert {(e.reason, e.instance_id) for e in ports.waste.entries.values()} == {("reservation_idle", CR)}
+
+
+def test_a_purchase_is_refused_unless_the_deployment_allows_it() -> None:
+    ports = ports_with()
+
+    with pytest.raises(PurchaseDisabled):
+        purchase_block(PurchaseRequest(offering_id=OFFERING.offering_id, max_upfront_usd=2000.0, confirm=True), ports)
+    assert ports.reservations.purchased == []
+
+
+def test_a_purchase_is_refused_without_confirm() -> None:
+    ports = ports_with(allow_capacity_block_purchase=True)
+    block_offerings("g5.xlarge", 2, 3, ports)
+
+    with pytest.raises(RequestRefused) as refused:
+        purchase_block(PurchaseRequest(offering_id=OFFERING.offering_id, max_upfront_usd=2000.0), ports)
+    assert refused.value.field == "confirm" and ports.reservations.purchased == []
+
+
+def test_a_purchase_above_max_upfront_usd_is_refused() -> None:
+    ports = ports_with(allow_capacity_block_purchase=True)
+    block_offerings("g5.xlarge", 2, 3, ports)
+
+    with pytest.raises(RequestRefused) as refused:
+        purchase_block(PurchaseRequest(offering_id=OFFERING.offering_id, max_upfront_usd=1499.0, confirm=True), ports)
+    assert refused.value.field == "max_upfront_usd" and ports.reservations.purchased == []
+
+
+def test_a_listed_offering_within_the_limit_is_bought_once_and_tagged_with_its_fee() -> None:
+    # Given a deployment that allows purchases, and the offering listed
+    ports = ports_with(allow_capacity_block_purchase=True)
+    block_offerings("g5.xlarge", 2, 3, ports)
+    request = PurchaseRequest(offering_id=OFFERING.offering_id, max_upfront_usd=1500.0, confirm=True)
+
+    # When it is bought, then bought again
+    bought = purchase_block(request, ports)
+    with pytest.raises(PurchaseInProgress):
+        purchase_block(request, ports)
+
+    # Then EC2 was asked once, with the fee and GPU Pilot's purchase tagged on the reservation
+    assert ports.reservations.purchased == [(OFFERING.offering_id, {FEE_TAG: "1500", PURCHASED_BY_TAG: "gpupilot"})]
+    assert (bought.capacity_block, bought.upfront_usd) == (True, 1500.0)
