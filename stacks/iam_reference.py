@@ -51,6 +51,7 @@ RESOURCE_TYPES: dict[str, tuple[str, ...]] = {
     "batch:TerminateJob": ("job",),
     "batch:UpdateComputeEnvironment": ("compute-environment",),
     "batch:UpdateJobQueue": ("job-queue", "compute-environment", "scheduling-policy"),
+    "dynamodb:BatchGetItem": ("table",),
     "dynamodb:DeleteItem": ("table",),
     "dynamodb:GetItem": ("table",),
     "dynamodb:PutItem": ("table",),

@@ -502,8 +502,10 @@ def function_grants(arns: Arns, owned: Owned, allow_purchase: bool = False) -> d
         "record_failure": [read_write, terminate_jobs(arns)],
         "health_sweep": [
             RESUME_WAITS,
-            # Reports, job records, offerings remembered as unavailable, pools' states (a retired one forgotten).
-            owned.items("GetItem", "PutItem", "UpdateItem", "DeleteItem"),
+            # Reports, job records, offerings remembered as unavailable, pools' states (a retired one forgotten);
+            # the records of many jobs read at once (BatchGetItem) and written in transactions (their updates are
+            # authorized as UpdateItem each, their puts as PutItem).
+            owned.items("GetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchGetItem"),
             owned.queries(),
             describe(
                 "AWS Batch",

@@ -6,6 +6,7 @@ import json
 import re
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
+from types import ModuleType
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
@@ -38,7 +39,7 @@ from functions.shared.domain.views import ErrorBody, SubmitResponse
 from functions.shared.domain.vocabulary import JobStatus
 from functions.shared.observability import logger, metrics
 from functions.shared.ports import Ports
-from functions.shared.usecases import costs, logs, queries, reservations, select, submit, sweep
+from functions.shared.usecases import logs, queries, reservations, select, submit
 
 app = APIGatewayRestResolver()
 CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
@@ -212,7 +213,7 @@ def submit_job() -> BaseModel:
     started: list[SubmitResponse] = []
 
     def start(checked: JobRequest) -> SubmitResponse:
-        started.append(submit.start_job(checked, ports))
+        started.append(submit.start_job(checked, ports, key=key))
         return started[-1]
 
     if not key:
@@ -261,6 +262,8 @@ def plan() -> BaseModel:
 
 
 def costs_report() -> BaseModel | Response:
+    from functions.shared.usecases import costs  # on first use, as the sweep's: most requests never read costs
+
     # A window ends today unless `to` says otherwise, and spans the 30 days before its end unless `from` does.
     date_to = _date_param("to", datetime.now(UTC).date().isoformat())
     date_from = _date_param("from", _days_before(date_to, COSTS_WINDOW_DAYS))
@@ -301,11 +304,19 @@ def health() -> BaseModel:
     sweep_id = app.current_event.get_query_string_value("sweep_id")
     if sweep_id is not None and not SWEEP_ID.match(sweep_id):
         raise BadRequest("sweep_id", "sweep_id must be 1-64 printable ASCII characters")
-    return sweep.health(sweep_id, _ports())
+    return _sweep().health(sweep_id, _ports())
 
 
 def start_sweep() -> BaseModel:
-    return sweep.start_sweep(_ports())
+    return _sweep().start_sweep(_ports())
+
+
+def _sweep() -> ModuleType:
+    """The sweep's use case, imported on first use: it reaches the fleet, the pools and the waste ledger, which only
+    GET /health and POST /sweep need (a cold start that serves a submit or a read does not load them)."""
+    from functions.shared.usecases import sweep
+
+    return sweep
 
 
 def list_reservations() -> BaseModel:

@@ -61,13 +61,21 @@ TABLE_SK = "sk"
 GSI1_NAME = "gsi1"
 GSI1_PK = "gsi1pk"
 GSI1_SK = "gsi1sk"
-# A sparse index of unfinished jobs (the sweep's working set).
-GSI2_NAME = "active"
+# A sparse index of unfinished jobs (the sweep's working set), projecting only what the sweep reads of a job.
+GSI2_NAME = "active_v2"
 GSI2_PK = "active_pk"
 GSI2_SK = "active_sk"
+GSI2_ATTRIBUTES = ("job_id", "attempts", "waits", "execution_arn", "stuck_after_minutes")
+# The same keys, every attribute projected: what the sweep read before. CloudFormation cannot change an index's
+# projection, and adds or deletes one index per update, so it stays for one release, read only while DynamoDB
+# backfills GSI2_NAME after the deployment that adds it; the next release deletes it.
+GSI2_LEGACY_NAME = "active"
 # Both job indexes are sharded by job id over this many partitions, so no partition runs hot.
 JOB_INDEX_SHARDS = 8
 TTL_ATTRIBUTE = "expires_at"
+
+# How long an Idempotency-Key returns the job it first made (its idempotency record's lifetime).
+IDEMPOTENCY_WINDOW_SECONDS = 24 * 3600
 
 # Batch events the workflow listens to.
 BATCH_EVENT_SOURCE = "aws.batch"

@@ -6,10 +6,12 @@ implement them in memory. Use cases see only these.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from functions.shared.ports_hosts import HostActions, HostLedger, HostNotes
+from functions.shared.ports_ledgers import HealthStore, OfferingMemory, WasteLedger
 from functions.shared.ports_logs import JobLogs
 from functions.shared.ports_market import Availability, Catalog, Prices, Quotas
 from functions.shared.ports_pools import BatchPools, PoolStates
@@ -18,14 +20,10 @@ from functions.shared.ports_reservations import ListedOfferings, Reservations
 if TYPE_CHECKING:  # annotations only: a handler imports the domain modules it uses, not all of them
     from functions.shared.domain.batch import BatchJobState, ContainerInstanceState, FleetState
     from functions.shared.domain.fleet import RunningInstances
-    from functions.shared.domain.memory import UnavailableOffering
-    from functions.shared.domain.records import AttemptRecord, JobRecord, Wait
+    from functions.shared.domain.records import ActiveJob, AttemptRecord, JobRecord, JobWrite, Wait
     from functions.shared.domain.requests import JobRequest
     from functions.shared.domain.settings import Settings
-    from functions.shared.domain.shares import Occupant, SharedInstance
-    from functions.shared.domain.views import HealthReport
     from functions.shared.domain.vocabulary import BatchStatus, JobStatus, MetricName, WaitPhase
-    from functions.shared.domain.waste import WasteEntry
 
 
 class JobStore(HostNotes, Protocol):
@@ -100,57 +98,20 @@ class JobStore(HostNotes, Protocol):
 
     def clear_wait(self, job_id: str, phase: WaitPhase, token: str) -> None: ...
 
-    def active_jobs(self, max_items: int = 20000) -> list[JobRecord]:
-        """Every unfinished job (a sparse index: never a scan, never one hot partition)."""
+    def get_jobs(self, job_ids: Sequence[str]) -> dict[str, JobRecord]:
+        """Several records at once, read consistently (unknown ids are left out)."""
+        ...
+
+    def write_many(self, writes: Sequence[JobWrite]) -> list[bool]:
+        """Many writes in few calls, each exactly as conditional as its single form and applied or refused on its
+        own (True where it applied); a job's writes apply in the order given."""
+        ...
+
+    def active_jobs(self, max_items: int = 20000) -> list[ActiveJob]:
+        """Every unfinished job, as the sweep reads it (a sparse index: never a scan, never one hot partition)."""
         ...
 
     def jobs_created_between(self, start: str, end: str, max_items: int = 5000) -> list[JobRecord]: ...
-
-
-class OfferingMemory(Protocol):
-    """Offerings (`capacity:type:zone`) remembered as unavailable, with a TTL, across executions."""
-
-    def remember_unavailable(self, key: str, memory: UnavailableOffering) -> None:
-        """Leave the offering out of selection until `memory.expires_at`, with its category and cause."""
-        ...
-
-    def unavailable_offerings(self) -> dict[str, UnavailableOffering]:
-        """Every offering remembered and not yet expired, with why."""
-        ...
-
-
-class WasteLedger(Protocol):
-    """What the fleet cost without serving a job: one item per instance, whatever reasons sweeps see it under,
-    and one per instance for the share of it its jobs left unused."""
-
-    def record_waste(self, entry: WasteEntry) -> float:
-        """Charge the part of the entry's span not charged before (domain/waste.charge); returns the USD it
-        added (0 if none)."""
-        ...
-
-    def record_share(self, instance: SharedInstance, key: str, attempt: Occupant) -> SharedInstance | None:
-        """Add a priced attempt to its instance's ledger (`instance` when it has none yet) and restate the unused
-        share (domain/shares.occupy), conditional on the ledger's version; the ledger as written, None when the
-        attempt was in it already or other writers kept writing first."""
-        ...
-
-    def waste_between(self, day_from: str, day_to: str) -> list[WasteEntry]:
-        """Waste of the instances that launched (registered, for unused shares) from `day_from` to `day_to`."""
-        ...
-
-
-class HealthStore(Protocol):
-    """Health sweep reports: each by its id, and the latest."""
-
-    def start_sweep(self, sweep_id: str) -> None: ...
-
-    def save_report(self, report: HealthReport) -> None: ...
-
-    def get_report(self, sweep_id: str) -> HealthReport:
-        """The report; raises SweepNotFound."""
-        ...
-
-    def latest_report(self) -> HealthReport | None: ...
 
 
 class BatchJobs(Protocol):

@@ -228,7 +228,12 @@ def _functions(awslambda: Any, template: dict[str, Any], resolve: Resolver) -> d
         )
         resolve.add(logical, created["FunctionName"], Arn=created["FunctionArn"])
         functions[logical] = LocalFunction(
-            key=key, name=created["FunctionName"], arn=created["FunctionArn"], handler=props["Handler"], environment={}
+            key=key,
+            name=created["FunctionName"],
+            arn=created["FunctionArn"],
+            handler=props["Handler"],
+            environment={},
+            timeout_seconds=int(props.get("Timeout", spec.timeout_seconds)),
         )
     missing = {spec.key for spec in c.LAMBDAS} - {f.key for f in functions.values()}
     if missing:

@@ -18,6 +18,7 @@ import json
 import logging
 import sys
 import threading
+import time
 import traceback
 import uuid
 from collections import Counter
@@ -44,6 +45,7 @@ class LocalFunction:
     handler: str
     environment: Mapping[str, str]
     failure_queue_url: str | None = None
+    timeout_seconds: int = 60
 
 
 @dataclass
@@ -57,9 +59,13 @@ class LocalContext:
     aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
     log_group_name: str = ""
     log_stream_name: str = "local"
+    timeout_seconds: float = 60
+    started: float = field(default_factory=time.monotonic)
 
     def get_remaining_time_in_millis(self) -> int:
-        return 60_000
+        """As Lambda's: what is left of the function's timeout since the invocation began (Powertools' idempotency
+        lets a key held by a call in progress go once that call would have timed out)."""
+        return max(0, int((self.started + self.timeout_seconds - time.monotonic()) * 1000))
 
 
 class ThreadStdout(io.TextIOBase):
@@ -190,7 +196,9 @@ class HandlerDispatcher:
                 "errorType": "Lambda.ServiceException",
                 "errorMessage": "injected by the local cloud's faults",
             }, True
-        context = LocalContext(function_name=function.name, invoked_function_arn=function.arn)
+        context = LocalContext(
+            function_name=function.name, invoked_function_arn=function.arn, timeout_seconds=function.timeout_seconds
+        )
         # Re-installed if someone (a test runner) replaced sys.stdout since.
         stdout = install_stdout()
         _function_logs_to(stdout)

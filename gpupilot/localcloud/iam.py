@@ -35,6 +35,13 @@ from gpupilot.localcloud.dispatch import current_function
 CALL_LOG_ENV = "GPUPILOT_AWS_CALL_LOG"
 # IAM action names that are not `<signing name>:<operation>`.
 ACTION_NAMES = {("lambda", "Invoke"): "lambda:InvokeFunction"}
+# A transaction's items, each authorized as the single write it stands for.
+TRANSACTION_ACTIONS = {
+    "Put": "PutItem",
+    "Update": "UpdateItem",
+    "Delete": "DeleteItem",
+    "ConditionCheck": "ConditionCheckItem",
+}
 CREATED_WITH_TAGS = {"CreateComputeEnvironment", "CreateJobQueue", "RegisterJobDefinition", "SubmitJob"}
 # The iam:PassedToService a role passed through a Batch call presents: Batch's own service principal (the
 # Service Authorization Reference for AWS Batch lists batch.amazonaws.com among the values of
@@ -260,7 +267,17 @@ def required(
     resource and the condition keys AWS presents (an action without resource types is authorized on `*`)."""
     action = ACTION_NAMES.get((service, operation), f"{signing_name}:{operation}")
     checks: list[Request] = []
-    if service == "dynamodb" and "TableName" in params:
+    if service == "dynamodb" and operation == "TransactWriteItems":
+        # Each item is authorized as its own write: "Permissions for Put, Update, Delete, and Get actions are
+        # governed by the permissions used for the underlying PutItem, UpdateItem, DeleteItem, and GetItem
+        # operations" (Using IAM with DynamoDB transactions).
+        for item in params["TransactItems"]:
+            kind, write = next(iter(item.items()))
+            table = arn("dynamodb", "table/", write["TableName"])
+            checks.append(Request(f"dynamodb:{TRANSACTION_ACTIONS[kind]}", table))
+    elif service == "dynamodb" and operation == "BatchGetItem":
+        checks.extend(Request(action, arn("dynamodb", "table/", table)) for table in params["RequestItems"])
+    elif service == "dynamodb" and "TableName" in params:
         table = arn("dynamodb", "table/", params["TableName"])
         checks.append(Request(action, f"{table}/index/{params['IndexName']}" if params.get("IndexName") else table))
     elif service == "batch":

@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 from functions.shared.adapters.page_tokens import decode_token, encode_token, list_position
 from functions.shared.domain.clock import now_iso
 from functions.shared.domain.errors import JobAlreadyExists, JobNotFound
 from functions.shared.domain.lifecycle import batch_rank, status_rank
-from functions.shared.domain.records import AttemptRecord, JobRecord, TimelineEntry, Wait
+from functions.shared.domain.records import (
+    ActiveJob,
+    AttemptRecord,
+    AttemptUpdate,
+    JobFinish,
+    JobRecord,
+    JobWrite,
+    TimelineEntry,
+    Wait,
+)
 from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.vocabulary import BatchStatus, JobStatus, WaitPhase
 
@@ -183,11 +193,38 @@ class FakeJobStore:
             if record is not None and phase in record.waits and record.waits[phase].token == token:
                 del record.waits[phase]
 
-    def active_jobs(self, max_items: int = 20000) -> list[JobRecord]:
+    def get_jobs(self, job_ids: Sequence[str]) -> dict[str, JobRecord]:
+        with self._lock:
+            return {i: self.records[i].model_copy(deep=True) for i in job_ids if i in self.records}
+
+    def write_many(self, writes: Sequence[JobWrite]) -> list[bool]:
+        applied = []
+        for write in writes:
+            if isinstance(write, AttemptUpdate):
+                applied.append(
+                    self.update_attempt(write.job_id, write.number, write.fields, write.if_missing) is not None
+                )
+            elif isinstance(write, JobFinish):
+                applied.append(self.finish(write.job_id, write.status, fields=write.fields, reason=write.reason))
+            else:
+                with self._lock:
+                    record = self.records.get(write.job_id)
+                    wait = record.waits.get(write.phase) if record else None
+                    applied.append(wait is not None and wait.token == write.token)
+                self.clear_wait(write.job_id, write.phase, write.token)
+        return applied
+
+    def active_jobs(self, max_items: int = 20000) -> list[ActiveJob]:
         with self._lock:
             active = [r for r in self.records.values() if not r.status.finished]
             active.sort(key=lambda r: r.created_at, reverse=True)
-            return [r.model_copy(deep=True) for r in active[:max_items]]
+            return [
+                ActiveJob.model_validate(
+                    r.model_dump(include={"job_id", "attempts", "waits", "execution_arn"})
+                    | {"stuck_after_minutes": r.request.stuck_after_minutes}
+                )
+                for r in active[:max_items]
+            ]
 
     def jobs_created_between(self, start: str, end: str, max_items: int = 5000) -> list[JobRecord]:
         with self._lock:

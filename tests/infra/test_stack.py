@@ -28,6 +28,8 @@ from functions.shared.constants import (
     GSI1_NAME,
     GSI1_PK,
     GSI1_SK,
+    GSI2_ATTRIBUTES,
+    GSI2_LEGACY_NAME,
     GSI2_NAME,
     GSI2_PK,
     GSI2_SK,
@@ -40,6 +42,7 @@ from functions.shared.constants import (
     TABLE_SK,
     TTL_ATTRIBUTE,
 )
+from functions.shared.domain.records import ActiveJob
 from functions.shared.domain.userdata import BOOT_CHECK_BUDGET_SECONDS, boot_time_risks, deadlock_risks
 from functions.shared.domain.views import ErrorBody
 from stacks.api import ROUTES, edge_body_schema
@@ -70,7 +73,9 @@ def _statements_with(statements: list[dict[str, Any]], action: str) -> list[dict
 # --- storage -----------------------------------------------------------------------------------
 
 
-def test_table_is_keyed_by_pk_and_sk_with_gsi1_projecting_everything(synthesized: Synthesized) -> None:
+def test_table_is_keyed_by_pk_and_sk_with_the_job_list_and_its_predecessor_index_projecting_everything(
+    synthesized: Synthesized,
+) -> None:
     # Given the synthesized stack, When its table is read
     _, table = _only(synthesized.of_type("AWS::DynamoDB::Table"))
     props = table["Properties"]
@@ -82,12 +87,25 @@ def test_table_is_keyed_by_pk_and_sk_with_gsi1_projecting_everything(synthesized
     types = {a["AttributeName"]: a["AttributeType"] for a in props["AttributeDefinitions"]}
     assert types == {TABLE_PK: "S", TABLE_SK: "S", GSI1_PK: "S", GSI1_SK: "S", GSI2_PK: "S", GSI2_SK: "S"}
     indexes = {gsi["IndexName"]: gsi for gsi in props["GlobalSecondaryIndexes"]}
-    for name, pk, sk in ((GSI1_NAME, GSI1_PK, GSI1_SK), (GSI2_NAME, GSI2_PK, GSI2_SK)):
+    assert set(indexes) == {GSI1_NAME, GSI2_NAME, GSI2_LEGACY_NAME}
+    keys = {GSI1_NAME: (GSI1_PK, GSI1_SK), GSI2_NAME: (GSI2_PK, GSI2_SK), GSI2_LEGACY_NAME: (GSI2_PK, GSI2_SK)}
+    for name, (pk, sk) in keys.items():
         assert indexes[name]["KeySchema"] == [
             {"AttributeName": pk, "KeyType": "HASH"},
             {"AttributeName": sk, "KeyType": "RANGE"},
         ]
-        assert indexes[name]["Projection"] == {"ProjectionType": "ALL"}
+    assert indexes[GSI1_NAME]["Projection"] == {"ProjectionType": "ALL"}
+    # The predecessor of the sweep's index, unchanged: CloudFormation cannot change an index's projection
+    assert indexes[GSI2_LEGACY_NAME]["Projection"] == {"ProjectionType": "ALL"}
+
+
+def test_the_index_of_unfinished_jobs_projects_only_what_the_sweep_reads(synthesized: Synthesized) -> None:
+    # Given the synthesized stack, When its table's index of unfinished jobs is read
+    _, table = _only(synthesized.of_type("AWS::DynamoDB::Table"))
+    (index,) = [gsi for gsi in table["Properties"]["GlobalSecondaryIndexes"] if gsi["IndexName"] == GSI2_NAME]
+    # Then it projects the attributes the sweep reads (the job store writes them) and no others
+    assert index["Projection"] == {"ProjectionType": "INCLUDE", "NonKeyAttributes": list(GSI2_ATTRIBUTES)}
+    assert set(GSI2_ATTRIBUTES) <= set(ActiveJob.model_fields) | {"job_id"}
 
 
 def test_table_is_on_demand_recoverable_encrypted_expiring_and_retained(synthesized: Synthesized) -> None:
@@ -190,7 +208,7 @@ def test_every_lambda_reads_and_writes_only_its_table_and_queries_only_it_and_it
 ) -> None:
     table_id = next(iter(synthesized.of_type("AWS::DynamoDB::Table")))
     table = _arn_of(table_id)
-    indexes = [{"Fn::Join": ["", [table, f"/index/{name}"]]} for name in (GSI1_NAME, GSI2_NAME)]
+    indexes = [{"Fn::Join": ["", [table, f"/index/{name}"]]} for name in (GSI1_NAME, GSI2_NAME, GSI2_LEGACY_NAME)]
     for key in synthesized.function_ids():
         for statement in synthesized.function_statements(key):
             actions = [a for a in _as_list(statement["Action"]) if a.startswith("dynamodb:")]

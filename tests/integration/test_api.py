@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 
+from functions.shared import constants as c
+from functions.shared.adapters import idempotency
+from functions.shared.adapters.clients import observe_calls, reset_clients, stop_observing
 from functions.shared.adapters.job_store import DynamoJobStore
 from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.vocabulary import JobStatus
 from gpupilot.localcloud.http_api import proxy_event
-from tests.integration.conftest import ZONES, Cloud
+from tests.integration.conftest import ZONES, Cloud, HandlerError
 
 BODY = {"name": "train", "image": "nvidia/cuda:12.4.1-base-ubuntu22.04", "command": ["nvidia-smi"]}
 ALLOWED_SECRET = "arn:aws:secretsmanager:us-east-1:123456789012:secret:gpupilot/hf-token-AbCdEf"
@@ -288,6 +294,61 @@ def test_a_submit_whose_workflow_could_not_start_can_be_retried_with_its_idempot
     # Then the key is released (not stuck IN_PROGRESS): the retry is a new attempt, which fails the same way
     with pytest.raises(HandlerError, match="StateMachineDoesNotExist"):
         call(cloud, "POST", "/jobs", BODY, headers)
+
+
+@contextlib.contextmanager
+def observing(observer: Any) -> Iterator[None]:
+    """Every AWS call the functions make goes past `observer` meanwhile (clients take the hooks they are made with:
+    the cached ones, and the idempotency layer's, are made again on both sides)."""
+    idempotency._persistence.cache_clear()
+    reset_clients()
+    observe_calls(observer)
+    try:
+        yield
+    finally:
+        stop_observing(observer)
+        idempotency._persistence.cache_clear()
+        reset_clients()
+
+
+def test_a_keyed_submit_whose_success_was_not_recorded_gives_its_job_to_the_retry_once_its_call_has_timed_out(
+    cloud: Cloud,
+) -> None:
+    # Given DynamoDB refusing, past botocore's retries, the write that completes the key's idempotency record,
+    # after the submit recorded and started its job
+    table = cloud.deployment.table_name
+
+    def refuse_completion(params: dict[str, Any], model: Any, **_: Any) -> None:
+        if model.name == "UpdateItem" and params.get("Key", {}).get("pk", {}).get("S", "").startswith("IDEMPOTENCY#"):
+            raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"}}, "UpdateItem")
+
+    with observing(refuse_completion), pytest.raises(HandlerError, match="IdempotencyPersistenceLayerError"):
+        call(cloud, "POST", "/jobs", BODY, {"Idempotency-Key": "lost-answer"})
+    (first,) = call(cloud, "GET", "/jobs")[1]["jobs"]
+
+    # When the client retries at once: the key is held by the call in progress, no longer than it could run
+    status, error = call(cloud, "POST", "/jobs", BODY, {"Idempotency-Key": "lost-answer"})
+    assert (status, error["error"]) == (409, "IN_PROGRESS")
+    dynamodb = boto3.client("dynamodb")
+    held = {":i": {"S": "IDEMPOTENCY#"}}
+    (record,) = dynamodb.scan(TableName=table, FilterExpression="begins_with(pk, :i)", ExpressionAttributeValues=held)[
+        "Items"
+    ]
+    held_until = int(record["in_progress_expiration"]["N"]) / 1000
+    assert held_until <= time.time() + c.LAMBDAS_BY_KEY["api"].timeout_seconds
+    # ... and again once that call would have timed out (its hold lapsed)
+    lapsed = {":t": {"N": str(int((time.time() - 1) * 1000))}}
+    key = {"pk": record["pk"], "sk": record["sk"]}
+    dynamodb.update_item(
+        TableName=table, Key=key, UpdateExpression="SET in_progress_expiration = :t", ExpressionAttributeValues=lapsed
+    )
+    status, answer = call(cloud, "POST", "/jobs", BODY, {"Idempotency-Key": "lost-answer"})
+
+    # Then it gets the job the first call made and started, not a second one
+    assert (status, answer["job_id"]) == (202, first["job_id"])
+    assert [job["job_id"] for job in call(cloud, "GET", "/jobs")[1]["jobs"]] == [first["job_id"]]
+    executions = boto3.client("stepfunctions").list_executions(stateMachineArn=cloud.deployment.state_machine_arn)
+    assert [e["name"] for e in executions["executions"]] == [first["job_id"]]
 
 
 def test_a_job_no_offering_can_serve_is_a_400_listing_every_rejection_and_starts_nothing(cloud: Cloud) -> None:

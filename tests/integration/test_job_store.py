@@ -9,7 +9,7 @@ from typing import Any
 import boto3
 import pytest
 
-from functions.shared.adapters import job_lists
+from functions.shared.adapters import job_batches, job_lists
 from functions.shared.adapters.job_lists import UNSHARDED_LIST_PARTITION, job_key, job_shard
 from functions.shared.adapters.job_store import DynamoJobStore
 from functions.shared.adapters.table_store import DynamoOfferingMemory
@@ -17,7 +17,7 @@ from functions.shared.constants import GSI1_PK, JOB_INDEX_SHARDS
 from functions.shared.domain.clock import now_iso, seconds_between
 from functions.shared.domain.errors import InvalidPageToken, JobAlreadyExists, JobNotFound
 from functions.shared.domain.memory import remembered
-from functions.shared.domain.records import AttemptRecord, Wait
+from functions.shared.domain.records import AttemptRecord, AttemptUpdate, JobFinish, Wait, WaitClear
 from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.vocabulary import BatchStatus, CapacityType, DiagnosisCategory, JobStatus, WaitPhase
 from functions.shared.ports import JobStore
@@ -146,6 +146,99 @@ def test_a_spent_token_is_cleared_only_if_no_newer_wait_replaced_it(store: JobSt
     assert store.get_job("job00000008").waits[WaitPhase.START].token == "new"
     store.clear_wait("job00000008", WaitPhase.START, "new")
     assert store.get_job("job00000008").waits == {}
+
+
+# -- many jobs at once (the sweep) -------------------------------------------------------------------
+def test_many_writes_each_apply_or_fail_their_own_condition(store: JobStore) -> None:
+    # Given an attempt RUNNING, an attempt SUCCEEDED already, a live job and a wait replaced by a newer one
+    for job_id in ("many00000001", "many00000002", "many00000003", "many00000004"):
+        store.create_job(job_id, REQUEST)
+    for job_id, status in (("many00000001", BatchStatus.RUNNING), ("many00000002", BatchStatus.SUCCEEDED)):
+        store.put_attempt(job_id, 1, attempt())
+        store.update_attempt(job_id, 1, {"batch_status": status})
+    store.store_wait("many00000004", WaitPhase.START, Wait(attempt=2, token="new"))
+
+    # When one call writes an end to each attempt, a job's end, and forgets the replaced token
+    applied = store.write_many(
+        [
+            AttemptUpdate("many00000001", 1, {"batch_status": BatchStatus.SUCCEEDED}, if_missing={"exit_code": 0}),
+            AttemptUpdate("many00000002", 1, {"batch_status": BatchStatus.FAILED}),
+            JobFinish("many00000003", JobStatus.FAILED, fields={"error": "gone"}, reason="gone"),
+            WaitClear("many00000004", WaitPhase.START, "old"),
+        ]
+    )
+
+    # Then each write applied or not on its own condition, as its single form would have
+    assert applied == [True, False, True, False]
+    records = store.get_jobs(["many00000001", "many00000002", "many00000003", "many00000004", "unknown00001"])
+    assert set(records) == {"many00000001", "many00000002", "many00000003", "many00000004"}
+    assert (records["many00000001"].attempts[1].batch_status, records["many00000001"].attempts[1].exit_code) == (
+        BatchStatus.SUCCEEDED,
+        0,
+    )
+    assert records["many00000002"].attempts[1].batch_status == BatchStatus.SUCCEEDED
+    assert (records["many00000003"].status, records["many00000003"].error) == (JobStatus.FAILED, "gone")
+    assert records["many00000004"].waits[WaitPhase.START].token == "new"
+    assert [job.job_id for job in store.active_jobs()].count("many00000003") == 0
+
+
+def test_writes_to_one_job_among_many_apply_in_their_order(store: JobStore) -> None:
+    # Given a job RUNNING with its finish wait parked
+    store.create_job("order0000001", REQUEST)
+    store.put_attempt("order0000001", 1, attempt())
+    store.update_attempt("order0000001", 1, {"batch_status": BatchStatus.RUNNING})
+    store.store_wait("order0000001", WaitPhase.FINISH, Wait(attempt=1, token="t"))
+
+    # When the end, its price and the spent token are written together, with another job's write between
+    store.create_job("order0000002", REQUEST)
+    applied = store.write_many(
+        [
+            AttemptUpdate("order0000001", 1, {"batch_status": BatchStatus.SUCCEEDED}),
+            JobFinish("order0000002", JobStatus.CANCELLED),
+            AttemptUpdate("order0000001", 1, {"batch_status": BatchStatus.FAILED}),
+            WaitClear("order0000001", WaitPhase.FINISH, "t"),
+        ]
+    )
+
+    # Then the second end, written after the first, is stale, and the token is gone
+    assert applied == [True, True, False, True]
+    record = store.get_job("order0000001")
+    assert (record.attempts[1].batch_status, record.waits) == (BatchStatus.SUCCEEDED, {})
+
+
+def test_more_writes_than_a_transaction_holds_are_all_written(deployment: Deployment, monkeypatch) -> None:
+    # Given a DynamoDB store whose transactions hold two writes, and five live jobs, one of them finished already
+    monkeypatch.setattr(job_batches, "TRANSACT_ITEMS", 2)
+    store = DynamoJobStore(deployment.table_name)
+    jobs = [f"split000000{n}" for n in range(5)]
+    for job_id in jobs:
+        store.create_job(job_id, REQUEST)
+    store.finish(jobs[2], JobStatus.SUCCEEDED)
+
+    # When all five are failed in one write_many
+    applied = store.write_many([JobFinish(job_id, JobStatus.FAILED) for job_id in jobs])
+
+    # Then each is written once, and the finished one keeps its outcome
+    assert applied == [True, True, False, True, True]
+    assert [store.get_job(job_id).status for job_id in jobs] == [JobStatus.FAILED] * 2 + [JobStatus.SUCCEEDED] + [
+        JobStatus.FAILED
+    ] * 2
+
+
+def test_the_sweep_reads_an_unfinished_job_as_its_index_projects_it(store: JobStore) -> None:
+    # Given a job that may wait 42 minutes, on its first attempt, parked on its start
+    store.create_job("view00000001", REQUEST.model_copy(update={"stuck_after_minutes": 42.0}))
+    store.put_attempt("view00000001", 1, attempt(batch_job_id="b-42"))
+    store.set_execution_arn("view00000001", "arn:aws:states:us-east-1:123456789012:execution:GpuJob:view00000001")
+    store.store_wait("view00000001", WaitPhase.START, Wait(attempt=1, token="t"))
+
+    # When the sweep reads the unfinished jobs
+    (job,) = [job for job in store.active_jobs() if job.job_id == "view00000001"]
+
+    # Then it sees what it needs of the job: how long it may wait, its attempt, its wait and its execution
+    assert job.stuck_after_minutes == 42.0
+    assert (job.attempts[1].batch_job_id, job.waits[WaitPhase.START].token) == ("b-42", "t")
+    assert job.execution_arn and job.execution_arn.endswith(":view00000001")
 
 
 def test_listing_pages_newest_first_and_filters_by_status(store: JobStore) -> None:

@@ -745,6 +745,44 @@ def test_adapted_a_task_heartbeat_passes_at_the_workflow_clocks_speed(workflows)
     assert entered == ["Wait", "TimedOut"]
 
 
+def test_moto_alone_pages_an_index_by_the_table_s_items_and_adapted_by_the_index_s_entries():
+    # Given a table of 12 items of 200 KB each, indexed by an INCLUDE index that projects none of their bulk
+    with mock_aws(config=MOTO_CONFIG):
+        dynamodb = boto3.client("dynamodb", region_name=REGION)
+        keys = [{"AttributeName": name, "AttributeType": "S"} for name in ("pk", "ipk")]
+        include = {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["small"]}
+        dynamodb.create_table(
+            TableName="t", BillingMode="PAY_PER_REQUEST", AttributeDefinitions=keys,
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            GlobalSecondaryIndexes=[{"IndexName": "lean", "Projection": include,
+                                     "KeySchema": [{"AttributeName": "ipk", "KeyType": "HASH"}]}],
+        )  # fmt: skip
+        for n in range(12):
+            item = {
+                "pk": {"S": f"item{n:02d}"},
+                "ipk": {"S": "all"},
+                "small": {"N": str(n)},
+                "bulk": {"S": "x" * 200_000},
+            }
+            dynamodb.put_item(TableName="t", Item=item)
+
+        def index_pages() -> list[int]:
+            pages = dynamodb.get_paginator("query").paginate(
+                TableName="t", IndexName="lean", KeyConditionExpression="ipk = :all",
+                ExpressionAttributeValues={":all": {"S": "all"}},
+            )  # fmt: skip
+            return [len(page["Items"]) for page in pages]
+
+        # When the index is read alone and adapted
+        with adapted_moto():
+            adapted = index_pages()
+        alone = index_pages()
+
+    # Then moto alone counts the bulk it does not return against the 1 MB page; adapted, the 12 entries are one page
+    assert len(alone) > 1 and sum(alone) == 12
+    assert adapted == [12]
+
+
 # -- reserved capacity ------------------------------------------------------------------------------
 def reservation_world(*more: dict[str, Any]) -> Any:
     from gpupilot.localcloud.world import World

@@ -11,7 +11,13 @@ from typing import Any
 import boto3
 from moto import mock_aws
 
-from gpupilot.localcloud.moto_adaptations.dynamodb import ITEM_OPERATIONS, direct_dynamodb_item_answers, wire_json
+from gpupilot.localcloud.moto_adaptations.dynamodb import (
+    ITEM_OPERATIONS,
+    direct_dynamodb_item_answers,
+    item_level_transactions,
+    pick_projected_attributes,
+    wire_json,
+)
 from gpupilot.localcloud.moto_adaptations.patches import Patches
 from gpupilot.localcloud.moto_adaptations.stepfunctions import parse_each_definition_once, share_task_clients
 from tests.integration.conftest import MOTO_CONFIG
@@ -187,3 +193,117 @@ def test_step_functions_tasks_share_one_client_per_region_and_service():
     shared = in_moto(share_task_clients, clients)
     assert shared[0] is shared[1] and len({id(c) for c in shared}) == 3
     assert shared[3].meta.region_name == "eu-west-1" and shared[2].meta.service_model.service_name == "sqs"
+
+
+def transactions() -> list[Any]:
+    """A transaction that applies, one cancelled by a failed condition (with what the table held after each), and
+    what another writer wrote to an item the cancelled transaction did not name, while it ran."""
+    client = boto3.client("dynamodb", region_name=REGION)
+    key_schema = [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}]
+    attributes = [{"AttributeName": n, "AttributeType": "S"} for n in ("pk", "sk")]
+    client.create_table(
+        TableName="t", KeySchema=key_schema, AttributeDefinitions=attributes, BillingMode="PAY_PER_REQUEST"
+    )
+    for n in range(3):
+        client.put_item(TableName="t", Item=ITEM | {"pk": {"S": f"job#{n}"}})
+    key = {"pk": {"S": "job#0"}, "sk": ITEM["sk"]}
+    other = {"pk": {"S": "job#1"}, "sk": ITEM["sk"]}
+    seen: list[Any] = []
+
+    def update(item_key: dict[str, Any], value: str, condition: str = "attribute_exists(pk)") -> dict[str, Any]:
+        values = {":v": {"S": value}}
+        return {"Update": {"TableName": "t", "Key": item_key, "UpdateExpression": "SET v = :v",
+                           "ConditionExpression": condition, "ExpressionAttributeValues": values}}  # fmt: skip
+
+    client.transact_write_items(TransactItems=[update(key, "first"), {"Put": {"TableName": "t", "Item": ITEM}}])
+    seen.append(client.scan(TableName="t")["Items"])
+    from moto.dynamodb.models import dynamodb_backends
+
+    backend = dynamodb_backends["123456789012"][REGION]
+    real_update = backend.update_item
+
+    def another_writer_meanwhile(*args: Any, **kwargs: Any) -> Any:
+        # What another thread writes to an item the transaction does not name, while the transaction runs.
+        backend.update_item = real_update
+        client.put_item(TableName="t", Item=ITEM | {"pk": {"S": "job#2"}, "v": {"S": "other writer"}})
+        return real_update(*args, **kwargs)
+
+    backend.update_item = another_writer_meanwhile
+    try:
+        client.transact_write_items(
+            TransactItems=[update(key, "second"), update(other, "never", "attribute_not_exists(pk)")]
+        )
+    except client.exceptions.TransactionCanceledException as error:
+        seen.append(error.response["CancellationReasons"])
+    finally:
+        backend.update_item = real_update
+    seen.append(sorted(client.scan(TableName="t")["Items"], key=lambda item: item["pk"]["S"]))
+    return seen
+
+
+def test_a_transaction_saves_only_its_items_answers_as_moto_and_keeps_other_writers_writes():
+    # Given the same transactions in moto alone and with only the named items saved
+    applied, reasons, after = in_moto(item_level_transactions, transactions)
+    applied_alone, reasons_alone, after_alone = in_moto(None, transactions)
+    # Then each answers the same, and the cancelled one leaves its items as they were
+    assert (applied, reasons) == (applied_alone, reasons_alone)
+    assert [r["Code"] for r in reasons] == ["None", "ConditionalCheckFailed"]
+    job0 = next(item for item in after if item["pk"]["S"] == "job#0")
+    assert job0["v"] == {"S": "first"}
+    # ... but what another writer wrote to another item meanwhile stays (moto alone put the whole table back)
+    job2 = next(item for item in after if item["pk"]["S"] == "job#2")
+    assert job2["v"] == {"S": "other writer"}
+    assert "v" not in next(item for item in after_alone if item["pk"]["S"] == "job#2")
+
+
+def index_answers() -> list[Any]:
+    """Queries of a KEYS_ONLY, an INCLUDE and an ALL index, over items of every attribute type."""
+    client = boto3.client("dynamodb", region_name=REGION)
+    index_key = [{"AttributeName": "g", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}]
+    projections = {"keys": {"ProjectionType": "KEYS_ONLY"}, "all": {"ProjectionType": "ALL"},
+                   "some": {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["m", "ns", "b", "missing"]}}  # fmt: skip
+    client.create_table(
+        TableName="t",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        AttributeDefinitions=[{"AttributeName": n, "AttributeType": "S"} for n in ("pk", "sk", "g")],
+        GlobalSecondaryIndexes=[
+            {"IndexName": name, "KeySchema": index_key, "Projection": projection}
+            for name, projection in projections.items()
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    for n in range(3):
+        client.put_item(TableName="t", Item=ITEM | {"pk": {"S": f"job#{n}"}, "g": {"S": "G"}})
+    return [
+        client.query(
+            TableName="t", IndexName=name, KeyConditionExpression="g = :g", ExpressionAttributeValues={":g": {"S": "G"}}
+        )["Items"]
+        for name in projections
+    ]
+
+
+def counting_conversions(scenario: Callable[[], Any], conversions: list[int]) -> Callable[[], Any]:
+    """`scenario`, counting moto's conversions of a whole item to JSON while it runs."""
+    from moto.dynamodb.models.dynamo_type import Item
+
+    def counted() -> Any:
+        convert = Item.to_regular_json
+        counting = Patches()
+        counting.replace(Item, "to_regular_json", lambda item: conversions.append(1) or convert(item))
+        try:
+            return scenario()
+        finally:
+            counting.undo()
+
+    return counted
+
+
+def test_an_index_projection_picks_the_attributes_moto_would_project_without_converting_the_item():
+    converted_alone: list[int] = []
+    converted_picked: list[int] = []
+    alone = in_moto(None, counting_conversions(index_answers, converted_alone))
+    picked = in_moto(pick_projected_attributes, counting_conversions(index_answers, converted_picked))
+    assert picked == alone
+    assert converted_alone and not converted_picked
+    keys_only, _, some = picked
+    assert (set(keys_only[0]), set(some[0])) == ({"pk", "sk", "g"}, {"pk", "sk", "g", "m", "ns", "b"})

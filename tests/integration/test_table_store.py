@@ -68,6 +68,37 @@ def test_a_report_is_stored_compressed_and_one_written_as_a_map_still_reads(depl
     assert store.get_report("sweep-old") == old
 
 
+def test_a_report_is_stored_by_its_id_and_as_the_latest_in_one_call(deployment) -> None:
+    # Given the health store, and the calls its client makes
+    dynamodb = boto3.client("dynamodb")
+    calls: list[str] = []
+    dynamodb.meta.events.register("before-call.dynamodb.*", lambda model, **_: calls.append(model.name))
+    store = DynamoHealthStore(deployment.table_name, dynamodb)
+    report = HealthReport(sweep_id="sweep-1", swept_at="2026-11-23T10:00:00.000Z", findings=[], summary={})
+
+    # When a completed sweep's report is saved
+    store.save_report(report)
+
+    # Then both copies are written, in one call
+    assert (store.get_report("sweep-1"), store.latest_report()) == (report, report)
+    assert calls[0] == "TransactWriteItems" and calls.count("TransactWriteItems") == 1
+    assert "PutItem" not in calls
+
+
+def test_a_sweep_that_finishes_after_a_newer_one_is_stored_by_its_id_only(deployment) -> None:
+    # Given the report of a sweep that began at 10:05 saved as the latest
+    store = DynamoHealthStore(deployment.table_name)
+    newer = HealthReport(sweep_id="sweep-newer", swept_at="2026-11-23T10:05:00.000Z", findings=[], summary={})
+    store.save_report(newer)
+
+    # When a sweep that began at 10:00 finishes after it
+    older = newer.model_copy(update={"sweep_id": "sweep-older", "swept_at": "2026-11-23T10:00:00.000Z"})
+    store.save_report(older)
+
+    # Then the older one is kept by its id, and the latest stays the newer one
+    assert (store.get_report("sweep-older"), store.latest_report()) == (older, newer)
+
+
 @pytest.fixture(params=["dynamodb", "fake"])
 def ledger(request: pytest.FixtureRequest) -> Iterator[Any]:
     from functions.shared.adapters.table_store import DynamoWasteLedger

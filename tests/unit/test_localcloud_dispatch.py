@@ -3,6 +3,7 @@ the function's own environment, and asynchronous invocations that fail into the 
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import logging
@@ -212,3 +213,20 @@ def test_a_functions_log_lines_go_to_the_log_file_even_if_its_logger_was_made_be
     # Then the line is in the log file, not on the console
     assert "a function's log line" in log_file.read_text()
     assert console.getvalue() == ""
+
+
+def remaining(event, context):
+    """A stand-in handler: the time its context says it has left."""
+    return context.get_remaining_time_in_millis()
+
+
+def test_a_handler_s_context_counts_down_from_its_function_s_timeout(monkeypatch):
+    # Given a function the template gives 28 seconds (the api's: API Gateway gives up at 29)
+    monkeypatch.setattr(sys, "stdout", sys.stdout)
+    monkeypatch.setattr("functions.api.handler.remaining", remaining, raising=False)
+    api = dataclasses.replace(function("api", "functions.api.handler.remaining"), timeout_seconds=28)
+
+    # When it runs / Then what it has left is what Lambda would say: at most its timeout (Powertools' idempotency
+    # frees a key held by a call in progress once that call would have timed out)
+    left, errored = HandlerDispatcher({"api": api}).invoke("api", {})
+    assert not errored and 20_000 < left <= 28_000

@@ -193,6 +193,20 @@ def test_an_action_without_resource_types_is_authorized_on_everything() -> None:
     assert (check.action, check.resource) == ("servicequotas:GetServiceQuota", "*")
 
 
+def test_a_transaction_is_authorized_as_the_writes_it_holds_and_a_batch_read_on_its_table() -> None:
+    # Given a transaction of an update and a put, and a batch read, on the jobs table
+    table = f"arn:aws:dynamodb:us-east-1:{ACCOUNT}:table/jobs"
+    key = {"pk": {"S": "JOB#1"}, "sk": {"S": "JOB"}}
+    writes = {"TransactItems": [{"Update": {"TableName": "jobs", "Key": key, "UpdateExpression": "SET a = :a"}},
+                                {"Put": {"TableName": "jobs", "Item": key}}]}  # fmt: skip
+    reads = {"RequestItems": {"jobs": {"Keys": [key]}}}
+    # When / Then each write is authorized as its single form (there is no dynamodb:TransactWriteItems action)
+    checks = required("dynamodb", "dynamodb", "TransactWriteItems", writes, ARNS, lambda _profile: ())
+    assert [(c.action, c.resource) for c in checks] == [("dynamodb:UpdateItem", table), ("dynamodb:PutItem", table)]
+    [check] = required("dynamodb", "dynamodb", "BatchGetItem", reads, ARNS, lambda _profile: ())
+    assert (check.action, check.resource) == ("dynamodb:BatchGetItem", table)
+
+
 def test_an_ec2_call_that_creates_with_tags_is_authorized_with_its_request_tags_and_the_tagging_too() -> None:
     # Given a CreateLaunchTemplate that tags the template it creates
     params = {"LaunchTemplateName": "lt", "LaunchTemplateData": {},

@@ -21,7 +21,6 @@ if TYPE_CHECKING:
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
 IAM_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
-IDEMPOTENCY_TTL_SECONDS = 24 * 3600
 IN_PROGRESS_RETRY_SECONDS = 2
 
 
@@ -32,7 +31,7 @@ def idempotency_config() -> IdempotencyConfig:
     return IdempotencyConfig(
         event_key_jmespath="idempotency_key",
         payload_validation_jmespath="request",
-        expires_after_seconds=IDEMPOTENCY_TTL_SECONDS,
+        expires_after_seconds=c.IDEMPOTENCY_WINDOW_SECONDS,
     )
 
 

@@ -1,15 +1,13 @@
-"""One job's item on DynamoDB: the conditional UpdateItem every write to it goes through, and the writes that only
-add to it (a parked workflow's task token, a note on its timeline)."""
+"""One job's item on DynamoDB: the writes that only add to it (a parked workflow's task token, a note on its
+timeline); every write goes through JobBatches' conditional UpdateItem."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from botocore.exceptions import ClientError
-
 from functions.shared import constants as c
 from functions.shared.adapters.dynamodb_codec import serialize
-from functions.shared.adapters.job_lists import JobLists, job_key, record_of
+from functions.shared.adapters.job_batches import JobBatches, is_conditional_failure
+from functions.shared.adapters.job_lists import record_of
+from functions.shared.adapters.job_updates import clear_wait_update
 from functions.shared.domain.clock import now_iso
 from functions.shared.domain.errors import JobNotFound
 from functions.shared.domain.records import JobRecord, TimelineEntry, Wait
@@ -17,23 +15,11 @@ from functions.shared.domain.vocabulary import JobStatus, WaitPhase
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
 IAM_ACTIONS = ("dynamodb:UpdateItem",)
+__all__ = ["JobItems", "is_conditional_failure"]
 
 
-def is_conditional_failure(error: ClientError) -> bool:
-    return error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
-
-
-class JobItems(JobLists):
-    """The write path shared by ports.JobStore's writes, and its waits and timeline notes."""
-
-    def _update(self, job_id: str, **kwargs: Any) -> dict[str, Any] | None:
-        """UpdateItem on the job; None when its condition failed."""
-        try:
-            return dict(self._aws.update_item(TableName=self._table, Key=job_key(job_id), **kwargs))
-        except ClientError as error:
-            if is_conditional_failure(error):
-                return None
-            raise
+class JobItems(JobBatches):
+    """A job's waits and timeline notes (through the conditional UpdateItem JobBatches shares with every write)."""
 
     def note_host(self, job_id: str, status: JobStatus, instance_id: str, reason: str, at: str) -> bool:
         """A timeline note once per host: the hosts noted are a set on the item, checked and added in one write."""
@@ -66,10 +52,4 @@ class JobItems(JobLists):
 
     def clear_wait(self, job_id: str, phase: WaitPhase, token: str) -> None:
         """Forget a spent token, unless a newer wait has replaced it meanwhile."""
-        self._update(
-            job_id,
-            UpdateExpression="REMOVE waits.#phase",
-            ConditionExpression="waits.#phase.#token = :token",
-            ExpressionAttributeNames={"#phase": phase.value, "#token": "token"},
-            ExpressionAttributeValues={":token": {"S": token}},
-        )
+        self._update(job_id, **clear_wait_update(phase, token))

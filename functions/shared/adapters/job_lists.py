@@ -12,11 +12,13 @@ import hashlib
 from collections import deque
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from functions.shared import constants as c
 from functions.shared.adapters.base import ClientAdapter
 from functions.shared.adapters.dynamodb_codec import deserialize_item
 from functions.shared.adapters.page_tokens import decode_token, encode_token, list_position
-from functions.shared.domain.records import JobRecord
+from functions.shared.domain.records import ActiveJob, JobRecord
 from functions.shared.domain.vocabulary import JobStatus
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
@@ -57,6 +59,21 @@ def list_keys(job_id: str, created_at: str) -> dict[str, str]:
 
 def record_of(item: dict[str, Any]) -> JobRecord:
     return JobRecord.model_validate(deserialize_item(item))
+
+
+def active_job_of(item: dict[str, Any]) -> ActiveJob:
+    """An unfinished job as the sweep reads it, from its index's item (or, while that index is filled, from its
+    predecessor's whole record, whose request holds the job's stuck_after)."""
+    data = deserialize_item(item)
+    if data.get("stuck_after_minutes") is None and isinstance(data.get("request"), dict):
+        data["stuck_after_minutes"] = data["request"].get("stuck_after_minutes")
+    return ActiveJob.model_validate(data)
+
+
+def is_backfilling(error: ClientError) -> bool:
+    """DynamoDB refuses reads of a global secondary index until it has indexed every item of the table."""
+    details = error.response.get("Error", {})
+    return details.get("Code") == "ValidationException" and "backfill" in str(details.get("Message", "")).lower()
 
 
 class _NewestFirst:
@@ -151,20 +168,26 @@ class JobLists(ClientAdapter):
             kwargs["ExpressionAttributeValues"][":status"] = {"S": status.value}
         return kwargs
 
-    def active_jobs(self, max_items: int = 20000) -> list[JobRecord]:
+    def active_jobs(self, max_items: int = 20000) -> list[ActiveJob]:
         """Every unfinished job (the sweep's working set): the sparse index's shards, a page at a time."""
-        found: list[JobRecord] = []
+        index = c.GSI2_NAME
+        found: list[ActiveJob] = []
         for shard in range(c.JOB_INDEX_SHARDS):
-            found += self._query(
-                {
-                    "TableName": self._table,
-                    "IndexName": c.GSI2_NAME,
-                    "KeyConditionExpression": "#apk = :shard",
-                    "ExpressionAttributeNames": {"#apk": c.GSI2_PK},
-                    "ExpressionAttributeValues": {":shard": {"S": f"ACTIVE#{shard}"}},
-                },
-                max_items - len(found),
-            )
+            query = {
+                "TableName": self._table,
+                "KeyConditionExpression": "#apk = :shard",
+                "ExpressionAttributeNames": {"#apk": c.GSI2_PK},
+                "ExpressionAttributeValues": {":shard": {"S": f"ACTIVE#{shard}"}},
+            }
+            try:
+                items = self._items(query | {"IndexName": index}, max_items - len(found))
+            except ClientError as error:
+                if index != c.GSI2_NAME or not is_backfilling(error):
+                    raise
+                # Just deployed: DynamoDB is still filling the index. Its predecessor holds the same jobs.
+                index = c.GSI2_LEGACY_NAME
+                items = self._items(query | {"IndexName": index}, max_items - len(found))
+            found += [active_job_of(item) for item in items]
             if len(found) >= max_items:
                 break
         return found
@@ -191,6 +214,10 @@ class JobLists(ClientAdapter):
         return found[:max_items]
 
     def _query(self, kwargs: dict[str, Any], max_items: int) -> list[JobRecord]:
+        """Every record a query matches, at most `max_items`."""
+        return [record_of(item) for item in self._items(kwargs, max_items)]
+
+    def _items(self, kwargs: dict[str, Any], max_items: int) -> list[dict[str, Any]]:
         """Every item a query matches (boto3's paginator follows LastEvaluatedKey), at most `max_items`."""
         pages = self._aws.get_paginator("query").paginate(**kwargs, PaginationConfig={"MaxItems": max_items})
-        return [record_of(item) for page in pages for item in page.get("Items", [])]
+        return [item for page in pages for item in page.get("Items", [])]

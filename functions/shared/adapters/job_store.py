@@ -15,19 +15,22 @@ from functions.shared import constants as c
 from functions.shared.adapters.dynamodb_codec import serialize
 from functions.shared.adapters.job_items import JobItems, is_conditional_failure
 from functions.shared.adapters.job_lists import job_key, list_keys, record_of
+from functions.shared.adapters.job_updates import advance_update, attempt_update
 from functions.shared.domain.clock import now_iso
 from functions.shared.domain.errors import JobAlreadyExists, JobNotFound
-from functions.shared.domain.lifecycle import batch_rank, status_rank
+from functions.shared.domain.lifecycle import status_rank
 from functions.shared.domain.records import AttemptRecord, JobRecord, TimelineEntry
 from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.vocabulary import BatchStatus, JobStatus
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
 IAM_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem")
+__all__ = ["DynamoJobStore", "is_conditional_failure"]
 
 
 class DynamoJobStore(JobItems):
-    """Implements ports.JobStore (the list queries come from JobLists, waits and notes from JobItems)."""
+    """Implements ports.JobStore (the list queries come from JobLists, many jobs at once from JobBatches, waits
+    and notes from JobItems)."""
 
     # -- jobs ---------------------------------------------------------------------------------
     def create_job(self, job_id: str, request: JobRequest) -> JobRecord:
@@ -43,7 +46,12 @@ class DynamoJobStore(JobItems):
             created_at=at,
             updated_at=at,
         )
-        document = record.model_dump(mode="json") | list_keys(job_id, at)
+        # stuck_after_minutes also stands alone, for the index of unfinished jobs to project (not the whole request).
+        document = (
+            record.model_dump(mode="json")
+            | list_keys(job_id, at)
+            | {"stuck_after_minutes": request.stuck_after_minutes}
+        )
         item = {k: serialize(v) for k, v in document.items() if v is not None} | job_key(job_id)
         try:
             self._aws.put_item(
@@ -81,39 +89,7 @@ class DynamoJobStore(JobItems):
         reason: str | None = None,
     ) -> bool:
         """Move the job to `status` (appending it to the timeline) unless it is already past it."""
-        entry = TimelineEntry(status=status, at=at or now_iso(), reason=reason)
-        names = {"#status": "status", "#pk": c.TABLE_PK}
-        values = {
-            ":status": serialize(status),
-            ":rank": serialize(status_rank(status, attempt)),
-            ":entry": serialize([entry]),
-            ":now": serialize(now_iso()),
-        }
-        sets = [
-            "#status = :status",
-            "status_rank = :rank",
-            "timeline = list_append(timeline, :entry)",
-            "updated_at = :now",
-        ]
-        for index, (name, value) in enumerate((fields or {}).items()):
-            names[f"#f{index}"] = name
-            values[f":f{index}"] = serialize(value)
-            sets.append(f"#f{index} = :f{index}")
-        expression = "SET " + ", ".join(sets)
-        if status.finished:
-            # Out of the sparse index of unfinished jobs: the sweep's working set holds only live jobs.
-            names |= {"#apk": c.GSI2_PK, "#ask": c.GSI2_SK}
-            expression += " REMOVE #apk, #ask"
-        return (
-            self._update(
-                job_id,
-                UpdateExpression=expression,
-                ConditionExpression="attribute_exists(#pk) AND status_rank < :rank",
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=values,
-            )
-            is not None
-        )
+        return self._update(job_id, **advance_update(status, attempt, at, fields, reason)) is not None
 
     def finish(
         self,
@@ -151,41 +127,8 @@ class DynamoJobStore(JobItems):
         """Set fields on an attempt; with a `batch_status`, only if it moves the attempt forward.
         `if_missing` fields are set only where the attempt has none yet; `timeline_reason` (index, reason, when it
         was learnt) explains that timeline entry (entries are only ever appended). None when stale or duplicate."""
-        unknown = (set(fields) | set(if_missing or {})) - set(AttemptRecord.model_fields)
-        if unknown:
-            raise ValueError(f"not attempt fields: {sorted(unknown)}")
-        names = {"#n": str(number), "#pk": c.TABLE_PK}
-        values: dict[str, Any] = {":now": serialize(now_iso())}
-        sets = ["updated_at = :now"]
-        for index, (name, value) in enumerate((if_missing or {}).items()):
-            if value is None:
-                continue
-            names[f"#m{index}"] = name
-            values[f":m{index}"] = serialize(value)
-            sets.append(f"attempts.#n.#m{index} = if_not_exists(attempts.#n.#m{index}, :m{index})")
-        condition = "attribute_exists(#pk) AND attribute_exists(attempts.#n)"
-        if fields.get("batch_status") is not None:
-            fields = fields | {"batch_rank": batch_rank(fields["batch_status"])}
-            values[":rank"] = serialize(fields["batch_rank"])
-            condition += " AND (attribute_not_exists(attempts.#n.batch_rank) OR attempts.#n.batch_rank < :rank)"
-        for index, (name, value) in enumerate(fields.items()):
-            if value is None:
-                continue
-            names[f"#f{index}"] = name
-            values[f":f{index}"] = serialize(value)
-            sets.append(f"attempts.#n.#f{index} = :f{index}")
-        if timeline_reason is not None:
-            index, why, learnt = timeline_reason
-            values |= {":why": serialize(why), ":learnt": serialize(learnt)}
-            sets.append(f"timeline[{int(index)}].reason = :why, timeline[{int(index)}].reason_at = :learnt")
-        response = self._update(
-            job_id,
-            UpdateExpression="SET " + ", ".join(sets),
-            ConditionExpression=condition,
-            ExpressionAttributeNames=names,
-            ExpressionAttributeValues=values,
-            ReturnValues="ALL_NEW",
-        )
+        update = attempt_update(number, fields, if_missing, timeline_reason)
+        response = self._update(job_id, **update, ReturnValues="ALL_NEW")
         return record_of(response["Attributes"]) if response else None
 
     def note_reason(

@@ -29,7 +29,16 @@ class StepFunctionsWorkflow(ClientAdapter):
         self._state_machine_arn = state_machine_arn
 
     def start_execution(self, name: str, execution_input: str) -> str:
-        response = self._aws.start_execution(stateMachineArn=self._state_machine_arn, name=name, input=execution_input)
+        """The execution named `name`, started once: a second start of that name finds the first (Step Functions
+        answers an identical start of an open execution with it, and any other with ExecutionAlreadyExists)."""
+        try:
+            response = self._aws.start_execution(
+                stateMachineArn=self._state_machine_arn, name=name, input=execution_input
+            )
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") != "ExecutionAlreadyExists":
+                raise
+            return self._state_machine_arn.replace(":stateMachine:", ":execution:") + f":{name}"
         return str(response["executionArn"])
 
     def stop_execution(self, execution_arn: str, error: str, cause: str) -> None:

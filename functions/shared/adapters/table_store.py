@@ -166,14 +166,31 @@ class DynamoHealthStore(_Table):
         """Store the sweep's report, and make it the latest unless a newer sweep finished first (a FAILED
         sweep is kept by its id only: the latest findings stay the last complete sweep's)."""
         assert report.sweep_id is not None and report.swept_at is not None
-        self._put(self._item(_sweep_key(report.sweep_id), report))
+        by_id = self._item(_sweep_key(report.sweep_id), report)
         if report.status != SweepStatus.COMPLETE:
+            self._put(by_id)
             return
-        self._put(
-            self._item(LATEST_KEY, report) | {"swept_at": {"S": report.swept_at}},
-            ConditionExpression="attribute_not_exists(swept_at) OR swept_at < :at",
-            ExpressionAttributeValues={":at": {"S": report.swept_at}},
-        )
+        latest = self._item(LATEST_KEY, report) | {"swept_at": {"S": report.swept_at}}
+        newer: dict[str, Any] = {
+            "ConditionExpression": "attribute_not_exists(swept_at) OR swept_at < :at",
+            "ExpressionAttributeValues": {":at": {"S": report.swept_at}},
+        }
+        # Both in one call. A transaction writes both or neither: when a newer sweep is the latest already (or
+        # another writer's conflict cancelled it), they are written one at a time, the latest as conditionally.
+        try:
+            self._aws.transact_write_items(
+                TransactItems=[
+                    {"Put": {"TableName": self._table, "Item": by_id}},
+                    {"Put": {"TableName": self._table, "Item": latest, **newer}},
+                ]
+            )
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") != "TransactionCanceledException":
+                raise
+            self._put(by_id)
+            reasons = [reason.get("Code") for reason in error.response.get("CancellationReasons") or []]
+            if "ConditionalCheckFailed" not in reasons:
+                self._put(latest, **newer)
 
     def get_report(self, sweep_id: str) -> HealthReport:
         response = self._aws.get_item(TableName=self._table, Key=_sweep_key(sweep_id), ConsistentRead=True)

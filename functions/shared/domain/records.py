@@ -7,6 +7,7 @@ so every reader goes through these types rather than string keys.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import Field
@@ -191,3 +192,55 @@ class JobRecord(DomainModel):
         while last > 0 and self.timeline[last].note:
             last -= 1  # a note explains nothing of the status before it
         return last if self.timeline[last].status == status and not self.timeline[last].note else None
+
+
+class ActiveJob(DomainModel):
+    """What the sweep reads of an unfinished job (all the index of unfinished jobs projects): its attempts and
+    parked waits, its execution, and how long it may wait for a GPU before it is stuck."""
+
+    job_id: str
+    attempts: dict[int, AttemptRecord] = Field(default_factory=dict)
+    waits: dict[WaitPhase, Wait] = Field(default_factory=dict)
+    execution_arn: str | None = None
+    stuck_after_minutes: float | None = Field(
+        default=None, description="The request's; None on a record written before the index projected it"
+    )
+
+    def latest_attempt(self) -> tuple[int, AttemptRecord] | None:
+        if not self.attempts:
+            return None
+        number = max(self.attempts)
+        return number, self.attempts[number]
+
+
+# Writes to many jobs at once (JobStore.write_many), each as conditional as its single form.
+@dataclass(frozen=True)
+class AttemptUpdate:
+    """JobStore.update_attempt, as one of many writes."""
+
+    job_id: str
+    number: int
+    fields: dict[str, Any]
+    if_missing: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class JobFinish:
+    """JobStore.finish, as one of many writes."""
+
+    job_id: str
+    status: JobStatus
+    fields: dict[str, Any] | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class WaitClear:
+    """JobStore.clear_wait, as one of many writes."""
+
+    job_id: str
+    phase: WaitPhase
+    token: str
+
+
+JobWrite = AttemptUpdate | JobFinish | WaitClear

@@ -12,7 +12,7 @@ from functions.shared.domain.batch import ContainerInstanceState
 from functions.shared.domain.cost import Cost, PriceQuote, attempt_cost, cheapest, gpu_share, instance_share
 from functions.shared.domain.errors import SignalUnavailable
 from functions.shared.domain.job_definitions import resources_on
-from functions.shared.domain.records import AttemptRecord
+from functions.shared.domain.records import AttemptRecord, JobRecord
 from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.reservations import hourly_rate
 from functions.shared.domain.shares import SharedInstance, occupant
@@ -77,9 +77,18 @@ def price_attempt(
     return attempt_cost(quote, runtime_seconds or 0.0, share=share)
 
 
-def record_attempt_cost(job_id: str, number: int, ports: Ports) -> Cost | None:
-    """Price an ended attempt once (the first writer wins: events, the sweep and RecordCost may all try)."""
-    record = ports.jobs.get_job(job_id)
+def unpriced_cost(record: JobRecord, number: int, ports: Ports) -> Cost | None:
+    """What an ended attempt of the record cost, if it has no cost yet (None: priced already, or no price known)."""
+    attempt = record.attempts.get(number)
+    if attempt is None or attempt.cost is not None:
+        return None
+    return price_attempt(record.request, attempt, attempt.runtime_seconds, ports)
+
+
+def record_attempt_cost(job_id: str, number: int, ports: Ports, record: JobRecord | None = None) -> Cost | None:
+    """Price an ended attempt once (the first writer wins: events, the sweep and RecordCost may all try).
+    `record`: the job as the caller's own write returned it, so it is not read again."""
+    record = record or ports.jobs.get_job(job_id)
     attempt = record.attempts.get(number)
     if attempt is None:
         return None

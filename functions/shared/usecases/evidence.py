@@ -5,7 +5,14 @@ from __future__ import annotations
 from functions.shared.domain.batch import BatchJobState, ComputeEnvironmentState, FleetState
 from functions.shared.domain.diagnosis import StuckJobSnapshot
 from functions.shared.domain.errors import SignalUnavailable
-from functions.shared.domain.fleet import FleetAnalysis, QuotaState, analyse_fleet, quota_holders, vcpu_quota_code
+from functions.shared.domain.fleet import (
+    FleetAnalysis,
+    QuotaState,
+    RunningInstances,
+    analyse_fleet,
+    quota_holders,
+    vcpu_quota_code,
+)
 from functions.shared.observability import logger
 from functions.shared.ports import Ports
 
@@ -20,10 +27,13 @@ def read_snapshot(
     at: str,
     ports: Ports,
     analysis: FleetAnalysis | None = None,
+    running: dict[bool, list[RunningInstances]] | None = None,
 ) -> StuckJobSnapshot:
     """The snapshot diagnosis reads. The quota (and what holds it) is read only when Batch would have to launch an
     instance for the job and none is on its way: the pool has no instance, or every one it has is usable (so the
-    job waits for room). A quota Service Quotas will not tell is left out, and said in the evidence."""
+    job waits for room). A quota Service Quotas will not tell is left out, and said in the evidence. `running`:
+    the account's running instances by capacity type, kept by a caller that reads many snapshots (the sweep) so
+    each is read once."""
     instance_vcpus = {name: gpu.vcpus for name, gpu in ports.catalog.gpu_types().items()}
     quota: QuotaState | None = None
     unavailable: str | None = None
@@ -37,8 +47,10 @@ def read_snapshot(
             unavailable = f"{error.operation}: {error.code}"
         if quota is not None:
             # What the quota counts: every running instance of its families and capacity type in the account.
-            holders = quota_holders(ports.fleet.running_instances(environment.spot), code, environment.spot,
-                                    instance_vcpus)  # fmt: skip
+            running = {} if running is None else running
+            if environment.spot not in running:
+                running[environment.spot] = ports.fleet.running_instances(environment.spot)
+            holders = quota_holders(running[environment.spot], code, environment.spot, instance_vcpus)
             quota = quota.model_copy(update={"used_vcpus": float(sum(h.vcpus for h in holders)), "holders": holders})
     grace = ports.settings.registration_grace_seconds
     if fleet is not None and analysis is None:

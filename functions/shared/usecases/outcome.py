@@ -22,7 +22,7 @@ def record_cost(payload: RecordCostInput, ports: Ports) -> Cost | None:
     A type without a known price ends without a cost (and says so in its log), never without its status."""
     number = payload.batch_job.attempt
     finished = payload.finished
-    ports.jobs.update_attempt(
+    updated = ports.jobs.update_attempt(
         payload.job_id,
         number,
         {},
@@ -32,7 +32,7 @@ def record_cost(payload: RecordCostInput, ports: Ports) -> Cost | None:
             "stopped_at": finished.stopped_at,
         },
     )
-    record_attempt_cost(payload.job_id, number, ports)
+    record_attempt_cost(payload.job_id, number, ports, record=updated)
     record = ports.jobs.get_job(payload.job_id)
     cost = total_cost([a.cost for _, a in record.ordered_attempts() if a.cost is not None])
     if cost is None:

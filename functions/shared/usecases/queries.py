@@ -10,7 +10,6 @@ from functions.shared.domain.views import JobList, JobView, job_view
 from functions.shared.domain.vocabulary import JobStatus
 from functions.shared.ports import Ports
 from functions.shared.usecases.attempt import CANCELLED_REASON
-from functions.shared.usecases.evidence import pool_evidence
 from functions.shared.usecases.outcome import terminate_live_attempts
 from functions.shared.usecases.reservation_wait import waiting_diagnosis
 
@@ -35,6 +34,9 @@ def explain_job(job_id: str, ports: Ports) -> JobView:
     described = ports.batch.describe_jobs([attempt.batch_job_id])
     if not described or described[0].status not in ("SUBMITTED", "PENDING", "RUNNABLE"):
         return view
+    # Imported here: only ?explain=true reads a pool's fleet, and an api cold start that serves a read need not.
+    from functions.shared.usecases.evidence import pool_evidence
+
     explanation = diagnose(pool_evidence(described[0], attempt.job_queue, now_iso(), ports))
     # What the workflow will do about this cause, and when: a fallback it promises is dated.
     action = next_action(record, explanation.category) or view.next_action

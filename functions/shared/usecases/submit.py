@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import uuid
+from collections.abc import Iterator
 
-from functions.shared.domain.errors import RequestRefused
+from functions.shared import constants as c
+from functions.shared.domain.clock import now_iso, seconds_between
+from functions.shared.domain.errors import JobAlreadyExists, RequestRefused
 from functions.shared.domain.job_definitions import batch_attempts
+from functions.shared.domain.records import JobRecord
 from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.settings import Settings
 from functions.shared.domain.steps import ExecutionInput, Timeouts
@@ -17,6 +22,9 @@ from functions.shared.usecases.select import MAX_WORKFLOW_CANDIDATES, check_plan
 
 # Batch may run an attempt several times (job_definitions.batch_attempts), each up to its timeout after an image pull.
 FINISH_GRACE_SECONDS = 600
+# The job ids a keyed submit tries: the next one only after a submit under the previous failed before its workflow
+# started (or the key's window passed); past the last, a random id.
+KEYED_ID_GENERATIONS = 8
 
 
 def new_job_id() -> str:
@@ -63,13 +71,27 @@ def execution_input(job_id: str, request: JobRequest, settings: Settings) -> Exe
     )
 
 
-def start_job(request: JobRequest, ports: Ports) -> SubmitResponse:
+def start_job(request: JobRequest, ports: Ports, key: str | None = None) -> SubmitResponse:
     """Check the request could start, record the job, then start its workflow (named after the job, so it
-    starts once). NoCandidate (nothing recorded or started) when no GPU offering can serve it."""
+    starts once). NoCandidate (nothing recorded or started) when no GPU offering can serve it. With an
+    Idempotency-Key `key`, a call that finds the job an earlier call with the same key and body recorded (one whose
+    answer was lost) starts that job, if it has not started, and answers it: one job per key, whatever failed."""
     check_deployable(request, ports.settings)
     planned = check_plannable(request, ports)
-    job_id = new_job_id()
-    ports.jobs.create_job(job_id, request)
+    job_id = None
+    for candidate in keyed_job_ids(key, request) if key else [new_job_id()]:
+        try:
+            ports.jobs.create_job(candidate, request)
+        except JobAlreadyExists:
+            existing = ports.jobs.get_job(candidate)
+            if _same_submit(existing):
+                return _started(existing, request, ports, planned.warnings)
+            continue
+        job_id = candidate
+        break
+    if job_id is None:
+        job_id = new_job_id()
+        ports.jobs.create_job(job_id, request)
     try:
         execution_arn = ports.workflow.start_execution(
             job_id, execution_input(job_id, request, ports.settings).model_dump_json()
@@ -86,4 +108,35 @@ def start_job(request: JobRequest, ports: Ports) -> SubmitResponse:
         execution_arn=execution_arn,
         warnings=planned.warnings,
         candidates=tried,
+    )
+
+
+def keyed_job_ids(key: str, request: JobRequest) -> Iterator[str]:
+    """A keyed submit's job ids, in the order it tries them: the same for every call with that key and body."""
+    body = request.model_dump_json()
+    for generation in range(KEYED_ID_GENERATIONS):
+        yield hashlib.sha256(f"{key}\n{generation}\n{body}".encode()).hexdigest()[:20]
+
+
+def _same_submit(existing: JobRecord) -> bool:
+    """Whether a job found under a keyed id is this submit's: recorded within the key's window, and not a submit
+    that failed before its workflow started (that one released its key: the retry is a new job)."""
+    failed_to_start = existing.status == JobStatus.FAILED and existing.execution_arn is None
+    return not failed_to_start and seconds_between(existing.created_at, now_iso()) < c.IDEMPOTENCY_WINDOW_SECONDS
+
+
+def _started(existing: JobRecord, request: JobRequest, ports: Ports, warnings: list[str]) -> SubmitResponse:
+    """The job an earlier call recorded (already submitted), its workflow started now if that call could not
+    (StartExecution starts one execution per name: a second call finds the first)."""
+    execution_arn = existing.execution_arn
+    if execution_arn is None:
+        execution_input_json = execution_input(existing.job_id, request, ports.settings).model_dump_json()
+        execution_arn = ports.workflow.start_execution(existing.job_id, execution_input_json)
+        ports.jobs.set_execution_arn(existing.job_id, execution_arn)
+    return SubmitResponse(
+        job_id=existing.job_id,
+        status=existing.status,
+        execution_arn=execution_arn,
+        warnings=warnings,
+        already_submitted=True,
     )

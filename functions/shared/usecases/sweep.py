@@ -10,7 +10,7 @@ from functions.shared.domain.batch import ComputeEnvironmentState, FleetState
 from functions.shared.domain.clock import now_iso, seconds_between
 from functions.shared.domain.consoles import console_evidence
 from functions.shared.domain.diagnosis import SCALE_UP_GRACE_SECONDS, StuckJobSnapshot, diagnose
-from functions.shared.domain.fleet import FleetAnalysis, analyse_fleet
+from functions.shared.domain.fleet import FleetAnalysis, RunningInstances, analyse_fleet
 from functions.shared.domain.health import (
     MAX_LISTED,
     StuckTally,
@@ -188,6 +188,8 @@ def _stuck_findings(
     them: the sweep's cost per job is a lookup, whatever the number of jobs.
     """
     snapshots: dict[str, StuckJobSnapshot] = {}
+    # The account's running instances (what vCPU quotas count) are the same for every pool: read once per sweep.
+    running: dict[bool, list[RunningInstances]] = {}
     tallies: dict[tuple[str, str | None, bool, bool], StuckTally] = {}
     limit_seconds = ports.settings.cancel_stuck_after_minutes * 60
     launch_grace = ports.settings.launch_grace_seconds
@@ -196,7 +198,7 @@ def _stuck_findings(
             continue
         owner = swept.owners.get(batch_job.job_id)
         waited = seconds_between(batch_job.created_at, at)
-        if waited < (owner.request.stuck_after_minutes if owner else DEFAULT_STUCK_AFTER_MINUTES) * 60:
+        if waited < ((owner.stuck_after_minutes if owner else None) or DEFAULT_STUCK_AFTER_MINUTES) * 60:
             continue
         pool = batch_job.job_queue.rsplit("/", 1)[-1]
         key = (pool, batch_job.status_reason, waited >= SCALE_UP_GRACE_SECONDS, waited >= launch_grace)
@@ -205,7 +207,7 @@ def _stuck_findings(
             if pool not in snapshots:
                 environment = pools.get(pool) or ComputeEnvironmentState(name=pool)
                 snapshots[pool] = read_snapshot(
-                    batch_job, environment, fleets.get(pool), at, ports, analysis=analyses.get(pool)
+                    batch_job, environment, fleets.get(pool), at, ports, analysis=analyses.get(pool), running=running
                 )
             snapshot = snapshots[pool].model_copy(update={"job": batch_job})
             tally = tallies[key] = StuckTally(diagnose(snapshot), snapshots[pool].environment.name)

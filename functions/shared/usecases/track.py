@@ -14,7 +14,7 @@ from functions.shared.domain.clock import now_iso
 from functions.shared.domain.diagnosis import batch_verdict
 from functions.shared.domain.errors import JobNotFound
 from functions.shared.domain.lifecycle import job_status_for_batch, parse_batch_job_name, wait_satisfied
-from functions.shared.domain.records import AttemptRecord, JobRecord, Wait
+from functions.shared.domain.records import ActiveJob, AttemptRecord, AttemptUpdate, JobRecord, Wait, WaitClear
 from functions.shared.domain.steps import WaitInput, WaitResult
 from functions.shared.domain.vocabulary import AttemptStatus, BatchStatus, DiagnosisCategory, WaitPhase
 from functions.shared.ports import Ports
@@ -48,10 +48,25 @@ def pending_verdict(attempt: AttemptRecord, wait: Wait) -> DiagnosisCategory | N
     return batch_verdict(attempt.status_reason) if wait.next_candidate is not None else None
 
 
-def resume(record: JobRecord, ports: Ports) -> list[WaitPhase]:
+def resume(record: JobRecord | ActiveJob, ports: Ports) -> list[WaitPhase]:
     """Send every satisfied wait's token, then forget the spent tokens (ours, or spent already). A start wait is
     also satisfied by Batch's verdict: the workflow then diagnoses at once (a verdict resumes a wait once)."""
+    resumed, writes = send_satisfied(record, ports)
+    for write in writes:
+        if isinstance(write, WaitClear):
+            ports.jobs.clear_wait(write.job_id, write.phase, write.token)
+        else:
+            ports.jobs.update_attempt(write.job_id, write.number, write.fields)
+    return resumed
+
+
+def send_satisfied(
+    record: JobRecord | ActiveJob, ports: Ports
+) -> tuple[list[WaitPhase], list[AttemptUpdate | WaitClear]]:
+    """Send every satisfied wait's token: the waits it resumed, and the writes that follow the sends, in order (the
+    verdicts that resumed a wait, the tokens now spent: ours, or spent already)."""
     resumed: list[WaitPhase] = []
+    writes: list[AttemptUpdate | WaitClear] = []
     for phase, wait in list(record.waits.items()):
         attempt = record.attempts.get(wait.attempt)
         if attempt is None:
@@ -63,9 +78,9 @@ def resume(record: JobRecord, ports: Ports) -> list[WaitPhase]:
             resumed.append(phase)
         if verdict is not None:
             # Written after the token is sent, so a failed send is retried by the next event or the sweep.
-            ports.jobs.update_attempt(record.job_id, wait.attempt, {"verdict": attempt.status_reason})
-        ports.jobs.clear_wait(record.job_id, phase, wait.token)
-    return resumed
+            writes.append(AttemptUpdate(record.job_id, wait.attempt, {"verdict": attempt.status_reason}))
+        writes.append(WaitClear(record.job_id, phase, wait.token))
+    return resumed, writes
 
 
 def park_wait(payload: WaitInput, ports: Ports) -> list[WaitPhase]:
@@ -84,36 +99,11 @@ def park_wait(payload: WaitInput, ports: Ports) -> list[WaitPhase]:
 
 def record_batch_event(event: BatchJobEvent, ports: Ports) -> dict[str, Any]:
     """job_events: record a Batch job state change on its attempt and timeline, and resume waits."""
-    parsed = parse_batch_job_name(event.job.job_name)
-    if parsed is None:
-        return {"ignored": "not a GPU Pilot job"}
-    job_id, number = parsed
-    if event.job.status not in BatchStatus.__members__:
-        return {"ignored": f"unknown status {event.job.status!r}"}
-    status = BatchStatus(event.job.status)
-    job = event.job
-    record = ports.jobs.update_attempt(
-        job_id,
-        number,
-        {
-            "batch_status": status,
-            "batch_status_at": event.at,
-            "status": AttemptStatus(status.value),
-            "status_reason": job.status_reason,
-            "started_at": job.started_at,
-            "stopped_at": job.stopped_at,
-            "exit_code": job.exit_code,
-            "container_reason": job.container_reason,
-            "container_instance_arn": job.container_instance_arn,
-            "runtime_seconds": job.runtime_seconds,
-            # Only what the event knows: ListJobs (the sweep's replays) gives no attempts.
-            "host_terminations": job.host_terminations or None,
-            "host_terminated": job.host_terminated or None,
-            "log_stream": job.log_stream,
-        },
-        # A submit whose record write failed still gets its Batch job id, so it can be terminated.
-        if_missing={"batch_job_id": job.job_id or None},
-    )
+    update = attempt_update(event)
+    if isinstance(update, str):
+        return {"ignored": update}
+    job_id, number, status = update.job_id, update.number, update.fields["batch_status"]
+    record = ports.jobs.update_attempt(job_id, number, update.fields, if_missing=update.if_missing)
     if record is None:
         # Stale or duplicate (EventBridge is at-least-once, and the sweep replays): nothing new to record,
         # but a redelivery after a failed write or SendTaskSuccess must still finish that work.
@@ -121,27 +111,75 @@ def record_batch_event(event: BatchJobEvent, ports: Ports) -> dict[str, Any]:
             record = ports.jobs.get_job(job_id)
         except JobNotFound:
             return {"ignored": "not a job of this deployment", "job_id": job_id}
-        recorded = record.attempts.get(number)
-        if recorded is None:
-            return {"ignored": "no such attempt", "job_id": job_id}
-        if recorded.batch_status == status and job.status_reason and job.status_reason != recorded.status_reason:
-            # Batch's reason for a RUNNABLE job changes without its status changing (a queue-blocked event, or the
-            # sweep seeing it): keep the newest words, and resume a start wait they are a verdict for.
-            entry = record.entry_for(job_status_for_batch(status), number)
-            if not ports.jobs.note_reason(job_id, number, status, job.status_reason, entry, at=event.at):
-                return {"ignored": "the attempt moved on", "job_id": job_id}
-            recorded.status_reason = job.status_reason
-            resumed = resume(record, ports)
-            return {"job_id": job_id, "attempt": number, "status": status, "reason": job.status_reason,
-                    "resumed": resumed}  # fmt: skip
-        _advance_for_batch(job_id, number, recorded.batch_status, recorded.batch_status_at or event.at, ports)
-        return {"ignored": "stale or duplicate event", "job_id": job_id, "resumed": resume(record, ports)}
-    moment = job.started_at if status == BatchStatus.RUNNING and job.started_at else event.at
-    _advance_for_batch(job_id, number, status, moment, ports, reason=job.status_reason, record=record)
+        answer = catch_up(event, number, record, ports)
+        if "resumed" in answer:
+            answer["resumed"] = resume(record, ports)
+        return answer
+    advance_recorded(event, number, record, ports)
     if status.ended:
         # Every attempt that ends is priced, whether the job succeeded, failed, fell back or was cancelled.
-        record_attempt_cost(job_id, number, ports)
+        record_attempt_cost(job_id, number, ports, record=record)
     return {"job_id": job_id, "attempt": number, "status": status, "resumed": resume(record, ports)}
+
+
+def attempt_update(event: BatchJobEvent) -> AttemptUpdate | str:
+    """What a Batch job state change records on its attempt (or why the event is none of ours)."""
+    parsed = parse_batch_job_name(event.job.job_name)
+    if parsed is None:
+        return "not a GPU Pilot job"
+    if event.job.status not in BatchStatus.__members__:
+        return f"unknown status {event.job.status!r}"
+    job_id, number = parsed
+    status = BatchStatus(event.job.status)
+    job = event.job
+    fields = {
+        "batch_status": status,
+        "batch_status_at": event.at,
+        "status": AttemptStatus(status.value),
+        "status_reason": job.status_reason,
+        "started_at": job.started_at,
+        "stopped_at": job.stopped_at,
+        "exit_code": job.exit_code,
+        "container_reason": job.container_reason,
+        "container_instance_arn": job.container_instance_arn,
+        "runtime_seconds": job.runtime_seconds,
+        # Only what the event knows: ListJobs (the sweep's replays) gives no attempts.
+        "host_terminations": job.host_terminations or None,
+        "host_terminated": job.host_terminated or None,
+        "log_stream": job.log_stream,
+    }
+    # A submit whose record write failed still gets its Batch job id, so it can be terminated.
+    return AttemptUpdate(job_id, number, fields, if_missing={"batch_job_id": job.job_id or None})
+
+
+def catch_up(event: BatchJobEvent, number: int, record: JobRecord, ports: Ports) -> dict[str, Any]:
+    """A stale or duplicate event: what record_batch_event answers for it; with "resumed" (empty yet), the record's
+    waits are to be resumed next, without, left alone. Batch's newest words for a job still waiting are kept (they
+    may be a verdict the start wait acts on); otherwise what a failed write left undone is finished, the job's
+    status for what its attempt recorded."""
+    job_id, job = record.job_id, event.job
+    status = BatchStatus(job.status)
+    recorded = record.attempts.get(number)
+    if recorded is None:
+        return {"ignored": "no such attempt", "job_id": job_id}
+    if recorded.batch_status == status and job.status_reason and job.status_reason != recorded.status_reason:
+        # Batch's reason for a RUNNABLE job changes without its status changing (a queue-blocked event, or the
+        # sweep seeing it): keep the newest words, and resume a start wait they are a verdict for.
+        entry = record.entry_for(job_status_for_batch(status), number)
+        if not ports.jobs.note_reason(job_id, number, status, job.status_reason, entry, at=event.at):
+            return {"ignored": "the attempt moved on", "job_id": job_id}
+        recorded.status_reason = job.status_reason
+        return {"job_id": job_id, "attempt": number, "status": status, "reason": job.status_reason, "resumed": []}
+    _advance_for_batch(job_id, number, recorded.batch_status, recorded.batch_status_at or event.at, ports)
+    return {"ignored": "stale or duplicate event", "job_id": job_id, "resumed": []}
+
+
+def advance_recorded(event: BatchJobEvent, number: int, record: JobRecord, ports: Ports) -> None:
+    """The job's status for the Batch status just recorded on its attempt."""
+    job = event.job
+    status = BatchStatus(job.status)
+    moment = job.started_at if status == BatchStatus.RUNNING and job.started_at else event.at
+    _advance_for_batch(record.job_id, number, status, moment, ports, reason=job.status_reason, record=record)
 
 
 def _advance_for_batch(

@@ -50,7 +50,12 @@ from gpupilot.localcloud.moto_adaptations.batch_jobs import (
     refuse_disabled_queues,
     report_exit_codes,
 )
-from gpupilot.localcloud.moto_adaptations.dynamodb import direct_dynamodb_item_answers
+from gpupilot.localcloud.moto_adaptations.dynamodb import (
+    direct_dynamodb_item_answers,
+    index_pages_of_index_entries,
+    item_level_transactions,
+    pick_projected_attributes,
+)
 from gpupilot.localcloud.moto_adaptations.ec2 import SpotMarket, instance_consoles, world_offerings, world_spot_market
 from gpupilot.localcloud.moto_adaptations.ec2_reservations import world_reservations
 from gpupilot.localcloud.moto_adaptations.ecs import (
@@ -113,6 +118,9 @@ def adapted_moto(
         # Without a world's reservations EC2 still answers, as AWS does for an account that holds none.
         world_reservations(patches, reservations or ReservationBook.empty())
         direct_dynamodb_item_answers(patches)
+        item_level_transactions(patches)
+        pick_projected_attributes(patches)
+        index_pages_of_index_entries(patches)
         parse_each_definition_once(patches)
         share_task_clients(patches)
         if workflow_clock is not None:

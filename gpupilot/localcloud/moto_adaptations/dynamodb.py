@@ -8,13 +8,29 @@ DynamoDB item answers. moto turns an item operation's result into DynamoDB's JSO
    to produce the same JSON. Here the wire-format result's output-shape members are JSON-encoded directly
    (binary values base64, as the serializer encodes them); any other result keeps moto's path.
 
+DynamoDB transactions. moto saves every table a transaction names by deep-copying it whole and, when the
+   transaction is cancelled, puts that copy back in the table's place: a transaction costs what copying the table
+   costs (seconds for a table of ten thousand jobs), and a write another thread made to any item of the table
+   meanwhile is lost with it. DynamoDB leaves every item of a cancelled transaction as it was and never touches the
+   items the transaction does not name ("TransactWriteItems is a synchronous write operation that groups up to
+   100 action requests... The actions are completed atomically so that either all of them succeed, or all of them
+   fail": TransactWriteItems). Here only the items the transaction names are saved, and restored when it fails.
+
+Index projections. moto projects a KEYS_ONLY or INCLUDE index's item by converting the whole item to JSON once
+   per projected attribute (nine conversions of a job record for the sweep's index). An index projects top-level
+   attributes only, so here they are picked from the item as they are.
+
 tests/integration/test_moto_speed.py checks that each speed-up answers exactly what moto answers without it.
 """
 
 from __future__ import annotations
 
 import base64
+import copy
+import inspect
 import json
+import threading
+from collections.abc import Callable
 from typing import Any
 
 from gpupilot.localcloud.moto_adaptations.patches import Patches
@@ -58,3 +74,104 @@ def direct_dynamodb_item_answers(patches: Patches) -> None:
         return 200, {"Content-Type": DYNAMODB_CONTENT_TYPE}, body
 
     patches.replace(DynamoResult, "execute_result", execute_result)
+
+
+def item_level_transactions(patches: Patches) -> None:
+    from moto.dynamodb import models as dynamodb_models
+    from moto.dynamodb.models import DynamoDBBackend
+    from moto.dynamodb.models.dynamo_type import DynamoType
+    from moto.dynamodb.models.table import Table
+
+    class TablesKept:
+        """The `copy` module as moto's DynamoDB backend sees it: a table 'copied' is the table itself (the items a
+        transaction names are saved instead, below); anything else is copied as before."""
+
+        @staticmethod
+        def deepcopy(value: Any, memo: Any = None) -> Any:
+            return value if isinstance(value, Table) else copy.deepcopy(value, memo)
+
+    transact = DynamoDBBackend.transact_write_items
+
+    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
+        saved: dict[tuple[str, Any, Any], Any] = {}
+        for entry in transact_items:
+            try:
+                _, action = next(iter(entry.items()))
+                table = self.tables[action["TableName"]]
+                key = action.get("Key") or action["Item"]
+                hash_value = DynamoType(key[table.hash_key_attr])
+                range_value = DynamoType(key[table.range_key_attr]) if table.range_key_attr else None
+            except (KeyError, StopIteration, AttributeError):
+                continue  # malformed: moto refuses it before it writes anything
+            saved[(table.name, hash_value, range_value)] = copy.deepcopy(table.get_item(hash_value, range_value))
+        try:
+            transact(self, transact_items)
+        except Exception:
+            for (name, hash_value, range_value), item in saved.items():
+                table = self.tables.get(name)
+                if table is None:
+                    continue
+                place = table.items[hash_value] if range_value is not None else table.items
+                slot = range_value if range_value is not None else hash_value
+                if item is None:
+                    place.pop(slot, None)
+                else:
+                    place[slot] = item
+            raise
+
+    patches.replace(dynamodb_models, "copy", TablesKept)
+    patches.replace(DynamoDBBackend, "transact_write_items", transact_write_items)
+
+
+def pick_projected_attributes(patches: Patches) -> None:
+    from moto.dynamodb.models.dynamo_type import Item, LimitedSizeDict
+    from moto.dynamodb.models.table import SecondaryIndex
+
+    project = SecondaryIndex.project
+
+    def picked(self: Any, item: Any) -> Any:
+        kind = (self.projection or {}).get("ProjectionType")
+        if kind not in ("KEYS_ONLY", "INCLUDE"):
+            return project(self, item)
+        wanted = set(self.table_key_attrs) | set(self.schema_key_attrs)
+        if kind == "INCLUDE":
+            wanted |= set(self.projection.get("NonKeyAttributes", []))
+        result: Any = Item.__new__(Item)
+        result.hash_key, result.range_key = item.hash_key, item.range_key
+        # As moto copies an item: its attributes already passed the size check when they were written.
+        attrs = LimitedSizeDict.__new__(LimitedSizeDict)
+        dict.__init__(attrs, {name: value for name, value in item.attrs.items() if name in wanted})
+        result.attrs = attrs
+        return result
+
+    patches.replace(SecondaryIndex, "project", picked)
+
+
+def index_pages_of_index_entries(patches: Patches) -> None:
+    """17. A Query of a KEYS_ONLY or INCLUDE index pages by the size of its entries, not of the table's items."""
+    from moto.dynamodb.models.table import Table
+
+    query: Callable[..., Any] = Table.query
+    all_items: Callable[..., Any] = Table.all_items
+    querying = threading.local()  # the index a Query of this thread walks: other threads' reads see whole items
+
+    def index_entries(self: Any) -> Any:
+        index: Any = getattr(querying, "index", None)
+        if index is None or getattr(querying, "table", None) is not self:
+            return all_items(self)
+        keys = index.schema_key_attrs
+        return [index.project(item) for item in all_items(self) if all(key in item.attrs for key in keys)]
+
+    def paged_by_entries(self: Any, *args: Any, **kwargs: Any) -> Any:
+        name = inspect.signature(query).bind(self, *args, **kwargs).arguments.get("index_name")
+        index = next((i for i in self.all_indexes() if i.name == name), None) if name else None
+        if index is None or (index.projection or {}).get("ProjectionType") not in ("KEYS_ONLY", "INCLUDE"):
+            return query(self, *args, **kwargs)
+        querying.index, querying.table = index, self
+        try:
+            return query(self, *args, **kwargs)
+        finally:
+            querying.index = querying.table = None
+
+    patches.replace(Table, "all_items", index_entries)
+    patches.replace(Table, "query", paged_by_entries)

@@ -14,6 +14,8 @@ from typing import Any
 
 import boto3
 
+from gpupilot.cli.client import ApiClient, ApiUnreachable, StillInProgress
+
 FINISHED = {"SUCCEEDED", "FAILED", "CANCELLED"}
 IMAGE = "nvidia/cuda:12.4.1-base-ubuntu22.04"
 
@@ -52,20 +54,22 @@ class Accounting:
         }
 
 
-def submit(api_url: str, name: str, tries: int = 20) -> str | None:
-    """POST /jobs with an Idempotency-Key, retried on 5xx, 409 and connection errors: one job, whatever fails."""
+def submit(api_url: str, name: str, runs: int = 5) -> str | None:
+    """POST /jobs as `gpupilot submit --idempotency-key` sends it (gpupilot.cli.client: transient failures retried with
+    backoff, a 409 IN_PROGRESS waited out after each Retry-After, for 30 s), run again with the same key when it
+    gives up, as its user would: one job, whatever fails."""
+    client = ApiClient(api_url)
     key = uuid.uuid4().hex
     body = {"name": name, "image": IMAGE, "command": ["nvidia-smi", "-L"], "stuck_after_minutes": 0.5}
-    for _ in range(tries):
+    for _ in range(runs):
         try:
-            status, answer = http("POST", f"{api_url}/jobs", body, {"Idempotency-Key": key})
-        except OSError:
-            status, answer = 0, {}
-        if status == 202:
-            return str(answer["job_id"])
-        if 400 <= status < 500 and status != 409:
-            raise AssertionError(f"POST /jobs refused {name}: {status} {answer}")
-        time.sleep(0.5)
+            response = client.request("POST", "/jobs", body, headers={"Idempotency-Key": key})
+        except (StillInProgress, ApiUnreachable):
+            continue
+        if response.status == 202:
+            return str(response.body["job_id"])
+        if 400 <= response.status < 500:
+            raise AssertionError(f"POST /jobs refused {name}: {response.status} {response.body}")
     return None
 
 

@@ -140,3 +140,71 @@ def test_the_provisioning_timeout_the_deployment_sets_bounds_each_attempt_s_wait
     response = start_job(request(), ports)
     execution_input = json.loads(ports.workflow.executions[response.execution_arn])
     assert execution_input["timeouts"]["provision_timeout_seconds"] == 60
+
+
+# -- a keyed submit: one job per Idempotency-Key, whatever failed --------------------------------------
+class TimedOut(BaseException):
+    """Lambda stopping a function at its timeout: nothing of the function runs after it, not even its handlers."""
+
+
+def test_a_keyed_submit_whose_answer_was_lost_gives_the_retry_the_job_it_started(ports):
+    # Given a keyed submit that recorded and started its job, and whose answer never reached the client (the
+    # idempotency record's completion failed: the key is freed once that call would have timed out)
+    first = start_job(request(), ports, key="nightly-42")
+
+    # When the client retries with the same key and body
+    again = start_job(request(), ports, key="nightly-42")
+
+    # Then it gets that job, said to be already submitted, and no second job or workflow was made
+    assert (again.job_id, again.execution_arn) == (first.job_id, first.execution_arn)
+    assert again.already_submitted and not first.already_submitted
+    assert list(ports.jobs.records) == [first.job_id]
+    assert list(ports.workflow.executions) == [first.execution_arn]
+
+
+def test_a_keyed_submit_that_recorded_its_job_but_never_started_it_starts_it_on_the_retry(ports, monkeypatch):
+    # Given a keyed submit whose call was stopped between recording the job and starting its workflow
+    def stopped(*args):
+        raise TimedOut
+
+    monkeypatch.setattr(ports.workflow, "start_execution", stopped)
+    with pytest.raises(TimedOut):
+        start_job(request(), ports, key="nightly-43")
+    monkeypatch.undo()
+    (recorded,) = ports.jobs.records
+
+    # When the client retries
+    again = start_job(request(), ports, key="nightly-43")
+
+    # Then that job's workflow starts, once, and the record knows it
+    assert again.job_id == recorded
+    assert list(ports.workflow.executions) == [again.execution_arn]
+    assert ports.jobs.get_job(recorded).execution_arn == again.execution_arn
+
+
+def test_a_keyed_submit_whose_workflow_could_not_start_leaves_the_retry_a_new_job(ports, monkeypatch):
+    # Given a keyed submit whose workflow Step Functions refused to start: the job failed, its key released
+    def refused(*args):
+        raise RuntimeError("StateMachineDoesNotExist")
+
+    monkeypatch.setattr(ports.workflow, "start_execution", refused)
+    with pytest.raises(RuntimeError):
+        start_job(request(), ports, key="nightly-44")
+    monkeypatch.undo()
+    (failed,) = ports.jobs.records
+
+    # When the client retries with the same key once Step Functions is back
+    again = start_job(request(), ports, key="nightly-44")
+
+    # Then it is a new job that starts; the failed one keeps its outcome
+    assert again.job_id != failed and ports.jobs.get_job(failed).status == JobStatus.FAILED
+    assert list(ports.workflow.executions) == [again.execution_arn]
+
+
+def test_the_same_key_and_body_after_the_key_s_window_make_a_new_job(ports):
+    # Given a keyed submit made more than a day ago
+    first = start_job(request(), ports, key="nightly-45")
+    ports.jobs.records[first.job_id].created_at = "2020-01-01T00:00:00.000Z"
+
+    # When the same key and body come again / Then it is a new job
+    assert start_job(request(), ports, key="nightly-45").job_id != first.job_id

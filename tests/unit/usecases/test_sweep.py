@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
 from functions.shared.domain.errors import SweepNotFound
+from functions.shared.domain.lifecycle import batch_job_name
 from functions.shared.domain.pool_health import PoolState
-from functions.shared.domain.records import NextCandidate, Wait
-from functions.shared.domain.vocabulary import BatchStatus, CapacityType, JobStatus, MetricName, SweepStatus, WaitPhase
+from functions.shared.domain.records import AttemptRecord, NextCandidate, Wait
+from functions.shared.domain.requests import JobRequest
+from functions.shared.domain.vocabulary import (
+    AttemptStatus,
+    BatchStatus,
+    CapacityType,
+    JobStatus,
+    MetricName,
+    SweepStatus,
+    WaitPhase,
+)
 from functions.shared.usecases.sweep import health, run_sweep, start_sweep
-from tests.unit.usecases.conftest import JOB_ID, submitted
+from tests.unit.usecases.conftest import JOB_ID, REQUEST, submitted
 
 CAPACITY = "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY - Service cannot fulfill the capacity requested for instance type"
 
@@ -88,6 +99,26 @@ def test_a_missed_queue_blocked_verdict_is_seen_by_the_sweep_and_resumes_the_sta
     ((token, output),) = ports.workflow.sent
     assert token == "tok-start" and json.loads(output)["verdict"] == "INSUFFICIENT_CAPACITY"
     assert ports.jobs.get_job(JOB_ID).attempts[1].status_reason == CAPACITY
+
+
+def test_a_verdict_the_sweep_resumed_a_wait_with_is_recorded_so_it_resumes_no_later_wait(ports):
+    # Given a job parked waiting to start, whose queue-blocked verdict the sweep sees and resumes the wait with
+    submitted(ports)
+    (batch_job_id,) = ports.batch.jobs
+    ports.batch.set_status(batch_job_id, "RUNNABLE")
+    run_sweep(None, ports)
+    following = NextCandidate(instance_type="g6.xlarge", capacity=CapacityType.ON_DEMAND)
+    ports.jobs.store_wait(JOB_ID, WaitPhase.START, Wait(attempt=1, token="tok-start", next_candidate=following))
+    ports.batch.set_status(batch_job_id, "RUNNABLE", statusReason=CAPACITY)
+    run_sweep(None, ports)
+
+    # When the workflow parks on the same attempt again and the sweep runs
+    ports.jobs.store_wait(JOB_ID, WaitPhase.START, Wait(attempt=1, token="tok-again", next_candidate=following))
+    run_sweep(None, ports)
+
+    # Then the attempt records the verdict that resumed the first wait, and the same words resume no second one
+    assert ports.jobs.get_job(JOB_ID).attempts[1].verdict == CAPACITY
+    assert [token for token, _ in ports.workflow.sent] == ["tok-start"]
 
 
 def test_an_invalid_pool_is_a_finding(ports):
@@ -400,3 +431,119 @@ def test_an_instance_seen_disconnected_then_unregistered_is_waste_once(ports, mo
     assert "ECS_AGENT_NOT_REGISTERED" in [f.kind for f in second.findings if "i-gone" in f.instances]
     seconds = {reason: entry.seconds for (_, _, reason), entry in ports.waste.entries.items()}
     assert seconds == {"agent_disconnected": 3600, "never_registered": 600}
+
+
+# -- the records of unfinished jobs -------------------------------------------------------------------
+STARTED_MS, STOPPED_MS = 1_800_000_000_000, 1_800_000_600_000
+
+
+def running_job(ports, job_id: str, **request) -> str:
+    """A GPU Pilot job RUNNING on a g4dn.xlarge of POOL, its workflow parked on the finish: its Batch job id."""
+    ports.jobs.create_job(job_id, JobRequest.model_validate(REQUEST | request))
+    batch_job_id = ports.batch.submit_job(batch_job_name(job_id, 1), POOL, "gpupilot-def", {})
+    ports.batch.set_status(batch_job_id, "RUNNING", startedAt=STARTED_MS, createdAt=LONG_AGO_MS)
+    attempt = AttemptRecord(instance_type="g4dn.xlarge", capacity=CapacityType.ON_DEMAND, job_queue=POOL)
+    ports.jobs.put_attempt(job_id, 1, attempt.model_copy(update={"batch_job_id": batch_job_id}))
+    ports.jobs.update_attempt(job_id, 1, {"batch_status": BatchStatus.RUNNING, "status": AttemptStatus.RUNNING})
+    ports.jobs.advance(job_id, JobStatus.RUNNING, attempt=1)
+    ports.jobs.set_execution_arn(job_id, f"arn:aws:states:us-east-1:123456789012:execution:GpuJob:{job_id}")
+    ports.jobs.store_wait(job_id, WaitPhase.FINISH, Wait(attempt=1, token=f"tok-{job_id}"))
+    return batch_job_id
+
+
+def store_calls(ports, monkeypatch, *names: str) -> list[str]:
+    """The job store's methods the use cases call (not those the fake's own methods call), in order."""
+    calls: list[str] = []
+    depth = [0]
+
+    def spy(name, method):
+        def called(*args, **kwargs):
+            if not depth[0]:
+                calls.append(name)
+            depth[0] += 1
+            try:
+                return method(*args, **kwargs)
+            finally:
+                depth[0] -= 1
+
+        return called
+
+    for name in names:
+        monkeypatch.setattr(ports.jobs, name, spy(name, getattr(ports.jobs, name)))
+    return calls
+
+
+def test_many_missed_ends_and_vanished_jobs_cost_the_job_store_the_same_few_calls_as_one(ports, monkeypatch):
+    # Given six jobs whose Batch jobs ended unnoticed and two whose Batch jobs are gone
+    pool(ports)
+    ended = [f"ended{n:015d}" for n in range(6)]
+    gone = [f"gone{n:016d}" for n in range(2)]
+    for job_id in ended:
+        ports.batch.set_status(running_job(ports, job_id), "SUCCEEDED", stoppedAt=STOPPED_MS, container={"exitCode": 0})
+    for job_id in gone:
+        del ports.batch.jobs[running_job(ports, job_id)]
+    singles = ("get_job", "update_attempt", "finish", "clear_wait")
+    calls = store_calls(ports, monkeypatch, *singles, "get_jobs", "write_many")
+
+    # When the sweep runs
+    result = run_sweep(None, ports)
+
+    # Then every end is recorded, priced and its workflow resumed, and every vanished job failed and stopped...
+    for job_id in ended:
+        attempt = ports.jobs.records[job_id].attempts[1]
+        assert (attempt.batch_status, attempt.exit_code, attempt.cost is not None) == (BatchStatus.SUCCEEDED, 0, True)
+        assert ports.jobs.records[job_id].waits == {}
+    assert sorted(token for token, _ in ports.workflow.sent) == sorted(f"tok-{job_id}" for job_id in ended)
+    assert [ports.jobs.records[job_id].status for job_id in gone] == [JobStatus.FAILED] * 2
+    assert sorted(ports.workflow.stopped) == sorted(
+        f"arn:aws:states:us-east-1:123456789012:execution:GpuJob:{j}" for j in gone
+    )
+    assert (result.summary["reconciled_events"], result.summary["vanished_jobs"]) == (6, 2)
+    # ... in writes of many jobs at once: the ends with the vanished, then the prices, then the spent tokens,
+    # and one read of the records written, as for a single job
+    assert calls == ["write_many", "get_jobs", "write_many", "write_many"]
+
+
+def test_a_record_written_before_the_index_held_stuck_after_is_judged_by_its_own_request(ports, monkeypatch):
+    # Given a job that may wait 120 minutes, RUNNABLE for an hour, whose record predates stuck_after in the index
+    pool(ports)
+    batch_job_id = running_job(ports, "patient0000000000000", stuck_after_minutes=120)
+    ports.batch.set_status(batch_job_id, "RUNNABLE", createdAt=int(time.time() * 1000) - 3_600_000)
+    ports.jobs.update_attempt("patient0000000000000", 1, {"batch_status": BatchStatus.RUNNABLE})
+    listed = ports.jobs.active_jobs
+    monkeypatch.setattr(
+        ports.jobs, "active_jobs", lambda: [job.model_copy(update={"stuck_after_minutes": None}) for job in listed()]
+    )
+
+    # When the sweep runs
+    result = run_sweep(None, ports)
+
+    # Then the job is not stuck: its request's 120 minutes count, not the default 15
+    assert [f for f in result.findings if "patient0000000000000" in f.jobs] == []
+
+
+def test_pools_whose_stuck_jobs_need_the_vcpu_quota_read_the_account_s_running_instances_once(ports, monkeypatch):
+    # Given two on-demand pools without instances, each with a job stuck for lack of room, and their quota known
+    for instance_type in ("g4dn.xlarge", "g5.xlarge"):
+        name = f"gpupilot-od-x8664-{instance_type.replace('.', '-')}"
+        ports.pools.environments[name] = {
+            "computeEnvironmentName": name,
+            "status": "VALID",
+            "ecsClusterArn": f"arn:aws:ecs:us-east-1:123456789012:cluster/{name}",
+            "computeResources": {"type": "EC2", "instanceTypes": [instance_type], "maxvCpus": 256},
+        }
+        ports.pools.queues[name] = {"jobQueueName": name, "status": "VALID"}
+        ports.batch.jobs[f"stuck-{name}"] = {"jobId": f"stuck-{name}", "jobName": "someone", "jobQueue": name,
+                                             "status": "RUNNABLE", "createdAt": LONG_AGO_MS}  # fmt: skip
+    ports.quotas.values["L-DB2E81BA"] = 64
+    reads: list[bool] = []
+    running = ports.fleet.running_instances
+    monkeypatch.setattr(ports.fleet, "running_instances", lambda spot: reads.append(spot) or running(spot))
+
+    # When the sweep runs
+    result = run_sweep(None, ports)
+
+    # Then both pools' diagnoses weighed the quota, and what holds it was read once for both
+    assert len([f for f in result.findings if f.jobs]) == 2
+    assert ports.quotas.asked == ["L-DB2E81BA", "L-DB2E81BA"]
+    assert reads == [False]

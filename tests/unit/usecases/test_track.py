@@ -216,6 +216,23 @@ def test_a_late_reason_of_an_earlier_attempt_does_not_explain_the_next_attempts_
     assert (record.timeline[-1].status, record.timeline[-1].reason) == (JobStatus.RUNNABLE, None)
 
 
+def test_pricing_the_end_an_event_records_reads_no_record_again(ports, monkeypatch):
+    # Given a running attempt, and Batch's event of its end
+    submitted(ports)
+    record_batch_event(event(ports, "RUNNING", startedAt=1_800_000_000_000), ports)
+    ended = event(ports, "SUCCEEDED", startedAt=1_800_000_000_000, stoppedAt=1_800_000_360_000)
+    reads: list[str] = []
+    read = ports.jobs.get_job
+    monkeypatch.setattr(ports.jobs, "get_job", lambda job_id: reads.append(job_id) or read(job_id))
+
+    # When the end is recorded
+    record_batch_event(ended, ports)
+
+    # Then the attempt is priced from the record its write returned: nothing read it again
+    assert reads == []
+    assert read(JOB_ID).attempts[1].cost is not None
+
+
 # -- Batch's verdict resumes the start wait at once -------------------------------------------------------------
 def queue_blocked(ports, reason: str, at: str = "2026-11-22T10:05:00Z") -> BatchJobEvent:
     batch_job_id = ports.jobs.get_job(JOB_ID).attempts[1].batch_job_id
