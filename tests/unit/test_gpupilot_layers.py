@@ -96,3 +96,25 @@ def test_every_moto_adaptation_is_indexed_by_number_to_the_module_whose_docstrin
     # Then the adaptations are numbered 1, 2, ... without a gap, and each module named holds its adaptation's text
     assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= 16
     assert unheld == []
+
+
+def test_every_function_that_applies_a_numbered_moto_adaptation_is_in_a_module_the_index_names_for_it():
+    # Given the index's modules by number, and each function whose docstring starts with the number it applies
+    index = ast.get_docstring(ast.parse((ADAPTATIONS / "__init__.py").read_text())) or ""
+    modules = {
+        int(n): set(m.split(" and "))
+        for n, m in re.findall(r"(?m)^(\d+)\. [^\n]*?: ((?:\w+\.py)(?: and \w+\.py)*)$", index)
+    }
+    applied = [
+        (int(said.group(1)), path.name, node.name)
+        for path in sorted(ADAPTATIONS.glob("*.py"))
+        for node in ast.parse(path.read_text()).body
+        if isinstance(node, ast.FunctionDef | ast.ClassDef)
+        and (said := re.match(r"(\d+)\. ", ast.get_docstring(node) or ""))
+    ]
+
+    # When looking each up / Then the index sends a reader of that number to the module holding the function
+    misplaced = [
+        f"{name} ({number}.) in {module}" for number, module, name in applied if module not in modules.get(number, ())
+    ]
+    assert applied and misplaced == []

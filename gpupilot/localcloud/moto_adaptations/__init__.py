@@ -24,6 +24,7 @@ the local cloud makes moto behave like AWS:
 18. ECS UpdateContainerInstancesState: ecs.py
 19. ECS DescribeContainerInstances `include=CONTAINER_INSTANCE_HEALTH`: ecs.py
 20. EC2's reserved capacity: ec2_reservations.py
+21. DynamoDB index pages: dynamodb.py
 
 Each module's docstring says what its adaptations do and the AWS documentation they follow; patches.py holds the
 replacements' machinery.

@@ -1,5 +1,14 @@
 """DynamoDB: as DynamoDB pages an index, and faster, with every answer unchanged.
 
+21. DynamoDB index pages: "The maximum size of the results returned by a Query operation is 1 MB. This
+   includes the sizes of all the attribute names and values across all of the items returned", and an index
+   query is sized by "the sizes of the index entries, rather than the size of the item in the base table"
+   (DynamoDB Developer Guide, Using Global Secondary Indexes, read capacity units). moto sizes the table's whole
+   items, so an index that projects a few attributes of large items answers in many more pages
+   than DynamoDB does (the sweep's index of unfinished jobs: twice as many). Here a Query of a KEYS_ONLY or
+   INCLUDE index walks the index's entries (the items carrying its keys, as projected), sized as DynamoDB
+   sizes them.
+
 13. Speed, answers unchanged (sampled under load by `make bench`'s local_e2e):
 
 DynamoDB item answers. moto turns an item operation's result into DynamoDB's JSON wire format
@@ -20,6 +29,7 @@ Index projections. moto projects a KEYS_ONLY or INCLUDE index's item by converti
    per projected attribute (nine conversions of a job record for the sweep's index). An index projects top-level
    attributes only, so here they are picked from the item as they are.
 
+tests/integration/test_moto_adaptations.py holds a test per adaptation that fails if moto changes under it.
 tests/integration/test_moto_speed.py checks that each speed-up answers exactly what moto answers without it.
 """
 
@@ -148,7 +158,7 @@ def pick_projected_attributes(patches: Patches) -> None:
 
 
 def index_pages_of_index_entries(patches: Patches) -> None:
-    """17. A Query of a KEYS_ONLY or INCLUDE index pages by the size of its entries, not of the table's items."""
+    """21. A Query of a KEYS_ONLY or INCLUDE index pages by the size of its entries, not of the table's items."""
     from moto.dynamodb.models.table import Table
 
     query: Callable[..., Any] = Table.query

@@ -120,7 +120,7 @@ TIMEOUT_FLOOR_SECONDS = 10.0
 
 @dataclass(frozen=True)
 class WorkflowClock:
-    """15. How fast the workflow's own time passes: `speedup` times faster than real time."""
+    """16. How fast the workflow's own time passes: `speedup` times faster than real time."""
 
     speedup: float = 1.0
     timeout_floor_seconds: float = TIMEOUT_FLOOR_SECONDS
@@ -145,7 +145,7 @@ def _wait_until(env: Any, seconds: float) -> None:
 
 
 def workflow_time(patches: Patches, clock: WorkflowClock) -> None:
-    """15. Wait states' Seconds/SecondsPath and tasks' timeouts and heartbeats pass at the clock's speed."""
+    """16. Wait states' Seconds/SecondsPath and tasks' timeouts and heartbeats pass at the clock's speed."""
     from moto.stepfunctions.parser.asl.component.common.timeouts.heartbeat import Heartbeat
     from moto.stepfunctions.parser.asl.component.common.timeouts.timeout import Timeout
     from moto.stepfunctions.parser.asl.component.state.wait.wait_function.seconds import Seconds, SecondsJSONata
