@@ -242,12 +242,20 @@ def test_ensure_queue_may_copy_the_launch_template_to_target_a_reservation(cloud
     assert data["UserData"]
 
 
-def test_ensure_queue_may_not_create_a_launch_template_without_the_reservation_tag(cloud: Cloud) -> None:
-    from functions.shared.adapters.clients import client
+def test_ensure_queue_may_not_create_a_launch_template_without_the_reservation_tag(
+    cloud: Cloud, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from functions.shared.adapters import reservations as adapter
+    from functions.shared.domain.reservations import Reservation
 
-    # When EnsureJobQueue's role creates an untagged launch template / Then IAM refuses it
+    block = Reservation(reservation_id="cr-0123456789abcdef1", instance_type="g5.xlarge", zone="us-east-1a",
+                        state="active", total=1, available=1, capacity_block=True, match="targeted")  # fmt: skip
+    # Given the pool's launch template tagged under another key than the reservation tag
+    monkeypatch.setattr(adapter, "RESERVATION_TAG", "team")
+
+    # When EnsureJobQueue's role makes it / Then IAM refuses the untagged template
     with calling_as("ensure_queue"):
         message = refused(
-            lambda: client("ec2").create_launch_template(LaunchTemplateName="anything", LaunchTemplateData={})
+            lambda: adapter.Ec2Reservations().launch_template(cloud.deployment.launch_template_name, 1, block)
         )
     assert "ec2:CreateLaunchTemplate" in message
