@@ -19,7 +19,8 @@ from typing import Any
 from aws_cdk import App, Validations
 from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 
-from functions.shared.constants import ASL_FILE, STACK_NAME
+from functions.shared.constants import ASL_FILE, REGION_STACK_PREFIX, STACK_NAME
+from stacks.capacity_region import CapacityRegionStack
 from stacks.functions import stage_lambda_code
 from stacks.gpu_pilot_stack import GpuPilotStack
 from stacks.settings import DeploySettings
@@ -45,20 +46,25 @@ def build_app(
     lambda_build_dir: Path = LAMBDA_BUILD_DIR,
     environ: Mapping[str, str] | None = None,
 ) -> tuple[App, GpuPilotStack]:
-    """The app with the GpuPilot stack and the AwsSolutions checks; nothing is synthesized yet.
+    """The app with the GpuPilot stack (and a stack per other capacity region) and the AwsSolutions checks; nothing
+    is synthesized yet.
 
     The account and region of the caller's credentials come from `environ` (the CDK CLI sets
     CDK_DEFAULT_ACCOUNT and CDK_DEFAULT_REGION); without them the template names no account at all."""
     environ = os.environ if environ is None else environ
     # Under the CDK CLI the output directory is the CLI's to choose.
     app = App(context=context, outdir=None if os.environ.get("CDK_OUTDIR") else str(outdir))
+    settings = DeploySettings.from_context(context, environ)
     stack = GpuPilotStack(
         app,
         STACK_NAME,
-        settings=DeploySettings.from_context(context, environ),
+        settings=settings,
         lambda_code_dir=stage_lambda_code(ROOT / "functions", lambda_build_dir),
         asl_file=ROOT / ASL_FILE,
     )
+    # Each other capacity region: a stack of its own, deployed there (`cdk deploy --all`).
+    for region, zones in settings.capacity_regions.items():
+        CapacityRegionStack(app, f"{REGION_STACK_PREFIX}{region}", settings=settings, region=region, zones=zones)
     # Acknowledgements are also written into the template's resource Metadata, for auditing.
     Validations.of(app).add_plugins(
         AwsSolutionsChecks(app, write_suppressions_to_cloud_formation=True),
@@ -67,8 +73,15 @@ def build_app(
     return app, stack
 
 
+# Context on top of cdk.json's, as JSON, and where to stage the Lambda code: the local cloud synthesizes its world's
+# regions so, into CDK_OUTDIR, beside any other synthesis.
+CONTEXT_ENV = "GPUPILOT_CDK_CONTEXT"
+BUILD_DIR_ENV = "GPUPILOT_LAMBDA_BUILD_DIR"
+
+
 def main() -> int:
-    app, _ = build_app(load_context())
+    context = load_context() | json.loads(os.environ.get(CONTEXT_ENV) or "{}")
+    app, _ = build_app(context, lambda_build_dir=Path(os.environ.get(BUILD_DIR_ENV) or LAMBDA_BUILD_DIR))
     try:
         app.synth()
     except Exception as error:  # jsii surfaces the validation failure as a generic error

@@ -43,8 +43,12 @@ class BatchFleet(Construct):
         zones: Sequence[str],
         secret_arns: Sequence[str],
         secrets_prefix: str,
+        job_roles: bool = True,
+        instance_role_name: str | None = None,
         gpu_boot_check: bool = True,
     ) -> None:
+        """`job_roles`: also the jobs' own roles (the home region's: IAM is global, every region's jobs use them);
+        `instance_role_name`: a name the home region's functions can grant iam:PassRole on without a reference."""
         super().__init__(scope, construct_id)
 
         flow_logs = logs.LogGroup(self, "FlowLogs", retention=LOG_RETENTION)
@@ -90,6 +94,7 @@ class BatchFleet(Construct):
             self,
             "InstanceRole",
             assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
+            role_name=instance_role_name,
             description="GPU Pilot Batch container instances",
             managed_policies=[
                 iam.ManagedPolicy.from_aws_managed_policy_name("service-role/AmazonEC2ContainerServiceforEC2Role"),
@@ -110,7 +115,11 @@ class BatchFleet(Construct):
             "(no SSH, no inbound rules); this AWS-maintained policy is the documented minimum for it.",
         )
         self.instance_profile = iam.CfnInstanceProfile(self, "InstanceProfile", roles=[self.instance_role.role_name])
+        self.launch_template = self._launch_template(gpu_boot_check)
+        if job_roles:
+            self._job_roles(secret_arns, secrets_prefix)
 
+    def _job_roles(self, secret_arns: Sequence[str], secrets_prefix: str) -> None:
         # Jobs run as their own role, never the instance's (IMDS is out of a container's reach, hop limit 1):
         # by default this one, with no permissions; a request may name a role of its own (gpupilot-job-*).
         self.job_role = iam.Role(
@@ -135,7 +144,8 @@ class BatchFleet(Construct):
         for finding in wildcard_findings(self, (), secret_arns):
             acknowledge(self.job_execution_role, finding, WHY_SECRETS_PREFIX.format(prefix=secrets_prefix))
 
-        self.launch_template = ec2.CfnLaunchTemplate(
+    def _launch_template(self, gpu_boot_check: bool) -> ec2.CfnLaunchTemplate:
+        return ec2.CfnLaunchTemplate(
             self,
             "GpuLaunchTemplate",
             launch_template_name=LAUNCH_TEMPLATE_NAME,

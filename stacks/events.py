@@ -25,6 +25,17 @@ from stacks.settings import RESOURCE_PREFIX
 GPU_PILOT_QUEUES = f"arn:*:batch:*:*:job-queue/{RESOURCE_PREFIX}-*"
 
 
+def batch_events_pattern() -> events.EventPattern:
+    """Batch job state changes and blocked queues of GPU Pilot's queues only: other teams' jobs in the account would
+    otherwise invoke job_events for nothing (a foreign job submitted into a GPU Pilot queue still matches, as the
+    sweep covers it). The home region's rule and each capacity region's forwarding rule match the same."""
+    return events.EventPattern(
+        source=[BATCH_EVENT_SOURCE],
+        detail_type=[BATCH_JOB_STATE_CHANGE, BATCH_JOB_QUEUE_BLOCKED],
+        detail={"jobQueue": events.Match.wildcard(GPU_PILOT_QUEUES)},
+    )
+
+
 class JobEvents(Construct):
     def __init__(
         self,
@@ -57,13 +68,8 @@ class JobEvents(Construct):
             self,
             "BatchJobEvents",
             description="Batch job state changes and blocked queues of GPU Pilot's queues -> job_events",
-            # Only GPU Pilot's queues: other teams' jobs in the account would otherwise invoke job_events for
-            # nothing. A foreign job submitted into a GPU Pilot queue still matches, as the sweep covers it.
-            event_pattern=events.EventPattern(
-                source=[BATCH_EVENT_SOURCE],
-                detail_type=[BATCH_JOB_STATE_CHANGE, BATCH_JOB_QUEUE_BLOCKED],
-                detail={"jobQueue": events.Match.wildcard(GPU_PILOT_QUEUES)},
-            ),
+            # The capacity regions' events arrive on the same bus, forwarded by their stacks' rules.
+            event_pattern=batch_events_pattern(),
         )
         self.batch_rule.add_target(
             targets.LambdaFunction(

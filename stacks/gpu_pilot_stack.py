@@ -11,6 +11,7 @@ from constructs import Construct
 from functions.shared import constants as c
 from stacks.api import Api
 from stacks.batch_fleet import BatchFleet
+from stacks.capacity_region import instance_role_name
 from stacks.events import JobEvents
 from stacks.functions import ControlPlaneFunctions
 from stacks.observability import Observability
@@ -21,6 +22,8 @@ from stacks.workflow import Workflow
 
 # The zones of these subnets are where GPUs can launch, so these Lambdas judge availability by them.
 NEEDS_SUBNETS = ("api", "select_gpu", "ensure_queue")
+# Selection weighs the regions a request names, else these.
+NEEDS_DEFAULT_REGIONS = ("api", "select_gpu")
 # Selection offers Graviton GPUs only when provisioning can give them an NVIDIA AMI.
 NEEDS_ARM64_AMI = ("api", "select_gpu", "ensure_queue")
 
@@ -44,7 +47,8 @@ class GpuPilotStack(Stack):
             description="GPU Pilot: serverless control plane for CUDA batch jobs on AWS Batch",
             **kwargs,
         )
-        arns = Arns(prefix=RESOURCE_PREFIX)
+        capacity_regions = tuple(settings.capacity_regions)
+        arns = Arns(prefix=RESOURCE_PREFIX, regions=capacity_regions)
         secret_arns = [arns.secrets(settings.job_secrets_prefix), arns.parameters(settings.job_secrets_prefix)]
         storage = Storage(self, "Storage")
         fleet = BatchFleet(
@@ -64,6 +68,15 @@ class GpuPilotStack(Stack):
         subnets = ",".join(fleet.private_subnet_ids)
         for key in NEEDS_SUBNETS:
             environment[key][c.ENV_SUBNETS] = subnets
+        if capacity_regions:
+            for spec in c.LAMBDAS:
+                # Every function may act in a capacity region: the one an attempt, a pool or a sweep is in.
+                environment[spec.key][c.ENV_CAPACITY_REGIONS] = ",".join(capacity_regions)
+            for key in NEEDS_SUBNETS:
+                environment[key][c.ENV_REGION_PARAMETER] = c.REGION_PARAMETER
+        if settings.default_regions:
+            for key in NEEDS_DEFAULT_REGIONS:
+                environment[key][c.ENV_DEFAULT_REGIONS] = ",".join(settings.default_regions)
         if settings.arm64_gpu_ami_id:
             for key in NEEDS_ARM64_AMI:
                 environment[key][c.ENV_ARM64_GPU_AMI_ID] = settings.arm64_gpu_ami_id
@@ -99,6 +112,7 @@ class GpuPilotStack(Stack):
                     job_role=fleet.job_role.role_arn,
                     job_execution_role=fleet.job_execution_role.role_arn,
                     sweep_function=sweep.function_arn,
+                    region_instance_roles=tuple(instance_role_name(region) for region in capacity_regions),
                 ),
                 allow_purchase=settings.allow_capacity_block_purchase,
             )

@@ -31,6 +31,7 @@ SOURCES = {
     "pricing": f"Actions, resources, and condition keys for AWS Price List, {SAR}list_awspricelist.html",
     "servicequotas": f"Actions, resources, and condition keys for Service Quotas, {SAR}list_servicequotas.html",
     "sqs": f"Actions, resources, and condition keys for Amazon SQS, {SAR}list_amazonsqs.html",
+    "ssm": f"Actions, resources, and condition keys for AWS Systems Manager, {SAR}list_awssystemsmanager.html",
     "states": f"Actions, resources, and condition keys for AWS Step Functions, {SAR}list_awsstepfunctions.html",
     "xray": f"Actions, resources, and condition keys for AWS X-Ray, {SAR}list_awsx-ray.html",
 }
@@ -89,6 +90,7 @@ RESOURCE_TYPES: dict[str, tuple[str, ...]] = {
     # Resource-level permissions in Service Quotas are for quota increase requests and tags only.
     "servicequotas:GetServiceQuota": (),
     "sqs:SendMessage": ("queue",),
+    "ssm:GetParameter": ("parameter",),
     "states:DescribeExecution": ("execution", "express"),
     "states:SendTaskSuccess": (),
     "states:StartExecution": ("statemachine",),

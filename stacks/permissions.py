@@ -12,12 +12,12 @@ stacks/iam_reference.py), and that reason becomes its cdk-nag acknowledgement.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from aws_cdk import Aws
 
-from functions.shared.constants import STATE_MACHINE_NAME
+from functions.shared.constants import REGION_PARAMETER, STATE_MACHINE_NAME
 from functions.shared.domain.job_definitions import JOB_LOG_GROUP, JOB_LOG_STREAM_PREFIX
 from functions.shared.domain.pools import POOL_TAG
 from functions.shared.domain.reservations import PURCHASED_BY_TAG, RESERVATION_TAG
@@ -129,12 +129,24 @@ class Grant:
 @dataclass(frozen=True)
 class Arns:
     """ARN patterns of what the control plane creates, in this account and region (pseudo parameters by
-    default, so the template deploys into whichever account and region runs it)."""
+    default, so the template deploys into whichever account and region runs it); `regions`: the deployment's other
+    capacity regions, each named (never `*`), where its pools' Batch, ECS and EC2 resources are too."""
 
     prefix: str
     partition: str = Aws.PARTITION
     region: str = Aws.REGION
     account: str = Aws.ACCOUNT_ID
+    regions: tuple[str, ...] = ()
+
+    def everywhere(self, pattern: str) -> tuple[str, ...]:
+        """The ARN pattern `pattern` (a property: `jobs`, `job_queues`, ...) in this region and each capacity region."""
+        return tuple(
+            getattr(replace(self, region=region, regions=()), pattern) for region in (self.region, *self.regions)
+        )
+
+    def region_parameters(self, name: str) -> tuple[str, ...]:
+        """SSM parameter `name` (a path from the root) in each capacity region other than this one."""
+        return tuple(f"arn:{self.partition}:ssm:{region}:{self.account}:parameter{name}" for region in self.regions)
 
     def _batch(self, resource: str) -> str:
         return f"arn:{self.partition}:batch:{self.region}:{self.account}:{resource}"
@@ -245,7 +257,7 @@ def console_output(arns: Arns) -> Grant:
     """Reading a pool instance's console output (ec2:GetConsoleOutput is authorized on the instance, with its tags)."""
     return Grant(
         actions=("ec2:GetConsoleOutput",),
-        resources=(arns.instances,),
+        resources=arns.everywhere("instances"),
         reason=WHY_CONSOLES.format(tag=POOL_TAG, prefix=arns.prefix),
         conditions={"StringLike": {f"ec2:ResourceTag/{POOL_TAG}": f"{arns.prefix}-*"}},
     )
@@ -256,15 +268,19 @@ def fleet_reads(arns: Arns) -> list[Grant]:
     registered), its cluster's container instances, quotas."""
     return [
         describe("Amazon EC2", "ec2:DescribeInstances", "ec2:DescribeTags"),
-        Grant(actions=("ecs:ListContainerInstances",), resources=(arns.clusters,), reason=WHY_CLUSTERS),
-        Grant(actions=("ecs:DescribeContainerInstances",), resources=(arns.container_instances,), reason=WHY_CLUSTERS),
+        Grant(actions=("ecs:ListContainerInstances",), resources=arns.everywhere("clusters"), reason=WHY_CLUSTERS),
+        Grant(
+            actions=("ecs:DescribeContainerInstances",),
+            resources=arns.everywhere("container_instances"),
+            reason=WHY_CLUSTERS,
+        ),
         console_output(arns),
         GPU_QUOTAS,
     ]
 
 
 def terminate_jobs(arns: Arns) -> Grant:
-    return Grant(actions=("batch:TerminateJob",), resources=(arns.jobs,), reason=WHY_JOB_IDS)
+    return Grant(actions=("batch:TerminateJob",), resources=arns.everywhere("jobs"), reason=WHY_JOB_IDS)
 
 
 @dataclass(frozen=True)
@@ -277,6 +293,8 @@ class Owned:
     job_role: str
     job_execution_role: str
     sweep_function: str
+    # The capacity regions' instance roles, by name (each region's stack names its own: capacity_region.py).
+    region_instance_roles: tuple[str, ...] = ()
 
     def items(self, *actions: str) -> Grant:
         """Item actions on the job table."""
@@ -337,6 +355,8 @@ def function_grants(arns: Arns, owned: Owned, allow_purchase: bool = False) -> d
     The on-failure destinations' sqs:SendMessage is added by the functions construct (CDK's destination).
     """
     prefix_reason = WHY_PREFIX.format(prefix=arns.prefix)
+    # Who builds or plans pools in a capacity region reads its network there (its stack's SSM parameter).
+    networks = Grant(actions=("ssm:GetParameter",), resources=arns.region_parameters(REGION_PARAMETER))
     offerings = describe(
         "Amazon EC2", "ec2:DescribeInstanceTypes", "ec2:DescribeInstanceTypeOfferings", "ec2:DescribeSubnets"
     )
@@ -354,7 +374,11 @@ def function_grants(arns: Arns, owned: Owned, allow_purchase: bool = False) -> d
         describe("Amazon EC2", "ec2:DescribeInstanceTypes", "ec2:DescribeSpotPriceHistory"),
         price_list,
         # A spot attempt is priced in the zone it ran in: its container instance's.
-        Grant(actions=("ecs:DescribeContainerInstances",), resources=(arns.container_instances,), reason=WHY_CLUSTERS),
+        Grant(
+            actions=("ecs:DescribeContainerInstances",),
+            resources=arns.everywhere("container_instances"),
+            reason=WHY_CLUSTERS,
+        ),
     ]
     read_write = owned.items("GetItem", "UpdateItem")
     # The account's reservations: plans use them, the sweep charges their idle hours, GET /reservations lists them.
@@ -363,16 +387,19 @@ def function_grants(arns: Arns, owned: Owned, allow_purchase: bool = False) -> d
     # environment (each authorized on the resource it names: GPU Pilot's own, under the prefix).
     retire_pools = [
         Grant(
-            actions=("batch:UpdateJobQueue", "batch:DeleteJobQueue"), resources=(arns.job_queues,), reason=prefix_reason
+            actions=("batch:UpdateJobQueue", "batch:DeleteJobQueue"),
+            resources=arns.everywhere("job_queues"),
+            reason=prefix_reason,
         ),
         Grant(
             actions=("batch:UpdateComputeEnvironment", "batch:DeleteComputeEnvironment"),
-            resources=(arns.compute_environments,),
+            resources=arns.everywhere("compute_environments"),
             reason=prefix_reason,
         ),
     ]
-    return {
+    grants = {
         "api": [
+            networks,
             # Jobs, sweeps and Powertools idempotency records (deleted again when a submit fails).
             owned.items("GetItem", "PutItem", "UpdateItem", "DeleteItem"),
             owned.queries(),
@@ -398,7 +425,7 @@ def function_grants(arns: Arns, owned: Owned, allow_purchase: bool = False) -> d
                 required_by=DOC_DESCRIBE_ON_START,
             ),
             # GET /jobs/{id}/logs reads what the job's attempts printed.
-            Grant(actions=("logs:GetLogEvents",), resources=(arns.job_log_streams,), reason=WHY_JOB_LOGS),
+            Grant(actions=("logs:GetLogEvents",), resources=arns.everywhere("job_log_streams"), reason=WHY_JOB_LOGS),
             # POST /sweep starts a sweep in the sweep function (asynchronously).
             Grant(actions=("lambda:InvokeFunction",), resources=(owned.sweep_function,)),
             # GET /reservations and the plan; GET /reservations/offerings.
@@ -406,6 +433,7 @@ def function_grants(arns: Arns, owned: Owned, allow_purchase: bool = False) -> d
             *(purchases(arns) if allow_purchase else []),
         ],
         "select_gpu": [
+            networks,
             owned.items("GetItem", "PutItem", "UpdateItem"),
             owned.queries(),
             offerings,
@@ -414,6 +442,7 @@ def function_grants(arns: Arns, owned: Owned, allow_purchase: bool = False) -> d
             reservations,
         ],
         "ensure_queue": [
+            networks,
             # The job's progress, an INVALID pool's attempt, the offering it leaves behind, the pool's claim;
             # making room reads every pool's item and forgets a retired one.
             owned.items("GetItem", "PutItem", "UpdateItem", "DeleteItem"),
@@ -424,18 +453,18 @@ def function_grants(arns: Arns, owned: Owned, allow_purchase: bool = False) -> d
             describe("AWS Batch", "batch:ListJobs"),
             Grant(
                 actions=("batch:CreateComputeEnvironment",),
-                resources=(arns.compute_environments,),
+                resources=arns.everywhere("compute_environments"),
                 reason=prefix_reason,
             ),
             # CreateJobQueue is authorized against the queue and the compute environments it orders.
             Grant(
                 actions=("batch:CreateJobQueue",),
-                resources=(arns.job_queues, arns.compute_environments),
+                resources=(*arns.everywhere("job_queues"), *arns.everywhere("compute_environments")),
                 reason=prefix_reason,
             ),
             Grant(
                 actions=("batch:TagResource",),
-                resources=(arns.compute_environments, arns.job_queues),
+                resources=(*arns.everywhere("compute_environments"), *arns.everywhere("job_queues")),
                 reason=prefix_reason,
                 required_by=DOC_TAG_ON_CREATE,
             ),
@@ -444,7 +473,11 @@ def function_grants(arns: Arns, owned: Owned, allow_purchase: bool = False) -> d
             # template's latest version (a new version is a new pool version).
             describe("Amazon EC2", "ec2:DescribeSubnets", "ec2:DescribeLaunchTemplates"),
             *reservation_templates(arns),
-            Grant(actions=("iam:PassRole",), resources=(owned.instance_role,), required_by=DOC_PASS_INSTANCE_ROLE),
+            Grant(
+                actions=("iam:PassRole",),
+                resources=(owned.instance_role, *(arns.role(name) for name in owned.region_instance_roles)),
+                required_by=DOC_PASS_INSTANCE_ROLE,
+            ),
             # The first compute environment of an account without Batch's service-linked role creates it.
             Grant(
                 actions=("iam:CreateServiceLinkedRole",),
@@ -455,15 +488,23 @@ def function_grants(arns: Arns, owned: Owned, allow_purchase: bool = False) -> d
         ],
         "submit_job": [
             read_write,
-            Grant(actions=("batch:RegisterJobDefinition",), resources=(arns.job_definitions,), reason=prefix_reason),
+            Grant(
+                actions=("batch:RegisterJobDefinition",),
+                resources=arns.everywhere("job_definitions"),
+                reason=prefix_reason,
+            ),
             Grant(
                 actions=("batch:SubmitJob",),
-                resources=(arns.job_definitions, arns.job_queues, arns.jobs),
+                resources=(
+                    *arns.everywhere("job_definitions"),
+                    *arns.everywhere("job_queues"),
+                    *arns.everywhere("jobs"),
+                ),
                 reason=f"{prefix_reason} {DOC_SUBMIT_JOB_RESOURCES}",
             ),
             Grant(
                 actions=("batch:TagResource",),
-                resources=(arns.job_definitions, arns.jobs),
+                resources=(*arns.everywhere("job_definitions"), *arns.everywhere("jobs")),
                 reason=f"{prefix_reason} {WHY_JOB_IDS}",
                 required_by=DOC_TAG_ON_CREATE,
             ),
@@ -523,16 +564,18 @@ def function_grants(arns: Arns, owned: Owned, allow_purchase: bool = False) -> d
             terminate_jobs(arns),
             Grant(
                 actions=("ec2:TerminateInstances",),
-                resources=(arns.instances,),
+                resources=arns.everywhere("instances"),
                 reason=WHY_POOL_INSTANCES.format(tag=POOL_TAG, prefix=arns.prefix),
                 conditions={"StringLike": {f"ec2:ResourceTag/{POOL_TAG}": f"{arns.prefix}-*"}},
             ),
-            Grant(actions=("ecs:DeregisterContainerInstance",), resources=(arns.clusters,), reason=WHY_CLUSTERS),
+            Grant(
+                actions=("ecs:DeregisterContainerInstance",), resources=arns.everywhere("clusters"), reason=WHY_CLUSTERS
+            ),
             # A bad GPU host is drained before it is terminated: UpdateContainerInstancesState is authorized on the
             # container instances it names (container-instance/<cluster>/<id>), those of GPU Pilot's clusters.
             Grant(
                 actions=("ecs:UpdateContainerInstancesState",),
-                resources=(arns.container_instances,),
+                resources=arns.everywhere("container_instances"),
                 reason=WHY_CLUSTERS,
             ),
             # A pool whose instances keep failing to register: its queue is disabled (state only, so the
@@ -547,3 +590,5 @@ def function_grants(arns: Arns, owned: Owned, allow_purchase: bool = False) -> d
             ),
         ],
     }
+    # A deployment without capacity regions has no region grants (a grant of nothing is none).
+    return {key: [grant for grant in listed if grant.resources] for key, listed in grants.items()}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from aws_cdk import Duration
@@ -68,6 +68,16 @@ class DeploySettings:
     api_gateway_cloudwatch_role: bool = True
     # Off unless the deployment says so: without it the api has no grant to buy a Capacity Block.
     allow_capacity_block_purchase: bool = False
+    # Capacity regions besides home, each with its zones (context `regions`, home first, and `region_zones`), and
+    # the regions a request without `regions` runs in (context `default_regions`; empty: home only).
+    capacity_regions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    default_regions: tuple[str, ...] = ()
+
+    @property
+    def regions(self) -> tuple[str, ...]:
+        """Every capacity region, home first."""
+        return (self.region, *self.capacity_regions)
+
     # The launch template's boot-time GPU check (functions/shared/domain/userdata.py): on unless turned off.
     gpu_boot_check: bool = True
 
@@ -85,11 +95,8 @@ class DeploySettings:
                 f"context 'region' (or CDK_DEFAULT_REGION) must be an AWS region with EC2, got {region!r}; "
                 f"valid: {', '.join(_known_regions())}"
             )
-        if len(zones) < 2:
-            raise ValueError("context 'zones' needs at least two availability zones")
-        foreign = [zone for zone in zones if not re.fullmatch(re.escape(region) + r"[a-z]", zone)]
-        if foreign:
-            raise ValueError(f"context 'zones' {foreign} are not zones of region {region}")
+        _check_zones("zones", region, zones)
+        capacity_regions, default_regions = _regions(context, region)
         max_vcpus = int(context.get("max_vcpus_per_pool", DEFAULT_MAX_VCPUS_PER_POOL))
         if max_vcpus <= 0:
             raise ValueError("context 'max_vcpus_per_pool' must be positive")
@@ -120,9 +127,40 @@ class DeploySettings:
             arm64_gpu_ami_id=arm64_ami,
             job_secrets_prefix=secrets_prefix,
             api_gateway_cloudwatch_role=cloudwatch_role,
+            capacity_regions=capacity_regions,
+            default_regions=default_regions,
             allow_capacity_block_purchase=purchase,
             gpu_boot_check=boot_check,
         )
+
+
+def _check_zones(key: str, region: str, zones: tuple[str, ...]) -> None:
+    if len(zones) < 2:
+        raise ValueError(f"context '{key}' needs at least two availability zones")
+    foreign = [zone for zone in zones if not re.fullmatch(re.escape(region) + r"[a-z]", zone)]
+    if foreign:
+        raise ValueError(f"context '{key}' {foreign} are not zones of region {region}")
+
+
+def _regions(context: Mapping[str, Any], home: str) -> tuple[dict[str, tuple[str, ...]], tuple[str, ...]]:
+    """Context `regions` (the home region first, then each capacity region, whose zones `region_zones` names) and
+    `default_regions` (some of them): the capacity regions besides home with their zones, and the default ones."""
+    regions = [str(r) for r in context.get("regions") or [home]]
+    if regions[0] != home or len(set(regions)) != len(regions):
+        raise ValueError(f"context 'regions' must list the home region {home} first, each region once, got {regions}")
+    unknown = [r for r in regions if r not in _known_regions()]
+    if unknown:
+        raise ValueError(f"context 'regions' {unknown} are not AWS regions with EC2")
+    zones_of = context.get("region_zones") or {}
+    capacity: dict[str, tuple[str, ...]] = {}
+    for region in regions[1:]:
+        capacity[region] = tuple(str(zone) for zone in zones_of.get(region) or ())
+        _check_zones(f"region_zones.{region}", region, capacity[region])
+    defaults = tuple(str(r) for r in context.get("default_regions") or ())
+    stray = [r for r in defaults if r not in regions]
+    if stray:
+        raise ValueError(f"context 'default_regions' {stray} are not in context 'regions' {regions}")
+    return capacity, defaults
 
 
 def _known_regions() -> list[str]:

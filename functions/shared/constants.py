@@ -7,6 +7,11 @@ from dataclasses import dataclass
 SERVICE_NAME = "gpupilot"
 METRICS_NAMESPACE = "GpuPilot"
 STACK_NAME = "GpuPilot"
+# A capacity region's stack: GpuPilot-us-west-2.
+REGION_STACK_PREFIX = f"{STACK_NAME}-"
+# Where each capacity region's stack publishes its network (subnets, security group, instance profile, launch
+# template) for the home region's functions, in its own region.
+REGION_PARAMETER = "/gpupilot/capacity-region"
 STATE_MACHINE_NAME = "GpuJob"
 ASL_FILE = "statemachines/gpu_job.asl.json"
 # Set on every function for the libraries, not read by our code. GPU Pilot uses no pydantic plugin, and without
@@ -36,6 +41,11 @@ ENV_SECRET_ARN_PATTERNS = "GPUPILOT_SECRET_ARN_PATTERNS"
 ENV_QUEUE_POLL_SECONDS = "GPUPILOT_QUEUE_POLL_SECONDS"
 ENV_PROVISION_TIMEOUT_SECONDS = "GPUPILOT_PROVISION_TIMEOUT_SECONDS"
 ENV_SWEEP_FUNCTION = "GPUPILOT_SWEEP_FUNCTION"
+# Regions: the capacity regions besides home (every function), the regions a request runs in by default (the api and
+# selection), and the SSM parameter each capacity region's stack writes its network to (those that build pools).
+ENV_CAPACITY_REGIONS = "GPUPILOT_CAPACITY_REGIONS"
+ENV_DEFAULT_REGIONS = "GPUPILOT_DEFAULT_REGIONS"
+ENV_REGION_PARAMETER = "GPUPILOT_REGION_PARAMETER"
 # How long the fleet may take (production defaults: minutes; the local cloud's timeline: seconds).
 ENV_REGISTRATION_GRACE_SECONDS = "GPUPILOT_REGISTRATION_GRACE_SECONDS"
 ENV_LAUNCH_GRACE_SECONDS = "GPUPILOT_LAUNCH_GRACE_SECONDS"

@@ -6,20 +6,19 @@ implement them in memory. Use cases see only these.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from functions.shared.ports_hosts import HostActions, HostLedger, HostNotes
+from functions.shared.ports_hosts import HostLedger, HostNotes
 from functions.shared.ports_ledgers import HealthStore, OfferingMemory, WasteLedger
 from functions.shared.ports_logs import JobLogs
 from functions.shared.ports_market import Availability, Catalog, Prices, Quotas
-from functions.shared.ports_pools import BatchPools, PoolStates
+from functions.shared.ports_pools import BatchPools, Fleet, PoolStates
 from functions.shared.ports_reservations import ListedOfferings, Reservations
 
 if TYPE_CHECKING:  # annotations only: a handler imports the domain modules it uses, not all of them
-    from functions.shared.domain.batch import BatchJobState, ContainerInstanceState, FleetState
-    from functions.shared.domain.fleet import RunningInstances
+    from functions.shared.domain.batch import BatchJobState
     from functions.shared.domain.records import ActiveJob, AttemptRecord, JobRecord, JobWrite, Wait
     from functions.shared.domain.requests import JobRequest
     from functions.shared.domain.settings import Settings
@@ -138,29 +137,6 @@ class BatchJobs(Protocol):
     def terminate_job(self, job_id: str, reason: str) -> None: ...
 
 
-class Fleet(HostActions, Protocol):
-    """A pool's EC2 instances (by the pool tag) and its ECS cluster's container instances."""
-
-    def fleets(self, pools: dict[str, str | None]) -> dict[str, FleetState]:
-        """pool -> its fleet (pools given with their cluster ARN, None when there is none yet)."""
-        ...
-
-    def running_instances(self, spot: bool) -> list[RunningInstances]:
-        """The account's pending and running instances (spot ones, or on-demand ones), by type and GPU Pilot pool."""
-        ...
-
-    def deregister_container_instance(self, cluster_arn: str, container_instance_arn: str) -> None: ...
-
-    def zone_of(self, container_instance_arn: str) -> str | None:
-        """The zone of a container instance (ECS's ecs.availability-zone), None when ECS no longer knows it."""
-        ...
-
-    def container_instance(self, container_instance_arn: str) -> ContainerInstanceState | None:
-        """A container instance as ECS describes it (its EC2 instance, zone, registration), None when ECS no
-        longer knows it."""
-        ...
-
-
 class Workflow(Protocol):
     """The GpuJob state machine."""
 
@@ -213,3 +189,12 @@ class Ports:
     reservations: Reservations
     listed_offerings: ListedOfferings
     logs: JobLogs
+    # The ports of the other capacity regions (tests' fakes; the live ones are made on first use).
+    regional: Mapping[str, Ports] = field(default_factory=dict)
+
+    def in_region(self, region: str | None) -> Ports:
+        """The ports acting in capacity region `region` (its Batch, EC2, ECS, quotas, prices, pools' memory); the
+        job records, the memory of offerings, the workflow and the reports stay the home region's. None: home."""
+        if region is None or region == self.settings.region:
+            return self
+        return self.regional[region]  # KeyError: not a capacity region of the deployment

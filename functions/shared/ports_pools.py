@@ -1,12 +1,20 @@
-"""The ports of GPU Pilot's pools: Batch's compute environments and job queues, and what is remembered of
-each pool between sweeps and workflows."""
+"""The ports of GPU Pilot's pools: Batch's compute environments and job queues, their fleets of EC2 and ECS
+instances, and what is remembered of each pool between sweeps and workflows."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+from functions.shared.ports_hosts import HostActions
+
 if TYPE_CHECKING:  # annotations only: a handler imports the domain modules it uses, not all of them
-    from functions.shared.domain.batch import ComputeEnvironmentState, JobQueueState
+    from functions.shared.domain.batch import (
+        ComputeEnvironmentState,
+        ContainerInstanceState,
+        FleetState,
+        JobQueueState,
+    )
+    from functions.shared.domain.fleet import RunningInstances
     from functions.shared.domain.pool_health import PoolState
 
 
@@ -86,3 +94,26 @@ class BatchPools(Protocol):
 
 
 __all__ = ["BatchPools", "PoolStates"]
+
+
+class Fleet(HostActions, Protocol):
+    """A pool's EC2 instances (by the pool tag) and its ECS cluster's container instances."""
+
+    def fleets(self, pools: dict[str, str | None]) -> dict[str, FleetState]:
+        """pool -> its fleet (pools given with their cluster ARN, None when there is none yet)."""
+        ...
+
+    def running_instances(self, spot: bool) -> list[RunningInstances]:
+        """The account's pending and running instances (spot ones, or on-demand ones), by type and GPU Pilot pool."""
+        ...
+
+    def deregister_container_instance(self, cluster_arn: str, container_instance_arn: str) -> None: ...
+
+    def zone_of(self, container_instance_arn: str) -> str | None:
+        """The zone of a container instance (ECS's ecs.availability-zone), None when ECS no longer knows it."""
+        ...
+
+    def container_instance(self, container_instance_arn: str) -> ContainerInstanceState | None:
+        """A container instance as ECS describes it (its EC2 instance, zone, registration), None when ECS no
+        longer knows it."""
+        ...

@@ -31,7 +31,7 @@ def add_command(command: CommandAdder) -> None:
     costs.add_argument("--to", dest="date_to", metavar="YYYY-MM-DD", help="last day (default: today, UTC)")
     costs.add_argument(
         "--group-by",
-        choices=["day", "gpu_type", "job_name", "capacity_type"],
+        choices=["day", "gpu_type", "job_name", "capacity_type", "region"],
         default="day",
         help="one dimension at a time (default day)",
     )

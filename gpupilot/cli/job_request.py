@@ -27,7 +27,7 @@ FIELD_FLAGS = {
     "vcpus": "--vcpus", "memory_gib": "--memory-gib", "gpu_models": "--gpu-model", "instance_types": "--instance-type",
     "capacity": "--capacity", "max_hourly_usd": "--max-hourly-usd", "price_band": "--price-band",
     "timeout_minutes": "--timeout-minutes", "stuck_after_minutes": "--stuck-after-minutes", "environment": "--env",
-    "arch": "--arch", "zones": "--zone", "max_attempts": "--max-attempts",
+    "arch": "--arch", "zones": "--zone", "regions": "--region", "max_attempts": "--max-attempts",
     "give_up_after_minutes": "--give-up-after-minutes", "reservation": "--reservation",
     "reservation_fallback": "--reservation-fallback", "command": "COMMAND",
 }  # fmt: skip
@@ -110,6 +110,12 @@ def job_arguments(parser: argparse.ArgumentParser) -> None:
         "--zone", action="append", dest="zones", help="a zone it may run in; repeat (default: the deployment's zones)"
     )
     parser.add_argument(
+        "--region",
+        action="append",
+        dest="regions",
+        help="a capacity region it may run in; repeat (default: the deployment's default_regions, else home)",
+    )
+    parser.add_argument(
         "--max-attempts",
         type=int,
         help=f"GPU offerings tried at most, fallbacks included (default {defaults['max_attempts']})",
@@ -164,7 +170,7 @@ def job_body(args: argparse.Namespace) -> dict[str, Any]:
     for field in (
         "name", "image", "gpus", "min_gpu_memory_gib", "vcpus", "memory_gib", "gpu_models", "instance_types",
         "capacity", "max_hourly_usd", "price_band", "timeout_minutes", "stuck_after_minutes", "arch", "zones",
-        "max_attempts", "give_up_after_minutes", "reservation", "reservation_fallback",
+        "max_attempts", "give_up_after_minutes", "regions", "reservation", "reservation_fallback",
     ):  # fmt: skip
         value = getattr(args, field)
         if value is not None:

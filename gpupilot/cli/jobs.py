@@ -298,7 +298,7 @@ def status(client: ApiClient, args: argparse.Namespace) -> int:
         if not args.json and not args.explain and _unexplained(job):
             # Batch gives no reason: show the cause the evidence shows now (what --explain says).
             job = checked(client.request("GET", job_path, query={"explain": "true"}))
-    print(json.dumps(job, indent=2) if args.json else render.job_summary(job))
+    print(json.dumps(job, indent=2) if args.json else render.job_summary(job, explain=args.explain))
     if args.wait:
         return EXIT_OK if job["status"] == "SUCCEEDED" else EXIT_JOB_FAILED
     return EXIT_OK

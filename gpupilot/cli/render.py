@@ -237,29 +237,40 @@ def plan_table(plan: dict[str, Any], top: int = 10) -> str:
             lines.append(f"  ... {more} more (--json for all)")
         lines.extend(wrapped(warning, "    ", "  warning: ") for warning in plan.get("warnings", []))
         return "\n".join(lines)
+    # A deployment of several capacity regions shows each candidate's; a home-only one's table reads as before.
+    several = len(plan.get("regions") or []) > 1
     rows = [
         (
-            position, c["instance_type"], f"{c['gpus']}x {c['gpu_model']}", f"{c['gpu_memory_gib']:g}", c["vcpus"],
-            c["capacity"], "?" if c.get("hourly_usd") is None else f"{c['hourly_usd']:.4f}", f"{c['score']:.3f}",
-            c.get("why", ""),
+            position, c["instance_type"], *([c.get("region") or "-"] if several else []),
+            f"{c['gpus']}x {c['gpu_model']}", f"{c['gpu_memory_gib']:g}", c["vcpus"], c["capacity"],
+            "?" if c.get("hourly_usd") is None else f"{c['hourly_usd']:.4f}", f"{c['score']:.3f}", c.get("why", ""),
         )
         for position, c in enumerate(plan["candidates"][:top], start=1)
     ]  # fmt: skip
-    out = table(("#", "instance type", "GPUs", "GiB/GPU", "vCPU", "capacity", "$/hour", "score", "why"), rows, "why")
+    headers = ("#", "instance type", *(["region"] if several else []), "GPUs", "GiB/GPU", "vCPU", "capacity",
+               "$/hour", "score", "why")  # fmt: skip
+    out = table(headers, rows, "why")
     more = len(plan["candidates"]) - top
     lines = [out]
     if more > 0:
         lines.append(f"  ... {more} more candidates")
+    # Each capacity region the plan weighed or left out, and why one gave no candidate.
+    for region in plan.get("regions") or []:
+        if region.get("left_out"):
+            lines.append(f"  region {region['region']} left out: {region['left_out']}")
     lines.append(f"  {len(plan['rejected'])} instance types rejected (see --json for reasons)")
     lines.extend(wrapped(warning, "    ", "  warning: ") for warning in plan.get("warnings", []))
     return "\n".join(lines)
 
 
-def _offering(candidate: dict[str, Any]) -> str:
-    """`g6.xlarge (1x L4, on-demand) $0.8048/h`: a candidate in a few words, with its price for this job."""
+def _offering(candidate: dict[str, Any], with_region: bool = False) -> str:
+    """`g6.xlarge (1x L4, on-demand) $0.8048/h`: a candidate in a few words, with its price for this job (and,
+    `with_region`, ` in us-west-2`)."""
     price = "price unknown" if candidate.get("hourly_usd") is None else f"${candidate['hourly_usd']:.4f}/h"
+    where = f" in {candidate['region']}" if with_region and candidate.get("region") else ""
     return (
-        f"{candidate['instance_type']} ({candidate['gpus']}x {candidate['gpu_model']}, {candidate['capacity']}) {price}"
+        f"{candidate['instance_type']} ({candidate['gpus']}x {candidate['gpu_model']}, {candidate['capacity']}) "
+        f"{price}{where}"
     )
 
 
@@ -269,12 +280,16 @@ def launch_summary(candidates: list[dict[str, Any]], warnings: list[str], max_at
     tried = candidates[: max_attempts or len(candidates)]
     if not tried:
         return "no GPU offering can serve this request"
-    lines = [f"first choice  {_offering(tried[0])} for this job"]
+    # The first choice's region always; each fallback's when they are in several regions.
+    several = len({c.get("region") for c in tried}) > 1
+    region = tried[0].get("region")
+    lines = [f"first choice  {_offering(tried[0])} for this job" + (f", in {region}" if region else "")]
     fallbacks = tried[1:]
     shown = fallbacks[:3]
     if shown:
         more = f", and {len(fallbacks) - len(shown)} more" if len(fallbacks) > len(shown) else ""
-        lines.append(wrapped(", then ".join(_offering(c) for c in shown) + more, " " * 14, "fallbacks     "))
+        offered = ", then ".join(_offering(c, several) for c in shown)
+        lines.append(wrapped(offered + more, " " * 14, "fallbacks     "))
     else:
         lines.append("fallbacks     none")
     lines.extend(wrapped(warning, " " * 14, "warning       ") for warning in warnings)
@@ -305,7 +320,9 @@ def _runtime(seconds: float) -> str:
     return f"{seconds:.1f} s"
 
 
-def job_summary(job: dict[str, Any]) -> str:
+def job_summary(job: dict[str, Any], explain: bool = False) -> str:
+    """The job in rows; `explain` (status --explain) always says which regions and markets it tried and why it left
+    each, even after one attempt."""
     attempt = job["attempts"][-1] if job.get("attempts") else {}
     cost = job.get("cost")
     rows: list[tuple[str, str]] = [
@@ -316,6 +333,7 @@ def job_summary(job: dict[str, Any]) -> str:
             "GPU type",
             f"{job.get('instance_type') or '-'} ({job.get('gpu_model') or '-'}, {attempt.get('capacity', '-')})",
         ),
+        ("region", job.get("region") or attempt.get("region") or "-"),
         ("queue", attempt.get("job_queue") or "-"),
         ("batch job", attempt.get("batch_job_id") or "-"),
         ("attempts", str(len(job.get("attempts") or []))),
@@ -344,6 +362,8 @@ def job_summary(job: dict[str, Any]) -> str:
     if explanation:
         rows.append(("diagnosis", f"{explanation['category']}: {explanation['reason']}"))
         rows.append(("recommended", explanation["recommendation"]))
+    if job.get("attempts") and (explain or explanation or len(job["attempts"]) > 1):
+        rows.append(("tried", tried(job)))
     for number, attempt_row in enumerate(job.get("attempts") or [], start=1):
         if attempt_row.get("diagnosis"):
             diagnosis = attempt_row["diagnosis"]
@@ -352,17 +372,37 @@ def job_summary(job: dict[str, Any]) -> str:
             )
         shown = attempt_row.get("host_terminations") or attempt_row.get("reservation")
         if shown or len(job.get("attempts") or []) > 1:
-            rows.append((f"attempt {number}", attempt_line(attempt_row)))
+            rows.append((f"attempt {number}", attempt_line(attempt_row, regional(job))))
     rows.append(("timeline", " -> ".join(f"{e['status']} {_clock(e['at'])}" for e in job.get("timeline") or [])))
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
 
 
-def attempt_line(attempt: dict[str, Any]) -> str:
-    """One attempt: where, how it ended, what it cost, and each host Batch lost under it (a spot reclaim)."""
+def tried(job: dict[str, Any]) -> str:
+    """Which regions and markets the job tried, in order, and why it left each (the regions it may run in after)."""
+    said = []
+    for attempt in job.get("attempts") or []:
+        why = (attempt.get("diagnosis") or {}).get("category") or attempt["status"]
+        where = f" in {attempt['region']}" if attempt.get("region") and regional(job) else ""
+        said.append(f"{attempt['capacity']} {attempt['instance_type']}{where} ({why})")
+    allowed = (job.get("request") or {}).get("regions")
+    return "; ".join(said) + (f"  [regions allowed: {', '.join(allowed)}]" if allowed else "")
+
+
+def regional(job: dict[str, Any]) -> bool:
+    """Whether the job's regions are worth naming: it named regions, or its attempts ran in more than one (a job
+    of a home-only deployment reads as before regions)."""
+    attempts = job.get("attempts") or []
+    return bool((job.get("request") or {}).get("regions")) or len({a.get("region") for a in attempts}) > 1
+
+
+def attempt_line(attempt: dict[str, Any], with_region: bool = False) -> str:
+    """One attempt: where (its region too, `with_region`), how it ended, what it cost, and each host Batch lost
+    under it (a spot reclaim)."""
     cost = attempt.get("cost")
     priced = f"${cost['usd']:.6f} (${cost['hourly_usd']}/h x {_runtime(cost['runtime_seconds'])})" if cost else "-"
-    where = f" in {attempt['reservation']}" if attempt.get("reservation") else ""
+    where = f" {attempt['region']}" if attempt.get("region") and with_region else ""
+    where += f" in {attempt['reservation']}" if attempt.get("reservation") else ""
     line = f"{attempt['instance_type']} {attempt['capacity']}{where}  {attempt['status']}  {priced}"
     for said in attempt.get("host_terminations") or []:
         line += f"  {said}"
@@ -385,6 +425,7 @@ def summary_words(summary: dict[str, int]) -> str:
     """A sweep's summary in words: `2 findings (1 ECS_AGENT_NOT_REGISTERED, 1 IDLE_POOL); 3 live jobs; ...`."""
     counts = dict(summary)
     found = counts.pop("findings", 0)
+    regions = counts.pop("regions", 1)
     said = {
         "live_jobs": "live jobs",
         "vanished_jobs": "jobs Batch no longer knows",
@@ -395,7 +436,9 @@ def summary_words(summary: dict[str, int]) -> str:
     head = (
         "no findings" if not found else f"{found} finding{'s' if found != 1 else ''}" + (f" ({kinds})" if kinds else "")
     )
-    return "; ".join([head, *extras])
+    # A deployment of several capacity regions says how many the sweep covered.
+    swept = [f"{regions} capacity regions swept"] if regions > 1 else []
+    return "; ".join([head, *extras, *swept])
 
 
 def health(report: dict[str, Any]) -> str:
@@ -403,10 +446,13 @@ def health(report: dict[str, Any]) -> str:
     recommendation under it."""
     if not report.get("swept_at"):
         return "no sweep has run yet (run `gpupilot sweep`)"
+    several = report["summary"].get("regions", 1) > 1
     lines = [f"sweep {report.get('sweep_id') or '-'} at {report['swept_at']}: {summary_words(report['summary'])}"]
     for finding in report["findings"]:
         jobs = f"  jobs {', '.join(finding['jobs'])}" if finding.get("jobs") else ""
-        lines.append(f"  {finding['severity']:<8}  {finding['kind']}  {finding['resource']}{jobs}")
+        # A deployment of several regions says the region of each finding's resource.
+        where = f" ({finding['region']})" if finding.get("region") and several else ""
+        lines.append(f"  {finding['severity']:<8}  {finding['kind']}  {finding['resource']}{where}{jobs}")
         lines.append(wrapped(finding["recommendation"], "      "))
         if finding.get("action"):
             lines.append(wrapped(f"done: {finding['action']}", "      "))

@@ -23,7 +23,7 @@ from gpupilot.localcloud.template import DeployError, Resolver, handler_keys, re
 
 ACCOUNT_ID = "123456789012"
 TABLE_NAME = "gpupilot-jobs"
-__all__ = ["ACCOUNT_ID", "DeployError", "Deployment", "EventRule", "deploy"]
+__all__ = ["ACCOUNT_ID", "DeployError", "Deployment", "EventRule", "RegionDeployment", "deploy", "deploy_region"]
 
 
 class EventRule(BaseModel):
@@ -33,6 +33,20 @@ class EventRule(BaseModel):
     pattern: dict[str, Any] | None = None
     schedule: str | None = None
     targets: list[str] = Field(default_factory=list)
+    forward_to: list[str] = Field(default_factory=list, description="Event buses (ARNs) it forwards matches to")
+
+
+class RegionDeployment(BaseModel):
+    """What a capacity region's stack created locally, in its region."""
+
+    region: str
+    subnets: list[str]
+    security_groups: list[str]
+    instance_profile_arn: str
+    launch_template_name: str
+    network_parameter: str
+    event_rules: list[EventRule]
+    instance_profile_roles: dict[str, list[str]] = Field(default_factory=dict)
 
 
 class Deployment(BaseModel):
@@ -52,6 +66,7 @@ class Deployment(BaseModel):
     event_rules: list[EventRule]
     policies: dict[str, list[Statement]] = Field(default_factory=dict)
     instance_profile_roles: dict[str, list[str]] = Field(default_factory=dict)
+    regions: dict[str, RegionDeployment] = Field(default_factory=dict, description="The capacity regions' stacks")
 
     def environment(self, key: str) -> dict[str, str]:
         """The environment the template gives function `key`."""
@@ -85,22 +100,7 @@ def deploy(session: Any, template: dict[str, Any], zones: list[str], region: str
         ddb.update_time_to_live(TableName=TABLE_NAME, TimeToLiveSpecification=table["TimeToLiveSpecification"])
     resolve.add(table_logical, TABLE_NAME, Arn=described["TableArn"])
 
-    iam = session.client("iam")
-    for logical, props in resources_of(template, "AWS::IAM::Role").items():
-        role = iam.create_role(
-            RoleName=_local_name(logical),
-            AssumeRolePolicyDocument=json.dumps(resolve(props["AssumeRolePolicyDocument"], logical)),
-        )["Role"]
-        resolve.add(logical, role["RoleName"], Arn=role["Arn"])
-    profile_roles: dict[str, list[str]] = {}
-    for logical, props in resources_of(template, "AWS::IAM::InstanceProfile").items():
-        profile = iam.create_instance_profile(InstanceProfileName=_local_name(logical, 128))["InstanceProfile"]
-        profile_roles[profile["Arn"]] = []
-        for role_name in resolve(props.get("Roles", []), logical):
-            iam.add_role_to_instance_profile(InstanceProfileName=profile["InstanceProfileName"], RoleName=role_name)
-            profile_roles[profile["Arn"]].append(iam.get_role(RoleName=role_name)["Role"]["Arn"])
-        resolve.add(logical, profile["InstanceProfileName"], Arn=profile["Arn"])
-
+    profile_roles = _roles(session.client("iam"), template, resolve)
     subnets, security_groups = _network(session.client("ec2"), template, zones, resolve)
     launch_template_name = _launch_template(session.client("ec2"), template, resolve)
 
@@ -153,6 +153,75 @@ def deploy(session: Any, template: dict[str, Any], zones: list[str], region: str
         policies=_policies(template, resolve, functions),
         instance_profile_roles=profile_roles,
     )
+
+
+def deploy_region(session: Any, template: dict[str, Any], zones: list[str], region: str) -> RegionDeployment:
+    """Create a capacity region's stack in region `region` of the embedded cloud: its roles and instance profile
+    (IAM is global: named apart from the home stack's), network, launch template, dead-letter queue, the parameter
+    naming its network, and its forwarding rules (created in that region's EventBridge, with their targets)."""
+    resolve = Resolver(region, ACCOUNT_ID)
+    profile_roles = _roles(session.client("iam"), template, resolve, prefix=f"gpupilot-{region}-")
+    ec2 = session.client("ec2", region_name=region)
+    subnets, security_groups = _network(ec2, template, zones, resolve)
+    launch_template_name = _launch_template(ec2, template, resolve)
+    sqs = session.client("sqs", region_name=region)
+    for logical in resources_of(template, "AWS::SQS::Queue"):
+        name = _local_name(f"{region}-{logical}", 80)
+        url = sqs.create_queue(QueueName=name)["QueueUrl"]
+        arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        resolve.add(logical, url, Arn=arn, QueueName=name)
+    ssm = session.client("ssm", region_name=region)
+    parameter = ""
+    for logical, props in resources_of(template, "AWS::SSM::Parameter").items():
+        parameter = str(props["Name"])
+        ssm.put_parameter(Name=parameter, Value=str(resolve(props["Value"], logical)), Type="String", Overwrite=True)
+        resolve.add(logical, parameter)
+    events = session.client("events", region_name=region)
+    rules = []
+    for logical, props in resources_of(template, "AWS::Events::Rule").items():
+        targets = [t for t in props.get("Targets", []) if ":event-bus/" in str(resolve(t["Arn"], logical))]
+        rule = EventRule(
+            name=_local_name(logical),
+            pattern=props.get("EventPattern"),
+            forward_to=[str(resolve(t["Arn"], logical)) for t in targets],
+        )
+        events.put_rule(Name=rule.name, EventPattern=json.dumps(rule.pattern), State="ENABLED")
+        events.put_targets(
+            Rule=rule.name,
+            Targets=[{"Id": t["Id"], "Arn": str(resolve(t["Arn"])), "RoleArn": str(resolve(t["RoleArn"]))}
+                     for t in targets],
+        )  # fmt: skip
+        rules.append(rule)
+    return RegionDeployment(
+        region=region,
+        subnets=subnets,
+        security_groups=security_groups,
+        instance_profile_arn=next(iter(profile_roles)),
+        launch_template_name=launch_template_name,
+        network_parameter=parameter,
+        event_rules=rules,
+        instance_profile_roles=profile_roles,
+    )
+
+
+def _roles(iam: Any, template: dict[str, Any], resolve: Resolver, prefix: str = "gpupilot-") -> dict[str, list[str]]:
+    """The stack's roles (named as the template names them, else after their logical id) and instance profiles;
+    each instance profile's ARN -> its roles' ARNs."""
+    for logical, props in resources_of(template, "AWS::IAM::Role").items():
+        role = iam.create_role(
+            RoleName=props.get("RoleName") or f"{prefix}{logical}"[:64],
+            AssumeRolePolicyDocument=json.dumps(resolve(props["AssumeRolePolicyDocument"], logical)),
+        )["Role"]
+        resolve.add(logical, role["RoleName"], Arn=role["Arn"])
+    profile_roles: dict[str, list[str]] = {}
+    for logical, props in resources_of(template, "AWS::IAM::InstanceProfile").items():
+        profile = iam.create_instance_profile(InstanceProfileName=f"{prefix}{logical}"[:128])["InstanceProfile"]
+        profile_roles[profile["Arn"]] = []
+        for role_name in resolve(props.get("Roles", []), logical):
+            iam.add_role_to_instance_profile(InstanceProfileName=profile["InstanceProfileName"], RoleName=role_name)
+            profile_roles[profile["Arn"]].append(iam.get_role(RoleName=role_name)["Role"]["Arn"])
+        resolve.add(logical, profile["InstanceProfileName"], Arn=profile["Arn"])
+    return profile_roles
 
 
 def _policies(

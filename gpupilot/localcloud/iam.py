@@ -244,6 +244,11 @@ class Arn:
     def __init__(self, region: str, account: str, partition: str = "aws") -> None:
         self.region, self.account, self.partition = region, account, partition
 
+    def in_region(self, region: str | None) -> Arn:
+        """The ARNs of a call to `region`'s endpoint (a capacity region's Batch, ECS, EC2): AWS authorizes a call
+        against the resources of the region it is made in."""
+        return self if region is None or region == self.region else Arn(region, self.account, self.partition)
+
     def __call__(self, service: str, kind: str, name: str) -> str:
         """The ARN of a resource given by name (`kind/name`, or `kind:name`) or already by ARN."""
         if name.startswith("arn:"):
@@ -321,6 +326,9 @@ def required(
         checks.append(Request(action, arn("ecs", "cluster/", params["cluster"])))
     elif service == "iam" and operation == "CreateServiceLinkedRole":
         checks.append(Request(action, "*", {"iam:AWSServiceName": params["AWSServiceName"]}))
+    elif service == "ssm" and "Name" in params:
+        # A parameter's ARN is `parameter/<name>`; a hierarchical name's leading `/` is that slash.
+        checks.append(Request(action, arn("ssm", "parameter/", str(params["Name"]).lstrip("/"))))
     elif service == "logs" and "logStreamName" in params:
         # Authorized against the stream (Service Authorization Reference for CloudWatch Logs: GetLogEvents).
         group = params.get("logGroupName") or params.get("logGroupIdentifier") or ""
@@ -393,7 +401,9 @@ class IamEnforcer:
         value = os.environ.get(CALL_LOG_ENV)
         return Path(value) if value else None
 
-    def __call__(self, params: Mapping[str, Any], model: Any, **_: Any) -> None:
+    def __call__(
+        self, params: Mapping[str, Any], model: Any, context: Mapping[str, Any] | None = None, **_: Any
+    ) -> None:
         function = current_function.get()
         if function is None or function not in self.policies:
             return  # not a deployed function's call (the local cloud's own, or a test's setup)
@@ -403,7 +413,7 @@ class IamEnforcer:
             service_model.signing_name,
             model.name,
             params,
-            self.arn,
+            self.arn.in_region((context or {}).get("client_region")),
             self.roles_of_profile,
             self.resource_tags,
         )
@@ -431,15 +441,17 @@ class IamEnforcer:
 
 
 def moto_resource_tags(account: str, region: str) -> ResourceTags:
-    """The tags AWS presents for a resource, read from the embedded moto: EC2 instances' (None: not known)."""
+    """The tags AWS presents for a resource, read from the embedded moto: EC2 instances' (None: not known), in
+    whichever region the instance's ARN names (`region`: the home one)."""
 
     def tags(resource: str) -> Mapping[str, str] | None:
-        kind, _, name = resource.split(":", 5)[-1].partition("/")
-        if f":ec2:{region}:{account}:" not in resource or kind != "instance":
+        parts = resource.split(":", 5)
+        kind, _, name = parts[-1].partition("/")
+        if len(parts) < 6 or parts[2] != "ec2" or parts[4] != account or kind != "instance":
             return None
         from moto.ec2.models import ec2_backends
 
-        return dict(ec2_backends[account][region].tags.get(name, {}))
+        return dict(ec2_backends[account][parts[3] or region].tags.get(name, {}))
 
     return tags
 

@@ -15,15 +15,21 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from gpupilot.localcloud.deploy import ACCOUNT_ID, Deployment, deploy
+from gpupilot.localcloud.deploy import ACCOUNT_ID, Deployment, deploy, deploy_region
 from gpupilot.localcloud.dispatch import HandlerDispatcher, LocalFunction
 from gpupilot.localcloud.faults import Faults
 from gpupilot.localcloud.fleet import FleetSimulator
 from gpupilot.localcloud.http_api import ApiServer
 from gpupilot.localcloud.iam import IamEnforcer, enforcer_for
-from gpupilot.localcloud.moto_adaptations import ComputeEnvironmentLifecycle, SpotMarket, WorkflowClock, adapted_moto
+from gpupilot.localcloud.moto_adaptations import (
+    ComputeEnvironmentLifecycle,
+    RegionWorldView,
+    SpotMarket,
+    WorkflowClock,
+    adapted_moto,
+)
 from gpupilot.localcloud.reservations import ReservationBook
-from gpupilot.localcloud.template import load_template
+from gpupilot.localcloud.template import load_region_templates
 from gpupilot.localcloud.world import World
 
 MOTO_CONFIG = {
@@ -187,6 +193,32 @@ def _log_request_error(request: Any, client_address: Any) -> None:
         logger.error("request from %s failed", client, exc_info=True)
 
 
+def _spot_market(world: World) -> SpotMarket:
+    """The spot market of the world's region, from its `spot` section."""
+    return SpotMarket(
+        offered=world.offered_zones,
+        region=world.region,
+        hourly_usd={t: s.hourly_usd for t, s in world.spot.items() if s.hourly_usd is not None},
+        placement_score={t: 1 if s.capacity == "none" else s.placement_score for t, s in world.spot.items()},
+    )
+
+
+def _matches(pattern: dict[str, Any] | None, event: dict[str, Any]) -> bool:
+    from moto.events.models import EventPattern
+
+    return pattern is not None and EventPattern.load(json.dumps(pattern)).matches_event(event)  # type: ignore[arg-type]
+
+
+def forwarded(event: dict[str, Any]) -> dict[str, Any]:
+    """An event as EventBridge delivers it on another region's bus: the source's `region`, `account` and `resources`
+    kept, a new `id` (moto's own forwarding rewrites all three to the destination's; LocalStack's tests, validated
+    against AWS, found the source's region and account kept and a new id across regions: AWS's documentation does
+    not say, so GPU Pilot reads an attempt's region from its record, never from the event's envelope)."""
+    import uuid
+
+    return {**event, "id": str(uuid.uuid4())}
+
+
 class LocalCloud:
     """Start it, use `api_url` (the product) and `aws_url` (the embedded AWS), stop it."""
 
@@ -212,6 +244,8 @@ class LocalCloud:
             log_file=log_file, metric_sink=self._put_metrics, failure_sink=self._send_to_failure_queue
         )
         self.simulator: FleetSimulator | None = None
+        # One simulated fleet per region of the world (Batch schedules per region); the home one is `simulator`.
+        self.simulators: dict[str, FleetSimulator] = {}
         self.reservations: ReservationBook | None = None
         self.faults: Faults | None = None
         self._api: ApiServer | None = None
@@ -249,48 +283,57 @@ class LocalCloud:
         # Batch job statuses change only when the simulator says so.
         state_manager.set_transition("batch::job", {"progression": "manual", "times": 10**9})
 
+        others = {region: self.world.in_region(region) for region in self.world.regions}
         lifecycle = ComputeEnvironmentLifecycle(
             create_seconds=LOCAL_CE_CREATE_SECONDS,
             invalid_reason=self.world.compute_environment_invalid,
+            invalid_reason_in={region: world.compute_environment_invalid for region, world in others.items()},
             delete_seconds=LOCAL_DELETE_SECONDS,
             deleted_seconds=LOCAL_DELETED_SECONDS,
         )
         faults = Faults(self.world.faults)
         self.faults = faults
         self.dispatcher.fails = faults.lambda_error
+        # The world's reservations are the home region's (a capacity region's are not simulated).
         self.reservations = ReservationBook(self.world)
-        self.simulator = FleetSimulator(
-            self.world,
-            faults.events(self.deliver_event),
-            ACCOUNT_ID,
-            speedup=self.speedup,
-            compute_environment_status=lifecycle.status,
-            reservations=self.reservations,
-        )
+        for region in self.world.all_regions:
+            self.simulators[region] = FleetSimulator(
+                self.world.in_region(region),
+                faults.events(self.deliver_event),
+                ACCOUNT_ID,
+                speedup=self.speedup,
+                compute_environment_status=lifecycle.status,
+                reservations=self.reservations if region == self.world.region else None,
+            )
+        self.simulator = self.simulators[self.world.region]
         self._adaptations.enter_context(
             adapted_moto(
                 dispatcher=self.dispatcher,
-                on_job_submitted=self.simulator.submit,
+                on_job_submitted=self._submit_to_fleet,
                 lifecycle=lifecycle,
-                offerings=(self.world.region, self.world.zones, self._offerings()),
+                offerings=(self.world.region, self.world.zones, self._offerings(self.world)),
                 quotas=self.world.quotas,
-                spot_market=SpotMarket(
-                    offered=self.world.offered_zones,
-                    region=self.world.region,
-                    hourly_usd={t: s.hourly_usd for t, s in self.world.spot.items() if s.hourly_usd is not None},
-                    placement_score={
-                        t: 1 if s.capacity == "none" else s.placement_score for t, s in self.world.spot.items()
-                    },
-                ),
+                spot_market=_spot_market(self.world),
                 # The workflow's Wait states and timeouts pass in simulated time, as the jobs do.
                 workflow_clock=WorkflowClock(self.speedup),
+                regions={
+                    region: RegionWorldView(world.zones, self._offerings(world), world.quotas, _spot_market(world))
+                    for region, world in others.items()
+                },
                 reservations=self.reservations,
-                console_of=self.simulator.console,
+                console_of=self._console,
             )
         )
         import boto3
 
-        self.deployment = deploy(boto3.session.Session(), load_template(), self.world.zones, self.world.region)
+        # The home stack and each capacity region's stack, synthesized for the world's regions.
+        home_template, region_templates = load_region_templates(self.world.region, list(self.world.regions))
+        session = boto3.session.Session()
+        self.deployment = deploy(session, home_template, self.world.zones, self.world.region)
+        self.deployment.regions = {
+            region: deploy_region(session, template, self.world.regions[region].zones, region)
+            for region, template in region_templates.items()
+        }
         self.dispatcher.functions = {
             key: dataclasses.replace(
                 function, environment={**function.environment, **timeline_overrides(key, self.speedup)}
@@ -301,9 +344,12 @@ class LocalCloud:
         from functions.shared.adapters.wiring import reset_ports
 
         # Each function's calls are authorized against its role in the template, as AWS would.
+        profile_roles = dict(self.deployment.instance_profile_roles)
+        for regional in self.deployment.regions.values():
+            profile_roles |= regional.instance_profile_roles
         enforcer = enforcer_for(
             self.deployment.policies,
-            self.deployment.instance_profile_roles,
+            profile_roles,
             self.world.region,
             ACCOUNT_ID,
             IamEnforcer.log_dir_from_environment(),
@@ -316,7 +362,11 @@ class LocalCloud:
             self._adaptations.callback(stop_observing, fault)
         reset_clients()
         reset_ports()
-        self.simulator.start()
+        from functions.shared.adapters.regions import forget_networks
+
+        forget_networks()
+        for simulator in self.simulators.values():
+            simulator.start()
         self._api = ApiServer(self.host, self.port, self._invoke_api)
         self._api._server.handle_error = _log_request_error
         self._api.start()
@@ -327,8 +377,8 @@ class LocalCloud:
     def stop(self) -> None:
         """Stop whatever was started (also after a failed start)."""
         self._stopping.set()
-        if self.simulator:
-            self.simulator.stop()
+        for simulator in self.simulators.values():
+            simulator.stop()
         # The embedded AWS's server notices a shutdown within half a second: it stops while the API server does.
         moto_stopped = threading.Thread(target=self._moto.stop, daemon=True) if self._moto else None
         if moto_stopped:
@@ -355,11 +405,25 @@ class LocalCloud:
         )
         os.environ.pop("AWS_PROFILE", None)
 
-    def _offerings(self) -> dict[str, list[str]]:
-        """Every NVIDIA type in the world's zones that offer it."""
+    @staticmethod
+    def _offerings(world: World) -> dict[str, list[str]]:
+        """Every NVIDIA type in the zones of the world's region that offer it."""
         from functions.shared.adapters.ec2 import load_snapshot
 
-        return {instance_type: self.world.offered_zones(instance_type) for instance_type in load_snapshot()}
+        return {instance_type: world.offered_zones(instance_type) for instance_type in load_snapshot()}
+
+    def _console(self, instance_id: str) -> str | None:
+        """An instance's console, from the fleet of whichever region launched it (None: none of them did)."""
+        for simulator in self.simulators.values():
+            text = simulator.console(instance_id)
+            if text is not None:
+                return text
+        return None
+
+    def _submit_to_fleet(self, job: Any) -> None:
+        """A job Batch accepted goes to the fleet of its region (its ARN names it)."""
+        region = str(job.arn).split(":")[3]
+        self.simulators.get(region, self.simulators[self.world.region]).submit(job)
 
     def _invoke_api(self, event: dict[str, Any]) -> dict[str, Any]:
         result, errored = self.dispatcher.invoke("api", event)
@@ -368,13 +432,29 @@ class LocalCloud:
         return dict(result)
 
     def deliver_event(self, event: dict[str, Any]) -> None:
-        """EventBridge: deliver `event` to the targets of every rule whose pattern matches it, as asynchronous
-        invocations. Each job's events come from its own simulator thread, which delivers them in order."""
-        from moto.events.models import EventPattern
+        """EventBridge: deliver `event` to the targets of every rule of its region's default bus whose pattern
+        matches it, as asynchronous invocations. Each job's events come from its own simulator thread, which
+        delivers them in order. A capacity region's rules forward what they match to the home region's bus (its
+        stack's cross-region bus target), where the home rules match it again: the event keeps its source region,
+        account and resources, and gets a new id (see `forwarded`)."""
+        assert self.deployment is not None
+        regional = self.deployment.regions.get(str(event.get("region")))
+        if regional is None:
+            for rule in self.deployment.event_rules:
+                if _matches(rule.pattern, event):
+                    for key in rule.targets:
+                        self.dispatcher.invoke_as_event(key, event)
+            return
+        home_bus = f":events:{self.world.region}:{ACCOUNT_ID}:event-bus/default"
+        for rule in regional.event_rules:
+            if _matches(rule.pattern, event) and any(bus.endswith(home_bus) for bus in rule.forward_to):
+                self.deliver_event_home(forwarded(event))
 
+    def deliver_event_home(self, event: dict[str, Any]) -> None:
+        """An event that arrived on the home region's bus from another region's."""
         assert self.deployment is not None
         for rule in self.deployment.event_rules:
-            if rule.pattern is not None and EventPattern.load(json.dumps(rule.pattern)).matches_event(event):  # type: ignore[arg-type]
+            if _matches(rule.pattern, event):
                 for key in rule.targets:
                     self.dispatcher.invoke_as_event(key, event)
 

@@ -7,10 +7,14 @@ deployed shapes cannot drift; a reference the local cloud cannot resolve is an e
 from __future__ import annotations
 
 import base64
+import contextlib
+import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -41,6 +45,71 @@ def load_template(synth_if_missing: bool = True) -> dict[str, Any]:
     if not path.exists():
         raise DeployError(f"no synthesized template at {path}: run `make synth`")
     return dict(json.loads(path.read_text()))
+
+
+# Where the local cloud synthesizes the stacks of a world with capacity regions (one directory per set of regions).
+REGION_SYNTH_DIR = REPO_ROOT / ".gpupilot" / "synth"
+# What a synthesized set of stacks is made from: newer than the synthesis, it is made again.
+STACK_SOURCES = ("app.py", "cdk.json", "stacks", "statemachines", "functions")
+
+
+def region_stack_name(region: str) -> str:
+    return f"{c.REGION_STACK_PREFIX}{region}"
+
+
+def load_region_templates(home: str, regions: list[str]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """The home stack's template and each capacity region's (`regions`, besides home), as `python app.py`
+    synthesizes them with those regions in its context. Without other regions: the synthesized default stack."""
+    if not regions:
+        return load_template(), {}
+    context = {
+        "region": home,
+        "zones": [f"{home}a", f"{home}b"],
+        "regions": [home, *regions],
+        # The local cloud maps a template's zones onto the world's, in order, as for the home stack.
+        "region_zones": {region: [f"{region}a", f"{region}b"] for region in regions},
+    }
+    key = hashlib.sha256(json.dumps(context, sort_keys=True).encode()).hexdigest()[:12]
+    directory = REGION_SYNTH_DIR / key
+    home_file = directory / f"{c.STACK_NAME}.template.json"
+    if not home_file.exists() or home_file.stat().st_mtime < _newest_source():
+        _synthesize(context, directory)
+    templates = {r: json.loads((directory / f"{region_stack_name(r)}.template.json").read_text()) for r in regions}
+    return dict(json.loads(home_file.read_text())), templates
+
+
+def _newest_source() -> float:
+    newest = 0.0
+    for name in STACK_SOURCES:
+        path = REPO_ROOT / name
+        files = [path] if path.is_file() else [p for p in path.rglob("*") if p.suffix in (".py", ".json")]
+        newest = max([newest, *(p.stat().st_mtime for p in files)])
+    return newest
+
+
+def _synthesize(context: dict[str, Any], directory: Path) -> None:
+    """`python app.py` with `context`, into a new directory that replaces `directory` whole (another process may be
+    reading the old one, or synthesizing the same)."""
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix="synth-", dir=directory.parent))
+    environment = os.environ | {
+        "CDK_OUTDIR": str(staging / "cdk.out"),
+        "GPUPILOT_CDK_CONTEXT": json.dumps(context),
+        "GPUPILOT_LAMBDA_BUILD_DIR": str(staging / "lambda"),
+    }
+    result = subprocess.run(
+        [sys.executable, "app.py"], cwd=REPO_ROOT, env=environment, capture_output=True, text=True, check=False
+    )
+    if result.returncode != 0:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise DeployError(f"could not synthesize the stacks of regions {context['regions']}: {result.stderr[-500:]}")
+    retired = directory.with_name(f"{directory.name}.old-{os.getpid()}")
+    with contextlib.suppress(FileNotFoundError):
+        directory.rename(retired)
+    with contextlib.suppress(OSError):  # another process put its (same) synthesis there first
+        (staging / "cdk.out").rename(directory)
+    shutil.rmtree(staging, ignore_errors=True)
+    shutil.rmtree(retired, ignore_errors=True)
 
 
 def resources_of(template: Mapping[str, Any], kind: str) -> dict[str, dict[str, Any]]:

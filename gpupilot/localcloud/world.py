@@ -130,6 +130,16 @@ class FaultsWorld(_Strict):
         return self
 
 
+class RegionWorld(_Strict):
+    """A capacity region beside the home one: its own zones, offerings and fleet behaviour, quotas and spot market
+    (by default every GPU type is offered in every one of its zones, as in the home region)."""
+
+    zones: list[str] = Field(min_length=1)
+    instance_types: dict[str, InstanceTypeWorld] = Field(default_factory=dict)
+    spot: dict[str, SpotWorld] = Field(default_factory=dict)
+    quotas: dict[str, int] = Field(default_factory=dict, description="vCPU quota by EC2 Service Quotas code")
+
+
 class ReservationWorld(_Strict):
     """A Capacity Reservation (or a Capacity Block for ML) the account holds: EC2 describes it with a generated id."""
 
@@ -170,6 +180,9 @@ class World(_Strict):
     instance_types: dict[str, InstanceTypeWorld] = Field(default_factory=dict)
     spot: dict[str, SpotWorld] = Field(default_factory=dict)
     quotas: dict[str, int] = Field(default_factory=dict, description="vCPU quota by EC2 Service Quotas code")
+    regions: dict[str, RegionWorld] = Field(
+        default_factory=dict, description="Capacity regions beside the home one (the top-level keys describe home)"
+    )
     jobs: JobsWorld = Field(default_factory=JobsWorld)
     faults: FaultsWorld = Field(default_factory=FaultsWorld)
     capacity_reservations: list[ReservationWorld] = Field(default_factory=list)
@@ -179,32 +192,42 @@ class World(_Strict):
     def _known_types_zones_and_codes(self) -> World:
         import boto3
 
-        from functions.shared.adapters.ec2 import load_snapshot
-
         regions = boto3.session.Session().get_available_regions("ec2")
         if self.region not in regions:
             raise ValueError(f"region: unknown region {self.region!r}; valid: {', '.join(sorted(regions))}")
-        known = load_snapshot()
-        for section, names in (("instance_types", self.instance_types), ("spot", self.spot)):
-            unknown = sorted(set(names) - set(known))
-            if unknown:
-                raise ValueError(f"{section}: unknown GPU type(s) {unknown}; valid: {', '.join(sorted(known))}")
-        for instance_type, spec in self.instance_types.items():
-            strange = sorted(set(spec.zones or []) - set(self.zones))
-            if strange:
-                raise ValueError(
-                    f"instance_types.{instance_type}.zones: {strange} not in the world's zones {self.zones}"
-                )
-        foreign = [zone for zone in self.zones if not zone.startswith(self.region)]
-        if foreign:
-            raise ValueError(f"zones: {foreign} are not zones of region {self.region}")
-        self._known_reservations(known)
-        codes = sorted(set(self.quotas) - set(QUOTA_CODES))
-        if codes:
-            raise ValueError(f"quotas: unknown code(s) {codes}; valid: {', '.join(QUOTA_CODES)}")
-        if any(value < 0 for value in self.quotas.values()):
-            raise ValueError("quotas: a vCPU quota is a number of vCPUs, 0 or more")
+        _check_region("", self.region, self)
+        from functions.shared.adapters.ec2 import load_snapshot
+
+        self._known_reservations(load_snapshot())
+        for name, region in self.regions.items():
+            if name not in regions:
+                raise ValueError(f"regions: unknown region {name!r}; valid: {', '.join(sorted(regions))}")
+            if name == self.region:
+                raise ValueError(f"regions.{name}: the home region is described by the top-level keys")
+            _check_region(f"regions.{name}.", name, region)
         return self
+
+    def in_region(self, region: str) -> World:
+        """The world as seen from one of its regions: that region's zones, offerings, spot market and quotas (the
+        jobs and faults are the world's)."""
+        if region == self.region:
+            return self
+        described = self.regions[region]
+        return self.model_copy(
+            update={
+                "region": region,
+                "zones": described.zones,
+                "instance_types": described.instance_types,
+                "spot": described.spot,
+                "quotas": described.quotas,
+                "regions": {},
+            }
+        )
+
+    @property
+    def all_regions(self) -> list[str]:
+        """Home first, then the world's other capacity regions."""
+        return [self.region, *self.regions]
 
     def _known_reservations(self, known: Mapping[str, object]) -> None:
         """Reservations and offerings of GPU types the world knows, in its zones and region."""
@@ -221,9 +244,11 @@ class World(_Strict):
                 raise ValueError(f"{where}.zone: {item.zone!r} not in the world's zones {self.zones}")
             region = getattr(item, "region", None)
             if region is not None and region != self.region:
+                # Reservations in a capacity region are not simulated (yet): the home region's only.
                 raise ValueError(f"{where}.region: {region!r} is not a region of this world (valid: {self.region})")
 
     def instance(self, instance_type: str) -> InstanceTypeWorld:
+        """The type's behaviour in this region (see in_region for another's)."""
         return self.instance_types.get(instance_type) or InstanceTypeWorld()
 
     def offered_zones(self, instance_type: str) -> list[str]:
@@ -241,6 +266,31 @@ class World(_Strict):
         """The statusReason of a compute environment of these types, if the world makes it INVALID."""
         reasons = [self.instance(t).compute_environment_invalid for t in instance_types]
         return next((reason for reason in reasons if reason), None)
+
+
+def _check_region(where: str, name: str, region: World | RegionWorld) -> None:
+    """The region's types are GPU types GPU Pilot knows, its zones are its own, its quotas' codes EC2's."""
+    from functions.shared.adapters.ec2 import load_snapshot
+
+    known = load_snapshot()
+    for section, names in (("instance_types", region.instance_types), ("spot", region.spot)):
+        unknown = sorted(set(names) - set(known))
+        if unknown:
+            raise ValueError(f"{where}{section}: unknown GPU type(s) {unknown}; valid: {', '.join(sorted(known))}")
+    for instance_type, spec in region.instance_types.items():
+        strange = sorted(set(spec.zones or []) - set(region.zones))
+        if strange:
+            raise ValueError(
+                f"{where}instance_types.{instance_type}.zones: {strange} not in the world's zones {region.zones}"
+            )
+    foreign = [zone for zone in region.zones if not zone.startswith(name)]
+    if foreign:
+        raise ValueError(f"{where}zones: {foreign} are not zones of region {name}")
+    codes = sorted(set(region.quotas) - set(QUOTA_CODES))
+    if codes:
+        raise ValueError(f"{where}quotas: unknown code(s) {codes}; valid: {', '.join(QUOTA_CODES)}")
+    if any(value < 0 for value in region.quotas.values()):
+        raise ValueError(f"{where}quotas: a vCPU quota is a number of vCPUs, 0 or more")
 
 
 def load_world(path: str | Path | None) -> World:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import time
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ from functions.shared.domain.reservations import (
     reservation_launch_template,
 )
 from functions.shared.domain.selection import AvailabilitySnapshot
-from functions.shared.domain.settings import Settings
+from functions.shared.domain.settings import RegionNetwork, Settings
 from functions.shared.domain.shares import Occupant, SharedInstance, occupy
 from functions.shared.domain.views import HealthReport
 from functions.shared.domain.vocabulary import MetricName, SweepStatus
@@ -433,10 +434,13 @@ class FakeFleet:
             for pool, cluster in pools.items()
         }
 
-    def launch(self, pool: str, instance_id: str, instance_type: str = "g4dn.xlarge", launched_at: str = "") -> None:
+    def launch(
+        self, pool: str, instance_id: str, instance_type: str = "g4dn.xlarge", launched_at: str = "",
+        zone: str = "us-east-1a",
+    ) -> None:  # fmt: skip
         self.by_pool.setdefault(pool, []).append(
             Ec2InstanceState(instance_id=instance_id, instance_type=instance_type, state="running",
-                             launched_at=launched_at or "2026-11-22T09:00:00.000Z", zone="us-east-1a")
+                             launched_at=launched_at or "2026-11-22T09:00:00.000Z", zone=zone)
         )  # fmt: skip
 
     def register(self, cluster: str, instance_id: str, gpus: int = 1, connected: bool = True, **fields: Any) -> None:
@@ -705,3 +709,38 @@ def fake_ports(**overrides: Any) -> Ports:
         "logs": FakeLogs(),
     }
     return Ports(**(parts | overrides))
+
+
+# What a capacity region's ports share with the home region's: the table's stores, the workflow, the catalog.
+SHARED_PORTS = ("jobs", "offerings", "health", "waste", "hosts", "listed_offerings", "workflow", "sweeps", "metrics",
+                "catalog")  # fmt: skip
+
+
+def with_regions(home: Ports, regions: dict[str, dict[str, Any]]) -> Ports:
+    """`home` deployed with capacity regions: `in_region(name)` answers fake ports of that region (its own Batch,
+    pools, fleet, zones, prices and quotas, from `regions[name]`'s overrides; the home region's stores)."""
+    settings = home.settings.model_copy(update={"capacity_regions": list(regions)})
+    linked: dict[str, Ports] = {}
+    deployed = dataclasses.replace(home, settings=settings, regional=linked)
+    for region, parts in regions.items():
+        network = RegionNetwork(
+            subnets=[f"subnet-{region}-a", f"subnet-{region}-b"],
+            security_groups=[f"sg-{region}"],
+            instance_profile_arn=f"arn:aws:iam::123456789012:instance-profile/gpu-{region}",
+            launch_template_name=settings.launch_template_name,
+        )
+        own: dict[str, Any] = {
+            "settings": settings.in_region(region, network),
+            "availability": FakeAvailability(zones=[f"{region}a", f"{region}b"]),
+            "pools": FakePools(),
+            "batch": FakeBatch(),
+            "fleet": FakeFleet(),
+            "quotas": FakeQuotas(),
+            "prices": FakePrices(),
+            "pool_states": FakePoolStates(),
+        }
+        shared = {name: getattr(home, name) for name in SHARED_PORTS}
+        linked[region] = fake_ports(**(own | shared | parts), regional=linked | {settings.region: deployed})
+    for view in linked.values():
+        view.regional[settings.region] = deployed  # type: ignore[index]
+    return deployed

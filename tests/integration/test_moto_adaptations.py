@@ -745,6 +745,60 @@ def test_adapted_a_task_heartbeat_passes_at_the_workflow_clocks_speed(workflows)
     assert entered == ["Wait", "TimedOut"]
 
 
+def test_adapted_each_capacity_region_answers_its_own_offerings_quotas_and_spot_market(aws):
+    from gpupilot.localcloud.moto_adaptations import RegionWorldView, SpotMarket
+
+    west = "us-west-2"
+
+    def offered_in(region: str) -> set[str]:
+        offerings = boto3.client("ec2", region_name=region).describe_instance_type_offerings(
+            LocationType="availability-zone", Filters=[{"Name": "instance-type", "Values": ["g5.xlarge"]}]
+        )["InstanceTypeOfferings"]
+        return {o["Location"] for o in offerings}
+
+    def quota_in(region: str) -> float:
+        quotas = boto3.client("service-quotas", region_name=region)
+        return float(quotas.get_service_quota(ServiceCode="ec2", QuotaCode="L-DB2E81BA")["Quota"]["Value"])
+
+    def spot_in(region: str) -> set[str]:
+        history = boto3.client("ec2", region_name=region).describe_spot_price_history(InstanceTypes=["g5.xlarge"])
+        return {p["SpotPrice"] for p in history["SpotPriceHistory"]}
+
+    # moto alone answers every region's offerings from its own catalogue, the same quota everywhere
+    assert f"{west}b" in offered_in(west)
+    home_market = SpotMarket(offered=lambda t: ["us-east-1a"], hourly_usd={"g5.xlarge": 0.35})
+    west_market = SpotMarket(offered=lambda t: [f"{west}a"], hourly_usd={"g5.xlarge": 0.5})
+    view = RegionWorldView(zones=[f"{west}a", f"{west}b"], offered={"g5.xlarge": [f"{west}a"]},
+                           quotas={"L-DB2E81BA": 0}, spot=west_market)  # fmt: skip
+    with adapted_moto(quotas={"L-DB2E81BA": 64}, spot_market=home_market, regions={west: view}):
+        # Adapted, us-west-2 answers from its own part of the world, home from the top level
+        assert offered_in(west) == {f"{west}a"}
+        assert (quota_in(REGION), quota_in(west)) == (64.0, 0.0)
+        assert (spot_in(REGION), spot_in(west)) == ({"0.350000"}, {"0.500000"})
+
+
+def test_adapted_a_compute_environment_is_invalid_by_the_world_of_the_region_its_arn_names(aws):
+    west = "us-west-2"
+    ec2 = boto3.client("ec2", region_name=west)
+    vpc = ec2.create_vpc(CidrBlock="10.1.0.0/16")["Vpc"]["VpcId"]
+    subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.1.0.0/24", AvailabilityZone=f"{west}a")["Subnet"]["SubnetId"]
+    group = ec2.create_security_group(GroupName="g", Description="g", VpcId=vpc)["GroupId"]
+    lifecycle = ComputeEnvironmentLifecycle(
+        create_seconds=0, invalid_reason_in={west: lambda types: "CLIENT_ERROR - x"}
+    )
+    with adapted_moto(lifecycle=lifecycle):
+        # Given the same compute environment in home and in us-west-2, whose world breaks it
+        create_environment(aws)
+        resources = {"type": "EC2", "minvCpus": 0, "maxvCpus": 8, "instanceTypes": ["g5.xlarge"],
+                     "subnets": [subnet], "securityGroupIds": [group], "instanceRole": aws["profile"]}  # fmt: skip
+        batch = boto3.client("batch", region_name=west)
+        batch.create_compute_environment(computeEnvironmentName="gpu-ce", type="MANAGED", computeResources=resources)
+        # Then only us-west-2's is INVALID, with its world's reason
+        [described] = batch.describe_compute_environments(computeEnvironments=["gpu-ce"])["computeEnvironments"]
+        assert (described["status"], described["statusReason"]) == ("INVALID", "CLIENT_ERROR - x")
+        assert status_of()[0] == "VALID"
+
+
 def test_moto_alone_pages_an_index_by_the_table_s_items_and_adapted_by_the_index_s_entries():
     # Given a table of 12 items of 200 KB each, indexed by an INCLUDE index that projects none of their bulk
     with mock_aws(config=MOTO_CONFIG):

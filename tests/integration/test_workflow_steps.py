@@ -95,7 +95,7 @@ def test_selection_skips_offerings_remembered_as_unavailable(cloud: Cloud, store
     memory = DynamoOfferingMemory(cloud.deployment.table_name)
     for zone in ("us-east-1a", "us-east-1b"):
         memory.remember_unavailable(
-            f"on-demand:g4dn.xlarge:{zone}",
+            f"on-demand:us-east-1:g4dn.xlarge:{zone}",
             remembered(DiagnosisCategory.INSUFFICIENT_CAPACITY, "AWS Batch said CAPACITY", now_iso(), 600),
         )
     assert select(cloud)["candidates"][0]["instance_type"] != "g4dn.xlarge"
@@ -332,9 +332,8 @@ def test_a_capacity_stuck_job_is_diagnosed_cancelled_and_falls_back(cloud: Cloud
     assert result["category"] == "INSUFFICIENT_CAPACITY"
     assert result["evidence"]["status_reason"] == CAPACITY
     assert (result["remedy"], result["next_index"]) == ("fall_back", 1)
-    assert (
-        "on-demand:g4dn.xlarge:us-east-1a" in DynamoOfferingMemory(cloud.deployment.table_name).unavailable_offerings()
-    )
+    remembered = DynamoOfferingMemory(cloud.deployment.table_name).unavailable_offerings()
+    assert "on-demand:us-east-1:g4dn.xlarge:us-east-1a" in remembered
     assert job.stop is True
     assert cloud.metric("StuckJobDiagnoses") == [1.0]
 
@@ -375,8 +374,9 @@ def test_a_spot_attempt_whose_host_ec2_reclaimed_falls_back_and_is_remembered_in
     assert (result["category"], result["remedy"], result["next_index"]) == ("INSUFFICIENT_CAPACITY", "fall_back", 1)
     assert state["selection"]["candidates"][1]["capacity"] == "on-demand"
     remembered = DynamoOfferingMemory(cloud.deployment.table_name).unavailable_offerings()
-    assert set(remembered) == {f"spot:g5.xlarge:{ZONES[-1]}"}
-    assert remembered[f"spot:g5.xlarge:{ZONES[-1]}"].cause.startswith("EC2 reclaimed spot instances 1 time(s)")
+    key = f"spot:us-east-1:g5.xlarge:{ZONES[-1]}"
+    assert set(remembered) == {key}
+    assert remembered[key].cause.startswith("EC2 reclaimed spot instances 1 time(s)")
 
 
 # -- RecordCost, RecordFailure, the sweep -----------------------------------------------------------

@@ -84,7 +84,7 @@ def test_a_made_up_region_is_an_error_listing_the_valid_ones(tmp_path):
 @pytest.mark.parametrize(
     ("content", "expected"),
     [
-        ({"bogus": 1}, "bogus: unknown key; valid: region, zones, instance_types, spot, quotas, jobs, faults"),
+        ({"bogus": 1}, "bogus: unknown key; valid: region, zones, instance_types, spot, quotas, regions, jobs, faults"),
         (
             {"instance_types": {"g6.xlarge": {"colour": "red"}}},
             "instance_types.g6.xlarge.colour: unknown key; valid: offered, zones, capacity, ecs_agent, "
@@ -201,3 +201,33 @@ def test_a_bad_hosts_value_the_simulator_cannot_play_is_an_error_naming_it(tmp_p
     path = write_world(tmp_path, {"instance_types": {"g4dn.xlarge": {"bad_hosts": bad_hosts}}})
     with pytest.raises(WorldError, match=expected.replace(".", r"\.")):
         load_world(path)
+
+
+def test_a_world_region_is_seen_from_inside_with_its_own_zones_types_quotas_and_spot(tmp_path):
+    # Given a world whose us-west-2 has its own zones, a type without capacity, a quota and a spot price
+    west = {"zones": ["us-west-2a", "us-west-2b"], "instance_types": {"g5.xlarge": {"capacity": "none"}},
+            "quotas": {"L-DB2E81BA": 8}, "spot": {"g5.xlarge": {"hourly_usd": 0.5}}}  # fmt: skip
+    world = load_world(write_world(tmp_path, {"regions": {"us-west-2": west}, "quotas": {"L-DB2E81BA": 64}}))
+    # When seen from us-west-2 / Then it is that region's, and home keeps the top-level keys
+    seen = world.in_region("us-west-2")
+    assert (seen.region, seen.zones, seen.quotas) == ("us-west-2", ["us-west-2a", "us-west-2b"], {"L-DB2E81BA": 8})
+    assert seen.instance("g5.xlarge").capacity == "none" and world.instance("g5.xlarge").capacity != "none"
+    assert world.all_regions == ["us-east-1", "us-west-2"] and world.in_region("us-east-1") is world
+
+
+@pytest.mark.parametrize(
+    ("regions", "expected"),
+    [
+        ({"mars-1": {"zones": ["mars-1a"]}}, "regions: unknown region 'mars-1'; valid: "),
+        ({"us-east-1": {"zones": ["us-east-1a"]}}, "regions.us-east-1: the home region is described by the top-level"),
+        ({"us-west-2": {"zones": ["eu-west-1a"]}}, "regions.us-west-2.zones: ['eu-west-1a'] are not zones of region"),
+        ({"us-west-2": {"zones": ["us-west-2a"], "quotas": {"L-0": 1}}}, "regions.us-west-2.quotas: unknown code(s)"),
+        ({"us-west-2": {"zones": ["us-west-2a"], "instance_types": {"g9.xlarge": {}}}},
+         "regions.us-west-2.instance_types: unknown GPU type(s) ['g9.xlarge']"),
+        ({"us-west-2": {"zones": ["us-west-2a"], "colour": "blue"}}, "colour"),
+    ],
+)  # fmt: skip
+def test_a_bad_world_region_is_an_error_naming_where_it_sits(tmp_path, regions, expected):
+    with pytest.raises(WorldError) as raised:
+        load_world(write_world(tmp_path, {"regions": regions}))
+    assert expected in str(raised.value)

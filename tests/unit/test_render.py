@@ -203,6 +203,70 @@ def test_the_grouped_costs_table_shows_the_waste_too_and_no_waste_reads_as_zero(
     )
 
 
+def test_explained_summary_says_which_regions_and_markets_were_tried_and_why_each_was_left():
+    # Given a job allowed only us-east-1 that failed on its one attempt there for lack of capacity
+    failed = job(
+        status="FAILED",
+        cost=None,
+        request={"regions": ["us-east-1"]},
+        attempts=[
+            job()["attempts"][0]
+            | {"status": "FAILED", "region": "us-east-1", "diagnosis": {"category": "INSUFFICIENT_CAPACITY",
+                                                                      "reason": "AWS Batch says: CAPACITY:..."}}
+        ],
+    )  # fmt: skip
+    # When `status --explain` shows it
+    summary = job_summary(failed, explain=True)
+    # Then it says where the attempt went, on which market, why it left, and the regions the job allowed
+    assert line(summary, "tried").split(None, 1)[1] == (
+        "on-demand g5.12xlarge in us-east-1 (INSUFFICIENT_CAPACITY)  [regions allowed: us-east-1]"
+    )
+
+
+def test_the_plan_table_names_each_candidates_region_and_each_region_left_out():
+    from gpupilot.cli.render import plan_table
+
+    plan = {
+        "candidates": [
+            {"instance_type": "g5.xlarge", "gpus": 1, "gpu_model": "A10G", "gpu_memory_gib": 24.0, "vcpus": 4,
+             "capacity": "on-demand", "hourly_usd": 1.0, "score": 1.0, "why": "in us-west-2; $1.0/h",
+             "region": "us-west-2"},
+        ],
+        "rejected": [],
+        "warnings": [],
+        "regions": [{"region": "us-west-2", "candidates": 1, "left_out": None},
+                    {"region": "eu-west-1", "candidates": 0, "left_out": "no quota (L-DB2E81BA is 0 vCPUs)"}],
+    }  # fmt: skip
+    printed = plan_table(plan)
+    assert printed.splitlines()[2].split()[2] == "us-west-2"
+    assert "region eu-west-1 left out: no quota (L-DB2E81BA is 0 vCPUs)" in printed
+
+
+def test_submit_says_the_first_choices_region_and_each_fallbacks_when_they_are_in_several():
+    from gpupilot.cli.render import launch_summary
+
+    # Given a first choice in us-west-2 and a fallback at home
+    west = {"instance_type": "g5.xlarge", "gpus": 1, "gpu_model": "A10G", "capacity": "on-demand", "hourly_usd": 1.0,
+            "region": "us-west-2"}  # fmt: skip
+    home = west | {"hourly_usd": 1.006, "region": "us-east-1"}
+    printed = launch_summary([west, home], []).splitlines()
+    # Then the first choice says its region, and the fallback says its own
+    assert printed[0] == "first choice  g5.xlarge (1x A10G, on-demand) $1.0000/h for this job, in us-west-2"
+    assert printed[1] == "fallbacks     g5.xlarge (1x A10G, on-demand) $1.0060/h in us-east-1"
+
+
+def test_attempt_rows_name_regions_only_for_a_job_of_several_regions():
+    # Given a job that fell back from us-east-1 to us-west-2, and the same job had both attempts been at home
+    first = job()["attempts"][0] | {"status": "FAILED", "region": "us-east-1"}
+    second = job()["attempts"][0] | {"region": "us-west-2"}
+    moved = job_summary(job(attempts=[first, second]))
+    stayed = job_summary(job(attempts=[first, second | {"region": "us-east-1"}]))
+    # Then the moved job's rows say where each attempt ran; the home-only one's read as before regions
+    assert line(moved, "attempt 2").split(None, 2)[2].startswith("g5.12xlarge on-demand us-west-2  SUCCEEDED")
+    assert line(stayed, "attempt 2").split(None, 2)[2].startswith("g5.12xlarge on-demand  SUCCEEDED")
+    assert " in us-east-1 " not in line(stayed, "tried")
+
+
 # -- output that fits --------------------------------------------------------------------------------------------
 LONG_WHY = "$3.912/h for this job, cheapest of 4 types that fit; offered in 2 zones; quota allows 2 at once; " * 2
 WIDE_PLAN = {

@@ -256,3 +256,17 @@ def test_spot_reclaims_before_fallback_is_a_whole_number_batch_can_retry_for(rec
 
 def test_ignore_unavailable_is_a_boolean():
     assert refused_field(ignore_unavailable="yes") == ("ignore_unavailable",)
+
+
+def test_a_request_may_name_the_regions_it_may_run_in():
+    # Given / When
+    request = JobRequest.model_validate(VALID | {"regions": ["us-east-1", "us-west-2"]})
+    # Then the allow-list is kept, in order; without it, none (the deployment's default applies)
+    assert request.regions == ["us-east-1", "us-west-2"]
+    assert JobRequest.model_validate(VALID).regions is None
+
+
+@pytest.mark.parametrize("regions", [[], ["us-east-1a"], ["US-EAST-1"], ["mars"], "us-east-1", [""]])
+def test_regions_that_are_not_a_list_of_region_names_are_refused_naming_the_field(regions):
+    # Given / When / Then
+    assert refused_field(regions=regions)[0] == "regions"

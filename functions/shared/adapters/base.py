@@ -20,12 +20,14 @@ class ClientAdapter:
     # A market signal's adapter: its calls give up after two attempts (clients.HINT_RETRY_CONFIG).
     hint: ClassVar[bool] = False
 
-    def __init__(self, aws_client: Any | None = None) -> None:
+    def __init__(self, aws_client: Any | None = None, region: str | None = None) -> None:
         self._given = aws_client
+        # The region its calls go to (a capacity region's Batch, EC2, ECS): None, the process's own.
+        self._region = region
 
     @property
     def _aws(self) -> Any:
-        return self._given or client(self.service, hint=self.hint)
+        return self._given or client(self.service, self._region, hint=self.hint)
 
 
 class TtlCache:

@@ -83,8 +83,10 @@ class Ec2Availability(ClientAdapter):
 
     service = "ec2"
 
-    def __init__(self, subnets: list[str], spot_market: Ec2SpotMarket, ec2: Any | None = None) -> None:
-        super().__init__(ec2)
+    def __init__(
+        self, subnets: list[str], spot_market: Ec2SpotMarket, ec2: Any | None = None, region: str | None = None
+    ) -> None:
+        super().__init__(ec2, region)
         self._subnets = subnets
         self._spot = spot_market
         self._subnet_zones: dict[str, str] | None = None

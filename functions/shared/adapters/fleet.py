@@ -42,13 +42,13 @@ class Ec2EcsFleet(ClientAdapter):
 
     service = "ec2"
 
-    def __init__(self, ec2: Any | None = None, ecs: Any | None = None) -> None:
-        super().__init__(ec2)
+    def __init__(self, ec2: Any | None = None, ecs: Any | None = None, region: str | None = None) -> None:
+        super().__init__(ec2, region)
         self._ecs_given = ecs
 
     @property
     def _ecs(self) -> Any:
-        return self._ecs_given or client("ecs")
+        return self._ecs_given or client("ecs", self._region)
 
     def instances(self, pools: list[str], instance_ids: list[str] | None = None) -> dict[str, list[Ec2InstanceState]]:
         """Live instances of each pool (or only those of `instance_ids`), in one paginated DescribeInstances."""

@@ -24,19 +24,28 @@ IAM_ACTIONS = ("dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
 POOLS_PARTITION = "POOLS"
 
 
-def _key(pool: str) -> dict[str, Any]:
-    return {c.TABLE_PK: {"S": POOLS_PARTITION}, c.TABLE_SK: {"S": pool}}
+def pools_partition(region: str | None = None) -> str:
+    """The partition of a capacity region's pools (`POOLS#us-west-2`; the home region's: `POOLS`, as before regions):
+    Batch names are per region, so two regions may each have a pool of one name."""
+    return f"{POOLS_PARTITION}#{region}" if region else POOLS_PARTITION
 
 
 class DynamoPoolStates(_Table):
-    """Implements ports.PoolStates."""
+    """Implements ports.PoolStates, for the pools of one region (`region`: a capacity region other than home)."""
+
+    def __init__(self, table_name: str, dynamodb: Any | None = None, region: str | None = None) -> None:
+        super().__init__(table_name, dynamodb)
+        self._partition = pools_partition(region)
+
+    def _key(self, pool: str) -> dict[str, Any]:
+        return {c.TABLE_PK: {"S": self._partition}, c.TABLE_SK: {"S": pool}}
 
     def pool_states(self) -> dict[str, PoolState]:
         pages = self._aws.get_paginator("query").paginate(
             TableName=self._table,
             KeyConditionExpression="#pk = :p",
             ExpressionAttributeNames={"#pk": c.TABLE_PK},
-            ExpressionAttributeValues={":p": {"S": POOLS_PARTITION}},
+            ExpressionAttributeValues={":p": {"S": self._partition}},
             ConsistentRead=True,
         )
         states = [self._state(deserialize_item(item)) for page in pages for item in page["Items"]]
@@ -82,7 +91,7 @@ class DynamoPoolStates(_Table):
     def finish_retiring(self, pool: str) -> None:
         try:
             self._aws.delete_item(
-                TableName=self._table, Key=_key(pool), ConditionExpression="attribute_exists(retiring_since)"
+                TableName=self._table, Key=self._key(pool), ConditionExpression="attribute_exists(retiring_since)"
             )
         except ClientError as error:
             if not is_conditional_failure(error):
@@ -95,7 +104,7 @@ class DynamoPoolStates(_Table):
         try:
             self._aws.update_item(
                 TableName=self._table,
-                Key=_key(pool),
+                Key=self._key(pool),
                 UpdateExpression=update,
                 ConditionExpression=condition,
                 ExpressionAttributeValues=values,

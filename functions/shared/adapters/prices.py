@@ -78,15 +78,15 @@ class SnapshotPrices:
     """On-demand prices from the bundled snapshot of one region."""
 
     def __init__(self, region: str = "us-east-1") -> None:
-        self._region = region
+        self._priced_region = region
 
     def on_demand(self, instance_type: str) -> PriceQuote | None:
-        snapshot = price_snapshot(self._region)
+        snapshot = price_snapshot(self._priced_region)
         if snapshot is None or instance_type not in snapshot["prices"]:
             return None
         return PriceQuote(
             hourly_usd=float(snapshot["prices"][instance_type]),
-            pricing=f"on-demand {self._region} price snapshot of {snapshot['as_of']}",
+            pricing=f"on-demand {self._priced_region} price snapshot of {snapshot['as_of']}",
         )
 
 
@@ -121,7 +121,7 @@ class MarketPrices(ClientAdapter):
         pricing: Any | None = None,
     ) -> None:  # fmt: skip
         super().__init__(dynamodb)
-        self._region, self._table_name, self._spot = region, table_name, spot_market
+        self._priced_region, self._table_name, self._spot = region, table_name, spot_market
         self._pricing = pricing
         self._snapshot = SnapshotPrices(region)
         self._lock = threading.Lock()
@@ -150,14 +150,14 @@ class MarketPrices(ClientAdapter):
             return self._cached[1], self._cached[2]
 
     def _read(self) -> tuple[dict[str, PriceQuote], SignalUnavailable | None]:
-        key = {c.TABLE_PK: {"S": PRICES_PARTITION}, c.TABLE_SK: {"S": self._region}}
+        key = {c.TABLE_PK: {"S": PRICES_PARTITION}, c.TABLE_SK: {"S": self._priced_region}}
         item = self._aws.get_item(TableName=self._table_name, Key=key).get("Item")
         if item and int(item[c.TTL_ATTRIBUTE]["N"]) > time.time():
             fetched_at, prices = item["fetched_at"]["S"], json.loads(zlib.decompress(item["prices_z"]["B"]))
         else:
             try:
                 prices, published = price_list(
-                    self._pricing or client("pricing", PRICE_LIST_REGION, hint=True), self._region
+                    self._pricing or client("pricing", PRICE_LIST_REGION, hint=True), self._priced_region
                 )
             except AWS_ERRORS as error:
                 logger.warning(
@@ -167,7 +167,7 @@ class MarketPrices(ClientAdapter):
             # The prices' own date (their publication), else the day they were read.
             fetched_at = published or time.strftime("%Y-%m-%d", time.gmtime())
             self._store(key, prices, fetched_at)
-        source = f"on-demand {self._region} AWS Price List of {fetched_at}"
+        source = f"on-demand {self._priced_region} AWS Price List of {fetched_at}"
         return {t: PriceQuote(hourly_usd=usd, pricing=source) for t, usd in prices.items()}, None
 
     def _store(self, key: dict[str, Any], prices: dict[str, float], fetched_at: str) -> None:

@@ -26,8 +26,8 @@ class ServiceQuotas(ClientAdapter):
     service = "service-quotas"
     hint = True  # a plan goes on without a quota it cannot read
 
-    def __init__(self, service_quotas: Any | None = None) -> None:
-        super().__init__(service_quotas)
+    def __init__(self, service_quotas: Any | None = None, region: str | None = None) -> None:
+        super().__init__(service_quotas, region)
         self._cache: dict[str, tuple[float, QuotaState | None]] = {}
         self._lock = threading.Lock()
 

@@ -57,8 +57,8 @@ class Ec2Reservations(ClientAdapter):
     service = "ec2"
     hint = True  # what a plan reads of them gives up after two attempts, like every market signal
 
-    def __init__(self, ec2: Any | None = None) -> None:
-        super().__init__(ec2)
+    def __init__(self, ec2: Any | None = None, region: str | None = None) -> None:
+        super().__init__(ec2, region)
         self._cache = TtlCache(RESERVATIONS_TTL_SECONDS)
 
     def reservations(self) -> list[Reservation]:

@@ -30,8 +30,8 @@ class Ec2SpotMarket(ClientAdapter):
     hint = True  # a plan's spot prices and placement scores; an ended attempt's price is not one (_billing)
 
     def __init__(self, region: str, ec2: Any | None = None) -> None:
-        super().__init__(ec2)
-        self._region = region
+        super().__init__(ec2, region)
+        self._region: str = region
         self._prices = TtlCache(PRICE_TTL_SECONDS)
         self._scores = TtlCache(SCORE_TTL_SECONDS)
         self._zone_names: dict[str, str] | None = None
@@ -93,7 +93,7 @@ class Ec2SpotMarket(ClientAdapter):
     @property
     def _billing(self) -> Any:
         """The client that prices an ended attempt: what it cost is no hint, it takes the standard retries."""
-        return self._given or client(self.service)
+        return self._given or client(self.service, self._region)
 
     def placement_scores(self, instance_types: list[str]) -> dict[str, dict[str, int]]:
         """instance type -> zone name -> placement score (1-10) of the types as one flexible request: AWS scores

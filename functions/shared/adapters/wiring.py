@@ -6,6 +6,7 @@ adapters (and the domain models they bring) that its use case reaches.
 
 from __future__ import annotations
 
+import threading
 from functools import cache, cached_property
 from typing import TYPE_CHECKING
 
@@ -44,25 +45,73 @@ def _ports(config_json: str) -> Ports:
 
 
 class LivePorts(Ports):
-    """Ports whose adapters are imported and built on first use (each once: cached_property)."""
+    """Ports whose adapters are imported and built on first use (each once: cached_property).
 
-    def __init__(self, settings: Settings) -> None:  # the dataclass is frozen: set its one stored field
+    A capacity region's ports (`in_region`) have adapters of their own for what is regional (Batch, EC2, ECS,
+    quotas, prices, its pools' memory), and share the home region's for the rest: its table and workflow."""
+
+    _home: LivePorts | None
+    _views: dict[str, LivePorts]
+    _views_lock: threading.Lock
+
+    def __init__(self, settings: Settings, home: LivePorts | None = None) -> None:
+        # The dataclass is frozen: set its stored fields.
         object.__setattr__(self, "settings", settings)
+        object.__setattr__(self, "regional", {})
+        object.__setattr__(self, "_home", home)
+        object.__setattr__(self, "_views", {})
+        object.__setattr__(self, "_views_lock", threading.Lock())
+
+    def in_region(self, region: str | None) -> Ports:
+        home = self._home or self
+        if region is None or region == self.settings.region:
+            return self
+        if region == home.settings.region:
+            return home
+        if self._home is not None:
+            return home.in_region(region)
+        if region not in self.settings.regions:
+            raise KeyError(f"{region} is not a capacity region of this deployment ({', '.join(self.settings.regions)})")
+        with self._views_lock:
+            view = self._views.get(region)
+            if view is None:
+                view = self._views[region] = LivePorts(self._regional_settings(region), home=self)
+            return view
+
+    def _regional_settings(self, region: str) -> Settings:
+        """This function's settings in `region`: with that region's network when the function builds pools."""
+        network = None
+        if self.settings.region_parameter:
+            from functions.shared.adapters.regions import region_network
+
+            network = region_network(region, self.settings.region_parameter)
+        return self.settings.in_region(region, network)
+
+    @property
+    def _region(self) -> str | None:
+        """The region of this one's regional clients: None, the process's own (home)."""
+        return self.settings.region if self._home is not None else None
 
     @cached_property
     def jobs(self) -> JobStore:
+        if self._home is not None:
+            return self._home.jobs
         from functions.shared.adapters.job_store import DynamoJobStore
 
         return DynamoJobStore(self.settings.table_name)
 
     @cached_property
     def offerings(self) -> OfferingMemory:
+        if self._home is not None:
+            return self._home.offerings
         from functions.shared.adapters.table_store import DynamoOfferingMemory
 
         return DynamoOfferingMemory(self.settings.table_name)
 
     @cached_property
     def health(self) -> HealthStore:
+        if self._home is not None:
+            return self._home.health
         from functions.shared.adapters.table_store import DynamoHealthStore
 
         return DynamoHealthStore(self.settings.table_name)
@@ -71,16 +120,20 @@ class LivePorts(Ports):
     def pool_states(self) -> PoolStates:
         from functions.shared.adapters.pool_store import DynamoPoolStates
 
-        return DynamoPoolStates(self.settings.table_name)
+        return DynamoPoolStates(self.settings.table_name, region=self.settings.region if self._home else None)
 
     @cached_property
     def waste(self) -> WasteLedger:
+        if self._home is not None:
+            return self._home.waste
         from functions.shared.adapters.table_store import DynamoWasteLedger
 
         return DynamoWasteLedger(self.settings.table_name)
 
     @cached_property
     def hosts(self) -> HostLedger:
+        if self._home is not None:
+            return self._home.hosts
         from functions.shared.adapters.host_store import DynamoHostLedger
 
         return DynamoHostLedger(self.settings.table_name)
@@ -89,29 +142,31 @@ class LivePorts(Ports):
     def batch(self) -> BatchJobs:
         from functions.shared.adapters.batch import BatchJobsAdapter
 
-        return BatchJobsAdapter()
+        return BatchJobsAdapter(region=self._region)
 
     @cached_property
     def pools(self) -> BatchPools:
         from functions.shared.adapters.batch import BatchPoolsAdapter
 
-        return BatchPoolsAdapter()
+        return BatchPoolsAdapter(region=self._region)
 
     @cached_property
     def fleet(self) -> Fleet:
         from functions.shared.adapters.fleet import Ec2EcsFleet
 
-        return Ec2EcsFleet()
+        return Ec2EcsFleet(region=self._region)
 
     @cached_property
     def quotas(self) -> Quotas:
         from functions.shared.adapters.quotas import ServiceQuotas
 
-        return ServiceQuotas()
+        return ServiceQuotas(region=self._region)
 
     @cached_property
     def catalog(self) -> Catalog:
         # Cached per process with its ports: the catalog's cache lives across invocations.
+        if self._home is not None:
+            return self._home.catalog
         from functions.shared.adapters.ec2 import Ec2Catalog
 
         return Ec2Catalog()
@@ -127,7 +182,7 @@ class LivePorts(Ports):
     def availability(self) -> Availability:
         from functions.shared.adapters.ec2 import Ec2Availability
 
-        return Ec2Availability(self.settings.subnets, self.spot_market)
+        return Ec2Availability(self.settings.subnets, self.spot_market, region=self._region)
 
     @cached_property
     def prices(self) -> Prices:
@@ -137,12 +192,16 @@ class LivePorts(Ports):
 
     @cached_property
     def workflow(self) -> Workflow:
+        if self._home is not None:
+            return self._home.workflow
         from functions.shared.adapters.stepfunctions import StepFunctionsWorkflow
 
         return StepFunctionsWorkflow(self.settings.state_machine_arn)
 
     @cached_property
     def sweeps(self) -> Sweeps:
+        if self._home is not None:
+            return self._home.sweeps
         from functions.shared.adapters.sweeps import LambdaSweeps
 
         return LambdaSweeps(self.settings.sweep_function_name)
@@ -151,16 +210,21 @@ class LivePorts(Ports):
     def reservations(self) -> Reservations:
         from functions.shared.adapters.reservations import Ec2Reservations
 
-        return Ec2Reservations()
+        # Reservations are EC2's, in the region they are held in.
+        return Ec2Reservations(region=self._region)
 
     @cached_property
     def listed_offerings(self) -> ListedOfferings:
+        if self._home is not None:
+            return self._home.listed_offerings
         from functions.shared.adapters.offering_store import DynamoListedOfferings
 
         return DynamoListedOfferings(self.settings.table_name)
 
     @cached_property
     def metrics(self) -> Metrics:
+        if self._home is not None:
+            return self._home.metrics
         from functions.shared.adapters.metrics import PowertoolsMetrics
 
         return PowertoolsMetrics()
@@ -169,7 +233,8 @@ class LivePorts(Ports):
     def logs(self) -> JobLogs:
         from functions.shared.adapters.logs import CloudWatchJobLogs
 
-        return CloudWatchJobLogs()
+        # Batch's awslogs driver writes in the region the job runs in.
+        return CloudWatchJobLogs(region=self._region)
 
 
 def reset_ports() -> None:

@@ -10,7 +10,13 @@ from pydantic import Field
 
 from functions.shared.domain.clock import iso, parse_iso
 from functions.shared.domain.model import DomainModel
-from functions.shared.domain.vocabulary import DiagnosisCategory
+from functions.shared.domain.vocabulary import CapacityType, DiagnosisCategory
+
+
+def offering_key(capacity: CapacityType, instance_type: str, zone: str, region: str | None = None) -> str:
+    """Key of an offering in the unavailable-offerings memory: `capacity:region:type:zone` (`capacity:type:zone`
+    without a region: the form before regions, which selection no longer asks for, so such memories expire)."""
+    return f"{capacity}:{region}:{instance_type}:{zone}" if region else f"{capacity}:{instance_type}:{zone}"
 
 
 class UnavailableOffering(DomainModel):

@@ -70,6 +70,7 @@ class Signals(DomainModel):
     )
     market: MarketSignals = Field(default_factory=MarketSignals)
     arm64_ami: bool = Field(default=True, description="Whether a custom NVIDIA AMI for Graviton is configured")
+    region: str | None = Field(default=None, description="The capacity region these signals are of")
     reservations: list[Reservation] = Field(
         default_factory=list, description="The account's Capacity Reservations and Capacity Blocks in the region"
     )
@@ -88,6 +89,7 @@ class Candidate(DomainModel):
     capacity: CapacityType
     hourly_usd: float | None = Field(description="None: no known price (ranked after priced offerings)")
     zones: list[str]
+    region: str | None = Field(default=None, description="The capacity region it runs in (None: the home region)")
     score: float
     why: str = Field(default="", description="What the score weighed")
     pricing: str | None = Field(default=None, description="Where the hourly price came from")
@@ -119,6 +121,21 @@ class Rejected(DomainModel):
     instance_type: str
     reason: str
     field: str | None = Field(default=None, description="The request field that rules it out, if one does")
+    region: str | None = Field(
+        default=None, description="The region it is left out in (None: in every region, e.g. its shape)"
+    )
+
+
+class RegionOutcome(DomainModel):
+    """A capacity region of the deployment, as a plan weighed it: how many candidates it gave, or why it gave none."""
+
+    region: str
+    candidates: int = Field(default=0, description="Candidates in this region")
+    left_out: str | None = Field(
+        default=None,
+        description="Why it gives no candidate: not in the request's regions (or the deployment's default_regions), "
+        "no quota, not offered in its zones, ...",
+    )
 
 
 class OutsideBand(DomainModel):
@@ -144,6 +161,9 @@ class Plan(DomainModel):
     candidates: list[Candidate]
     rejected: list[Rejected]
     warnings: list[str] = Field(default_factory=list)
+    regions: list[RegionOutcome] = Field(
+        default_factory=list, description="Each capacity region of the deployment: its candidates, or why none"
+    )
     outside_band: OutsideBand | None = Field(
         default=None,
         description="Set when the cheaper types that fit are all blocked and the first choice costs more than the "

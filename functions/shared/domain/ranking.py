@@ -104,9 +104,10 @@ def _order(request: JobRequest, options: list[Candidate]) -> tuple[list[Candidat
     capacity_rank = {c: i for i, c in enumerate((CapacityType.SPOT, CapacityType.ON_DEMAND))}
     priced = sorted((c for c in options if c.hourly_usd is not None), key=merit)
     unpriced = sorted((c for c in options if c.hourly_usd is None), key=merit)
-    by_type: dict[str, list[Candidate]] = {}
+    # One group per type and region: spot-first tries a type on spot, then on on-demand, in one region.
+    by_type: dict[tuple[str, str | None], list[Candidate]] = {}
     for candidate in priced + unpriced:
-        by_type.setdefault(candidate.instance_type, []).append(candidate)
+        by_type.setdefault((candidate.instance_type, candidate.region), []).append(candidate)
     groups = [sorted(group, key=lambda c: capacity_rank[c.capacity]) for group in by_type.values()]
     # A type with a price on any capacity type is a priced one (spot-first keeps its unpriced spot offering first).
     # Unpriced types are spread only among those of as many GPUs: no band bounds them, the smallest go first.
@@ -180,7 +181,7 @@ def _why(request: JobRequest, candidate: Candidate, before: Candidate | None, mo
         words.append(f"spot placement score {candidate.placement_score}/10")
     if candidate.quota_instances is not None:
         words.append(f"quota {candidate.quota_code} allows {candidate.quota_instances} at once")
-    if before is not None and before.instance_type == candidate.instance_type:
+    if before is not None and (before.instance_type, before.region) == (candidate.instance_type, candidate.region):
         words.append(f"{candidate.capacity.value} after its {before.capacity.value}")
     elif before is not None and moved:
         words.append(f"another family than the {before.family} before it")

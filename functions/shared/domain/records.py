@@ -45,6 +45,7 @@ class NextCandidate(DomainModel):
 
     instance_type: str
     capacity: CapacityType
+    region: str | None = None
 
 
 class Wait(DomainModel):
@@ -74,6 +75,7 @@ class AttemptRecord(DomainModel):
     instance_gpus: int = 1
     capacity: CapacityType
     zones: list[str] = Field(default_factory=list)
+    region: str | None = Field(default=None, description="The capacity region it ran in (None: the home region)")
     job_queue: str
     status: AttemptStatus = AttemptStatus.SUBMITTED
     submitted_at: str | None = None
@@ -116,6 +118,7 @@ class AttemptRecord(DomainModel):
             instance_gpus=candidate.gpus,
             capacity=candidate.capacity,
             zones=candidate.zones,
+            region=candidate.region,
             job_queue=job_queue,
             status=status,
             submitted_at=now_iso(),
@@ -155,6 +158,7 @@ class JobRecord(DomainModel):
     timeline: list[TimelineEntry] = Field(default_factory=list)
     instance_type: str | None = None
     gpu_model: str | None = None
+    region: str | None = Field(default=None, description="The capacity region of its latest attempt")
     cost: Cost | None = None
     error: str | None = None
     execution_arn: str | None = None

@@ -5,25 +5,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from pydantic import (
-    ConfigDict,
-    Field,
-    StrictBool,
-    StrictFloat,
-    StrictInt,
-    ValidationInfo,
-    field_validator,
-)
+from pydantic import ConfigDict, Field, StrictBool, StrictFloat, StrictInt, ValidationInfo, field_validator
 
 from functions.shared.domain.model import DomainModel
 from functions.shared.domain.references import (
     ENVIRONMENT_NAME,
     ENVIRONMENT_VALUE,
     IMAGE_REFERENCE,
+    REGION_NAME,
     RESERVATION_ID,
     ROLE_ARN,
     SECRET_ARN,
-)
+)  # fmt: skip
 from functions.shared.domain.vocabulary import Arch, CapacityPreference
 
 JOB_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,128}$"
@@ -144,6 +137,13 @@ class JobRequest(DomainModel):
         description="Availability zones the job may run in (non-empty): restricts the candidates and the subnets of "
         "the pool's compute environment",
     )
+    regions: list[Annotated[str, Field(pattern=REGION_NAME)]] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_LIST_ITEMS,
+        description="AWS regions the job may run in, an allow-list of the deployment's capacity regions (default: "
+        "the deployment's default_regions, the home region unless set): data and images often live in one region",
+    )
     max_attempts: StrictInt = Field(
         default=6, ge=1, le=20, description="GPU offerings tried at most (fallbacks included)"
     )
@@ -203,7 +203,7 @@ class JobRequest(DomainModel):
             raise ValueError(f"command must be at most {MAX_COMMAND_CHARS} characters in all")
         return [_encodable(part) for part in value]
 
-    @field_validator("gpu_models", "instance_types", "zones")
+    @field_validator("gpu_models", "instance_types", "zones", "regions")
     @classmethod
     def _non_empty_lists(cls, value: list[str] | None) -> list[str] | None:
         if value is not None and (not value or any(not item for item in value)):

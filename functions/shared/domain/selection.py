@@ -13,7 +13,7 @@ from functions.shared.domain.catalog import GpuType
 from functions.shared.domain.cost import PriceQuote, cheapest
 from functions.shared.domain.fit import HOST_MEMORY_RESERVE, filter_problem, fit_problem, fits, type_problem
 from functions.shared.domain.fleet import QuotaState, vcpu_quota_code
-from functions.shared.domain.memory import rejection_reason
+from functions.shared.domain.memory import offering_key, rejection_reason
 from functions.shared.domain.offers import (
     AvailabilitySnapshot,
     Candidate,
@@ -49,11 +49,6 @@ __all__ = [
 ]
 
 
-def offering_key(capacity: CapacityType, instance_type: str, zone: str) -> str:
-    """Key of an offering in the unavailable-offerings memory: `capacity:type:zone`."""
-    return f"{capacity}:{instance_type}:{zone}"
-
-
 def signal_needs(request: JobRequest, catalog: dict[str, GpuType]) -> SignalNeeds:
     """What a plan for `request` needs read: the types its shape fits, the capacity types, their vCPU quotas."""
     fitting = sorted(t for t, gpu in catalog.items() if fit_problem(request, gpu) is None)
@@ -82,7 +77,7 @@ def placement_score_types(request: JobRequest, signals: Signals) -> list[str]:
 
 
 # -- what can run ------------------------------------------------------------------------------------------------
-class _Rejection(NamedTuple):
+class Rejection(NamedTuple):
     order: tuple[int, float, float, str]  # (kind, the size of its fix or its price, its price, its type)
     rejected: Rejected
 
@@ -94,9 +89,9 @@ RESERVED_ASKED = -1
 QUOTA, UNKNOWN, BLOCKED, PRICE, SHAPE, FILTER, RESERVED_ABOUT = range(7)
 
 
-class _Found(NamedTuple):
+class Found(NamedTuple):
     options: list[Candidate]
-    rejections: list[_Rejection]
+    rejections: list[Rejection]
     blocked: list[Blocked]
 
 
@@ -104,12 +99,9 @@ def plan(request: JobRequest, signals: Signals) -> Plan:
     """Every GPU offering that can run `request`, in attempt order, and every one left out with its reason (the
     cheapest fix first); `outside_band` when the cheaper types that fit are all blocked and the first choice costs
     more than price_band times the cheapest of them. Warnings are the caller's (ranking.plan_warnings)."""
-    found = _offerings(request, signals)
-    reserved, refused = reserved_options(request, signals)
-    kind = RESERVED_ASKED if request.asks_reserved else RESERVED_ABOUT
-    candidates, beyond = rank(request, reserved + found.options)
-    rejections = [_reject(kind, r.instance_type, r.reason, r.field) for r in refused] + found.rejections
-    rejections += [_beyond_band(request, option) for option in beyond]
+    found = offerings_and_reservations(request, signals)
+    candidates, beyond = rank(request, found.options)
+    rejections = found.rejections + [beyond_band(request, option) for option in beyond]
     outside = outside_band(request, candidates, found.blocked)
     if outside is not None:
         candidates[0].why += f"; {times(outside.ratio)} {outside.cheapest_type}, which cannot start"
@@ -120,9 +112,20 @@ def plan(request: JobRequest, signals: Signals) -> Plan:
     )
 
 
-def _offerings(request: JobRequest, signals: Signals) -> _Found:
+def offerings_and_reservations(request: JobRequest, signals: Signals) -> Found:
+    """find_offerings, with the account's reservations in the signals' region that can run the request first, and
+    those that cannot among the rejections."""
+    found = find_offerings(request, signals)
+    reserved, refused = reserved_options(request, signals)
+    kind = RESERVED_ASKED if request.asks_reserved else RESERVED_ABOUT
+    rejections = [_reject(kind, r.instance_type, r.reason, r.field) for r in refused] + found.rejections
+    return Found(reserved + found.options, rejections, found.blocked)
+
+
+def find_offerings(request: JobRequest, signals: Signals) -> Found:
+    """What can run the request in the signals' region, and what cannot (each with its rejection's order)."""
     availability, market = signals.availability, signals.market
-    found = _Found([], [], [])
+    found = Found([], [], [])
     allowed_zones = [z for z in availability.zones if not request.zones or z in request.zones]
     for instance_type in request.instance_types or []:
         if instance_type not in signals.catalog:
@@ -158,8 +161,8 @@ def _offerings(request: JobRequest, signals: Signals) -> _Found:
 
 def _reject(
     kind: int, instance_type: str, reason: str, field: str | None, first: float = 0.0, second: float = 0.0
-) -> _Rejection:
-    return _Rejection((kind, first, second, instance_type), Rejected(instance_type=instance_type, reason=reason,
+) -> Rejection:
+    return Rejection((kind, first, second, instance_type), Rejected(instance_type=instance_type, reason=reason,
                                                                      field=field))  # fmt: skip
 
 
@@ -172,12 +175,13 @@ def _blocked(
 
 def _offering(
     request: JobRequest, gpu: GpuType, capacity: CapacityType, offered_zones: list[str], signals: Signals
-) -> Candidate | tuple[_Rejection, Blocked | None]:
+) -> Candidate | tuple[Rejection, Blocked | None]:
     """The type on one capacity type, or why not (and, when it is blocked rather than ruled out, by what)."""
     instance_type, availability, market = gpu.instance_type, signals.availability, signals.market
-    zones = [z for z in offered_zones if offering_key(capacity, instance_type, z) not in availability.unavailable]
+    unavailable, region = availability.unavailable, signals.region
+    zones = [z for z in offered_zones if offering_key(capacity, instance_type, z, region) not in unavailable]
     if not zones:
-        keys = {z: offering_key(capacity, instance_type, z) for z in offered_zones}
+        keys = {z: offering_key(capacity, instance_type, z, region) for z in offered_zones}
         reason = rejection_reason(capacity.value, {z: availability.remembered.get(key) for z, key in keys.items()})
         quote = _price(capacity, instance_type, offered_zones, signals)
         blocked = _blocked(gpu, capacity, "memory", quote)
@@ -209,6 +213,7 @@ def _offering(
         hourly_usd=quote.hourly_usd if quote else None,
         pricing=quote.pricing if quote else None,
         zones=zones,
+        region=region,
         unavailable_zones=[z for z in offered_zones if z not in zones],
         score=0.0,
         placement_score=max((scores[z] for z in zones if z in scores), default=None),
@@ -246,7 +251,7 @@ def quota_reason(quota: QuotaState, vcpus: int, capacity: CapacityType) -> str:
 
 
 # -- the price band ------------------------------------------------------------------------------------------------
-def _beyond_band(request: JobRequest, option: Candidate) -> _Rejection:
+def beyond_band(request: JobRequest, option: Candidate) -> Rejection:
     ratio = option.price_ratio or 1.0
     reason = (
         f"{option.capacity.value} ${option.hourly_usd:.4g}/h is {ratio:.1f}x the cheapest candidate, beyond price_band "

@@ -12,6 +12,15 @@ from functions.shared.domain.model import DomainModel
 DEFAULT_PROVISION_TIMEOUT_SECONDS = 1800
 
 
+class RegionNetwork(DomainModel):
+    """What a pool needs in a capacity region, as that region's stack publishes it (its SSM parameter)."""
+
+    subnets: list[str] = Field(default_factory=list, description="Subnets GPU instances launch into there")
+    security_groups: list[str] = Field(default_factory=list)
+    instance_profile_arn: str = Field(default="")
+    launch_template_name: str = Field(default="")
+
+
 class Settings(DomainModel):
     """What a handler needs to know about where it runs."""
 
@@ -72,6 +81,20 @@ class Settings(DomainModel):
         description="A pool claimed by a workflow this recently is not retired (its job may be "
         "between EnsureJobQueue and SubmitJob)",
     )
+    home_region: str = Field(
+        default="", description="Where the control plane runs, when `region` is a capacity region's (empty: `region`)"
+    )
+    capacity_regions: list[str] = Field(
+        default_factory=list,
+        description="The deployment's capacity regions besides its home region (`region`), each with its own stack",
+    )
+    default_regions: list[str] = Field(
+        default_factory=list, description="Regions a request without `regions` may run in (empty: the home region)"
+    )
+    region_parameter: str = Field(
+        default="",
+        description="SSM parameter, in each capacity region, naming its network (empty: this function needs none)",
+    )
     allow_capacity_block_purchase: bool = Field(
         default=False,
         description="The deployment lets the API buy Capacity Blocks (context allow_capacity_block_purchase)",
@@ -94,3 +117,25 @@ class Settings(DomainModel):
     cancel_stuck_after_minutes: float = Field(
         default=1440, ge=0, description="Cancel a job RUNNABLE this long, with the diagnosis as reason (0: never)"
     )
+
+    @property
+    def home(self) -> str:
+        """The home region: where the control plane, its table and its workflow are."""
+        return self.home_region or self.region
+
+    @property
+    def regions(self) -> list[str]:
+        """Every capacity region of the deployment, the home region first."""
+        return [self.home, *(r for r in self.capacity_regions if r != self.home)]
+
+    @property
+    def several_regions(self) -> bool:
+        """Whether the deployment has capacity regions besides home: only then do its messages name regions (a
+        home-only deployment's read as before regions)."""
+        return len(self.regions) > 1
+
+    def in_region(self, region: str, network: RegionNetwork | None) -> Settings:
+        """The settings of a function acting in capacity region `region`: that region's network (none when the
+        function needs none), everything else the deployment's."""
+        network = network or RegionNetwork(launch_template_name=self.launch_template_name)
+        return self.model_copy(update={"region": region, "home_region": self.home} | network.model_dump())

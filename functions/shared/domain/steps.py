@@ -63,6 +63,7 @@ class SubmittedJob(DomainModel):
     attempt: int
     instance_type: str
     capacity: CapacityType
+    region: str | None = Field(default=None, description="The capacity region of its queue (None: the home region)")
 
 
 class SelectInput(DomainModel):
@@ -104,7 +105,9 @@ class WaitInput(DomainModel):
         if selection is None or selection.index + 1 >= len(selection.candidates):
             return None
         candidate = selection.candidates[selection.index + 1]
-        return NextCandidate(instance_type=candidate.instance_type, capacity=candidate.capacity)
+        return NextCandidate(
+            instance_type=candidate.instance_type, capacity=candidate.capacity, region=candidate.region
+        )
 
 
 class WaitResult(DomainModel):

@@ -27,6 +27,7 @@ from functions.shared.domain.vocabulary import (
 class Attempt(DomainModel):
     instance_type: str
     capacity: CapacityType
+    region: str | None = Field(default=None, description="The capacity region it ran in (null: the home region)")
     job_queue: str
     batch_job_id: str
     status: AttemptStatus
@@ -54,6 +55,7 @@ class JobView(DomainModel):
     request: JobRequest
     instance_type: str | None = None
     gpu_model: str | None = None
+    region: str | None = Field(default=None, description="The capacity region of its latest attempt")
     attempts: list[Attempt] = Field(default_factory=list)
     cost: Cost | None = None
     timeline: list[TimelineEntry] = Field(default_factory=list)
@@ -80,6 +82,8 @@ class SubmitResponse(DomainModel):
     status: JobStatus
     execution_arn: str
     warnings: list[str] = Field(default_factory=list, description="What may keep the job waiting (see /plan)")
+    instance_type: str | None = Field(default=None, description="Its first choice (the plan's first candidate)")
+    region: str | None = Field(default=None, description="The capacity region of its first choice")
     candidates: list[Candidate] = Field(
         default_factory=list,
         description="The plan it was submitted with: its first choice, then the fallbacks the workflow may try, in "
@@ -109,6 +113,7 @@ class Finding(DomainModel):
     evidence: dict[str, Any] = Field(default_factory=dict)
     recommendation: str
     action: str | None = Field(default=None, description="What GPU Pilot did about it, if anything")
+    region: str | None = Field(default=None, description="The capacity region of its resource")
 
 
 class HealthReport(DomainModel):
@@ -135,12 +140,14 @@ class DailyCost(DomainModel):
     by_gpu_type: dict[str, float]
     by_job_name: dict[str, float]
     by_capacity_type: dict[str, float] = Field(default_factory=dict)
+    by_region: dict[str, float] = Field(default_factory=dict)
 
 
 class CostGroup(DomainModel):
     key: str
     usd: float
     attempts: int
+    region: str | None = Field(default=None, description="The region of the group's attempts, when they share one")
 
 
 class Waste(DomainModel):
@@ -166,7 +173,7 @@ class CostReport(DomainModel):
     date_to: str = Field(serialization_alias="to")
     total_usd: float
     days: list[DailyCost]
-    group_by: str | None = Field(default=None, description="day, gpu_type, job_name or capacity_type")
+    group_by: str | None = Field(default=None, description="day, gpu_type, job_name, capacity_type or region")
     groups: list[CostGroup] = Field(default_factory=list, description="One per key of group_by, costliest first")
     waste: Waste = Field(default_factory=Waste, description="Next to the job costs: not included in total_usd")
 
@@ -214,10 +221,12 @@ def job_view(record: JobRecord) -> JobView:
         request=record.request,
         instance_type=record.instance_type,
         gpu_model=record.gpu_model,
+        region=record.region,
         attempts=[
             Attempt(
                 instance_type=attempt.instance_type,
                 capacity=attempt.capacity,
+                region=attempt.region,
                 job_queue=attempt.job_queue,
                 batch_job_id=attempt.batch_job_id or "",
                 status=attempt.status,

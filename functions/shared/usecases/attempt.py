@@ -22,6 +22,8 @@ def submit_batch_job(payload: SubmitInput, ports: Ports) -> SubmittedJob:
     """
     candidate = payload.selection.current()
     number = payload.selection.attempt
+    # The attempt's Batch calls go to its candidate's region; its record stays home.
+    ports = ports.in_region(candidate.region)
     job_queue = payload.queue.job_queue
     reserved = ports.jobs.put_attempt(
         payload.job_id, number, AttemptRecord.of(candidate, job_queue, AttemptStatus.SUBMITTED)
@@ -34,6 +36,7 @@ def submit_batch_job(payload: SubmitInput, ports: Ports) -> SubmittedJob:
             attempt=number,
             instance_type=reserved.instance_type,
             capacity=reserved.capacity,
+            region=reserved.region,
         )
     name = batch_job_name(payload.job_id, number)
     found = ports.batch.find_job(job_queue, name)
@@ -57,7 +60,8 @@ def submit_batch_job(payload: SubmitInput, ports: Ports) -> SubmittedJob:
         # Cancelled while we were submitting: the cancel may not have seen this Batch job.
         ports.batch.terminate_job(batch_job_id, CANCELLED_REASON)
         raise JobAlreadyFinished(payload.job_id)
-    waiting = f"Batch job {batch_job_id} in {job_queue}: waiting for a {candidate.instance_type} instance"
+    where = f"{job_queue} ({candidate.region})" if candidate.region and ports.settings.several_regions else job_queue
+    waiting = f"Batch job {batch_job_id} in {where}: waiting for a {candidate.instance_type} instance"
     ports.jobs.advance(payload.job_id, JobStatus.RUNNABLE, attempt=number, reason=waiting)
     return SubmittedJob(
         batch_job_id=batch_job_id,
@@ -66,4 +70,5 @@ def submit_batch_job(payload: SubmitInput, ports: Ports) -> SubmittedJob:
         attempt=number,
         instance_type=candidate.instance_type,
         capacity=candidate.capacity,
+        region=candidate.region,
     )

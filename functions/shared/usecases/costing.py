@@ -94,6 +94,8 @@ def record_attempt_cost(job_id: str, number: int, ports: Ports, record: JobRecor
         return None
     if attempt.cost is not None:
         return attempt.cost
+    # Its host and its spot prices are in the region it ran in.
+    ports = ports.in_region(attempt.region)
     host = ports.fleet.container_instance(attempt.container_instance_arn) if attempt.container_instance_arn else None
     cost = price_attempt(record.request, attempt, attempt.runtime_seconds, ports, host)
     if cost is not None:

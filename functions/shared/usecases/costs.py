@@ -1,5 +1,5 @@
-"""GET /costs: what every ended attempt cost, per UTC day of its job's creation, by GPU type, job name and
-capacity type, or grouped by one of them; as JSON or CSV. Sums are exact (domain/cost.py)."""
+"""GET /costs: what every ended attempt cost, per UTC day of its job's creation, by GPU type, job name, capacity
+type and region, or grouped by one of them; as JSON or CSV. Sums are exact (domain/cost.py)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from functions.shared.domain.views import CostGroup, CostReport, DailyCost, Wast
 from functions.shared.domain.waste import RESERVATION_IDLE
 from functions.shared.ports import Ports
 
-GROUPS = ("day", "gpu_type", "job_name", "capacity_type")
+GROUPS = ("day", "gpu_type", "job_name", "capacity_type", "region")
 CSV_COLUMNS = ("date", "job_id", "job_name", "attempt", "gpu_type", "capacity_type", "runtime_seconds", "share",
-               "hourly_usd", "usd", "pricing")  # fmt: skip
+               "hourly_usd", "usd", "pricing", "region")  # fmt: skip
 
 
 class CostLine(DomainModel):
@@ -33,6 +33,7 @@ class CostLine(DomainModel):
     hourly_usd: float
     usd: float
     pricing: str
+    region: str
 
     def key(self, group_by: str) -> str:
         return self.date if group_by == "day" else str(getattr(self, group_by))
@@ -41,23 +42,26 @@ class CostLine(DomainModel):
 def cost_lines(date_from: str, date_to: str, ports: Ports) -> list[CostLine]:
     """Every priced attempt of the jobs created from `date_from` to `date_to` (YYYY-MM-DD, inclusive)."""
     lines = []
+    home = ports.settings.home  # attempts recorded before regions ran there
     for record in ports.jobs.jobs_created_between(date_from, date_to):
         priced = [(n, a) for n, a in record.ordered_attempts() if a.cost is not None]
         if not priced and record.cost is not None:  # priced before attempts were: the job's one cost
             lines.append(_line(record.created_at[:10], record.job_id, record.name, 1, record.instance_type or "unknown",
-                               "on-demand", record.cost))  # fmt: skip
+                               "on-demand", record.cost, home))  # fmt: skip
         for number, attempt in priced:
             assert attempt.cost is not None
             lines.append(_line(record.created_at[:10], record.job_id, record.name, number, attempt.instance_type,
-                               attempt.capacity.value, attempt.cost))  # fmt: skip
+                               attempt.capacity.value, attempt.cost, attempt.region or home))  # fmt: skip
     return lines
 
 
-def _line(date: str, job_id: str, name: str, number: int, gpu_type: str, capacity: str, cost: Cost) -> CostLine:
+def _line(
+    date: str, job_id: str, name: str, number: int, gpu_type: str, capacity: str, cost: Cost, region: str
+) -> CostLine:
     return CostLine(
         date=date, job_id=job_id, job_name=name, attempt=number, gpu_type=gpu_type, capacity_type=capacity,
         runtime_seconds=cost.runtime_seconds, share=cost.gpu_share, hourly_usd=cost.hourly_usd, usd=cost.usd,
-        pricing=cost.pricing,
+        pricing=cost.pricing, region=region,
     )  # fmt: skip
 
 
@@ -74,6 +78,7 @@ def cost_report(date_from: str, date_to: str, ports: Ports, group_by: str | None
             by_gpu_type=_sums(day, "gpu_type"),
             by_job_name=_sums(day, "job_name"),
             by_capacity_type=_sums(day, "capacity_type"),
+            by_region=_sums(day, "region"),
         )
         for date, day in sorted(by_day.items())
     ]
@@ -83,7 +88,10 @@ def cost_report(date_from: str, date_to: str, ports: Ports, group_by: str | None
         for line in lines:
             keyed[line.key(group_by)].append(line)
         groups = sorted(
-            (CostGroup(key=key, usd=_sum(part), attempts=len(part)) for key, part in keyed.items()),
+            (
+                CostGroup(key=key, usd=_sum(part), attempts=len(part), region=_shared_region(part))
+                for key, part in keyed.items()
+            ),
             key=lambda g: (-g.usd, g.key),
         )
     return CostReport(date_from=date_from, date_to=date_to, total_usd=_sum(lines), days=days, group_by=group_by,
@@ -122,6 +130,12 @@ def cost_csv(date_from: str, date_to: str, ports: Ports) -> str:
 
 def _text(value: object) -> str:
     return str(dollars(value)) if isinstance(value, float) else str(value)
+
+
+def _shared_region(lines: list[CostLine]) -> str | None:
+    """The one region all the lines ran in, None when they ran in several."""
+    regions = {line.region for line in lines}
+    return regions.pop() if len(regions) == 1 else None
 
 
 def _sum(lines: list[CostLine]) -> float:

@@ -35,6 +35,8 @@ def diagnose_stuck_job(payload: DiagnoseInput, ports: Ports) -> DiagnosisOutcome
     """Say why the attempt is still waiting (or ended reclaimed); on a cause another GPU type can cure, cancel it
     and fall back."""
     number = payload.batch_job.attempt
+    # The attempt's job, pool and fleet are in its candidate's region.
+    ports = ports.in_region(payload.selection.current().region)
     record = ports.jobs.get_job(payload.job_id)
     recorded = record.attempts.get(number)
     if recorded is not None and recorded.fell_back is not None:

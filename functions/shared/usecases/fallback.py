@@ -21,4 +21,5 @@ def leave_offering(candidate: Candidate, diagnosis: Diagnosis, ports: Ports, zon
     cause = diagnosis_cause(diagnosis.category, diagnosis.reason, diagnosis.evidence, at)
     memory = remembered(diagnosis.category, cause, at, UNAVAILABLE_TTL_SECONDS)
     for zone in zones or candidate.zones:
-        ports.offerings.remember_unavailable(offering_key(candidate.capacity, candidate.instance_type, zone), memory)
+        key = offering_key(candidate.capacity, candidate.instance_type, zone, candidate.region)
+        ports.offerings.remember_unavailable(key, memory)

@@ -19,7 +19,9 @@ def job_logs(job_id: str, attempt: int | None, next_token: str | None, ports: Po
     chosen = attempts.get(attempt) if attempt is not None else None
     if attempt is None or chosen is None:
         raise AttemptNotFound(job_id, attempt or 1, len(attempts))
-    page = ports.logs.read(JOB_LOG_GROUP, chosen.log_stream, next_token) if chosen.log_stream else None
+    # Batch writes the attempt's output in the region it ran in.
+    logs = ports.in_region(chosen.region).logs
+    page = logs.read(JOB_LOG_GROUP, chosen.log_stream, next_token) if chosen.log_stream else None
     return JobLogs(
         job_id=job_id,
         status=record.status,

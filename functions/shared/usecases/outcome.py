@@ -63,7 +63,7 @@ def failed_attempt_message(number: int, attempt: AttemptRecord | None, finished:
 def record_failure(payload: RecordFailureInput, ports: Ports) -> dict[str, Any]:
     """Say on the job record why the workflow could not run the job, attempt by attempt."""
     record = ports.jobs.get_job(payload.job_id)
-    message = failure_message(payload.state, record)[:MAX_ERROR_CHARS]
+    message = failure_message(payload.state, record, ports.settings.several_regions)[:MAX_ERROR_CHARS]
     recorded = ports.jobs.finish(payload.job_id, JobStatus.FAILED, fields={"error": message}, reason=message)
     if recorded:
         ports.metrics.add(MetricName.JOBS_FAILED, 1)
@@ -78,13 +78,14 @@ def terminate_live_attempts(record: JobRecord, reason: str, ports: Ports) -> lis
     terminated = []
     for _, attempt in record.ordered_attempts():
         if attempt.live and attempt.batch_job_id:
-            ports.batch.terminate_job(attempt.batch_job_id, reason)
+            ports.in_region(attempt.region).batch.terminate_job(attempt.batch_job_id, reason)
             terminated.append(attempt.batch_job_id)
     return terminated
 
 
-def failure_message(state: dict[str, Any], record: JobRecord) -> str:
-    """Why the workflow stopped (its error, or the last diagnosis), then what each attempt came to."""
+def failure_message(state: dict[str, Any], record: JobRecord, regional: bool = False) -> str:
+    """Why the workflow stopped (its error, or the last diagnosis), then what each attempt came to (`regional`:
+    and in which region)."""
     error = state.get("error") or {}
     diagnosis = state.get("diagnosis") or (state.get("queue") or {}).get("diagnosis") or {}
     if error:
@@ -93,19 +94,21 @@ def failure_message(state: dict[str, Any], record: JobRecord) -> str:
         cause = f"{diagnosis['category']}: {diagnosis.get('reason', '')}"
     else:
         cause = "the workflow failed"
-    attempts = [f"{number}. {attempt_summary(attempt)}" for number, attempt in record.ordered_attempts()]
+    attempts = [f"{number}. {attempt_summary(attempt, regional)}" for number, attempt in record.ordered_attempts()]
     return cause + (f" | attempts: {'; '.join(attempts)}" if attempts else "")
 
 
-def attempt_summary(attempt: AttemptRecord) -> str:
-    """`g5.xlarge on-demand: INSUFFICIENT_CAPACITY` / `... exit code 1` / `... FAILED`."""
+def attempt_summary(attempt: AttemptRecord, regional: bool = False) -> str:
+    """`g5.xlarge on-demand: INSUFFICIENT_CAPACITY` / `... exit code 1` / `... FAILED`, then (`regional`: in a
+    deployment of several regions) its region when known: `(us-west-2)`."""
     if attempt.diagnosis is not None:
         outcome = attempt.diagnosis.category.value
     elif attempt.exit_code is not None:
         outcome = f"exit code {attempt.exit_code}"
     else:
         outcome = attempt.status.value
-    return f"{attempt.instance_type} {attempt.capacity.value}: {outcome}"
+    where = f" ({attempt.region})" if attempt.region and regional else ""
+    return f"{attempt.instance_type} {attempt.capacity.value}: {outcome}{where}"
 
 
 def _cause_message(cause: Any) -> str:

@@ -44,6 +44,7 @@ from functions.shared.domain.steps import EnsureQueueInput
 from functions.shared.domain.vocabulary import AttemptStatus, DiagnosisCategory, JobStatus, Remedy
 from functions.shared.ports import Ports
 from functions.shared.usecases.fallback import leave_offering
+from functions.shared.usecases.provision_words import provisioning_reason
 from functions.shared.usecases.reservation_wait import reservation_over, wait_for_reservation
 from functions.shared.usecases.retire import advance_retirement, make_room
 
@@ -55,24 +56,12 @@ BROKEN_STATUS = {
 }
 
 
-def _provisioning_reason(payload: EnsureQueueInput, candidate: Candidate, pool: str, ports: Ports) -> str:
-    """Why the job is provisioning this pool: its first choice, or a fallback from the attempt that gave up."""
-    target = f"{candidate.instance_type} {candidate.capacity.value} in pool {pool}"
-    if candidate.reserved is not None:
-        target = f"{candidate.instance_type} in {candidate.reserved.kind} {candidate.reservation} (pool {pool})"
-    number = payload.selection.attempt
-    if number == 1:
-        return f"first choice: {target}"
-    previous = ports.jobs.get_job(payload.job_id).attempts.get(number - 1)
-    if previous is None:
-        return f"attempt {number}: {target}"
-    why = previous.diagnosis.category.value if previous.diagnosis else previous.status_reason or previous.status.value
-    return f"falling back from {previous.instance_type} {previous.capacity.value} ({why}) to {target}"
-
-
 def ensure_job_queue(payload: EnsureQueueInput, ports: Ports) -> QueueStatus:
-    """Create what is missing of the pool, in Batch's order; say whether it can take the job yet."""
+    """Create what is missing of the pool, in Batch's order, in the candidate's region; say whether it can take the
+    job yet."""
     candidate = payload.selection.current()
+    # The pool, and any reservation it runs in, are in the candidate's region.
+    ports = ports.in_region(candidate.region)
     if candidate.reservation is not None:
         # Its pool is made once the reservation is active: until it begins, the workflow waits (no polling).
         held = ports.reservations.reservation(candidate.reservation)
@@ -206,8 +195,8 @@ def _provisioning(payload: EnsureQueueInput, candidate: Candidate, pool: str, wa
         payload.job_id,
         JobStatus.PROVISIONING,
         attempt=payload.selection.attempt,
-        fields={"instance_type": candidate.instance_type, "gpu_model": candidate.gpu_model},
-        reason=_provisioning_reason(payload, candidate, pool, ports) if wait.checks == 0 else None,
+        fields={"instance_type": candidate.instance_type, "gpu_model": candidate.gpu_model, "region": candidate.region},
+        reason=provisioning_reason(payload, candidate, pool, ports) if wait.checks == 0 else None,
     )
 
 

@@ -31,13 +31,14 @@ def explain_job(job_id: str, ports: Ports) -> JobView:
     attempt = latest[1]
     if not attempt.batch_job_id:
         return view.model_copy(update={"explanation": attempt.diagnosis})
-    described = ports.batch.describe_jobs([attempt.batch_job_id])
+    regional = ports.in_region(attempt.region)
+    described = regional.batch.describe_jobs([attempt.batch_job_id])
     if not described or described[0].status not in ("SUBMITTED", "PENDING", "RUNNABLE"):
         return view
     # Imported here: only ?explain=true reads a pool's fleet, and an api cold start that serves a read need not.
     from functions.shared.usecases.evidence import pool_evidence
 
-    explanation = diagnose(pool_evidence(described[0], attempt.job_queue, now_iso(), ports))
+    explanation = diagnose(pool_evidence(described[0], attempt.job_queue, now_iso(), regional))
     # What the workflow will do about this cause, and when: a fallback it promises is dated.
     action = next_action(record, explanation.category) or view.next_action
     return view.model_copy(update={"explanation": with_next_action(explanation, action), "next_action": action})

@@ -88,7 +88,7 @@ def _remember_offerings(finding: Finding, pool: ComputeEnvironmentState, zones: 
     counts: dict[str, int] = {}
     for item in finding.evidence.get("instances", []):
         if zones.get(item["instance_id"]):
-            key = offering_key(capacity, item["instance_type"], zones[item["instance_id"]])
+            key = offering_key(capacity, item["instance_type"], zones[item["instance_id"]], ports.settings.region)
             counts[key] = counts.get(key, 0) + 1
     at = now_iso()
     for key, instances in sorted(counts.items()):

@@ -13,13 +13,16 @@ from functools import partial
 from typing import TypeVar
 
 from functions.shared.domain.band import outside_band_words
+from functions.shared.domain.catalog import GpuType
 from functions.shared.domain.clock import now_iso
 from functions.shared.domain.errors import NoCandidate, RequestRefused, SignalUnavailable
-from functions.shared.domain.offers import SignalGap, Signals
+from functions.shared.domain.memory import UnavailableOffering
+from functions.shared.domain.offers import AvailabilitySnapshot, SignalGap, Signals
 from functions.shared.domain.ranking import plan_warnings, signal_warnings
+from functions.shared.domain.regions import plan_across
 from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.reservations import Reservation
-from functions.shared.domain.selection import MarketSignals, Plan, placement_score_types, plan, signal_needs
+from functions.shared.domain.selection import MarketSignals, Plan, placement_score_types, signal_needs
 from functions.shared.domain.steps import NoGpuTypeAvailable, SelectInput, Selection
 from functions.shared.domain.vocabulary import CapacityPreference, CapacityType, JobStatus, MarketSignal
 from functions.shared.ports import Ports
@@ -32,19 +35,12 @@ T = TypeVar("T")
 
 
 def plan_request(request: JobRequest, ports: Ports) -> Plan:
-    """Every GPU offering for `request`, in attempt order, and every one left out with its reason.
+    """Every GPU offering for `request`, in attempt order across the regions it may run in, and every one left out
+    with its reason, and each capacity region's outcome (its candidates, or why none).
 
-    RequestRefused when the request names what this deployment does not know (a GPU model, a zone). A market
-    signal AWS will not give (a quota, a price, placement scores) is a warning, never a failure."""
-    signals = _signals(request, ports)
-    planned = plan(request, signals)
-    warnings = plan_warnings(planned, request) + signal_warnings(signals.market.unavailable)
-    return planned.model_copy(update={"warnings": warnings})
-
-
-def _signals(request: JobRequest, ports: Ports) -> Signals:
-    """What the plan weighs, each signal read once: the catalog, the zones' offerings and the memory of unavailable
-    ones, on-demand prices, vCPU quotas, spot prices, and placement scores for the spot types the job would try."""
+    RequestRefused when the request names what this deployment does not know (a GPU model, a zone, a region). A
+    market signal AWS will not give (a quota, a price, placement scores) is a warning, never a failure."""
+    allowed, left_out = request_regions(request, ports)
     gpu_types = ports.catalog.gpu_types()
     known_models = sorted({gpu.gpu_model for gpu in gpu_types.values()})
     unknown = [m for m in request.gpu_models or [] if m.lower() not in {k.lower() for k in known_models}]
@@ -52,26 +48,70 @@ def _signals(request: JobRequest, ports: Ports) -> Signals:
         raise RequestRefused("gpu_models", f"unknown GPU model {', '.join(unknown)}; known: {', '.join(known_models)}")
     # A request may retry on purpose what the memory of unavailable offerings would leave out.
     remembered = {} if request.ignore_unavailable else ports.offerings.unavailable_offerings()
-    snapshot = ports.availability.snapshot(sorted(gpu_types), set(remembered))
-    snapshot.remembered = remembered
-    outside = [z for z in request.zones or [] if z not in snapshot.zones]
+    snapshots = {region: _snapshot(ports.in_region(region), sorted(gpu_types), remembered) for region in allowed}
+    zones = {zone for snapshot in snapshots.values() for zone in snapshot.zones}
+    outside = [z for z in request.zones or [] if z not in zones]
     if outside:
-        deployed = ", ".join(snapshot.zones) or "none"
+        deployed = ", ".join(sorted(zones)) or "none"
         raise RequestRefused("zones", f"{', '.join(outside)} is not a zone of this deployment's subnets ({deployed})")
     if request.reservation and request.capacity in (CapacityPreference.SPOT, CapacityPreference.SPOT_FIRST):
         raise RequestRefused(
             "reservation", "a reservation runs on-demand instances: capacity must be on-demand (default) or reserved"
         )
+    regions = []
+    for region, snapshot in snapshots.items():
+        if request.zones and not set(request.zones) & set(snapshot.zones):
+            left_out[region] = "none of the request's zones is in it"
+            continue
+        regions.append(_signals(request, ports.in_region(region), gpu_types, snapshot, region))
+    _check_reservation(request, regions)
+    planned = plan_across(request, regions, left_out)
+    gaps = [gap for signals in regions for gap in signals.market.unavailable]
+    warnings = plan_warnings(planned, request) + list(dict.fromkeys(signal_warnings(gaps)))
+    return planned.model_copy(update={"warnings": warnings})
+
+
+def request_regions(request: JobRequest, ports: Ports) -> tuple[list[str], dict[str, str]]:
+    """The capacity regions the request may run in (its `regions`, else the deployment's default_regions, else
+    home), in the deployment's order, and why each other one is left out. RequestRefused for a region the
+    deployment has no capacity in."""
+    deployed = ports.settings.regions
+    unknown = [r for r in request.regions or [] if r not in deployed]
+    if unknown:
+        raise RequestRefused(
+            "regions", f"{', '.join(unknown)} is not a capacity region of this deployment ({', '.join(deployed)})"
+        )
+    if request.regions:
+        wanted, why = set(request.regions), "not in the request's regions"
+    elif ports.settings.default_regions:
+        wanted, why = set(ports.settings.default_regions), "not in the deployment's default_regions (send regions)"
+    else:
+        wanted, why = {ports.settings.home}, "not the home region, the default (send regions to use it)"
+    return [r for r in deployed if r in wanted], {r: why for r in deployed if r not in wanted}
+
+
+def _snapshot(
+    ports: Ports, instance_types: list[str], remembered: dict[str, UnavailableOffering]
+) -> AvailabilitySnapshot:
+    """What the region's zones offer now, and the memory of unavailable offerings."""
+    snapshot = ports.availability.snapshot(instance_types, set(remembered))
+    snapshot.remembered = remembered
+    return snapshot
+
+
+def _signals(
+    request: JobRequest,
+    ports: Ports,
+    gpu_types: dict[str, GpuType],
+    snapshot: AvailabilitySnapshot,
+    region: str,
+) -> Signals:
+    """What the plan weighs in one region, each signal read once: its zones' offerings and the memory of unavailable
+    ones, on-demand prices, vCPU quotas, spot prices, and placement scores for the spot types the job would try."""
     needs = signal_needs(request, gpu_types)
     market = MarketSignals(max_vcpus=ports.settings.max_vcpus)
     none: list[Reservation] = []
     reservations = _read(market, MarketSignal.RESERVATIONS, ports.reservations.reservations, none)
-    if request.reservation and request.reservation not in {r.reservation_id for r in reservations}:
-        gap = next((g for g in market.unavailable if g.signal == MarketSignal.RESERVATIONS), None)
-        why = f"reservations could not be read ({gap.operation}: {gap.code})" if gap else "no such reservation"
-        held = ", ".join(sorted(r.reservation_id for r in reservations)) or "none"
-        where = f"among the account's in {ports.settings.region} (held: {held})"
-        raise RequestRefused("reservation", f"{request.reservation}: {why} {where}")
     market.quotas = {
         code: _read(market, MarketSignal.VCPU_QUOTAS, partial(ports.quotas.vcpu_quota, code), None, subject=code)
         for code in needs.quota_codes
@@ -93,6 +133,7 @@ def _signals(request: JobRequest, ports: Ports) -> Signals:
         on_demand=on_demand,
         market=market,
         arm64_ami=bool(ports.settings.arm64_gpu_ami_id),
+        region=region,
         reservations=reservations,
         now=now_iso(),
     )
@@ -102,6 +143,20 @@ def _signals(request: JobRequest, ports: Ports) -> Signals:
         read_scores = partial(ports.availability.placement_scores, sorted(scored))
         market.placement_scores = _read(market, MarketSignal.PLACEMENT_SCORES, read_scores, {})
     return signals
+
+
+def _check_reservation(request: JobRequest, regions: list[Signals]) -> None:
+    """RequestRefused when the request names a reservation none of its regions holds (or none could say)."""
+    if not request.reservation:
+        return
+    held = {r.reservation_id for signals in regions for r in signals.reservations}
+    if request.reservation in held:
+        return
+    gaps = [g for signals in regions for g in signals.market.unavailable if g.signal == MarketSignal.RESERVATIONS]
+    why = f"reservations could not be read ({gaps[0].operation}: {gaps[0].code})" if gaps else "no such reservation"
+    where = ", ".join(str(signals.region) for signals in regions)
+    listed = ", ".join(sorted(held)) or "none"
+    raise RequestRefused("reservation", f"{request.reservation}: {why} among the account's in {where} (held: {listed})")
 
 
 def _read(

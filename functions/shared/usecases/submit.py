@@ -108,6 +108,8 @@ def start_job(request: JobRequest, ports: Ports, key: str | None = None) -> Subm
         execution_arn=execution_arn,
         warnings=planned.warnings,
         candidates=tried,
+        instance_type=tried[0].instance_type,
+        region=tried[0].region,
     )
 
 

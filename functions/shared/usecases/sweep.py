@@ -21,6 +21,7 @@ from functions.shared.domain.health import (
     report,
 )
 from functions.shared.domain.pools import ComputeEnvironmentStatus
+from functions.shared.domain.records import ActiveJob
 from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.views import Finding, HealthReport, SweepStarted
 from functions.shared.domain.vocabulary import BatchStatus, FindingKind, MetricName, Severity, SweepStatus
@@ -93,9 +94,37 @@ def run_sweep(sweep_id: str | None, ports: Ports) -> HealthReport:
 
 
 def _sweep(sweep_id: str, ports: Ports) -> HealthReport:
+    """Every capacity region in turn (each its pools, fleets and queued jobs), then one report of them all."""
     at = now_iso()
-    settings = ports.settings
+    records = ports.jobs.active_jobs()
     previous = ports.health.latest_report()
+    findings: list[Finding] = []
+    reconciled = vanished = live = 0
+    for region in ports.settings.regions:
+        regional = ports.in_region(region)
+        found, swept = _sweep_region(regional, records, at)
+        for finding in found:
+            finding.region = region
+        findings += found
+        # The region's reservations' idle hours since the sweep before (paid for whether used or not).
+        record_reservation_waste(previous.swept_at if previous else None, at, regional)
+        reconciled, vanished, live = (
+            reconciled + swept.reconciled,
+            vanished + len(swept.vanished),
+            live + len(swept.live),
+        )
+    result = report(sweep_id, at, findings, reconciled)
+    result.summary["vanished_jobs"] = vanished
+    result.summary["live_jobs"] = live
+    result.summary["regions"] = len(ports.settings.regions)
+    ports.health.save_report(result)
+    _emit(findings, reconciled, ports)
+    return result
+
+
+def _sweep_region(ports: Ports, records: list[ActiveJob], at: str) -> tuple[list[Finding], SweptJobs]:
+    """One capacity region: its pools, their fleets and queued jobs, the records of jobs whose attempt is there."""
+    settings = ports.settings
     # What Batch deleted it still shows (DELETED) for a while: no pool to sweep any more.
     pools = {
         e.name: e
@@ -108,7 +137,7 @@ def _sweep(sweep_id: str, ports: Ports) -> HealthReport:
         if q.status != ComputeEnvironmentStatus.DELETED
     }
     fleets = ports.fleet.fleets({name: e.ecs_cluster_arn for name, e in pools.items() if e.ecs_cluster_arn})
-    swept = sweep_jobs(sorted(queues), at, ports)
+    swept = sweep_jobs(sorted(queues), at, ports, records)
     waiting = _waiting_jobs(swept)
     instance_vcpus = {name: gpu.vcpus for name, gpu in ports.catalog.gpu_types().items()}
     analyses = {
@@ -136,14 +165,7 @@ def _sweep(sweep_id: str, ports: Ports) -> HealthReport:
         if not finding.jobs and finding.kind in HOLDS_UP_ITS_POOL:
             finding.jobs = waiting.get(finding.resource, [])[:MAX_LISTED]
     record_waste(pools, fleets, analyses, findings, at, ports, bad_hosts=hosts.waste_from)
-    # The reservations' idle hours since the sweep before (the account pays for them whether used or not).
-    record_reservation_waste(previous.swept_at if previous else None, at, ports)
-    result = report(sweep_id, at, findings, swept.reconciled)
-    result.summary["vanished_jobs"] = len(swept.vanished)
-    result.summary["live_jobs"] = len(swept.live)
-    ports.health.save_report(result)
-    _emit(findings, swept.reconciled, ports)
-    return result
+    return findings, swept
 
 
 def _waiting_jobs(swept: SweptJobs) -> dict[str, list[str]]:

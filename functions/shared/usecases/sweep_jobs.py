@@ -41,16 +41,19 @@ def list_live_jobs(queues: list[str], ports: Ports) -> dict[str, BatchJobState]:
     }
 
 
-def sweep_jobs(queues: list[str], at: str, ports: Ports) -> SweptJobs:
-    """List the queues' live jobs, then bring every unfinished record up to date with Batch.
+def sweep_jobs(queues: list[str], at: str, ports: Ports, records: list[ActiveJob] | None = None) -> SweptJobs:
+    """List the queues' live jobs, then bring every unfinished record (of `records`, else all) whose latest attempt
+    is in this region up to date with Batch.
 
     A record the listing shows as its attempt recorded it costs no call. The others cost calls by the hundred:
     the records' missed events are replayed together (replay.replay_batch_events), with the vanished jobs' ends."""
     swept = SweptJobs(live=list_live_jobs(queues, ports))
     latest: dict[str, tuple[ActiveJob, AttemptRecord]] = {}
-    for job in ports.jobs.active_jobs():
+    for job in ports.jobs.active_jobs() if records is None else records:
         found = job.latest_attempt()
-        if found is not None and found[1].batch_job_id:
+        if found is None or not found[1].batch_job_id:
+            continue
+        if (found[1].region or ports.settings.home) == ports.settings.region:
             latest[found[1].batch_job_id] = (job, found[1])
     _read_stuck_after(latest, ports)
     unlisted = [batch_job_id for batch_job_id in latest if batch_job_id not in swept.live]

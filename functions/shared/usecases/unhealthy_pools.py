@@ -42,7 +42,7 @@ def _remember_offerings(
     counts: dict[str, int] = {}
     for case in cases:
         if case.instance_type and zones.get(case.instance_id):
-            key = offering_key(capacity, case.instance_type, zones[case.instance_id])
+            key = offering_key(capacity, case.instance_type, zones[case.instance_id], ports.settings.region)
             counts[key] = counts.get(key, 0) + 1
     offerings = sorted(counts)
     at = now_iso()

@@ -24,7 +24,8 @@ the local cloud makes moto behave like AWS:
 18. ECS UpdateContainerInstancesState: ecs.py
 19. ECS DescribeContainerInstances `include=CONTAINER_INSTANCE_HEALTH`: ecs.py
 20. EC2's reserved capacity: ec2_reservations.py
-21. DynamoDB index pages: dynamodb.py
+21. Capacity regions: regions.py
+22. DynamoDB index pages: dynamodb.py
 
 Each module's docstring says what its adaptations do and the AWS documentation they follow; patches.py holds the
 replacements' machinery.
@@ -34,7 +35,7 @@ tests/integration/test_moto_adaptations.py holds a test per adaptation that fail
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from gpupilot.localcloud.dispatch import HandlerDispatcher
@@ -66,6 +67,7 @@ from gpupilot.localcloud.moto_adaptations.ecs import (
 )
 from gpupilot.localcloud.moto_adaptations.patches import Patches
 from gpupilot.localcloud.moto_adaptations.pricing import serve_price_list
+from gpupilot.localcloud.moto_adaptations.regions import RegionWorldView
 from gpupilot.localcloud.moto_adaptations.servicequotas import world_quotas
 from gpupilot.localcloud.moto_adaptations.stepfunctions import (
     WorkflowClock,
@@ -75,7 +77,7 @@ from gpupilot.localcloud.moto_adaptations.stepfunctions import (
 )
 from gpupilot.localcloud.reservations import ReservationBook
 
-__all__ = ["ComputeEnvironmentLifecycle", "SpotMarket", "WorkflowClock", "adapted_moto"]
+__all__ = ["ComputeEnvironmentLifecycle", "RegionWorldView", "SpotMarket", "WorkflowClock", "adapted_moto"]
 
 
 @contextlib.contextmanager
@@ -88,6 +90,7 @@ def adapted_moto(
     quotas: dict[str, int] | None = None,
     spot_market: SpotMarket | None = None,
     workflow_clock: WorkflowClock | None = None,
+    regions: Mapping[str, RegionWorldView] | None = None,
     reservations: ReservationBook | None = None,
     console_of: Callable[[str], str | None] | None = None,
 ) -> Iterator[None]:
@@ -102,7 +105,9 @@ def adapted_moto(
         compute_environment_lifecycle(patches, lifecycle)
         if offerings is not None:
             world_offerings(patches, *offerings)
-        world_quotas(patches, quotas or {})
+        for region, view in (regions or {}).items():
+            world_offerings(patches, region, view.zones, view.offered)
+        world_quotas(patches, quotas or {}, {region: view.quotas for region, view in (regions or {}).items()})
         paginated_list_jobs(patches)
         refuse_disabled_queues(patches)
         batch_deletions_and_limits(patches, lifecycle)
@@ -114,7 +119,7 @@ def adapted_moto(
         if console_of is not None:
             instance_consoles(patches, console_of)
         if spot_market is not None:
-            world_spot_market(patches, spot_market)
+            world_spot_market(patches, spot_market, {region: view.spot for region, view in (regions or {}).items()})
         serve_price_list(patches)
         # Without a world's reservations EC2 still answers, as AWS does for an account that holds none.
         world_reservations(patches, reservations or ReservationBook.empty())

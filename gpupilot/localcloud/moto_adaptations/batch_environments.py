@@ -47,6 +47,8 @@ class ComputeEnvironmentLifecycle:
 
     create_seconds: float = 1.0
     invalid_reason: Callable[[list[str]], str | None] = field(default=lambda _types: None)
+    # Another region's world (its compute environments' ARNs name it): region -> its invalid_reason.
+    invalid_reason_in: dict[str, Callable[[list[str]], str | None]] = field(default_factory=dict)
     clock: Callable[[], float] = time.monotonic
     delete_seconds: float = 0.0
     deleted_seconds: float = 0.0
@@ -87,7 +89,8 @@ class ComputeEnvironmentLifecycle:
             created = self._created.get(arn)
         if created is not None and self.clock() - created < self.create_seconds:
             return "CREATING", "Compute environment is being created"
-        reason = self.invalid_reason(instance_types)
+        region = arn.split(":")[3] if arn.count(":") >= 5 else ""
+        reason = self.invalid_reason_in.get(region, self.invalid_reason)(instance_types)
         if reason:
             return "INVALID", reason
         return "VALID", "ComputeEnvironment Healthy"

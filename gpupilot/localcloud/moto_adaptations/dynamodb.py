@@ -1,6 +1,6 @@
 """DynamoDB: as DynamoDB pages an index, and faster, with every answer unchanged.
 
-21. DynamoDB index pages: "The maximum size of the results returned by a Query operation is 1 MB. This
+22. DynamoDB index pages: "The maximum size of the results returned by a Query operation is 1 MB. This
    includes the sizes of all the attribute names and values across all of the items returned", and an index
    query is sized by "the sizes of the index entries, rather than the size of the item in the base table"
    (DynamoDB Developer Guide, Using Global Secondary Indexes, read capacity units). moto sizes the table's whole
@@ -158,7 +158,7 @@ def pick_projected_attributes(patches: Patches) -> None:
 
 
 def index_pages_of_index_entries(patches: Patches) -> None:
-    """21. A Query of a KEYS_ONLY or INCLUDE index pages by the size of its entries, not of the table's items."""
+    """22. A Query of a KEYS_ONLY or INCLUDE index pages by the size of its entries, not of the table's items."""
     from moto.dynamodb.models.table import Table
 
     query: Callable[..., Any] = Table.query

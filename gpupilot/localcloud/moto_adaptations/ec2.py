@@ -20,7 +20,7 @@ tests/integration/test_moto_adaptations.py holds a test per adaptation that fail
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,8 +69,13 @@ class SpotMarket:
         return round(quote.hourly_usd * DEFAULT_SPOT_FRACTION, 4) if quote else None
 
 
-def world_spot_market(patches: Patches, market: SpotMarket) -> None:
-    """10. DescribeSpotPriceHistory and GetSpotPlacementScores answer from the world."""
+def world_spot_market(patches: Patches, market: SpotMarket, by_region: Mapping[str, SpotMarket] | None = None) -> None:
+    """10. DescribeSpotPriceHistory and GetSpotPlacementScores answer from the world, each region its own market
+    (`by_region`: the other regions')."""
+
+    def market_of(response: Any) -> SpotMarket:
+        return (by_region or {}).get(response.region, market)
+
     from datetime import UTC, datetime
 
     from moto.core.responses import ActionResult
@@ -81,6 +86,7 @@ def world_spot_market(patches: Patches, market: SpotMarket) -> None:
         zones = self._filters_from_querystring().get("availability-zone")
         # The world's price holds at all times: answered as the one in effect at StartTime (or now).
         now = self._get_param("StartTime") or datetime.now(UTC).isoformat()
+        market = market_of(self)
         history = [
             {"InstanceType": t, "ProductDescription": "Linux/UNIX", "SpotPrice": f"{price:.6f}",
              "AvailabilityZone": zone, "Timestamp": now}
@@ -95,6 +101,7 @@ def world_spot_market(patches: Patches, market: SpotMarket) -> None:
     def get_spot_placement_scores(self: Any) -> ActionResult:
         types = self._get_param("InstanceTypes", []) or []
         zone_ids = {z.name: z.zone_id for z in self.ec2_backend.describe_availability_zones()}
+        market = market_of(self)
         scores = []
         for zone, zone_id in sorted(zone_ids.items()):
             # A set of types is as likely as its likeliest type offered in the zone; one or two types, low.

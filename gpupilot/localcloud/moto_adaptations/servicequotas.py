@@ -7,6 +7,7 @@ tests/integration/test_moto_adaptations.py holds a test per adaptation that fail
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from gpupilot.localcloud.moto_adaptations.patches import Patches
@@ -15,8 +16,11 @@ from gpupilot.localcloud.moto_adaptations.patches import Patches
 DEFAULT_VCPU_QUOTA = 4096.0
 
 
-def world_quotas(patches: Patches, quotas: dict[str, int]) -> None:
-    """6. GetServiceQuota answers EC2's GPU vCPU quotas (the world's, else a roomy default)."""
+def world_quotas(
+    patches: Patches, quotas: dict[str, int], by_region: Mapping[str, dict[str, int]] | None = None
+) -> None:
+    """6. GetServiceQuota answers EC2's GPU vCPU quotas (the world's, else a roomy default), each region its own
+    (`by_region`: the other regions' quotas; Service Quotas are per account and region)."""
     from moto.servicequotas.models import ServiceQuotasBackend
 
     from functions.shared.domain.fleet import QUOTA_NAMES
@@ -32,7 +36,7 @@ def world_quotas(patches: Patches, quotas: dict[str, int]) -> None:
             "QuotaArn": f"arn:aws:servicequotas:{self.region_name}:{self.account_id}:ec2/{quota_code}",
             "QuotaCode": quota_code,
             "QuotaName": QUOTA_NAMES[quota_code],
-            "Value": float(quotas.get(quota_code, DEFAULT_VCPU_QUOTA)),
+            "Value": float((by_region or {}).get(self.region_name, quotas).get(quota_code, DEFAULT_VCPU_QUOTA)),
             "Unit": "None",
             "Adjustable": True,
             "GlobalQuota": False,

@@ -57,3 +57,27 @@ def test_availability_and_prices_share_one_spot_market(ports: LivePorts):
     market = ports.spot_market
     assert vars(ports.availability)["_spot"] is market
     assert vars(ports.prices)["_spot"] is market
+
+
+def test_a_capacity_regions_ports_call_that_region_and_share_the_home_stores(monkeypatch: pytest.MonkeyPatch):
+    # Given a function of a deployment whose capacity regions are eu-north-1 (home) and us-west-2
+    monkeypatch.setenv("AWS_REGION", "eu-north-1")
+    monkeypatch.setenv("GPUPILOT_TABLE", "jobs-table")
+    monkeypatch.setenv("GPUPILOT_CAPACITY_REGIONS", "us-west-2")
+    reset_ports()
+    try:
+        home = live_ports()
+        # When it acts in us-west-2
+        west = home.in_region("us-west-2")
+        # Then its regional clients are us-west-2's, its stores and workflow home's, and home is home
+        assert (west.settings.region, west.settings.home) == ("us-west-2", "eu-north-1")
+        assert west.batch._aws.meta.region_name == "us-west-2"  # type: ignore[attr-defined]
+        assert west.quotas._aws.meta.region_name == "us-west-2"  # type: ignore[attr-defined]
+        assert west.jobs is home.jobs and west.offerings is home.offerings and west.workflow is home.workflow
+        assert west.hosts is home.hosts
+        assert west.in_region("eu-north-1") is home and home.in_region(None) is home
+        # And a region the deployment has none in is refused
+        with pytest.raises(KeyError, match="ap-south-1 is not a capacity region"):
+            home.in_region("ap-south-1")
+    finally:
+        reset_ports()

@@ -47,3 +47,19 @@ def test_csv_has_one_row_per_priced_attempt_whose_sum_is_the_total(ports):
         ("job-a", "1", "g6.xlarge", "0.1"),
         ("job-a", "2", "g5.xlarge", "0.2"),
     ]
+
+
+def test_costs_grouped_by_region_say_each_groups_region_and_an_attempt_without_one_is_homes(ports):
+    # Given a job whose home attempt (recorded before regions: no region) fell back to us-west-2
+    priced(ports, "job-a", "train", [("g5.xlarge", "on-demand", 0.1), ("g5.xlarge", "on-demand", 0.2)])
+    ports.jobs.update_attempt("job-a", 2, {"region": "us-west-2"})
+    today = ports.jobs.get_job("job-a").created_at[:10]
+
+    # When / Then each region is a group carrying its region, and every day is split by region too
+    report = cost_report(today, today, ports, group_by="region")
+    assert [(g.key, g.region, g.usd) for g in report.groups] == [("us-west-2", "us-west-2", 0.2),
+                                                                 ("us-east-1", "us-east-1", 0.1)]  # fmt: skip
+    assert report.days[0].by_region == {"us-east-1": 0.1, "us-west-2": 0.2}
+    # And the CSV names each attempt's region
+    rows = list(csv.DictReader(io.StringIO(cost_csv(today, today, ports))))
+    assert [r["region"] for r in rows] == ["us-east-1", "us-west-2"]

@@ -59,7 +59,7 @@ def test_a_capacity_shortage_falls_back_cancels_the_attempt_and_remembers_the_of
     assert outcome.evidence["status_reason"] == CAPACITY
     assert ports.batch.terminated == [(batch_job_id, "GPU Pilot fell back: INSUFFICIENT_CAPACITY")]
     candidate = step.selection.current()
-    assert {f"on-demand:{candidate.instance_type}:{z}" for z in candidate.zones} <= set(
+    assert {f"on-demand:us-east-1:{candidate.instance_type}:{z}" for z in candidate.zones} <= set(
         ports.offerings.unavailable_offerings()
     )
     assert ports.jobs.get_job(JOB_ID).attempts[1].diagnosis.category == DiagnosisCategory.INSUFFICIENT_CAPACITY
@@ -234,8 +234,9 @@ def test_a_spot_attempt_whose_host_ec2_reclaimed_falls_back_and_remembers_the_sp
     assert ports.batch.terminated == []
     # And the spot offering is remembered where it ran, with the reclaim as its cause
     remembered = ports.offerings.unavailable_offerings()
-    assert set(remembered) == {"spot:g6.xlarge:us-east-1b"}
-    assert remembered["spot:g6.xlarge:us-east-1b"].cause.startswith("EC2 reclaimed spot instances 1 time(s), the last")
+    key = "spot:us-east-1:g6.xlarge:us-east-1b"
+    assert set(remembered) == {key}
+    assert remembered[key].cause.startswith("EC2 reclaimed spot instances 1 time(s), the last")
 
 
 def test_a_reclaimed_spot_attempt_with_no_candidate_left_gives_up(ports):

@@ -73,3 +73,20 @@ def test_an_attempt_the_job_does_not_have_is_refused_naming_the_attempts_it_has(
 
     # Then the refusal says which attempts there are
     assert "1 to 1" in str(refused.value)
+
+
+def test_an_attempt_in_a_capacity_region_is_read_from_that_regions_logs():
+    from tests.fakes import fake_ports
+    from tests.fakes.ports import with_regions
+
+    # Given a job whose attempt runs in us-west-2 and printed a line there
+    ports = with_regions(fake_ports(), {"us-west-2": {}})
+    submitted(ports, regions=["us-west-2"])
+    assert ports.jobs.get_job(JOB_ID).attempts[1].region == "us-west-2"
+    running(ports)
+    ports.in_region("us-west-2").logs.write(JOB_LOG_GROUP, STREAM, "from us-west-2")
+
+    # When its logs are read / Then the line comes from us-west-2's CloudWatch Logs, none is asked of home's
+    page = job_logs(JOB_ID, None, None, ports)
+    assert [event.message for event in page.events] == ["from us-west-2"]
+    assert ports.logs.reads == []

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from functions.shared.domain.records import AttemptRecord
 from functions.shared.domain.steps import RecordCostInput, RecordFailureInput, SubmittedJob, WaitResult
-from functions.shared.domain.vocabulary import BatchStatus, CapacityType, JobStatus, MetricName
-from functions.shared.usecases.outcome import record_cost, record_failure
+from functions.shared.domain.vocabulary import AttemptStatus, BatchStatus, CapacityType, JobStatus, MetricName
+from functions.shared.usecases.outcome import attempt_summary, record_cost, record_failure
 from tests.unit.usecases.conftest import JOB_ID, submitted
 
 
@@ -256,3 +256,12 @@ def test_the_unused_share_of_an_instance_ecs_no_longer_describes_is_not_counted(
     cost = record_cost(cost_input(ports), ports)
     assert cost is not None and cost.gpu_share == 0.25
     assert ports.waste.shared == {}
+
+
+def test_an_attempts_summary_names_its_region_only_in_a_deployment_of_several_regions():
+    # Given an attempt that failed in us-west-2
+    attempt = AttemptRecord(instance_type="g5.xlarge", capacity=CapacityType.ON_DEMAND, job_queue="q",
+                            status=AttemptStatus.FAILED, region="us-west-2")  # fmt: skip
+    # Then a deployment of several regions names it; a home-only one reads as before regions
+    assert attempt_summary(attempt, regional=True) == "g5.xlarge on-demand: FAILED (us-west-2)"
+    assert attempt_summary(attempt) == "g5.xlarge on-demand: FAILED"

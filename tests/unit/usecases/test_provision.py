@@ -160,7 +160,7 @@ def test_an_invalid_pool_is_remembered_so_the_next_selections_skip_it(ports):
     # Then its offering is remembered as unavailable in every zone, and the fallback is counted
     candidate = payload.selection.current()
     assert set(ports.offerings.unavailable_offerings()) == {
-        f"on-demand:{candidate.instance_type}:{zone}" for zone in candidate.zones
+        f"on-demand:us-east-1:{candidate.instance_type}:{zone}" for zone in candidate.zones
     }
     assert ports.metrics.total(MetricName.FALLBACKS) == 1
 
@@ -202,7 +202,8 @@ def test_a_disabled_queue_is_diagnosed_on_its_attempt_remembered_and_the_workflo
         "VALID/DISABLED",
     )
     candidate = payload.selection.current()
-    assert f"on-demand:{candidate.instance_type}:{candidate.zones[0]}" in ports.offerings.unavailable_offerings()
+    key = f"on-demand:us-east-1:{candidate.instance_type}:{candidate.zones[0]}"
+    assert key in ports.offerings.unavailable_offerings()
 
 
 def test_the_workflow_tries_at_most_max_attempts_offerings(ports):

@@ -231,7 +231,7 @@ def test_more_bad_hosts_than_the_pools_share_get_one_pool_finding_and_no_termina
     assert "AMI" in finding.recommendation and "no host quarantined" in (finding.action or "")
     assert ports.fleet.terminated == [] and ports.fleet.drained == []
     assert kinds(result, FindingKind.BAD_GPU_HOST) == []
-    assert "on-demand:g4dn.xlarge:us-east-1a" in ports.offerings.unavailable_offerings()
+    assert "on-demand:us-east-1:g4dn.xlarge:us-east-1a" in ports.offerings.unavailable_offerings()
     assert ports.metrics.by_pool[(MetricName.UNHEALTHY_POOLS, POOL)] == 1
 
 

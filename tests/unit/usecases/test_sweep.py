@@ -185,7 +185,7 @@ def test_instances_that_never_registered_are_a_finding_terminated_and_their_offe
     assert (finding.resource, finding.instances) == (POOL, ["i-never"])
     assert "terminated 1 instance(s)" in finding.action
     assert ports.fleet.terminated == ["i-never"]
-    assert "on-demand:g4dn.xlarge:us-east-1a" in ports.offerings.unavailable_offerings()
+    assert "on-demand:us-east-1:g4dn.xlarge:us-east-1a" in ports.offerings.unavailable_offerings()
     assert ports.metrics.total(MetricName.UNREGISTERED_INSTANCES) == 1
     assert ports.metrics.by_pool[(MetricName.UNREGISTERED_INSTANCES, POOL)] == 1
 
@@ -431,6 +431,28 @@ def test_an_instance_seen_disconnected_then_unregistered_is_waste_once(ports, mo
     assert "ECS_AGENT_NOT_REGISTERED" in [f.kind for f in second.findings if "i-gone" in f.instances]
     seconds = {reason: entry.seconds for (_, _, reason), entry in ports.waste.entries.items()}
     assert seconds == {"agent_disconnected": 3600, "never_registered": 600}
+
+
+def test_the_sweep_covers_each_capacity_region_and_its_findings_and_memory_name_the_region():
+    from tests.fakes import fake_ports
+    from tests.fakes.ports import with_regions
+
+    # Given a deployment with us-west-2, whose pool has an instance that never joined its cluster
+    ports = with_regions(fake_ports(), {"us-west-2": {}})
+    west = ports.in_region("us-west-2")
+    pool(west)
+    west.fleet.launch(POOL, "i-never", launched_at=LONG_AGO, zone="us-west-2a")
+
+    # When the sweep runs (from home)
+    result = run_sweep(None, ports)
+
+    # Then it swept both regions; the finding is us-west-2's, the instance terminated there, not at home
+    assert result.summary["regions"] == 2
+    [finding] = [f for f in result.findings if f.kind == "ECS_AGENT_NOT_REGISTERED"]
+    assert (finding.resource, finding.region) == (POOL, "us-west-2")
+    assert (west.fleet.terminated, ports.fleet.terminated) == (["i-never"], [])
+    # And the offering is remembered as us-west-2's, in the one memory selection reads
+    assert "on-demand:us-west-2:g4dn.xlarge:us-west-2a" in ports.offerings.unavailable_offerings()
 
 
 # -- the records of unfinished jobs -------------------------------------------------------------------

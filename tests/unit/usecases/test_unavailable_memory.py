@@ -43,7 +43,7 @@ def test_a_fallback_remembers_its_offering_with_the_cause_in_counts_and_time_and
 
     # Then each of its zones is remembered with the category, the cause and the expiry
     remembered = ports.offerings.unavailable_offerings()
-    assert set(remembered) == {f"on-demand:g4dn.xlarge:{zone}" for zone in candidate.zones}
+    assert set(remembered) == {f"on-demand:us-east-1:g4dn.xlarge:{zone}" for zone in candidate.zones}
     memory = next(iter(remembered.values()))
     assert memory.category == DiagnosisCategory.ECS_AGENT_NOT_REGISTERED
     assert memory.cause == f"ECS agent did not register on 2 instances at {clock_minute(memory.at)}"
