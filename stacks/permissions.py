@@ -307,18 +307,18 @@ class Owned:
 
 def reservation_templates(arns: Arns) -> list[Grant]:
     """What a reservation's pool needs: the reservation as EC2 says now, and a launch template that targets it, copied
-    from the stack's (its version's data) and tagged as GPU Pilot's."""
+    from the stack's (its version's data) and tagged as GPU Pilot's, in whichever capacity region holds it."""
     return [
         describe("Amazon EC2", "ec2:DescribeCapacityReservations", "ec2:DescribeLaunchTemplateVersions"),
         Grant(
             actions=("ec2:CreateLaunchTemplate",),
-            resources=(arns.launch_templates,),
+            resources=arns.everywhere("launch_templates"),
             reason=WHY_RESERVATION_TEMPLATES.format(tag=RESERVATION_TAG),
             conditions={"StringLike": {f"aws:RequestTag/{RESERVATION_TAG}": "cr-*"}},
         ),
         Grant(
             actions=("ec2:CreateTags",),
-            resources=(arns.launch_templates,),
+            resources=arns.everywhere("launch_templates"),
             reason=WHY_RESERVATION_TEMPLATES.format(tag=RESERVATION_TAG),
             conditions={"StringEquals": {"ec2:CreateAction": "CreateLaunchTemplate"}},
             required_by=DOC_EC2_TAG_ON_CREATE,

@@ -92,6 +92,7 @@ class Offering:
     starts: float
     hours: float
     upfront_usd: float
+    region: str
 
     def described(self) -> dict[str, Any]:
         return {
@@ -122,11 +123,11 @@ class ReservationBook:
                 spec.capacity_block, spec.match, spec.region or world.region, spec.upfront_usd,
             )  # fmt: skip
         self.offerings = [
-            Offering(f"cb-{uuid.uuid4().hex[:17]}", o.instance_type, o.zone or world.zones[0], o.count,
-                     began + o.starts_in_seconds, o.hours, o.upfront_usd)
+            Offering(f"cb-{uuid.uuid4().hex[:17]}", o.instance_type,
+                     o.zone or world.in_region(o.region or world.region).zones[0], o.count,
+                     began + o.starts_in_seconds, o.hours, o.upfront_usd, o.region or world.region)
             for o in world.capacity_block_offerings
         ]  # fmt: skip
-        self.region = world.region
 
     @classmethod
     def empty(cls) -> ReservationBook:
@@ -145,12 +146,24 @@ class ReservationBook:
         self.reservations[held.reservation_id] = held
         return held
 
-    def described(self, ids: list[str] | None = None) -> list[dict[str, Any]]:
+    def described(self, region: str, ids: list[str] | None = None) -> list[dict[str, Any]]:
+        """The reservations EC2 describes in `region` (reservations are regional: another region's are not there)."""
         now = self.now()
         with self._lock:
-            return [r.described(now) for r in self.reservations.values() if not ids or r.reservation_id in ids]
+            return [
+                r.described(now)
+                for r in self.reservations.values()
+                if r.region == region and (not ids or r.reservation_id in ids)
+            ]
 
-    def launch_into(self, reservation_id: str | None, instance_type: str, zone: str) -> HeldReservation | None:
+    def offered(self, region: str) -> list[Offering]:
+        """The Capacity Block offerings EC2 answers in `region`."""
+        with self._lock:
+            return [o for o in self.offerings if o.region == region]
+
+    def launch_into(
+        self, reservation_id: str | None, instance_type: str, zone: str, region: str
+    ) -> HeldReservation | None:
         """The reservation a launch of `instance_type` in `zone` runs in: the one it targets (None when that one
         cannot take it: not active, full, another type or zone), or else an open active one with room (EC2:
         "Instances that have matching attributes launch into the Capacity Reservation automatically")."""
@@ -158,13 +171,18 @@ class ReservationBook:
         with self._lock:
             if reservation_id is not None:
                 held = self.reservations.get(reservation_id)
-                fits = held is not None and held.instance_type == instance_type and held.zone == zone
+                fits = held is not None and (held.instance_type, held.zone, held.region) == (
+                    instance_type,
+                    zone,
+                    region,
+                )
                 # A launch into a block EC2 is taking back would be terminated at once: none is made.
                 taking_back = held is not None and now >= held.reclaims_at()
                 return held if fits and held is not None and held.available(now) > 0 and not taking_back else None
             return next(
                 (r for r in self.reservations.values()
-                 if r.match == "open" and r.instance_type == instance_type and r.zone == zone and r.available(now) > 0),
+                 if r.match == "open" and (r.instance_type, r.zone, r.region) == (instance_type, zone, region)
+                 and r.available(now) > 0),
                 None,
             )  # fmt: skip
 
@@ -177,16 +195,17 @@ class ReservationBook:
             for reservation in self.reservations.values():
                 reservation.instances.discard(instance_id)
 
-    def purchase(self, offering_id: str, tags: dict[str, str]) -> HeldReservation | None:
-        """The offering bought (once): a Capacity Block reservation from its start; None: no such offering."""
+    def purchase(self, offering_id: str, tags: dict[str, str], region: str) -> HeldReservation | None:
+        """The offering bought (once) in `region`: a Capacity Block reservation from its start; None: no such
+        offering there."""
         with self._lock:
-            offering = next((o for o in self.offerings if o.offering_id == offering_id), None)
+            offering = next((o for o in self.offerings if (o.offering_id, o.region) == (offering_id, region)), None)
             if offering is None:
                 return None
             self.offerings.remove(offering)
         return self._add(
             offering.instance_type, offering.zone, offering.count, offering.starts, offering.hours, True,
-            "targeted", self.region, offering.upfront_usd, tags,
+            "targeted", offering.region, offering.upfront_usd, tags,
         )  # fmt: skip
 
 

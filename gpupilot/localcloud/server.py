@@ -294,7 +294,7 @@ class LocalCloud:
         faults = Faults(self.world.faults)
         self.faults = faults
         self.dispatcher.fails = faults.lambda_error
-        # The world's reservations are the home region's (a capacity region's are not simulated).
+        # One book of the account's reservations, each in its region: every region's fleet launches into it.
         self.reservations = ReservationBook(self.world)
         for region in self.world.all_regions:
             self.simulators[region] = FleetSimulator(
@@ -303,7 +303,7 @@ class LocalCloud:
                 ACCOUNT_ID,
                 speedup=self.speedup,
                 compute_environment_status=lifecycle.status,
-                reservations=self.reservations if region == self.world.region else None,
+                reservations=self.reservations,
             )
         self.simulator = self.simulators[self.world.region]
         self._adaptations.enter_context(

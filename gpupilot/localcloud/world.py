@@ -152,7 +152,7 @@ class ReservationWorld(_Strict):
     match: Literal["open", "targeted"] = Field(
         default="open", description="open: matching on-demand launches use it; targeted: only launches naming it"
     )
-    region: str | None = Field(default=None, description="Its region (the world's, the only one until regions land)")
+    region: str | None = Field(default=None, description="Its region: home, or one of the world's `regions`")
     upfront_usd: float | None = Field(default=None, gt=0, description="A Capacity Block's fee, tagged on it")
 
     @model_validator(mode="after")
@@ -172,6 +172,7 @@ class BlockOfferingWorld(_Strict):
     starts_in_seconds: float = Field(default=0, ge=0)
     upfront_usd: float = Field(gt=0)
     zone: str | None = None
+    region: str | None = Field(default=None, description="The region EC2 offers it in: home unless one of `regions`")
 
 
 class World(_Strict):
@@ -230,7 +231,7 @@ class World(_Strict):
         return [self.region, *self.regions]
 
     def _known_reservations(self, known: Mapping[str, object]) -> None:
-        """Reservations and offerings of GPU types the world knows, in its zones and region."""
+        """Reservations and offerings of GPU types the world knows, each in one of the world's regions and its zones."""
         held: list[tuple[str, ReservationWorld | BlockOfferingWorld]] = [
             *((f"capacity_reservations.{i}", r) for i, r in enumerate(self.capacity_reservations)),
             *((f"capacity_block_offerings.{i}", o) for i, o in enumerate(self.capacity_block_offerings)),
@@ -240,12 +241,14 @@ class World(_Strict):
                 raise ValueError(
                     f"{where}.instance_type: unknown GPU type {item.instance_type!r}; valid: {', '.join(sorted(known))}"
                 )
-            if item.zone is not None and item.zone not in self.zones:
-                raise ValueError(f"{where}.zone: {item.zone!r} not in the world's zones {self.zones}")
-            region = getattr(item, "region", None)
-            if region is not None and region != self.region:
-                # Reservations in a capacity region are not simulated (yet): the home region's only.
-                raise ValueError(f"{where}.region: {region!r} is not a region of this world (valid: {self.region})")
+            region = item.region or self.region
+            if region not in self.all_regions:
+                raise ValueError(
+                    f"{where}.region: {region!r} is not a region of this world (valid: {', '.join(self.all_regions)})"
+                )
+            zones = self.zones if region == self.region else self.regions[region].zones
+            if item.zone is not None and item.zone not in zones:
+                raise ValueError(f"{where}.zone: {item.zone!r} not in the world's zones {zones}")
 
     def instance(self, instance_type: str) -> InstanceTypeWorld:
         """The type's behaviour in this region (see in_region for another's)."""

@@ -2,8 +2,8 @@
 request allows it, and fails in bounded time naming every attempt when it does not; the plan says where each
 candidate is and why a region gave none; the sweep, /health and /costs see every region.
 
-One local cloud for the module: home us-east-1 without capacity for g5.xlarge, us-west-2 with it, eu-west-1 with no
-G and VT quota and no g6.xlarge at all."""
+One local cloud for the module: home us-east-1 without capacity for g5.xlarge, us-west-2 with it (and an open
+reservation of g6.xlarge), eu-west-1 with no G and VT quota and no g6.xlarge at all."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ WORLD = {
              "instance_types": {"g6.xlarge": {"offered": False}}},
     },
     "jobs": {"runtime_seconds": 1},
+    "capacity_reservations": [{"instance_type": "g6.xlarge", "zone": f"{WEST}b", "region": WEST, "count": 2}],
 }  # fmt: skip
 JOB = {
     "name": "regional",
@@ -154,6 +155,36 @@ def test_the_memory_of_the_home_shortage_leaves_the_same_type_in_the_other_regio
     # Then us-west-2's g5.xlarge is its candidate, and home is left out as recently unavailable
     assert [(c["instance_type"], c["region"]) for c in plan["candidates"]] == [("g5.xlarge", WEST)]
     assert {r["region"]: r["left_out"] for r in plan["regions"]}[HOME] == "recently unavailable"
+
+
+def test_a_reservation_the_account_holds_in_a_capacity_region_is_planned_first_there(cloud: RunningCloud) -> None:
+    # When a g6.xlarge job allowed both US regions is planned, and the same restricted to home
+    both = cloud.api.request("POST", "/plan", PLANNED | {"instance_types": ["g6.xlarge"], "regions": [HOME, WEST]})
+    home = cloud.api.request("POST", "/plan", PLANNED | {"instance_types": ["g6.xlarge"], "regions": [HOME]})
+
+    # Then us-west-2's reservation is the first choice, in its region and zone; home has none to offer
+    first = both.body["candidates"][0]
+    assert (first["region"], first["zones"], first["reservation"][:3], first["hourly_usd"]) == (
+        WEST,
+        [f"{WEST}b"],
+        "cr-",
+        0,
+    ), first
+    assert [c for c in home.body["candidates"] if c.get("reservation")] == []
+
+
+def test_a_job_runs_in_the_reservation_the_account_holds_in_a_capacity_region(cloud: RunningCloud) -> None:
+    # When a g6.xlarge job allowed only us-west-2 runs
+    job_id = cloud.api.request("POST", "/jobs", PLANNED | {"instance_types": ["g6.xlarge"], "regions": [WEST]})
+    ended = cloud.wait_for(job_id.body["job_id"], {"SUCCEEDED", "FAILED"}, BOUND_SECONDS)
+
+    # Then it ran in the reservation, in us-west-2, its pool in that region's Batch, and EC2 there says so
+    assert ended["status"] == "SUCCEEDED", ended.get("error")
+    [attempt] = ended["attempts"]
+    assert (attempt["region"], (attempt["reservation"] or "")[:3]) == (WEST, "cr-"), attempt
+    assert attempt["cost"]["pricing"].startswith(f"On-Demand Capacity Reservation {attempt['reservation']}")
+    queues = boto3.client("batch", region_name=WEST, endpoint_url=cloud.aws_url).describe_job_queues()
+    assert attempt["job_queue"] in {q["jobQueueName"] for q in queues["jobQueues"]}
 
 
 def test_the_cli_plan_shows_the_region_column_and_the_regions_left_out(cloud: RunningCloud) -> None:

@@ -871,7 +871,7 @@ def test_adapted_reservations_are_the_worlds_with_their_state_and_free_instances
     with adapted_moto(reservations=book):
         ec2 = boto3.client("ec2", region_name=REGION)
         # When an instance is launched into the active one, and the reservations are described
-        active = book.launch_into(None, "g5.xlarge", "us-east-1a")
+        active = book.launch_into(None, "g5.xlarge", "us-east-1a", REGION)
         assert active is not None
         book.hold(active, "i-1")
         described = ec2.describe_capacity_reservations()["CapacityReservations"]
@@ -888,6 +888,47 @@ def test_adapted_reservations_are_the_worlds_with_their_state_and_free_instances
     assert {"Key": "aws:ec2capacityreservation:incrementalRequestedQuantity", "Value": "2"} in block["Tags"]
     assert [r["CapacityReservationId"] for r in scheduled["CapacityReservations"]] == [block["CapacityReservationId"]]
     assert sum(len(page["CapacityReservations"]) for page in paged) == 2
+
+
+def test_adapted_a_capacity_regions_reservations_and_offerings_are_answered_in_that_region_only(aws):
+    from gpupilot.localcloud.reservations import ReservationBook
+    from gpupilot.localcloud.world import World
+
+    west = "us-west-2"
+    # Given a world whose account holds a reservation in us-west-2, where a Capacity Block is also offered
+    world = World.model_validate({
+        "regions": {west: {"zones": [f"{west}a"]}},
+        "capacity_reservations": [{"instance_type": "g5.xlarge", "zone": f"{west}a", "region": west, "count": 2}],
+        "capacity_block_offerings": [{"instance_type": "p5.48xlarge", "hours": 24, "upfront_usd": 900,
+                                      "region": west}],
+    })  # fmt: skip
+    book = ReservationBook(world)
+    with adapted_moto(reservations=book):
+
+        def held_in(region: str) -> list[dict]:
+            return boto3.client("ec2", region_name=region).describe_capacity_reservations()["CapacityReservations"]
+
+        def offered_in(region: str) -> list[dict]:
+            ec2 = boto3.client("ec2", region_name=region)
+            return ec2.describe_capacity_block_offerings(CapacityDurationHours=24)["CapacityBlockOfferings"]
+
+        # When each region is asked / Then us-west-2 answers its reservation and offering, home none of them
+        [held] = held_in(west)
+        assert (held["AvailabilityZone"], held["CapacityReservationArn"].split(":")[3]) == (f"{west}a", west)
+        assert held_in(REGION) == [] and offered_in(REGION) == []
+        [offering] = offered_in(west)
+        # And a launch in home never lands in us-west-2's reservation; one in us-west-2's zone does
+        assert book.launch_into(None, "g5.xlarge", f"{west}a", REGION) is None
+        assert book.launch_into(None, "g5.xlarge", f"{west}a", west) is not None
+        # And the offering is bought where it is offered
+        home = boto3.client("ec2", region_name=REGION)
+        with pytest.raises(ClientError):
+            home.purchase_capacity_block(CapacityBlockOfferingId=offering["CapacityBlockOfferingId"],
+                                         InstancePlatform="Linux/UNIX")  # fmt: skip
+        bought = boto3.client("ec2", region_name=west).purchase_capacity_block(
+            CapacityBlockOfferingId=offering["CapacityBlockOfferingId"], InstancePlatform="Linux/UNIX"
+        )["CapacityReservation"]
+        assert bought["AvailabilityZone"] == f"{west}a" and len(held_in(west)) == 2
 
 
 def test_adapted_an_unknown_reservation_is_not_found_as_aws_says(aws):

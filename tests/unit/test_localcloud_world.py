@@ -167,6 +167,23 @@ def test_a_reservation_in_a_region_the_world_lacks_raises_world_error_naming_it(
         load_world(path)
 
 
+def test_a_reservation_in_a_capacity_region_is_held_in_that_regions_zones(tmp_path):
+    # Given a world with us-west-2, and reservations there: one in its zone, one in a home zone
+    regions = {"us-west-2": {"zones": ["us-west-2a"]}}
+    there = {"instance_type": "g5.xlarge", "zone": "us-west-2a", "region": "us-west-2"}
+    astray = {"instance_type": "g5.xlarge", "zone": "us-east-1a", "region": "us-west-2"}
+
+    # Then the first is the world's, in us-west-2; the second names the zone that is not that region's
+    [held] = load_world(
+        write_world(tmp_path, {"regions": regions, "capacity_reservations": [there]})
+    ).capacity_reservations
+    assert held.region == "us-west-2"
+    with pytest.raises(
+        WorldError, match=r"capacity_reservations\.0\.zone: 'us-east-1a' not in the world's zones \['us-west-2a'\]"
+    ):
+        load_world(write_world(tmp_path, {"regions": regions, "capacity_reservations": [astray]}))
+
+
 def test_a_capacity_block_is_targeted_as_ec2_delivers_it(tmp_path):
     # Given a Capacity Block the world does not say the match criteria of
     path = write_world(tmp_path, {"capacity_reservations": [

@@ -143,4 +143,4 @@ class Ec2Reservations(ClientAdapter):
     @property
     def _standard(self) -> Any:
         """A provisioning or API call's client: what it reads is no hint, it takes the standard retries."""
-        return self._given or client(self.service)
+        return self._given or client(self.service, self._region)

@@ -66,7 +66,7 @@ def reserved_options(request: JobRequest, signals: Signals) -> tuple[list[Candid
             field, why = problem
             refused.append(Refused(reservation.instance_type, f"{named}: {why}", field))
         if problem is None and gpu is not None:
-            options.append(_reserved_candidate(gpu, reservation))
+            options.append(_reserved_candidate(gpu, reservation, signals.region))
     return options, refused
 
 
@@ -110,8 +110,9 @@ def _reservation_problem(
     return ("timeout_minutes", too_long) if too_long else None
 
 
-def _reserved_candidate(gpu: GpuType, reservation: Reservation) -> Candidate:
-    """The reservation as a candidate: on-demand instances in its zone, at no cost beyond what the account pays."""
+def _reserved_candidate(gpu: GpuType, reservation: Reservation, region: str | None) -> Candidate:
+    """The reservation as a candidate: on-demand instances in its zone of the signals' region, at no cost beyond
+    what the account pays."""
     return Candidate(
         instance_type=gpu.instance_type,
         gpu_model=gpu.gpu_model,
@@ -123,6 +124,7 @@ def _reserved_candidate(gpu: GpuType, reservation: Reservation) -> Candidate:
         hourly_usd=0.0,
         pricing=f"{reservation.kind} {reservation.reservation_id}: the account pays for it whether used or not",
         zones=[reservation.zone],
+        region=region,
         score=0.0,
         reservation=reservation.reservation_id,
         reserved=reservation,

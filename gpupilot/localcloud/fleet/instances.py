@@ -65,7 +65,7 @@ class FleetInstances(FleetEvents):
         if self.reservations is None or spot:
             return None
         targeted = self._targeted_reservation(resources)
-        found = self.reservations.launch_into(targeted, instance_type, zone)
+        found = self.reservations.launch_into(targeted, instance_type, zone, self.world.region)
         return False if targeted is not None and found is None else found
 
     def _into_reservation(self, instance: SimInstance, reservation: HeldReservation, targeted: bool) -> None:

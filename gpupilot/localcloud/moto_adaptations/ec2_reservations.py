@@ -48,12 +48,12 @@ def _page(items: list[dict[str, Any]], token: str | None, max_results: Any) -> t
 
 def world_reservations(patches: Patches, book: ReservationBook) -> None:
     """20. DescribeCapacityReservations, DescribeCapacityBlockOfferings and PurchaseCapacityBlock answer from the
-    world's reservations and offerings."""
+    world's reservations and offerings of the call's region."""
     from moto.core.responses import ActionResult
 
     def describe_capacity_reservations(self: Any) -> ActionResult:
         ids = self._get_param("CapacityReservationIds", []) or []
-        found = book.described(ids)
+        found = book.described(self.region, ids)
         missing = sorted(set(ids) - {r["CapacityReservationId"] for r in found})
         if missing:
             raise _ec2_error(
@@ -76,7 +76,7 @@ def world_reservations(patches: Patches, book: ReservationBook) -> None:
         count = self._get_param("InstanceCount")
         offered = [
             o.described()
-            for o in book.offerings
+            for o in book.offered(self.region)
             if (not wanted_type or o.instance_type == wanted_type)
             and (count is None or o.count == int(count))
             and int(o.hours) == int(hours)
@@ -88,7 +88,7 @@ def world_reservations(patches: Patches, book: ReservationBook) -> None:
         offering_id = self._get_param("CapacityBlockOfferingId")
         specs = self._get_param("TagSpecifications", []) or []
         tags = {t["Key"]: t.get("Value", "") for spec in specs for t in spec.get("Tags") or []}
-        bought = book.purchase(offering_id, tags)
+        bought = book.purchase(offering_id, tags, self.region)
         if bought is None:
             raise _ec2_error("InvalidParameterValue", f"The Capacity Block offering {offering_id} is not available")
         described = bought.described(book.now())
