@@ -69,7 +69,7 @@ def scenario(
     jobs: int = JOBS, stuck_after_minutes: float | None = None, fast: bool = True, timeout: float = TIMEOUT_SECONDS
 ) -> dict[str, Any]:
     """`jobs` jobs whose first choice Batch has no capacity for, one after another, through a local cloud."""
-    from gpupilot.client import ApiClient
+    from gpupilot.cli.client import ApiClient
     from gpupilot.localcloud.server import LocalCloud
     from gpupilot.localcloud.world import World
 

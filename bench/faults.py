@@ -48,7 +48,7 @@ NOTES = (
     "gave up after the bench's 20 tries half a second apart. Two causes. The bench's client ignored Retry-After, "
     "so a key held IN_PROGRESS (Powertools holds it until the call in progress would have timed out: the api "
     "function's timeout, which the local cloud now counts down as Lambda does) outlasted its 10 s; it now submits "
-    "through gpupilot.client as the CLI does (Retry-After honoured, for 30 s) and runs the submit again with the "
+    "through gpupilot.cli.client as the CLI does (Retry-After honoured, for 30 s) and runs the submit again with the "
     "same key when that gives up. And behind it a product bug: a keyed submit that recorded and started its job but "
     "could not complete its idempotency record (its UpdateItem throttled past botocore's retries, or a Lambda "
     "error after the write) left the key in progress, and once that expired the retry made a second job. A keyed "

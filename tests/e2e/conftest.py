@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from gpupilot.client import ApiClient
+from gpupilot.cli.client import ApiClient
 
 GPUPILOT = str(Path(sys.executable).parent / "gpupilot")
 READY_TIMEOUT_SECONDS = 90

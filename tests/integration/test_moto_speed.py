@@ -1,4 +1,4 @@
-"""moto made faster (gpupilot/localcloud/moto_speed.py) answers exactly what moto answers alone."""
+"""moto made faster (moto_adaptations/dynamodb.py and stepfunctions.py) answers exactly what moto answers alone."""
 
 from __future__ import annotations
 
@@ -11,16 +11,15 @@ from typing import Any
 import boto3
 from moto import mock_aws
 
-from gpupilot.localcloud.moto_adaptations import _Patches
-from gpupilot.localcloud.moto_speed import (
+from gpupilot.localcloud.moto_adaptations.dynamodb import (
     ITEM_OPERATIONS,
     direct_dynamodb_item_answers,
     item_level_transactions,
-    parse_each_definition_once,
     pick_projected_attributes,
-    share_task_clients,
     wire_json,
 )
+from gpupilot.localcloud.moto_adaptations.patches import Patches
+from gpupilot.localcloud.moto_adaptations.stepfunctions import parse_each_definition_once, share_task_clients
 from tests.integration.conftest import MOTO_CONFIG
 
 REGION = "us-east-1"
@@ -40,9 +39,9 @@ ITEM: dict[str, Any] = {
 }
 
 
-def in_moto(speed_up: Callable[[_Patches], None] | None, scenario: Callable[[], Any], config: Any = MOTO_CONFIG) -> Any:
+def in_moto(speed_up: Callable[[Patches], None] | None, scenario: Callable[[], Any], config: Any = MOTO_CONFIG) -> Any:
     """`scenario` in a fresh moto account, with or without one speed-up."""
-    patches = _Patches()
+    patches = Patches()
     with mock_aws(config=config):
         if speed_up is not None:
             speed_up(patches)
@@ -143,7 +142,7 @@ def concurrent_executions(parses: list[str]) -> list[dict[str, Any]]:
         parses.append(definition)
         return parse(definition)
 
-    counting = _Patches()
+    counting = Patches()
     counting.replace(asl_parser.AmazonStateLanguageParser, "parse", staticmethod(counted))
     try:
         sfn = boto3.client("stepfunctions", region_name=REGION)
@@ -289,7 +288,7 @@ def counting_conversions(scenario: Callable[[], Any], conversions: list[int]) ->
 
     def counted() -> Any:
         convert = Item.to_regular_json
-        counting = _Patches()
+        counting = Patches()
         counting.replace(Item, "to_regular_json", lambda item: conversions.append(1) or convert(item))
         try:
             return scenario()

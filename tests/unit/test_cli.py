@@ -13,9 +13,10 @@ import sys
 
 import pytest
 
-from gpupilot import cli, render
-from gpupilot.cli import UsageError, build_parser, job_body, main
-from gpupilot.client import ApiClient, ApiResponse, ApiUnreachable
+from gpupilot.cli import build_parser, job_request, jobs, main, render
+from gpupilot.cli.arguments import UsageError
+from gpupilot.cli.client import ApiClient, ApiResponse, ApiUnreachable
+from gpupilot.cli.job_request import job_body
 from tests.unit.scripted_api import Answer, ScriptedApi, in_progress
 
 
@@ -261,7 +262,7 @@ def test_an_unreachable_deployed_endpoint_is_not_told_to_start_the_local_cloud(m
 def test_without_an_endpoint_the_hint_is_to_start_the_local_cloud(monkeypatch, capsys):
     monkeypatch.delenv("GPUPILOT_ENDPOINT", raising=False)
     url = closed_port_url()
-    monkeypatch.setattr("gpupilot.client.DEFAULT_LOCAL_ENDPOINT", url)
+    monkeypatch.setattr("gpupilot.cli.client.DEFAULT_LOCAL_ENDPOINT", url)
     assert main(["list"]) == 4
     assert capsys.readouterr().err == (
         f"gpupilot: cannot reach {url}: Connection refused (start the local cloud with `gpupilot serve`, "
@@ -412,7 +413,7 @@ def test_submit_retries_while_the_same_key_is_in_progress_and_prints_the_first_c
 
 def test_submit_gives_up_on_a_key_in_progress_for_too_long_with_a_service_error(monkeypatch, capsys):
     # Given an API that never finishes the first call, and a short limit
-    monkeypatch.setattr("gpupilot.client.IN_PROGRESS_LIMIT_SECONDS", 0.3)
+    monkeypatch.setattr("gpupilot.cli.client.IN_PROGRESS_LIMIT_SECONDS", 0.3)
     with ScriptedApi(in_progress("0.1")) as api:
         # When
         code = main(["--endpoint", api.url, "--json", *SUBMIT])
@@ -489,7 +490,7 @@ POLLS = [
 def polled(monkeypatch, polls: list[dict]) -> None:
     answers = iter(polls)
     monkeypatch.setattr(ApiClient, "request", lambda self, *a, **k: ApiResponse(200, next(answers)))
-    monkeypatch.setattr("gpupilot.cli.time.sleep", lambda seconds: None)
+    monkeypatch.setattr("gpupilot.cli.jobs.time.sleep", lambda seconds: None)
 
 
 def test_status_wait_shows_each_status_change_and_the_wait_reason_on_stderr(monkeypatch, capsys):
@@ -555,8 +556,8 @@ def test_plain_status_of_a_running_job_asks_nothing_more(monkeypatch, capsys):
 
 def test_status_wait_explains_a_wait_batch_gives_no_reason_for_once_it_lasts(monkeypatch, capsys):
     # Given a job that waits without a reason (long enough to be explained), then runs and succeeds
-    monkeypatch.setattr(cli, "EXPLAIN_EVERY_SECONDS", 0.0)
-    monkeypatch.setattr("gpupilot.cli.time.sleep", lambda seconds: None)
+    monkeypatch.setattr(jobs, "EXPLAIN_EVERY_SECONDS", 0.0)
+    monkeypatch.setattr("gpupilot.cli.jobs.time.sleep", lambda seconds: None)
     waiting = job_state("RUNNABLE", None, "SUBMITTED", "RUNNABLE")
     answers = iter([waiting, waiting, waiting | {"explanation": EXPLAINED, "next_action": NEXT}, *POLLS[2:]])
     asked: list[dict | None] = []
@@ -697,7 +698,7 @@ def test_demo_refuses_a_bad_speedup_in_one_line(capsys):
 )
 def test_demo_and_serve_refuse_an_endpoint_in_one_line_before_starting_anything(monkeypatch, capsys, argv):
     started = []
-    monkeypatch.setattr("gpupilot.cli._start_cloud", lambda *a, **k: started.append(a))
+    monkeypatch.setattr("gpupilot.cli.local._start_cloud", lambda *a, **k: started.append(a))
     err = assert_refused_in_one_line(capsys, argv, "--endpoint is refused")
     assert started == [] and "runs" in err
 
@@ -710,7 +711,7 @@ def test_demo_with_json_refuses_an_endpoint_with_a_json_error(capsys):
 
 def test_the_demo_waits_long_enough_for_its_job_to_fall_back_through_every_attempt_and_run():
     from functions.shared.domain.diagnosis import MAX_WAIT_CHECKS
-    from gpupilot.cli import DEMO_JOB, demo_wait_seconds
+    from gpupilot.cli.local import DEMO_JOB, demo_wait_seconds
 
     # The demo job is diagnosed within seconds, as the local cloud's timeline is (not after a deployed 15 minutes)
     stuck_after = DEMO_JOB["stuck_after_minutes"] * 60
@@ -827,7 +828,7 @@ def test_logs_prints_every_page_of_the_stream_until_the_same_token_comes_back(ca
 
 def test_logs_follow_waits_for_the_attempt_to_run_and_stops_once_the_job_has_ended(capsys, monkeypatch):
     # Given a job not yet running, then running with a line, then ended with one more
-    monkeypatch.setattr(cli, "LOG_POLL_SECONDS", 0)
+    monkeypatch.setattr(jobs, "LOG_POLL_SECONDS", 0)
     script = (log_page([], None, "RUNNABLE", stream=None), log_page(["start"], "t1", "RUNNING"),
               log_page([], "t1", "RUNNING"), log_page(["done"], "t2"), log_page([], "t2"))  # fmt: skip
     with ScriptedApi(*script) as api:
@@ -878,7 +879,7 @@ def test_every_flag_of_every_command_has_help_and_every_command_an_example():
 def test_the_defaults_help_states_are_the_apis():
     from functions.shared.domain.requests import JobRequest
 
-    for field, default in cli.REQUEST_DEFAULTS.items():
+    for field, default in job_request.REQUEST_DEFAULTS.items():
         assert JobRequest.model_fields[field].default == default, field
 
 

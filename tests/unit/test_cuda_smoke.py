@@ -105,7 +105,7 @@ def test_the_ptx_defines_both_kernels_the_driver_is_asked_for():
 
 
 def test_the_smoke_job_carries_the_payload_itself_and_runs_it_with_python_alone():
-    from gpupilot.cli import SMOKE_IMAGE, smoke_body
+    from gpupilot.cli.jobs import SMOKE_IMAGE, smoke_body
 
     body = smoke_body({"gpus": 2})
     assert (body["name"], body["image"], body["gpus"]) == ("cuda-smoke", SMOKE_IMAGE, 2)

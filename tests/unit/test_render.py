@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from gpupilot.render import costs, job_summary, status_line
+from gpupilot.cli.render import costs, job_summary, status_line
 
 
 def job(**overrides: Any) -> dict[str, Any]:
@@ -145,7 +145,7 @@ def test_summary_shows_each_attempt_priced_with_batchs_words_for_each_reclaimed_
 
 
 def test_the_plan_table_shows_price_capacity_score_why_and_warnings():
-    from gpupilot.render import plan_table
+    from gpupilot.cli.render import plan_table
 
     plan = {
         "candidates": [
@@ -224,7 +224,7 @@ def test_explained_summary_says_which_regions_and_markets_were_tried_and_why_eac
 
 
 def test_the_plan_table_names_each_candidates_region_and_each_region_left_out():
-    from gpupilot.render import plan_table
+    from gpupilot.cli.render import plan_table
 
     plan = {
         "candidates": [
@@ -243,7 +243,7 @@ def test_the_plan_table_names_each_candidates_region_and_each_region_left_out():
 
 
 def test_submit_says_the_first_choices_region_and_each_fallbacks_when_they_are_in_several():
-    from gpupilot.render import launch_summary
+    from gpupilot.cli.render import launch_summary
 
     # Given a first choice in us-west-2 and a fallback at home
     west = {"instance_type": "g5.xlarge", "gpus": 1, "gpu_model": "A10G", "capacity": "on-demand", "hourly_usd": 1.0,
@@ -279,14 +279,14 @@ WIDE_PLAN = {
 
 @pytest.fixture
 def terminal_of():
-    from gpupilot import render
+    from gpupilot.cli import render
 
     yield render.fit_to
     render.fit_to(None)
 
 
 def test_at_80_columns_the_plan_s_why_is_cut_to_fit_and_wide_is_offered(terminal_of):
-    from gpupilot.render import plan_table
+    from gpupilot.cli.render import plan_table
 
     terminal_of(80)
     lines = plan_table(WIDE_PLAN).splitlines()
@@ -296,7 +296,7 @@ def test_at_80_columns_the_plan_s_why_is_cut_to_fit_and_wide_is_offered(terminal
 
 
 def test_without_a_terminal_width_the_plan_s_why_is_in_full(terminal_of):
-    from gpupilot.render import plan_table
+    from gpupilot.cli.render import plan_table
 
     terminal_of(None)
     assert LONG_WHY.strip() in plan_table(WIDE_PLAN)
@@ -316,7 +316,7 @@ SWEEP = {
 
 
 def test_a_sweep_s_summary_reads_as_words_not_a_dict(terminal_of):
-    from gpupilot.render import health
+    from gpupilot.cli.render import health
 
     first = health(SWEEP).splitlines()[0]
     assert first == ("sweep sweep-1 at 2026-11-24T10:00:00Z: 2 findings (1 ECS_AGENT_NOT_REGISTERED, 1 IDLE_POOL); "
@@ -325,7 +325,7 @@ def test_a_sweep_s_summary_reads_as_words_not_a_dict(terminal_of):
 
 
 def test_each_finding_is_a_line_with_its_recommendation_under_it_wrapped_to_the_terminal(terminal_of):
-    from gpupilot.render import health
+    from gpupilot.cli.render import health
 
     terminal_of(80)
     lines = health(SWEEP).splitlines()

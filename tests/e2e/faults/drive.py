@@ -14,7 +14,7 @@ from typing import Any
 
 import boto3
 
-from gpupilot.client import ApiClient, ApiUnreachable, StillInProgress
+from gpupilot.cli.client import ApiClient, ApiUnreachable, StillInProgress
 
 FINISHED = {"SUCCEEDED", "FAILED", "CANCELLED"}
 IMAGE = "nvidia/cuda:12.4.1-base-ubuntu22.04"
@@ -55,7 +55,7 @@ class Accounting:
 
 
 def submit(api_url: str, name: str, runs: int = 5) -> str | None:
-    """POST /jobs as `gpupilot submit --idempotency-key` sends it (gpupilot.client: transient failures retried with
+    """POST /jobs as `gpupilot submit --idempotency-key` sends it (gpupilot.cli.client: transient failures retried with
     backoff, a 409 IN_PROGRESS waited out after each Retry-After, for 30 s), run again with the same key when it
     gives up, as its user would: one job, whatever fails."""
     client = ApiClient(api_url)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
 from typing import Any
 
-from gpupilot.client import ApiClient
-from gpupilot.render import table
+from gpupilot.cli.arguments import CommandAdder, UsageError, checked, positive_integer
+from gpupilot.cli.client import ApiClient
+from gpupilot.cli.render import table
 
 EXAMPLES = {
     "reservations": """
@@ -20,8 +20,8 @@ EXAMPLES = {
 }
 
 
-def add_commands(command: Callable[[str, str], argparse.ArgumentParser], whole: Callable[[str], int]) -> None:
-    """The two commands' arguments (`command` makes a subcommand; `whole` parses a positive whole number)."""
+def add_commands(command: CommandAdder) -> None:
+    """The `reservations` and `reserve` commands and their flags."""
     listing = command(
         "reservations",
         "the account's Capacity Reservations and Capacity Blocks (and their idle cost); --offerings: the Capacity "
@@ -29,8 +29,8 @@ def add_commands(command: Callable[[str, str], argparse.ArgumentParser], whole: 
     )
     listing.add_argument("--offerings", action="store_true", help="list Capacity Block offerings instead")
     listing.add_argument("--type", dest="instance_type", help="with --offerings: the GPU type, e.g. p5.48xlarge")
-    listing.add_argument("--count", type=whole, default=1, help="with --offerings: instances (default 1)")
-    listing.add_argument("--days", type=whole, default=1, help="with --offerings: days (default 1)")
+    listing.add_argument("--count", type=positive_integer, default=1, help="with --offerings: instances (default 1)")
+    listing.add_argument("--days", type=positive_integer, default=1, help="with --offerings: days (default 1)")
     reserve = command("reserve", "buy a listed Capacity Block (charged up front; it cannot be cancelled)")
     reserve.add_argument("offering_id", help="an offering `reservations --offerings` listed (cb-...)")
     reserve.add_argument("--yes", action="store_true", help="required: you agree to pay the fee up front")
@@ -39,24 +39,26 @@ def add_commands(command: Callable[[str, str], argparse.ArgumentParser], whole: 
     )
 
 
-def run(args: argparse.Namespace, client: ApiClient, checked: Callable[[Any], Any], refuse: Callable[..., Any]) -> int:
-    """Run `reservations` or `reserve`; `checked` turns an API refusal into the CLI's error, `refuse` raises one."""
+def run(client: ApiClient, args: argparse.Namespace) -> int:
+    """`gpupilot reservations` or `gpupilot reserve`."""
     if args.action == "reserve":
         if not args.yes:
-            refuse("reserve buys a Capacity Block, charged up front and not cancellable: add --yes", field="--yes")
+            raise UsageError(
+                "reserve buys a Capacity Block, charged up front and not cancellable: add --yes", field="--yes"
+            )
         body = {"offering_id": args.offering_id, "max_upfront_usd": args.max_upfront_usd, "confirm": True}
         bought = checked(client.request("POST", "/reservations/purchase", body))
         print(json.dumps(bought, indent=2) if args.json else f"bought {bought['reservation_id']}: {bought['words']}")
         return 0
     if args.offerings:
         if not args.instance_type:
-            refuse("--offerings needs --type, e.g. --type p5.48xlarge", field="--type")
+            raise UsageError("--offerings needs --type, e.g. --type p5.48xlarge", field="--type")
         query = {"instance_type": args.instance_type, "count": args.count, "days": args.days}
         found = checked(client.request("GET", "/reservations/offerings", query=query))
         print(json.dumps(found, indent=2) if args.json else offerings_table(found))
         return 0
     if args.instance_type or args.count != 1 or args.days != 1:
-        refuse("--type, --count and --days go with --offerings", field="--offerings")
+        raise UsageError("--type, --count and --days go with --offerings", field="--offerings")
     held = checked(client.request("GET", "/reservations"))
     print(json.dumps(held, indent=2) if args.json else reservations_table(held))
     return 0

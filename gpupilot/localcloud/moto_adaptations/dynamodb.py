@@ -1,52 +1,56 @@
-"""moto, faster where the local cloud spends its CPU, with every answer unchanged.
+"""DynamoDB: as DynamoDB pages an index, and faster, with every answer unchanged.
 
-Sampled under load (`make bench`'s local_e2e), half of the local cloud's CPU went to the first of these, and
-about a tenth to each of the others; each redoes, per call, work whose result cannot differ:
+22. DynamoDB index pages: "The maximum size of the results returned by a Query operation is 1 MB. This
+   includes the sizes of all the attribute names and values across all of the items returned", and an index
+   query is sized by "the sizes of the index entries, rather than the size of the item in the base table"
+   (DynamoDB Developer Guide, Using Global Secondary Indexes, read capacity units). moto sizes the table's whole
+   items, so an index that projects a few attributes of large items answers in many more pages
+   than DynamoDB does (the sweep's index of unfinished jobs: twice as many). Here a Query of a KEYS_ONLY or
+   INCLUDE index walks the index's entries (the items carrying its keys, as projected), sized as DynamoDB
+   sizes them.
 
-1. DynamoDB item answers. moto turns an item operation's result into DynamoDB's JSON wire format
+13. Speed, answers unchanged (sampled under load by `make bench`'s local_e2e):
+
+DynamoDB item answers. moto turns an item operation's result into DynamoDB's JSON wire format
    (`moto.dynamodb.models.utilities.dynamo_to_dict`) and then hands it to its generic serializer, which
    walks the operation's output shape member by member, trying several spellings of every attribute name,
    to produce the same JSON. Here the wire-format result's output-shape members are JSON-encoded directly
    (binary values base64, as the serializer encodes them); any other result keeps moto's path.
-2. Step Functions executions. moto parses the state machine's ASL with ANTLR at every execution start.
-   Here a definition is parsed once and its program shared by the executions of that definition: the
-   evaluation state lives in each execution's environment, and every component's heap key (which indexes
-   that environment) is fixed before the program is shared, so that concurrent executions never race to
-   create one.
-3. Step Functions task clients. moto creates a new boto3 client for every task it runs (a Lambda invoke,
-   a service integration), with fixed test credentials and configuration. Here one client per region,
-   service and endpoint serves every task: boto3 clients are thread-safe.
 
-4. DynamoDB transactions. moto saves every table a transaction names by deep-copying it whole and, when the
+DynamoDB transactions. moto saves every table a transaction names by deep-copying it whole and, when the
    transaction is cancelled, puts that copy back in the table's place: a transaction costs what copying the table
    costs (seconds for a table of ten thousand jobs), and a write another thread made to any item of the table
    meanwhile is lost with it. DynamoDB leaves every item of a cancelled transaction as it was and never touches the
    items the transaction does not name ("TransactWriteItems is a synchronous write operation that groups up to
    100 action requests... The actions are completed atomically so that either all of them succeed, or all of them
    fail": TransactWriteItems). Here only the items the transaction names are saved, and restored when it fails.
-5. Index projections. moto projects a KEYS_ONLY or INCLUDE index's item by converting the whole item to JSON once
+
+Index projections. moto projects a KEYS_ONLY or INCLUDE index's item by converting the whole item to JSON once
    per projected attribute (nine conversions of a job record for the sweep's index). An index projects top-level
    attributes only, so here they are picked from the item as they are.
 
-tests/integration/test_moto_speed.py checks that each answers exactly what moto answers without it.
+tests/integration/test_moto_adaptations.py holds a test per adaptation that fails if moto changes under it.
+tests/integration/test_moto_speed.py checks that each speed-up answers exactly what moto answers without it.
 """
 
 from __future__ import annotations
 
 import base64
 import copy
-import importlib
+import inspect
 import json
 import threading
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
-if TYPE_CHECKING:  # moto_adaptations applies these: importing it here would be circular
-    from gpupilot.localcloud.moto_adaptations import _Patches
+from gpupilot.localcloud.moto_adaptations.patches import Patches
 
 # DynamoDB operations whose result moto builds with dynamo_to_dict: plain JSON values, bytes for binary.
 ITEM_OPERATIONS = frozenset(
     {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "Scan", "BatchGetItem", "TransactGetItems"}
 )
+
+
 DYNAMODB_CONTENT_TYPE = "application/x-amz-json-1.0"
 
 
@@ -64,7 +68,7 @@ def wire_json(result: dict[str, Any]) -> str | None:
         return None
 
 
-def direct_dynamodb_item_answers(patches: _Patches) -> None:
+def direct_dynamodb_item_answers(patches: Patches) -> None:
     from moto.dynamodb.responses import DynamoResult
 
     serialize = DynamoResult.execute_result
@@ -82,84 +86,7 @@ def direct_dynamodb_item_answers(patches: _Patches) -> None:
     patches.replace(DynamoResult, "execute_result", execute_result)
 
 
-def _fix_heap_keys(component: Any) -> None:
-    """Create the heap key of every evaluation component reachable from `component`, once."""
-    from moto.stepfunctions.parser.asl.component.component import Component
-    from moto.stepfunctions.parser.asl.component.eval_component import EvalComponent
-
-    seen: set[int] = set()
-    stack = [component]
-    while stack:
-        item = stack.pop()
-        if id(item) in seen:
-            continue
-        seen.add(id(item))
-        if isinstance(item, EvalComponent):
-            item.heap_key  # noqa: B018 - the property creates the key on first read
-        if isinstance(item, Component):
-            stack.extend(vars(item).values())
-        elif isinstance(item, list | tuple | set | frozenset):
-            stack.extend(item)
-        elif isinstance(item, dict):
-            stack.extend(item.values())
-
-
-def parse_each_definition_once(patches: _Patches) -> None:
-    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
-    from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
-
-    programs: dict[str, Any] = {}
-    lock = threading.Lock()
-
-    def entrypoint(self: Any) -> Any:
-        definition = self._evaluation_details.state_machine_details.definition
-        with lock:
-            program = programs.get(definition)
-            if program is None:
-                program = AmazonStateLanguageParser.parse(definition)[0]
-                _fix_heap_keys(program)
-                programs[definition] = program
-        return program
-
-    patches.replace(ExecutionWorker, "_get_evaluation_entrypoint", entrypoint)
-
-
-# The modules of moto's Step Functions interpreter that create a client per task (`from ... import boto_client_for`).
-_TASK_CLIENT_MODULES = tuple(
-    f"moto.stepfunctions.parser.asl.component.state.exec.state_task.{name}"
-    for name in (
-        "lambda_eval_utils", "service.state_task_service_aws_sdk", "service.state_task_service_batch",
-        "service.state_task_service_dynamodb", "service.state_task_service_ecs", "service.state_task_service_events",
-        "service.state_task_service_glue", "service.state_task_service_sfn", "service.state_task_service_sns",
-        "service.state_task_service_sqs", "service.state_task_service_unsupported",
-    )
-)  # fmt: skip
-
-
-def share_task_clients(patches: _Patches) -> None:
-    from moto.core.models import botocore_stubber
-    from moto.settings import moto_server_port
-    from moto.stepfunctions.parser.asl.utils.boto_client import boto_client_for as make
-
-    clients: dict[tuple[str, str, bool, int], Any] = {}
-    lock = threading.Lock()
-
-    def boto_client_for(region: str, service: str, state_credentials: Any = None) -> Any:
-        # What moto's own function builds a client from; it ignores the state's credentials.
-        key = (region, service, bool(botocore_stubber.enabled), int(moto_server_port()))
-        with lock:
-            client = clients.get(key)
-            if client is None:
-                client = clients[key] = make(region, service, state_credentials)
-        return client
-
-    for name in _TASK_CLIENT_MODULES:
-        module = importlib.import_module(name)
-        if hasattr(module, "boto_client_for"):
-            patches.replace(module, "boto_client_for", boto_client_for)
-
-
-def item_level_transactions(patches: _Patches) -> None:
+def item_level_transactions(patches: Patches) -> None:
     from moto.dynamodb import models as dynamodb_models
     from moto.dynamodb.models import DynamoDBBackend
     from moto.dynamodb.models.dynamo_type import DynamoType
@@ -206,7 +133,7 @@ def item_level_transactions(patches: _Patches) -> None:
     patches.replace(DynamoDBBackend, "transact_write_items", transact_write_items)
 
 
-def pick_projected_attributes(patches: _Patches) -> None:
+def pick_projected_attributes(patches: Patches) -> None:
     from moto.dynamodb.models.dynamo_type import Item, LimitedSizeDict
     from moto.dynamodb.models.table import SecondaryIndex
 
@@ -228,3 +155,33 @@ def pick_projected_attributes(patches: _Patches) -> None:
         return result
 
     patches.replace(SecondaryIndex, "project", picked)
+
+
+def index_pages_of_index_entries(patches: Patches) -> None:
+    """22. A Query of a KEYS_ONLY or INCLUDE index pages by the size of its entries, not of the table's items."""
+    from moto.dynamodb.models.table import Table
+
+    query: Callable[..., Any] = Table.query
+    all_items: Callable[..., Any] = Table.all_items
+    querying = threading.local()  # the index a Query of this thread walks: other threads' reads see whole items
+
+    def index_entries(self: Any) -> Any:
+        index: Any = getattr(querying, "index", None)
+        if index is None or getattr(querying, "table", None) is not self:
+            return all_items(self)
+        keys = index.schema_key_attrs
+        return [index.project(item) for item in all_items(self) if all(key in item.attrs for key in keys)]
+
+    def paged_by_entries(self: Any, *args: Any, **kwargs: Any) -> Any:
+        name = inspect.signature(query).bind(self, *args, **kwargs).arguments.get("index_name")
+        index = next((i for i in self.all_indexes() if i.name == name), None) if name else None
+        if index is None or (index.projection or {}).get("ProjectionType") not in ("KEYS_ONLY", "INCLUDE"):
+            return query(self, *args, **kwargs)
+        querying.index, querying.table = index, self
+        try:
+            return query(self, *args, **kwargs)
+        finally:
+            querying.index = querying.table = None
+
+    patches.replace(Table, "all_items", index_entries)
+    patches.replace(Table, "query", paged_by_entries)
