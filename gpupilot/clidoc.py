@@ -16,7 +16,7 @@ from gpupilot.cli import build_parser
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
 MARKER = (
     "<!-- Generated below from the CLI's own help by `python -m gpupilot.clidoc` (make cli-reference): edit the help "
-    "in gpupilot/cli.py, not this page; a test fails when it is stale. -->"
+    "in gpupilot/cli/ (one module per command group), not this page; a test fails when it is stale. -->"
 )
 # Help is formatted at a fixed width, so the page does not depend on the terminal that wrote it.
 HELP_COLUMNS = "100"
