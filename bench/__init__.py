@@ -55,3 +55,14 @@ def environment() -> dict[str, Any]:
         "cpus_usable": usable,
         "packages": versions,
     }
+
+
+def emit(result: dict[str, Any], output: str | Path | None) -> None:
+    """A bench's result as JSON: into `output` when given (what bench.run reads back), else on stdout."""
+    import json
+
+    text = json.dumps(result, indent=2)
+    if output:
+        Path(output).write_text(text + "\n")
+    else:
+        print(text)

@@ -10,13 +10,12 @@ profile's cases per second against the fast one's.
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from bench import environment, metric, utc_now
+from bench import emit, environment, metric, utc_now
 
 NAME = "api_properties"
 PROFILES = ("fast", "long")
@@ -101,11 +100,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed-bug", action="store_true", help="a deliberately worse API: bad job bodies answer 500")
     parser.add_argument("--output", type=Path, help="write the JSON here instead of stdout")
     args = parser.parse_args(argv)
-    text = json.dumps(run(tuple(args.profile or PROFILES), args.seed_bug), indent=2)
-    if args.output:
-        args.output.write_text(text + "\n")
-    else:
-        print(text)
+    emit(run(tuple(args.profile or PROFILES), args.seed_bug), args.output)
 
 
 if __name__ == "__main__":

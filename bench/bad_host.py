@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import REPO_ROOT, environment, metric, utc_now
+from bench import REPO_ROOT, emit, environment, metric, utc_now
 
 NAME = "bad_host"
 JOBS = 40
@@ -208,11 +208,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--output", type=Path)
     args = parser.parse_args(argv)
     found = scenario(args.jobs, not args.no_quarantine, not args.no_trigger) if args.scenario else run(args.jobs)
-    text = json.dumps(found, indent=2)
-    if args.output:
-        args.output.write_text(text + "\n")
-    else:
-        print(text)
+    emit(found, args.output)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench import REPO_ROOT, environment, metric, utc_now
+from bench import REPO_ROOT, emit, environment, metric, utc_now
 
 NAME = "control_plane"
 SHORT_RUNTIME = 60
@@ -338,11 +338,7 @@ def main(argv: list[str] | None = None) -> None:
     else:
         short, long = args.runtimes
         result = run(short, long, args.speedup, tuple(args.variants))
-    text = json.dumps(result, indent=2)
-    if args.output:
-        args.output.write_text(text + "\n")
-    else:
-        print(text)
+    emit(result, args.output)
 
 
 if __name__ == "__main__":

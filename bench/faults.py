@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import REPO_ROOT, environment, metric, utc_now
+from bench import REPO_ROOT, emit, environment, metric, utc_now
 
 NAME = "faults"
 JOBS = 10
@@ -149,11 +149,7 @@ def main(argv: list[str] | None = None) -> None:
         found: Any = scenario(faults, args.jobs, args.timeout, not args.no_reconcile)
     else:
         found = run(args.jobs)
-    text = json.dumps(found, indent=2)
-    if args.output:
-        args.output.write_text(text + "\n")
-    else:
-        print(text)
+    emit(found, args.output)
 
 
 if __name__ == "__main__":

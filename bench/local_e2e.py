@@ -16,7 +16,6 @@ bounds the concurrent figure.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import statistics
 import tempfile
@@ -28,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench import environment, metric, utc_now
+from bench import emit, environment, metric, utc_now
 
 NAME = "local_e2e"
 JOBS = 200
@@ -339,11 +338,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--types", nargs="+", default=list(TYPES), help="the GPU types the jobs cycle over")
     parser.add_argument("--output", type=Path, help="write the JSON here instead of stdout")
     args = parser.parse_args(argv)
-    text = json.dumps(run(args.jobs, args.alone, args.hold_terminal_events, tuple(args.types)), indent=2)
-    if args.output:
-        args.output.write_text(text + "\n")
-    else:
-        print(text)
+    emit(run(args.jobs, args.alone, args.hold_terminal_events, tuple(args.types)), args.output)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ import statistics
 import time
 from typing import Any
 
-from bench import environment, metric, utc_now
+from bench import emit, environment, metric, utc_now
 
 NAME = "plan"
 RUNS = 40
@@ -165,12 +165,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--output", help="write the JSON here instead of stdout")
     args = parser.parse_args(argv)
-    text = json.dumps(run(args.runs, cache=not args.no_cache), indent=2)
-    if args.output:
-        with open(args.output, "w") as sink:
-            sink.write(text + "\n")
-    else:
-        print(text)
+    emit(run(args.runs, cache=not args.no_cache), args.output)
 
 
 if __name__ == "__main__":

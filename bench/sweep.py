@@ -41,7 +41,7 @@ from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Any
 
-from bench import environment, metric, utc_now
+from bench import emit, environment, metric, utc_now
 
 NAME = "sweep"
 JOBS = 10_000
@@ -527,12 +527,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--output", help="write the JSON here instead of stdout")
     args = parser.parse_args(argv)
     result = run(args.jobs, args.queues, args.instances, args.rounds, args.describe_each_listed_job)
-    text = json.dumps(result, indent=2)
-    if args.output:
-        with open(args.output, "w") as sink:
-            sink.write(text + "\n")
-    else:
-        print(text)
+    emit(result, args.output)
 
 
 if __name__ == "__main__":

@@ -15,17 +15,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from aws_cdk import Aws, Duration, Environment, Fn, Stack
+from aws_cdk import Aws, Environment, Fn, Stack
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
-from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from functions.shared.constants import REGION_PARAMETER
 from stacks.batch_fleet import BatchFleet
 from stacks.events import batch_events_pattern
-from stacks.nag import Kind, acknowledge, acknowledge_checkov
+from stacks.queues import last_resort_queue
 from stacks.settings import LAUNCH_TEMPLATE_NAME, RESOURCE_PREFIX, DeploySettings
 
 
@@ -99,21 +98,12 @@ class ForwardBatchEvents(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, *, home_region: str) -> None:
         super().__init__(scope, construct_id)
-        self.dead_letters = sqs.Queue(
+        self.dead_letters = last_resort_queue(
             self,
             "ForwardingDeadLetters",
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-            retention_period=Duration.days(14),
+            "This queue is itself the dead-letter queue of the forwarding rule's target; a DLQ for a DLQ would "
+            "only move the same undeliverable events again.",
         )
-        for rule in ("AwsSolutions-SQS3", "Serverless-SQSRedrivePolicy"):
-            acknowledge(
-                self.dead_letters,
-                rule,
-                "This queue is itself the dead-letter queue of the forwarding rule's target; a DLQ for a DLQ would "
-                "only move the same undeliverable events again.",
-            )
-        acknowledge_checkov(self.dead_letters, Kind.QUEUE)
         home_bus = events.EventBus.from_event_bus_arn(self, "HomeBus", home_event_bus_arn(home_region))
         self.rule = events.Rule(
             self,

@@ -6,7 +6,6 @@ from aws_cdk import Duration
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from functions.shared.constants import (
@@ -15,7 +14,8 @@ from functions.shared.constants import (
     BATCH_JOB_STATE_CHANGE,
     SWEEP_RATE_MINUTES,
 )
-from stacks.nag import Kind, acknowledge, acknowledge_checkov
+from stacks.nag import acknowledge
+from stacks.queues import last_resort_queue
 from stacks.settings import RESOURCE_PREFIX
 
 # The job queues GPU Pilot creates, in any partition, region and account: both events name the job's queue by
@@ -48,21 +48,12 @@ class JobEvents(Construct):
         super().__init__(scope, construct_id)
         # An event that cannot be delivered is kept for replay rather than lost; the sweep reconciles
         # the job meanwhile, so nothing waits on this queue.
-        self.dead_letters = sqs.Queue(
+        self.dead_letters = last_resort_queue(
             self,
             "BatchEventsDeadLetters",
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-            retention_period=Duration.days(14),
+            "This queue is itself the dead-letter queue of the Batch events rule target; a DLQ for a DLQ "
+            "would only move the same undeliverable events again.",
         )
-        for rule in ("AwsSolutions-SQS3", "Serverless-SQSRedrivePolicy"):
-            acknowledge(
-                self.dead_letters,
-                rule,
-                "This queue is itself the dead-letter queue of the Batch events rule target; a DLQ for a DLQ "
-                "would only move the same undeliverable events again.",
-            )
-        acknowledge_checkov(self.dead_letters, Kind.QUEUE)
 
         self.batch_rule = events.Rule(
             self,

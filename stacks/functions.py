@@ -27,6 +27,7 @@ from functions.shared.constants import (
 )
 from stacks.nag import CHECKOV_ACKNOWLEDGMENTS, Kind, WildcardLedger, acknowledge, acknowledge_checkov
 from stacks.permissions import Grant
+from stacks.queues import last_resort_queue
 from stacks.settings import LOG_RETENTION, POWERTOOLS_LAYER_PARAMETER
 
 WHY_XRAY = (
@@ -155,16 +156,7 @@ class ControlPlaneFunctions(Construct):
 
         on_failure = None
         if spec.invoked_async:
-            queue = sqs.Queue(
-                self,
-                f"{name}Failures",
-                encryption=sqs.QueueEncryption.SQS_MANAGED,
-                enforce_ssl=True,
-                retention_period=Duration.days(14),
-            )
-            acknowledge(queue, "AwsSolutions-SQS3", WHY_FAILURE_QUEUE_HAS_NO_DLQ)
-            acknowledge(queue, "Serverless-SQSRedrivePolicy", WHY_FAILURE_QUEUE_HAS_NO_DLQ)
-            acknowledge_checkov(queue, Kind.QUEUE)
+            queue = last_resort_queue(self, f"{name}Failures", WHY_FAILURE_QUEUE_HAS_NO_DLQ)
             self.failure_queues[spec.key] = queue
             on_failure = FailureQueueDestination(queue)
         function = lambda_.Function(
