@@ -171,6 +171,9 @@ def test_a_reservation_the_account_holds_in_a_capacity_region_is_planned_first_t
         0,
     ), first
     assert [c for c in home.body["candidates"] if c.get("reservation")] == []
+    # And the account's reservations, listed, name it with its region
+    listed = cloud.api.request("GET", "/reservations").body["reservations"]
+    assert [(r["reservation_id"], r["region"]) for r in listed] == [(first["reservation"], WEST)]
 
 
 def test_a_job_runs_in_the_reservation_the_account_holds_in_a_capacity_region(cloud: RunningCloud) -> None:

@@ -19,6 +19,7 @@ class ReservationView(DomainModel):
     reservation_id: str
     instance_type: str
     zone: str
+    region: str | None = Field(default=None, description="The capacity region that holds it")
     state: str = Field(description="EC2's: active, scheduled, payment-pending, ...")
     capacity_block: bool
     match: str = Field(description="open or targeted")
@@ -66,13 +67,16 @@ class PurchaseRequest(DomainModel):
     )
 
 
-def reservation_view(reservation: Reservation, rate: PriceQuote | None, idle_usd: float) -> ReservationView:
-    """The public shape of a reservation, priced at `rate` per instance-hour."""
+def reservation_view(
+    reservation: Reservation, rate: PriceQuote | None, idle_usd: float, region: str | None = None
+) -> ReservationView:
+    """The public shape of a reservation held in `region`, priced at `rate` per instance-hour."""
     idle = reservation.available if reservation.state == "active" else 0
     return ReservationView(
         reservation_id=reservation.reservation_id,
         instance_type=reservation.instance_type,
         zone=reservation.zone,
+        region=region,
         state=reservation.state,
         capacity_block=reservation.capacity_block,
         match=reservation.match,

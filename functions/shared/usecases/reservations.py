@@ -32,23 +32,27 @@ FIRST_SWEEP_SECONDS = 300
 
 
 def list_reservations(ports: Ports) -> ReservationList:
-    """The account's reservations in the region (active, scheduled, being paid for), each priced, with its idle hours'
-    cost over the last 30 days."""
+    """The account's reservations in every capacity region (active, scheduled, being paid for), each priced in its
+    region, with its idle hours' cost over the last 30 days."""
     day_to = now_iso()[:10]
     day_from = iso(parse_iso(day_to) - timedelta(days=IDLE_WINDOW_DAYS))[:10]
     idle: dict[str, list[float]] = {}
     for entry in ports.waste.waste_between(day_from, day_to):
         if entry.reason == RESERVATION_IDLE:
             idle.setdefault(entry.instance_id, []).append(entry.usd)
-    views = [_view(r, usd_sum(idle.get(r.reservation_id, [])), ports) for r in ports.reservations.reservations()]
+    views = [
+        _view(r, usd_sum(idle.get(r.reservation_id, [])), regional)
+        for regional in (ports.in_region(region) for region in ports.settings.regions)
+        for r in regional.reservations.reservations()
+    ]
     views.sort(key=lambda v: (v.state != "active", v.starts_at or "", v.reservation_id))
     return ReservationList(reservations=views, idle_usd=usd_sum(v.idle_usd for v in views))
 
 
 def _view(reservation: Reservation, idle_usd: float, ports: Ports) -> ReservationView:
-    return reservation_view(
-        reservation, hourly_rate(reservation, ports.prices.on_demand(reservation.instance_type)), idle_usd
-    )
+    """The reservation as `ports`' region holds and prices it."""
+    rate = hourly_rate(reservation, ports.prices.on_demand(reservation.instance_type))
+    return reservation_view(reservation, rate, idle_usd, ports.settings.region)
 
 
 def block_offerings(instance_type: str, count: int, days: int, ports: Ports) -> OfferingList:

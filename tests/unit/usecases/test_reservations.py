@@ -18,7 +18,12 @@ from functions.shared.domain.vocabulary import JobStatus
 from functions.shared.ports import Ports
 from functions.shared.usecases.provision import ensure_job_queue
 from functions.shared.usecases.queries import explain_job, get_job
-from functions.shared.usecases.reservations import block_offerings, purchase_block, record_reservation_waste
+from functions.shared.usecases.reservations import (
+    block_offerings,
+    list_reservations,
+    purchase_block,
+    record_reservation_waste,
+)
 from functions.shared.usecases.select import check_plannable, plan_request
 from tests.fakes import fake_ports
 from tests.fakes.ports import FakeReservations
@@ -162,3 +167,21 @@ def test_a_listed_offering_within_the_limit_is_bought_once_and_tagged_with_its_f
     # Then EC2 was asked once, with the fee and GPU Pilot's purchase tagged on the reservation
     assert ports.reservations.purchased == [(OFFERING.offering_id, {FEE_TAG: "1500", PURCHASED_BY_TAG: "gpupilot"})]
     assert (bought.capacity_block, bought.upfront_usd) == (True, 1500.0)
+
+
+def test_the_account_s_reservations_are_listed_from_every_capacity_region_each_with_its_region() -> None:
+    from tests.fakes.ports import with_regions
+
+    # Given a deployment with us-west-2, a reservation held at home and another held there
+    west = "us-west-2"
+    ports = with_regions(
+        ports_with(held()),
+        {west: {"reservations": FakeReservations([held(reservation_id="cr-0123456789abcdef1", zone=f"{west}a")])}},
+    )
+
+    # When the account's reservations are listed
+    listed = list_reservations(ports)
+
+    # Then both are, each named with the region that holds it
+    regions = {view.reservation_id: view.region for view in listed.reservations}
+    assert regions == {CR: ports.settings.region, "cr-0123456789abcdef1": west}
