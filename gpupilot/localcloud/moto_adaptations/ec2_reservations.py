@@ -1,8 +1,8 @@
 """EC2's Capacity Reservations and Capacity Blocks, from the world's reservation book.
 
 20. EC2's reserved capacity: moto implements no Capacity Reservation or Capacity Block call
-   (DescribeCapacityReservations, DescribeCapacityBlockOfferings and PurchaseCapacityBlock raise
-   NotImplementedError). Here they answer from the world's `capacity_reservations` and
+   (moto answers DescribeCapacityReservations, DescribeCapacityBlockOfferings and PurchaseCapacityBlock with
+   "not been implemented"). Here they answer from the world's `capacity_reservations` and
    `capacity_block_offerings` (reservations.py), in botocore's shapes: a reservation's state follows its window
    (scheduled, active, expired), its AvailableInstanceCount drops as the fleet launches instances into it, the
    `state`, `instance-type`, `availability-zone` and `instance-match-criteria` filters and MaxResults/NextToken
