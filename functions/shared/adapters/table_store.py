@@ -110,16 +110,19 @@ class DynamoWasteLedger(_Table):
             ledger, added = charge(before, entry)
             if not added:
                 return 0.0
-            item = key | {"waste": serialize(ledger), "version": {"N": str(version + 1)}}
-            if stored is None:
-                written = self._put(item, ConditionExpression="attribute_not_exists(#pk)",
-                                    ExpressionAttributeNames={"#pk": c.TABLE_PK})  # fmt: skip
-            else:
-                written = self._put(item, ConditionExpression="version = :v",
-                                    ExpressionAttributeValues={":v": {"N": str(version)}})  # fmt: skip
-            if written:
+            if self._put_next_version(key, {"waste": serialize(ledger)}, version if stored else None):
                 return added
         return 0.0  # other sweeps kept writing it first: what they did not charge, the next sweep will
+
+    def _put_next_version(self, key: dict[str, Any], attributes: dict[str, Any], version: int | None) -> bool:
+        """Write the item as the version after `version` (None: it must not exist yet), unless another writer moved it
+        first; whether it was written."""
+        item = key | attributes | {"version": {"N": str((version or 0) + 1)}}
+        if version is None:
+            return self._put(item, ConditionExpression="attribute_not_exists(#pk)",
+                             ExpressionAttributeNames={"#pk": c.TABLE_PK})  # fmt: skip
+        return self._put(item, ConditionExpression="version = :v",
+                         ExpressionAttributeValues={":v": {"N": str(version)}})  # fmt: skip
 
     def record_share(self, instance: SharedInstance, key: str, attempt: Occupant) -> SharedInstance | None:
         sort_key = f"{instance.day}#{instance.instance_id}{SHARE_SUFFIX}"
@@ -131,14 +134,7 @@ class DynamoWasteLedger(_Table):
             ledger = occupy(before, key, attempt)
             if ledger is None:
                 return None
-            item = item_key | {"shared": serialize(ledger), "version": {"N": str(version + 1)}}
-            if stored is None:
-                written = self._put(item, ConditionExpression="attribute_not_exists(#pk)",
-                                    ExpressionAttributeNames={"#pk": c.TABLE_PK})  # fmt: skip
-            else:
-                written = self._put(item, ConditionExpression="version = :v",
-                                    ExpressionAttributeValues={":v": {"N": str(version)}})  # fmt: skip
-            if written:
+            if self._put_next_version(item_key, {"shared": serialize(ledger)}, version if stored else None):
                 return ledger
         return None  # the instance's other attempts kept writing first: its unused share misses this one
 
