@@ -148,6 +148,8 @@ def test_image_references_by_registry_repository_tag_and_digest_are_accepted(ima
         ("image", "cuda:" + "t" * 128), ("image", "caf\u00e9"), ("environment", {"A=B": "x"}),
         ("environment", {"OK": "x\x00"}), ("environment", {"OK_1": "x"}), ("environment", {"AWS_BATCH_X": "x"}),
         ("environment", {"A\n": "x"}), ("secrets", {"A\n": "arn:aws:ssm:us-east-1:123456789012:parameter/p"}),
+        ("regions", ["us-" + "a" * 61 + "-1"]), ("regions", ["us-" + "a" * 58 + "-1"]), ("regions", ["us-west-2"] * 65),
+        ("zones", ["z" * 65]), ("instance_types", ["g" * 64]), ("gpu_models", ["L4"] * 65),
     ],
 )  # fmt: skip
 def test_the_openapi_schema_accepts_exactly_what_the_api_accepts(field, value):

@@ -137,7 +137,7 @@ class JobRequest(DomainModel):
         description="Availability zones the job may run in (non-empty): restricts the candidates and the subnets of "
         "the pool's compute environment",
     )
-    regions: list[Annotated[str, Field(pattern=REGION_NAME)]] | None = Field(
+    regions: list[Annotated[str, Field(min_length=1, max_length=64, pattern=REGION_NAME)]] | None = Field(
         default=None,
         min_length=1,
         max_length=MAX_LIST_ITEMS,
