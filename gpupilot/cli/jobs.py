@@ -158,7 +158,7 @@ def follow(
     """Poll the job and print each new status, and each new reason while it waits, until it ends; `on_poll` sees
     the job and the seconds since following began after every poll."""
     seen = 0
-    reason = None
+    said_before: set[str] = set()  # a reason is said once: said again under a later line, it reads as that line's
     started = time.monotonic()
     explained_at: float | None = None
     while True:
@@ -177,17 +177,22 @@ def follow(
             # The entry already shown was explained as the job moved on (the diagnosis that made it fall back): its
             # reason goes under it, before the next entries, never under the fallback's line as if the new type
             # waited for it.
-            explained = timeline[seen - 1].get("reason")
-            if explained and explained != reason:
-                out(render.reason_line(explained, waited))
-                reason = explained
+            # So does the diagnosis of an earlier attempt, still the job's reason as its fallback begins.
+            earlier = render.earlier_diagnoses(job)
+            current = render.waiting_reason(job)
+            for explained in (timeline[seen - 1].get("reason"), current if current in earlier else None):
+                if explained and explained not in said_before:
+                    out(render.reason_line(explained, waited))
+                    said_before.add(explained)
         for entry in timeline[seen:]:
             out(render.progress_line(entry, job))
         seen = len(timeline)
         said = render.waiting_reason(job)
-        if said and said != reason and said not in {entry.get("reason") for entry in timeline[:-1]}:
+        if said in render.earlier_diagnoses(job):
+            said = None  # an earlier attempt's: said under its own lines, or not at all
+        if said and said not in said_before and said not in {entry.get("reason") for entry in timeline[:-1]}:
             out(render.reason_line(said, waited, render.next_action(job)))
-        reason = said or reason
+            said_before.add(said)
         if on_poll is not None:
             on_poll(job, time.monotonic() - started)
         if job["status"] in FINISHED:

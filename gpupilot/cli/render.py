@@ -113,6 +113,21 @@ def waiting_reason(job: dict[str, Any]) -> str | None:
     return None
 
 
+ATTEMPT_ENDED = ("SUCCEEDED", "FAILED", "CANCELLED", "NOT_SUBMITTED")
+
+
+def earlier_diagnoses(job: dict[str, Any]) -> set[str]:
+    """The diagnoses of the attempts the job has left (an earlier one, or one it fell back from), as its reason
+    says them (`CATEGORY: reason`): a job falling back keeps the last one as its reason while the next begins."""
+    attempts = job.get("attempts") or []
+    return {
+        f"{diagnosis['category']}: {diagnosis['reason']}"
+        for number, attempt in enumerate(attempts, start=1)
+        if (diagnosis := attempt.get("diagnosis"))
+        and (number < len(attempts) or attempt.get("status") in ATTEMPT_ENDED)
+    }
+
+
 def elapsed(seconds: float) -> str:
     """`42 s`, `3 min 05 s`, `2 h 07 min`."""
     whole = max(0, int(seconds))

@@ -36,3 +36,11 @@ def test_submit_wait_shows_status_changes_and_the_wait_reason_on_stderr(
     assert "SUCCEEDED" in result.stdout and "cost" in result.stdout
     assert f"job {job_id}  " not in result.stdout
     assert result.stdout.splitlines()[0].lstrip().split()[1] == "SUBMITTED"
+    # And in the timeline, the first choice's reasons go under its own lines, never under the fallback's: each
+    # reason is said once, before the fallback's first line
+    timeline = result.stdout.splitlines()
+    fallback = next(i for i, line in enumerate(timeline) if "PROVISIONING" in line and "g4dn.xlarge" not in line)
+    about_first = [i for i, line in enumerate(timeline) if "waiting" in line and "[g4dn.xlarge]" in line]
+    assert about_first and max(about_first) < fallback, result.stdout
+    reasons = [line.split(": ", 1)[1] for line in timeline if line.lstrip().startswith("waiting")]
+    assert len(reasons) == len(set(reasons)), result.stdout
