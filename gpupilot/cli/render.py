@@ -30,6 +30,10 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], flexible: str |
     return _fitted(headers, cells[1:], flexible, _width)
 
 
+# The least a cut column keeps (with its ellipsis): a name cut shorter tells nothing.
+FLEXIBLE_MIN_WIDTH = 8
+
+
 def _fitted(headers: Sequence[str], rows: list[list[str]], flexible: str | None, width: int) -> str:
     """The table at `width` columns, laid out by rich: every column as wide as its content, but the flexible one,
     which takes what is left and is cut with an ellipsis."""
@@ -40,11 +44,13 @@ def _fitted(headers: Sequence[str], rows: list[list[str]], flexible: str | None,
     from rich.text import Text
 
     fitted = Table(box=None, pad_edge=False, padding=(0, 2, 0, 0), expand=True, show_header=True)
-    for header in headers:
+    for index, header in enumerate(headers):
         if header == flexible:
-            fitted.add_column(header, no_wrap=True, overflow="ellipsis", ratio=1)
+            fitted.add_column(header, no_wrap=True, overflow="ellipsis", ratio=1, min_width=FLEXIBLE_MIN_WIDTH)
         else:
-            fitted.add_column(header, no_wrap=True)
+            # Never cut: a job id, a status or a price read in part is worse than a line a little too wide.
+            full = max(len(str(header)), *(len(row[index]) for row in rows))
+            fitted.add_column(header, no_wrap=True, min_width=full)
     for row in rows:
         fitted.add_row(*(Text(cell) for cell in row))
     out = io.StringIO()
@@ -424,15 +430,21 @@ def attempt_line(attempt: dict[str, Any], with_region: bool = False) -> str:
     return line
 
 
+def _minute(at: str) -> str:
+    """`11-27 08:45Z` from an ISO time: the list's created column, month, day and minute in UTC (`status` and --json
+    have it in full)."""
+    return f"{at[5:10]} {at[11:16]}Z" if len(at) >= 16 else at
+
+
 def job_list(result: dict[str, Any]) -> str:
     rows = [
         (
             j["job_id"], j["name"], j["status"], j.get("instance_type") or "-",
-            f"{j['cost']['usd']:.6f}" if j.get("cost") else "-", j["created_at"],
+            f"{j['cost']['usd']:.6f}" if j.get("cost") else "-", _minute(j["created_at"]),
         )
         for j in result["jobs"]
     ]  # fmt: skip
-    out = table(("job id", "name", "status", "GPU type", "cost $", "created"), rows)
+    out = table(("job id", "name", "status", "GPU type", "cost $", "created"), rows, flexible="name")
     return out + (f"\nnext page: --next-token {result['next_token']}" if result.get("next_token") else "")
 
 
@@ -479,7 +491,8 @@ def costs(report: dict[str, Any]) -> str:
     to the total; then the total and, next to it, the waste (instances, or shares of them, that served no job)."""
     if report.get("groups"):
         groups = [(g["key"], g["attempts"], f"{g['usd']:.6f}") for g in report["groups"]]
-        out = table((report.get("group_by") or "key", "attempts", "usd"), groups)
+        key = report.get("group_by") or "key"
+        out = table((key, "attempts", "usd"), groups, flexible=key)
     else:
         out = table(("day", "usd"), [(day["date"], f"{day['usd']:.6f}") for day in report.get("days", [])])
     waste = report.get("waste") or {}

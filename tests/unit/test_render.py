@@ -302,6 +302,37 @@ def test_without_a_terminal_width_the_plan_s_why_is_in_full(terminal_of):
     assert LONG_WHY.strip() in plan_table(WIDE_PLAN)
 
 
+LISTED = {
+    "jobs": [
+        {"job_id": "cd2bbd832282e6e965b6", "name": "a-very-long-job-name-" * 6, "status": "SUCCEEDED",
+         "instance_type": "g4dn.12xlarge", "cost": {"usd": 0.000224}, "created_at": "2026-11-27T08:45:45.947Z"},
+        {"job_id": "0123456789abcdef0123", "name": "short", "status": "RUNNABLE", "instance_type": "p4de.24xlarge",
+         "cost": None, "created_at": "2026-11-27T09:01:02.000Z"},
+    ]
+}  # fmt: skip
+
+
+def test_at_80_columns_the_job_list_cuts_only_the_name_never_an_id_a_status_or_a_price(terminal_of):
+    from gpupilot.cli.render import job_list
+
+    terminal_of(80)
+    lines = job_list(LISTED).splitlines()
+    assert max(map(len, lines)) <= 80
+    assert lines[1].split()[0] == "cd2bbd832282e6e965b6" and lines[1].split()[1].endswith("…")
+    assert lines[1].split()[2:] == ["SUCCEEDED", "g4dn.12xlarge", "0.000224", "11-27", "08:45Z"]
+    assert lines[2].split() == ["0123456789abcdef0123", "short", "RUNNABLE", "p4de.24xlarge", "-", "11-27", "09:01Z"]
+    assert "(--wide for the full name)" in lines[3]
+
+
+def test_at_80_columns_costs_grouped_by_job_name_cut_only_the_name(terminal_of):
+    terminal_of(80)
+    report = COSTS | {"group_by": "job_name", "total_usd": 1.5,
+                      "groups": [{"key": "n" * 120, "attempts": 2, "usd": 1.5}]}  # fmt: skip
+    lines = costs(report).splitlines()
+    assert max(map(len, lines[:2])) <= 80 and lines[1].split()[1:] == ["2", "1.500000"]
+    assert lines[1].endswith("1.500000") and "(--wide for the full job_name)" in lines[2]
+
+
 SWEEP = {
     "sweep_id": "sweep-1",
     "swept_at": "2026-11-24T10:00:00Z",
