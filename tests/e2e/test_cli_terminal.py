@@ -116,3 +116,25 @@ def test_at_80_columns_the_plan_fits_the_terminal_and_wide_shows_it_in_full(
     assert max(map(len, lines)) <= COLUMNS, fitted.shown
     assert lines[0].split()[:3] == ["#", "instance", "type"] and "(--wide for the full why)" in fitted.shown
     assert max(map(len, wide.shown.splitlines())) > COLUMNS
+
+
+def test_at_80_columns_the_job_list_fits_cutting_only_long_names(cloud_factory: Callable[..., RunningCloud]) -> None:
+    # Given a job whose name is the longest the API takes
+    cloud = cloud_factory()
+    long_name = "n" * 128
+    job_id = cloud.api.request("POST", "/jobs", {"name": long_name, "image": "img:1", "command": ["true"]}).body[
+        "job_id"
+    ]
+
+    # When the list is printed at an 80-column terminal, then with --wide
+    fitted = Terminal(cloud, "list")
+    assert fitted.finish() == 0
+    wide = Terminal(cloud, "--wide", "list")
+    assert wide.finish() == 0
+
+    # Then every line fits, the job id is whole and the name is cut; --wide shows the name in full
+    lines = [line for line in fitted.shown.splitlines() if line.strip()]
+    assert max(map(len, lines)) <= COLUMNS, fitted.shown
+    row = next(line for line in lines if line.startswith(job_id))
+    assert "…" in row.split()[1] and "(--wide for the full name)" in fitted.shown
+    assert long_name in wide.shown

@@ -38,6 +38,7 @@ def test_sweep_health_and_costs_through_the_cli(cloud_factory: Callable[..., Run
     costs = json.loads(cloud.cli("--json", "costs", "--from", today, "--to", today).stdout)
     table = cloud.cli("costs", "--from", today, "--to", today)
     by_type = cloud.cli("costs", "--from", today, "--to", today, "--group-by", "gpu_type")
+    swept_words, health_words = cloud.cli("sweep"), cloud.cli("health")
     # Then the sweep ran in the sweep function and its report is the health; the day's cost is the job's
     assert swept["status"] == "COMPLETE" and swept["sweep_id"].startswith("sweep-")
     assert health["sweep_id"] == swept["sweep_id"]
@@ -48,6 +49,12 @@ def test_sweep_health_and_costs_through_the_cli(cloud_factory: Callable[..., Run
     assert table.returncode == 0 and table.stdout.splitlines()[0].split() == ["day", "attempts", "usd"]
     assert today in table.stdout and job["instance_type"] not in table.stdout
     assert by_type.returncode == 0 and job["instance_type"] in by_type.stdout
+    # And without --json, a sweep and the health read as words: the summary, then each finding as a short list
+    for said in (swept_words, health_words):
+        assert said.returncode == 0, said.stderr
+        summary = [line for line in said.stdout.splitlines() if line.startswith("sweep sweep-") and " at " in line]
+        assert len(summary) == 1 and "{" not in said.stdout, said.stdout
+        assert "no findings" in summary[0] or " finding" in summary[0]
 
 
 def test_a_cancelled_running_job_has_a_cost_and_every_attempt_is_in_the_costs(
