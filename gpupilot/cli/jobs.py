@@ -110,7 +110,8 @@ def add_commands(command: CommandAdder) -> None:
         "--follow",
         "-f",
         action="store_true",
-        help="keep printing new lines until the job ends (default: print and exit)",
+        help="keep printing new lines until the job ends, waiting for its first attempt and going on to each "
+        "fallback's (default: print and exit)",
     )
 
 
@@ -225,8 +226,22 @@ def print_logs(
     path = f"/jobs/{quote(job_id, safe='')}/logs"
     token: str | None = None
     stream: str | None = None
+    waiting_said = False
     while True:
-        page = checked(client.request("GET", path, query={"attempt": attempt, "next_token": token}))
+        response = client.request("GET", path, query={"attempt": attempt, "next_token": token})
+        if follow_job and attempt is None and response.status == 404 and _no_attempt_yet(response.body):
+            # Followed right after submitting: the job is still choosing its GPU. Wait for its first attempt, unless
+            # the job ends without one (nothing could serve it).
+            job = checked(client.request("GET", f"/jobs/{quote(job_id, safe='')}"))
+            if job["status"] in FINISHED:
+                say(f"job {job_id} ended {job['status']} without an attempt: no log stream")
+                return dict(job)
+            if not waiting_said:
+                say(f"job {job_id} is {job['status']}: waiting for its first attempt (--follow)")
+                waiting_said = True
+            time.sleep(poll_seconds)
+            continue
+        page = checked(response)
         if page.get("log_stream") != stream:
             moved = stream is not None
             stream = page.get("log_stream")
@@ -247,6 +262,11 @@ def print_logs(
         token = page.get("next_token") or token
         if read_all:
             time.sleep(poll_seconds)
+
+
+def _no_attempt_yet(body: Any) -> bool:
+    """The logs route's 404 for a job that exists but has made no attempt yet (not one for an unknown job)."""
+    return isinstance(body, dict) and body.get("error") == "AttemptNotFound"
 
 
 def asks_first(args: argparse.Namespace) -> bool:

@@ -71,6 +71,8 @@ def test_a_spot_first_job_whose_spot_hosts_are_reclaimed_finishes_on_on_demand_w
     # When a spot-first job that may run on g6.xlarge only is submitted
     request = JOB | {"capacity": "spot-first", "instance_types": ["g6.xlarge"]}
     job_id = cloud.api.request("POST", "/jobs", request).body["job_id"]
+    # (and its logs are followed from the start, without --attempt)
+    followed = cloud.cli("logs", job_id, "--follow", timeout=90)
     job = cloud.wait_for(job_id, {"SUCCEEDED", "FAILED"}, 90)
 
     # Then it finished on on-demand after one reclaim (spot_reclaims_before_fallback's default)
@@ -86,6 +88,11 @@ def test_a_spot_first_job_whose_spot_hosts_are_reclaimed_finishes_on_on_demand_w
     assert spot["cost"]["pricing"].startswith("spot") and spot["cost"]["usd"] > 0
     assert on_demand["cost"]["usd"] > 0
     assert job["cost"]["usd"] == pytest.approx(spot["cost"]["usd"] + on_demand["cost"]["usd"], abs=1e-6)
+    # And following its logs went from the reclaimed attempt's stream on to the fallback's, to the end
+    assert followed.returncode == 0, followed.stderr
+    headers = [line for line in followed.stderr.splitlines() if line.startswith("attempt ")]
+    assert [line.split()[1] for line in headers][-2:] == ["1", "2"], followed.stderr
+    assert followed.stdout.splitlines()[-1].endswith("exit code 0 (the world file's jobs.exit_code)"), followed.stdout
     # And the next plan leaves that spot offering (type and zone) out, saying why and until when
     plan = cloud.api.request("POST", "/plan", request).body
     assert [c["capacity"] for c in plan["candidates"]] == ["on-demand"]

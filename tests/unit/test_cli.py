@@ -841,6 +841,42 @@ def test_logs_follow_waits_for_the_attempt_to_run_and_stops_once_the_job_has_end
     assert len(api.received) == 5 and all("attempt=1" in r.path for r in api.received)
 
 
+NO_ATTEMPT_YET = Answer(
+    404, {"error": "AttemptNotFound", "field": "attempt", "message": "job job-1 has no attempt 1 yet"}
+)
+
+
+def test_logs_follow_right_after_submitting_waits_for_the_first_attempt(capsys, monkeypatch):
+    # Given a job still choosing its GPU (no attempt yet), then running with a line, then ended
+    monkeypatch.setattr(jobs, "LOG_POLL_SECONDS", 0)
+    selecting = Answer(200, {"job_id": "job-1", "status": "SELECTING"})
+    script = (NO_ATTEMPT_YET, selecting, NO_ATTEMPT_YET, selecting, log_page(["start"], "t1", "RUNNING"),
+              log_page(["done"], "t2"), log_page([], "t2"))  # fmt: skip
+    with ScriptedApi(*script) as api:
+        # When following its logs
+        code = main(["--endpoint", api.url, "logs", "job-1", "--follow"])
+
+    # Then it waits (said once), then prints every line
+    out, err = capsys.readouterr()
+    assert code == 0 and out == "start\ndone\n"
+    assert err.count("waiting for its first attempt") == 1
+    assert [r.path for r in api.received][:2] == ["/jobs/job-1/logs", "/jobs/job-1"]
+
+
+def test_logs_follow_of_a_job_that_ended_without_an_attempt_says_so(capsys, monkeypatch):
+    # Given a job that failed before any attempt (nothing could serve it)
+    with ScriptedApi(NO_ATTEMPT_YET, Answer(200, {"job_id": "job-1", "status": "FAILED"})) as api:
+        code = main(["--endpoint", api.url, "logs", "job-1", "--follow"])
+    # Then it stops at once, saying why there is nothing to show
+    assert code == 0 and "ended FAILED without an attempt" in capsys.readouterr().err
+
+
+def test_logs_without_follow_of_a_job_with_no_attempt_is_a_404(capsys):
+    with ScriptedApi(NO_ATTEMPT_YET) as api:
+        code = main(["--endpoint", api.url, "logs", "job-1"])
+    assert code == 3 and "AttemptNotFound" in capsys.readouterr().err
+
+
 def test_logs_of_an_attempt_that_has_not_run_says_so_on_stderr(capsys):
     # Given an attempt still waiting for a GPU
     with ScriptedApi(log_page([], None, "RUNNABLE", stream=None)) as api:
