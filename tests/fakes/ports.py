@@ -8,6 +8,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from functions.shared.adapters.ec2 import load_snapshot
 from functions.shared.adapters.prices import SnapshotPrices
 from functions.shared.domain.batch import (
@@ -669,6 +671,21 @@ class FakeMetrics:
 
     def add_for_pool(self, name: MetricName, pool: str, value: float) -> None:
         self.by_pool[(name, pool)] = self.by_pool.get((name, pool), 0) + value
+
+
+class Unreachable:
+    """Any port of a region AWS will not answer for: every call raises the SDK's error, as botocore would for a region
+    not enabled for the account (or a stack not deployed there, or a grant missing)."""
+
+    def __init__(self, code: str = "UnrecognizedClientException", message: str = "The security token included in "
+                 "the request is invalid.") -> None:  # fmt: skip
+        self.error = ClientError({"Error": {"Code": code, "Message": message}}, "DescribeComputeEnvironments")
+
+    def __getattr__(self, name: str) -> Any:
+        def refused(*args: Any, **kwargs: Any) -> Any:
+            raise self.error
+
+        return refused
 
 
 def fake_ports(**overrides: Any) -> Ports:

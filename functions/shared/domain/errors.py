@@ -81,3 +81,13 @@ class PurchaseDisabled(Exception):
 
 class PurchaseInProgress(Exception):
     """A purchase of this offering was claimed already: a Capacity Block is bought once."""
+
+
+def aws_failure_words(error: Exception) -> str:
+    """An AWS call's failure in one line: AWS's error code and message (a botocore ClientError carries them in its
+    `response`), else the SDK's error class and text (no answer came back: the endpoint, the network)."""
+    response = getattr(error, "response", None)
+    details = response.get("Error", {}) if isinstance(response, dict) else {}
+    code = details.get("Code") or type(error).__name__
+    message = details.get("Message") or str(error)
+    return f"{code}: {message}"[:500]

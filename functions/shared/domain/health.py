@@ -130,6 +130,26 @@ def invalid_environment_finding(environment: ComputeEnvironmentState) -> Finding
     )
 
 
+REGION_UNREACHABLE_RECOMMENDATION = (
+    "The sweep could not read this capacity region: until it can, the records of jobs there are not reconciled with "
+    "Batch, and its pools and hosts are not checked (the other regions were swept). Check that the region's stack "
+    "is deployed (cdk deploy --all), that the region is enabled for the account, and that the sweep function's role "
+    "holds its grants there; the evidence holds AWS's words."
+)
+
+
+def region_unreachable_finding(region: str, failure: str) -> Finding:
+    """REGION_UNREACHABLE: a capacity region the sweep could not read, with AWS's words for why."""
+    return Finding(
+        kind=FindingKind.REGION_UNREACHABLE,
+        severity=Severity.CRITICAL,
+        resource=region,
+        evidence={"error": failure},
+        recommendation=REGION_UNREACHABLE_RECOMMENDATION,
+        region=region,
+    )
+
+
 def summarize(findings: list[Finding], reconciled: int) -> dict[str, int]:
     summary = {"findings": len(findings), "reconciled_events": reconciled}
     for finding in findings:

@@ -131,6 +131,9 @@ class DiagnosisCategory(StrEnum):
     # A diagnosis: the job's next candidate is a Capacity Block (or a future-dated reservation) that has not begun; the
     # workflow waits until it does, then provisions its pool (normal, like WAITING_FOR_SCALE_UP).
     WAITING_FOR_RESERVATION = "WAITING_FOR_RESERVATION"
+    # A finding only: a capacity region other than the home one that the sweep could not read (its stack not deployed,
+    # the region not enabled for the account, a grant missing, its endpoint unreachable); the others were swept.
+    REGION_UNREACHABLE = "REGION_UNREACHABLE"
 
 
 # A finding's kind is a diagnosis category: the sweep and the workflow speak the same words.

@@ -15,7 +15,7 @@ from typing import TypeVar
 from functions.shared.domain.band import outside_band_words
 from functions.shared.domain.catalog import GpuType
 from functions.shared.domain.clock import now_iso
-from functions.shared.domain.errors import NoCandidate, RequestRefused, SignalUnavailable
+from functions.shared.domain.errors import NoCandidate, RequestRefused, SignalUnavailable, aws_failure_words
 from functions.shared.domain.memory import UnavailableOffering
 from functions.shared.domain.offers import AvailabilitySnapshot, SignalGap, Signals
 from functions.shared.domain.ranking import plan_warnings, signal_warnings
@@ -48,7 +48,18 @@ def plan_request(request: JobRequest, ports: Ports) -> Plan:
         raise RequestRefused("gpu_models", f"unknown GPU model {', '.join(unknown)}; known: {', '.join(known_models)}")
     # A request may retry on purpose what the memory of unavailable offerings would leave out.
     remembered = {} if request.ignore_unavailable else ports.offerings.unavailable_offerings()
-    snapshots = {region: _snapshot(ports.in_region(region), sorted(gpu_types), remembered) for region in allowed}
+    snapshots: dict[str, AvailabilitySnapshot] = {}
+    unreadable: dict[str, str] = {}
+    for region in allowed:
+        try:
+            snapshots[region] = _snapshot(ports.in_region(region), sorted(gpu_types), remembered)
+        except Exception as error:
+            if region == ports.settings.home:
+                raise
+            # A capacity region that cannot be read (its stack not deployed, the region not enabled, a grant
+            # missing) is left out of the plan, saying why; the others are planned.
+            unreadable[region] = aws_failure_words(error)
+    left_out |= {region: f"could not be read ({failure})" for region, failure in unreadable.items()}
     zones = {zone for snapshot in snapshots.values() for zone in snapshot.zones}
     outside = [z for z in request.zones or [] if z not in zones]
     if outside:
@@ -67,7 +78,10 @@ def plan_request(request: JobRequest, ports: Ports) -> Plan:
     _check_reservation(request, regions)
     planned = plan_across(request, regions, left_out)
     gaps = [gap for signals in regions for gap in signals.market.unavailable]
-    warnings = plan_warnings(planned, request) + list(dict.fromkeys(signal_warnings(gaps)))
+    gone = [
+        f"capacity region {region} could not be read, so it is left out ({why})" for region, why in unreadable.items()
+    ]
+    warnings = plan_warnings(planned, request) + list(dict.fromkeys(signal_warnings(gaps))) + gone
     return planned.model_copy(update={"warnings": warnings})
 
 

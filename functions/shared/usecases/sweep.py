@@ -6,36 +6,32 @@ an API request: API Gateway gives a request 29 seconds.
 
 from __future__ import annotations
 
-from functions.shared.domain.batch import ComputeEnvironmentState, FleetState
-from functions.shared.domain.clock import now_iso, seconds_between
+from functions.shared.domain.clock import now_iso
 from functions.shared.domain.consoles import console_evidence
-from functions.shared.domain.diagnosis import SCALE_UP_GRACE_SECONDS, StuckJobSnapshot, diagnose
-from functions.shared.domain.fleet import FleetAnalysis, RunningInstances, analyse_fleet
+from functions.shared.domain.errors import aws_failure_words
+from functions.shared.domain.fleet import analyse_fleet
 from functions.shared.domain.health import (
     MAX_LISTED,
-    StuckTally,
     fleet_findings,
-    grouped,
     invalid_environment_finding,
     new_sweep_id,
+    region_unreachable_finding,
     report,
 )
 from functions.shared.domain.pools import ComputeEnvironmentStatus
 from functions.shared.domain.records import ActiveJob
-from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.views import Finding, HealthReport, SweepStarted
 from functions.shared.domain.vocabulary import BatchStatus, FindingKind, MetricName, Severity, SweepStatus
+from functions.shared.observability import logger
 from functions.shared.ports import Ports
-from functions.shared.usecases.evidence import read_snapshot
 from functions.shared.usecases.quarantine import MAX_CONSOLE_READS, read_console, sweep_hosts
-from functions.shared.usecases.remediate import cancel_past_limit, remediate_fleet
+from functions.shared.usecases.remediate import remediate_fleet
 from functions.shared.usecases.reservations import record_reservation_waste
 from functions.shared.usecases.sweep_jobs import SweptJobs, sweep_jobs
 from functions.shared.usecases.sweep_pools import pool_findings
+from functions.shared.usecases.sweep_stuck import stuck_findings
 from functions.shared.usecases.waste import record_waste
 
-# Jobs others submitted into GPU Pilot's queues have no stuck_after of their own.
-DEFAULT_STUCK_AFTER_MINUTES = JobRequest.model_fields["stuck_after_minutes"].default
 HOLDS_UP_ITS_POOL = frozenset(
     {
         FindingKind.ECS_AGENT_NOT_REGISTERED,
@@ -101,13 +97,21 @@ def _sweep(sweep_id: str, ports: Ports) -> HealthReport:
     findings: list[Finding] = []
     reconciled = vanished = live = 0
     for region in ports.settings.regions:
-        regional = ports.in_region(region)
-        found, swept = _sweep_region(regional, records, at)
+        try:
+            regional = ports.in_region(region)
+            found, swept = _sweep_region(regional, records, at)
+            # The region's reservations' idle hours since the sweep before (paid for whether used or not).
+            record_reservation_waste(previous.swept_at if previous else None, at, regional)
+        except Exception as error:
+            if region == ports.settings.home:
+                raise  # the home region holds the table and the workflow: a sweep without it has failed
+            # One capacity region that cannot be read leaves the others swept, and says so.
+            logger.warning("capacity region not swept", extra={"region": region, "error": aws_failure_words(error)})
+            findings.append(region_unreachable_finding(region, aws_failure_words(error)))
+            continue
         for finding in found:
             finding.region = region
         findings += found
-        # The region's reservations' idle hours since the sweep before (paid for whether used or not).
-        record_reservation_waste(previous.swept_at if previous else None, at, regional)
         reconciled, vanished, live = (
             reconciled + swept.reconciled,
             vanished + len(swept.vanished),
@@ -159,7 +163,7 @@ def _sweep_region(ports: Ports, records: list[ActiveJob], at: str) -> tuple[list
             fleet_found.append(finding)
             ports.metrics.add_for_pool(FLEET_METRICS[finding.kind], name, len(finding.instances))
     findings = fleet_found + hosts.findings + pool_findings(pools, queues, fleets, swept, fleet_found, at, ports)
-    findings += _stuck_findings(swept, pools, fleets, analyses, invalid, at, ports)
+    findings += stuck_findings(swept, pools, fleets, analyses, invalid, at, ports)
     for finding in findings:
         # A host or pool finding names what it holds up: the jobs waiting in its pool (stuck ones name themselves).
         if not finding.jobs and finding.kind in HOLDS_UP_ITS_POOL:
@@ -191,58 +195,6 @@ def _console_evidence(finding: Finding, ports: Ports, consoles: dict[str, str | 
             printed[instance_id] = evidence
     if printed:
         finding.evidence["console"] = printed
-
-
-def _stuck_findings(
-    swept: SweptJobs,
-    pools: dict[str, ComputeEnvironmentState],
-    fleets: dict[str, FleetState],
-    analyses: dict[str, FleetAnalysis],
-    invalid: list[Finding],
-    at: str,
-    ports: Ports,
-) -> list[Finding]:
-    """Jobs RUNNABLE past their stuck_after (GPU Pilot's) or the default (others'), one finding per pool and cause;
-    the jobs stuck in an INVALID pool join its `invalid` finding.
-
-    A diagnosis depends on the job only through its statusReason and how long it has waited against the
-    diagnosis' thresholds, so one diagnosis per pool, reason and threshold side serves all the jobs that share
-    them: the sweep's cost per job is a lookup, whatever the number of jobs.
-    """
-    snapshots: dict[str, StuckJobSnapshot] = {}
-    # The account's running instances (what vCPU quotas count) are the same for every pool: read once per sweep.
-    running: dict[bool, list[RunningInstances]] = {}
-    tallies: dict[tuple[str, str | None, bool, bool], StuckTally] = {}
-    limit_seconds = ports.settings.cancel_stuck_after_minutes * 60
-    launch_grace = ports.settings.launch_grace_seconds
-    for batch_job in swept.live.values():
-        if batch_job.status != BatchStatus.RUNNABLE or not batch_job.created_at:
-            continue
-        owner = swept.owners.get(batch_job.job_id)
-        waited = seconds_between(batch_job.created_at, at)
-        if waited < ((owner.stuck_after_minutes if owner else None) or DEFAULT_STUCK_AFTER_MINUTES) * 60:
-            continue
-        pool = batch_job.job_queue.rsplit("/", 1)[-1]
-        key = (pool, batch_job.status_reason, waited >= SCALE_UP_GRACE_SECONDS, waited >= launch_grace)
-        tally = tallies.get(key)
-        if tally is None:
-            if pool not in snapshots:
-                environment = pools.get(pool) or ComputeEnvironmentState(name=pool)
-                snapshots[pool] = read_snapshot(
-                    batch_job, environment, fleets.get(pool), at, ports, analysis=analyses.get(pool), running=running
-                )
-            snapshot = snapshots[pool].model_copy(update={"job": batch_job})
-            tally = tallies[key] = StuckTally(diagnose(snapshot), snapshots[pool].environment.name)
-        tally.add(owner.job_id if owner else batch_job.job_id, owner is None)
-        if limit_seconds and waited >= limit_seconds:
-            tally.past_limit.append(batch_job)
-    findings = grouped(invalid + [tally.finding() for tally in tallies.values()])
-    for finding in findings:
-        group = (finding.resource, finding.kind)
-        past_limit = [job for t in tallies.values() if (t.pool, t.diagnosis.category) == group for job in t.past_limit]
-        if past_limit:
-            cancel_past_limit(finding, past_limit, ports)
-    return findings
 
 
 def _emit(findings: list[Finding], reconciled: int, ports: Ports) -> None:

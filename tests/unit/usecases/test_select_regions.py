@@ -18,7 +18,7 @@ from functions.shared.ports import Ports
 from functions.shared.usecases.provision import ensure_job_queue
 from functions.shared.usecases.select import plan_request
 from tests.fakes import fake_ports
-from tests.fakes.ports import FakeAvailability, FakePrices, FakeQuotas, with_regions
+from tests.fakes.ports import FakeAvailability, FakePrices, FakeQuotas, Unreachable, with_regions
 from tests.unit.usecases.conftest import JOB_ID, REQUEST, selected
 
 HOME, WEST, EU = "us-east-1", "us-west-2", "eu-west-1"
@@ -72,6 +72,27 @@ def test_the_deployments_default_regions_apply_to_a_job_that_names_none():
     assert {o.region: o.left_out for o in found.regions}[EU] == (
         "not in the deployment's default_regions (send regions)"
     )
+
+
+def test_a_capacity_region_that_cannot_be_read_is_left_out_saying_why_and_the_others_are_planned():
+    # Given us-west-2 answering nothing (its stack not deployed, or the region not enabled for the account)
+    ports = deployment(availability=Unreachable("AuthFailure", "AWS was not able to validate the credentials."))
+
+    # When a job allowed home and us-west-2 plans
+    found = plan_request(request(regions=[HOME, WEST]), ports)
+
+    # Then home's offering is its candidate, us-west-2 is left out with AWS's words, and a warning says so
+    assert [c.region for c in found.candidates] == [HOME]
+    why = {o.region: o.left_out for o in found.regions}[WEST]
+    assert why == "could not be read (AuthFailure: AWS was not able to validate the credentials.)"
+    assert any(w.startswith(f"capacity region {WEST} could not be read") for w in found.warnings)
+
+
+def test_a_home_region_that_cannot_be_read_fails_the_plan():
+    # Given a home region answering nothing / When / Then the plan fails with AWS's error (nothing to fall back on)
+    ports = with_regions(fake_ports(availability=Unreachable()), {WEST: {}})
+    with pytest.raises(Exception, match="UnrecognizedClientException"):
+        plan_request(request(regions=[HOME, WEST]), ports)
 
 
 def test_a_region_without_quota_for_the_type_is_left_out_naming_the_quota():

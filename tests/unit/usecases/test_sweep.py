@@ -455,6 +455,39 @@ def test_the_sweep_covers_each_capacity_region_and_its_findings_and_memory_name_
     assert "on-demand:us-west-2:g4dn.xlarge:us-west-2a" in ports.offerings.unavailable_offerings()
 
 
+def test_a_capacity_region_that_cannot_be_read_is_a_finding_and_the_others_are_swept():
+    from tests.fakes import fake_ports
+    from tests.fakes.ports import Unreachable, with_regions
+
+    # Given a deployment whose us-west-2 answers nothing (its Batch, its pools), and a home pool with a lost instance
+    ports = with_regions(fake_ports(), {"us-west-2": {"pools": Unreachable(), "batch": Unreachable()}})
+    pool(ports)
+    ports.fleet.launch(POOL, "i-never", launched_at=LONG_AGO, zone="us-east-1a")
+
+    # When the sweep runs
+    result = run_sweep(None, ports)
+
+    # Then home was swept (its finding, its termination), and us-west-2 is one finding with AWS's words
+    assert result.status == "COMPLETE" and ports.fleet.terminated == ["i-never"]
+    [unreachable] = [f for f in result.findings if f.kind == "REGION_UNREACHABLE"]
+    assert (unreachable.resource, unreachable.region, unreachable.severity) == ("us-west-2", "us-west-2", "critical")
+    assert unreachable.evidence["error"].startswith("UnrecognizedClientException: The security token")
+    assert "ECS_AGENT_NOT_REGISTERED" in [f.kind for f in result.findings]
+
+
+def test_a_home_region_that_cannot_be_read_fails_the_sweep():
+    from tests.fakes import fake_ports
+    from tests.fakes.ports import Unreachable, with_regions
+
+    # Given a deployment whose home Batch answers nothing
+    ports = with_regions(fake_ports(pools=Unreachable()), {"us-west-2": {}})
+
+    # When / Then the sweep fails (Lambda retries it), recorded FAILED with AWS's words
+    with pytest.raises(Exception, match="UnrecognizedClientException"):
+        run_sweep("sweep-1", ports)
+    assert ports.health.get_report("sweep-1").status == "FAILED"
+
+
 # -- the records of unfinished jobs -------------------------------------------------------------------
 STARTED_MS, STOPPED_MS = 1_800_000_000_000, 1_800_000_600_000
 
