@@ -45,7 +45,7 @@ from functions.shared.domain.vocabulary import AttemptStatus, DiagnosisCategory,
 from functions.shared.ports import Ports
 from functions.shared.usecases.fallback import leave_offering
 from functions.shared.usecases.provision_words import provisioning_reason
-from functions.shared.usecases.reservation_wait import reservation_over, wait_for_reservation
+from functions.shared.usecases.reservation_wait import block_too_short, reservation_over, wait_for_reservation
 from functions.shared.usecases.retire import advance_retirement, make_room
 
 # What the Step Functions console shows of a pool that cannot take the job: compute environment/queue.
@@ -67,6 +67,10 @@ def ensure_job_queue(payload: EnsureQueueInput, ports: Ports) -> QueueStatus:
         held = ports.reservations.reservation(candidate.reservation)
         if held is None or held.state not in (ACTIVE, SCHEDULED):
             return _reservation_over(payload, candidate, held, ports)
+        assert candidate.reserved is not None
+        too_short = block_too_short(candidate.reserved, held, payload.request.timeout_minutes)
+        if too_short is not None:
+            return _reservation_over(payload, candidate, held, ports, too_short)
         if held.state == SCHEDULED:
             return wait_for_reservation(payload, candidate, held, ports)
     base, build = _pool_and_spec(payload, ports)
@@ -148,13 +152,18 @@ def _wait(payload: EnsureQueueInput) -> _Wait:
 
 
 def _reservation_over(
-    payload: EnsureQueueInput, candidate: Candidate, held: Reservation | None, ports: Ports
+    payload: EnsureQueueInput,
+    candidate: Candidate,
+    held: Reservation | None,
+    ports: Ports,
+    diagnosis: Diagnosis | None = None,
 ) -> QueueStatus:
-    """The reserved candidate's attempt diagnosed (its reservation ended, or EC2 no longer has it), and fall back."""
+    """The reserved candidate's attempt diagnosed (its reservation ended, EC2 no longer has it, or too little of a
+    block is left for the job), and fall back."""
     assert candidate.reserved is not None
     name, wait = pool_for(candidate, payload.request.arch, ports.settings.resource_prefix).name, _wait(payload)
     _provisioning(payload, candidate, name, wait, ports)
-    diagnosis = reservation_over(candidate.reserved, held)
+    diagnosis = diagnosis or reservation_over(candidate.reserved, held)
     status = f"RESERVATION/{diagnosis.evidence['state']}"
     return _broken_pool(payload, name, diagnosis, diagnosis.reason, wait, ports, status=status)
 

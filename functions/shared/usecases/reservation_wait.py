@@ -17,7 +17,7 @@ from functions.shared.domain.diagnosis import Diagnosis
 from functions.shared.domain.offers import Candidate
 from functions.shared.domain.pools import QueueStatus, pool_for
 from functions.shared.domain.records import ReservationWait
-from functions.shared.domain.reservations import SCHEDULED, Reservation, moment, waiting_words
+from functions.shared.domain.reservations import SCHEDULED, Reservation, fit_problem, moment, waiting_words
 from functions.shared.domain.steps import EnsureQueueInput
 from functions.shared.domain.vocabulary import DiagnosisCategory, JobStatus
 from functions.shared.ports import Ports
@@ -65,6 +65,22 @@ def reservation_over(planned: Reservation, live: Reservation | None) -> Diagnosi
         evidence={"reservation": planned.reservation_id, "state": state, "ends_at": planned.ends_at},
         recommendation="GPU Pilot moves on to the job's next candidate, if it has one (reservation_fallback lets a job "
         "that asked for reserved capacity go on to on-demand offerings).",
+    )
+
+
+def block_too_short(planned: Reservation, live: Reservation, timeout_minutes: int) -> Diagnosis | None:
+    """Why the job can no longer finish on the Capacity Block it reached (its earlier candidates took the time the plan
+    counted on), or None while it still fits: the plan's fit, asked again when the attempt begins."""
+    problem = fit_problem(live, timeout_minutes, now_iso())
+    if problem is None:
+        return None
+    return Diagnosis(
+        category=DiagnosisCategory.INSUFFICIENT_CAPACITY,
+        reason=f"{problem}: the time left on it when this attempt began",
+        evidence={"reservation": planned.reservation_id, "state": live.state, "ends_at": live.ends_at},
+        recommendation="GPU Pilot moves on to the job's next candidate, if it has one (reservation_fallback lets a job "
+        "that asked for reserved capacity go on to on-demand offerings); a shorter timeout_minutes would fit what is "
+        "left of the block.",
     )
 
 

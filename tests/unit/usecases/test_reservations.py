@@ -104,6 +104,29 @@ def test_a_job_for_a_block_not_begun_waits_until_its_start_with_the_reason_in_st
     assert explanation is not None and explanation.reason == reason
 
 
+def test_a_block_the_job_no_longer_fits_when_its_attempt_begins_is_left_and_the_job_falls_back() -> None:
+    # Given a Capacity Block with hours left when the job was planned (a 60-minute job fits)
+    now = parse_iso(now_iso())
+    block = held(capacity_block=True, match="targeted", ends_at=iso(now + timedelta(hours=3)))
+    ports = ports_with(block)
+    parsed = create_job(ports, reservation=CR, reservation_fallback=True, timeout_minutes=60)
+    selection = Selection(candidates=plan_request(parsed, ports).candidates[:6], index=0)
+    assert selection.candidates[0].reservation == CR and len(selection.candidates) > 1
+
+    # When the attempt on it begins after earlier candidates took the time: 80 minutes left, EC2 taking its
+    # instances back 30 minutes before the end
+    ports.reservations.held[CR] = block.model_copy(update={"ends_at": iso(now + timedelta(minutes=80))})
+    payload = EnsureQueueInput(job_id=JOB_ID, request=parsed, selection=selection, timeouts=TIMEOUTS)
+    status = ensure_job_queue(payload, ports)
+
+    # Then no pool is made on it, the attempt says why, and the workflow goes on to the next candidate
+    assert ports.pools.environments == {} and status.remedy == "fall_back" and status.next_index == 1
+    assert status.diagnosis is not None and status.diagnosis.category == "INSUFFICIENT_CAPACITY"
+    assert "does not fit in the 50 min left on Capacity Block" in status.diagnosis.reason
+    [attempt] = get_job(JOB_ID, ports).attempts
+    assert attempt.status == "NOT_SUBMITTED" and attempt.reservation == CR
+
+
 def test_capacity_reserved_with_no_matching_reservation_is_refused_naming_capacity() -> None:
     ports = ports_with()
     request = create_job(ports, capacity="reserved")
