@@ -119,13 +119,7 @@ def smoke_body(body: dict[str, Any]) -> dict[str, Any]:
     """The request for the CUDA smoke test: the payload travels in the command (no image of our own)."""
     if body.get("command"):
         raise UsageError("--smoke runs the smoke test: give no command", field="--smoke")
-    from functions.shared.domain.batch import CUDA_SMOKE_CHECK, GPU_CHECK_VARIABLE
-
-    # The job says it runs the smoke test, so the sweep may hold the test's host exit codes (10-14) against its host.
-    environment = (body.get("environment") or {}) | {GPU_CHECK_VARIABLE: CUDA_SMOKE_CHECK}
-    return (
-        {"name": "cuda-smoke", "image": SMOKE_IMAGE} | body | {"command": smoke_command(), "environment": environment}
-    )
+    return {"name": "cuda-smoke", "image": SMOKE_IMAGE} | body | {"command": smoke_command()}
 
 
 def smoke_command() -> list[str]:

@@ -80,7 +80,7 @@ def test_the_container_runtimes_host_side_reasons_are_held_against_the_host(reas
 @pytest.mark.parametrize(
     ("exit_code", "meaning"),
     [
-        # payloads/cuda_smoke.py (docs/cli.md "CUDA smoke test"): 10 to 14 are the host's GPU failing the check.
+        # payloads/cuda_smoke.py (README "CUDA smoke test"): 10 to 14 are the host's GPU failing the check.
         (10, "no NVIDIA driver"),
         (11, "sees no GPU"),
         (12, "result is wrong"),
@@ -90,43 +90,13 @@ def test_the_container_runtimes_host_side_reasons_are_held_against_the_host(reas
         (75, "preflight"),
     ],
 )
-def test_the_gpu_checks_reserved_exit_codes_are_held_against_the_host_of_a_job_running_the_check(exit_code, meaning):
-    # Given an attempt whose container exited with a GPU check's code ("Essential container in task exited"), of a
-    # job that runs that check
-    check = "preflight" if exit_code == 75 else "cuda_smoke"
-    blamed = attribute(attempt(exit_code=exit_code, status_reason="Essential container in task exited"), [check])
+def test_the_gpu_checks_reserved_exit_codes_are_held_against_the_host(exit_code, meaning):
+    # Given an attempt whose container exited with a GPU check's code ("Essential container in task exited")
+    blamed = attribute(attempt(exit_code=exit_code, status_reason="Essential container in task exited"))
 
     # Then the host is blamed, and why says what the code means
     assert (blamed.blame, blamed.symptom) == (Blame.HOST, Symptom.GPU_CHECK_EXIT)
     assert f"exit code {exit_code}" in blamed.why and meaning in blamed.why
-
-
-@pytest.mark.parametrize(
-    ("exit_code", "checks"),
-    [(10, []), (12, []), (14, []), (75, []), (14, ["preflight"]), (75, ["cuda_smoke"])],
-)
-def test_a_gpu_checks_exit_code_from_a_program_not_running_that_check_is_the_programs_own(exit_code, checks):
-    # Given a program that exits 10-14 or 75 (sysexits' EX_TEMPFAIL) of its own accord: no check of that code ran
-    blamed = attribute(attempt(exit_code=exit_code, status_reason="Essential container in task exited"), checks)
-
-    # Then the job is blamed, never its host
-    assert (blamed.blame, blamed.symptom) == (Blame.JOB, None)
-
-
-def test_the_checks_a_job_runs_are_read_from_its_container_command_and_environment():
-    # Given DescribeJobs' container details: the preflight's wrapper, the smoke test's variable, and neither
-    wrapped = {"command": ["sh", "-c", 'nvidia-smi -L || exit 75; exec "$@"', "gpupilot-preflight", "python3", "t.py"]}
-    smoke = {
-        "command": ["python3", "-c", "..."],
-        "environment": [{"name": "GPUPILOT_GPU_CHECK", "value": "cuda_smoke"}],
-    }
-    plain = {"command": ["sh", "-c", "python3 train.py"], "environment": [{"name": "GPUPILOT_GPU_CHECK", "value": "x"}]}
-
-    # When / Then
-    def checks(container):
-        return BatchJobState.from_batch({"jobId": "b", "status": "FAILED", "container": container}).gpu_checks
-
-    assert (checks(wrapped), checks(smoke), checks(plain), checks({})) == (["preflight"], ["cuda_smoke"], [], [])
 
 
 @pytest.mark.parametrize(
@@ -171,14 +141,13 @@ def test_a_succeeded_attempt_blames_no_one():
     assert attribute(attempt(exit_code=0, status_reason="Essential container in task exited")).blame == Blame.NONE
 
 
-def batch_job(job_name: str, *attempts: BatchAttempt, gpu_checks: list[str] | None = None) -> BatchJobState:
+def batch_job(job_name: str, *attempts: BatchAttempt) -> BatchJobState:
     return BatchJobState(
         job_id="b-1",
         job_name=job_name,
         job_queue="arn:aws:batch:us-east-1:123456789012:job-queue/gpupilot-od-x8664-g4dn-xlarge",
         status="RUNNABLE",
         attempts=list(attempts),
-        gpu_checks=gpu_checks or [],
     )
 
 
@@ -202,9 +171,7 @@ def test_the_host_faults_of_a_batch_job_are_its_ended_attempts_the_host_failed()
 
 def test_a_foreign_jobs_host_faults_name_its_batch_job():
     # Given someone else's job in a GPU Pilot queue, failed by its host
-    job = batch_job(
-        "nightly", BatchAttempt(container_instance_arn=HOST, reason=NVML_NOT_LOADED, stopped_at="2026-11-22T09:00Z")
-    )
+    job = batch_job("nightly", BatchAttempt(container_instance_arn=HOST, exit_code=14, stopped_at="2026-11-22T09:00Z"))
 
     # When / Then
     [fault] = host_faults(job, "2026-11-22T09:01:00.000Z")
@@ -217,7 +184,6 @@ def test_one_job_failing_twice_on_a_host_is_not_enough_two_jobs_are():
         "nightly",
         BatchAttempt(container_instance_arn=HOST, exit_code=14, stopped_at="2026-11-22T09:00:01Z"),
         BatchAttempt(container_instance_arn=HOST, exit_code=14, stopped_at="2026-11-22T09:00:05Z"),
-        gpu_checks=["cuda_smoke"],
     )
     twice = host_faults(job, "2026-11-22T09:01:00.000Z")
     assert not enough_to_quarantine(twice)

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from functions.shared.domain.batch import gpu_checks
 from functions.shared.domain.job_definitions import (
     PREFLIGHT,
     PREFLIGHT_EXIT_CODE,
@@ -248,19 +247,6 @@ def test_preflight_wraps_the_user_command_as_positional_arguments():
     assert command == ["sh", "-c", PREFLIGHT, "gpupilot-preflight", "python", "train.py", "--epochs", "3"]
     assert PREFLIGHT.startswith("nvidia-smi -L")
     assert PREFLIGHT.endswith('exec "$@"')
-
-
-def test_the_gpu_checks_a_job_definition_runs_are_read_back_from_its_container():
-    # Given the container of a job with the preflight, of the CLI's smoke test, and of a plain job
-    from gpupilot.cli.jobs import smoke_body
-
-    preflight = spec(preflight=True)["containerProperties"]
-    smoke = spec(**{k: v for k, v in smoke_body({"gpus": 1}).items() if k != "name"})["containerProperties"]
-    plain = spec()["containerProperties"]
-
-    # When Batch shows them back (DescribeJobs' container) / Then the sweep knows which check's exit codes speak
-    # for the host
-    assert (gpu_checks(preflight), gpu_checks(smoke), gpu_checks(plain)) == (["preflight"], ["cuda_smoke"], [])
 
 
 # -- roles and secrets -------------------------------------------------------------------------------

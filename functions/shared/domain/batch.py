@@ -64,32 +64,6 @@ class BatchAttempt(DomainModel):
         )
 
 
-# GPU Pilot's GPU checks a job may run, read from its container (ContainerDetail's command and environment, in
-# DescribeJobs and in the state-change event alike). Only a job that runs a check speaks for its host with that
-# check's exit codes (domain/hosts.py): the same codes from any other program are the program's own.
-# The preflight wraps the command as `sh -c <preflight> gpupilot-preflight <command...>` (job_definitions.py); a job
-# that runs the CUDA smoke test says so in its environment (the CLI's `submit --smoke` sets it).
-PREFLIGHT_CHECK = "preflight"
-CUDA_SMOKE_CHECK = "cuda_smoke"
-PREFLIGHT_NAME = "gpupilot-preflight"
-GPU_CHECK_VARIABLE = "GPUPILOT_GPU_CHECK"
-
-
-def gpu_checks(container: dict[str, Any]) -> list[str]:
-    """The GPU checks a Batch job's container runs: the preflight, the CUDA smoke test, both or neither."""
-    checks = []
-    command = container.get("command")
-    if isinstance(command, list) and command[:2] == ["sh", "-c"] and command[3:4] == [PREFLIGHT_NAME]:
-        checks.append(PREFLIGHT_CHECK)
-    for variable in container.get("environment") or []:
-        if isinstance(variable, dict) and (variable.get("name"), variable.get("value")) == (
-            GPU_CHECK_VARIABLE,
-            CUDA_SMOKE_CHECK,
-        ):
-            checks.append(CUDA_SMOKE_CHECK)
-    return checks
-
-
 # What Batch says of an attempt whose instance went away under it (a spot reclaim, or a host failure):
 # `Host EC2 (instance i-0123...) terminated.` (the job's attempts[].statusReason).
 HOST_TERMINATED_PREFIX = "Host EC2"
@@ -117,9 +91,6 @@ class BatchJobState(DomainModel):
     )
     host_terminated: bool = Field(default=False, description="Its last attempt ended with its host's termination")
     log_stream: str | None = Field(default=None, description="Its last attempt's log stream, named at RUNNING")
-    gpu_checks: list[str] = Field(
-        default_factory=list, description="GPU Pilot's GPU checks its container runs (preflight, cuda_smoke)"
-    )
 
     @classmethod
     def from_batch(cls, job: dict[str, Any]) -> BatchJobState:
@@ -146,7 +117,6 @@ class BatchJobState(DomainModel):
             host_terminations=[r for r in reasons if r.startswith(HOST_TERMINATED_PREFIX)],
             host_terminated=bool(reasons) and reasons[-1].startswith(HOST_TERMINATED_PREFIX),
             log_stream=container.get("logStreamName") or last_attempt.get("logStreamName") or None,
-            gpu_checks=gpu_checks(container),
         )
 
 

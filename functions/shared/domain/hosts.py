@@ -10,28 +10,26 @@ out of memory, an image that cannot be pulled or started) never is.
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from enum import StrEnum
 
 from pydantic import Field
 
-from functions.shared.domain.batch import CUDA_SMOKE_CHECK, PREFLIGHT_CHECK, BatchAttempt, BatchJobState
+from functions.shared.domain.batch import BatchAttempt, BatchJobState
 from functions.shared.domain.clock import seconds_between
 from functions.shared.domain.lifecycle import parse_batch_job_name
 from functions.shared.domain.model import DomainModel
 
-# Exit codes GPU Pilot's GPU checks reserve: the CUDA smoke test's (payloads/cuda_smoke.py, docs/cli.md "CUDA smoke
+# Exit codes GPU Pilot's GPU checks reserve: the CUDA smoke test's (payloads/cuda_smoke.py, README "CUDA smoke
 # test": 10 no NVIDIA driver, 11 the driver sees no GPU, 12 a kernel's result is wrong, 13 out of GPU memory,
 # 14 any other CUDA error) and the preflight's (job_definitions.PREFLIGHT_EXIT_CODE: nvidia-smi did not answer).
-# A job that runs the check and exits with one of its codes says its host's GPU failed it; any other program's
-# exit 10-14 or 75 (sysexits' EX_TEMPFAIL) is its own.
+# A job that exits with one of them says its host's GPU failed it.
 HOST_EXIT_CODES = {
-    10: (CUDA_SMOKE_CHECK, "no NVIDIA driver could be loaded"),
-    11: (CUDA_SMOKE_CHECK, "the driver sees no GPU"),
-    12: (CUDA_SMOKE_CHECK, "a GPU kernel's result is wrong"),
-    13: (CUDA_SMOKE_CHECK, "the GPU is out of memory before the check could allocate"),
-    14: (CUDA_SMOKE_CHECK, "a CUDA error"),
-    75: (PREFLIGHT_CHECK, "the GPU preflight found no working NVIDIA GPU"),
+    10: "no NVIDIA driver could be loaded",
+    11: "the driver sees no GPU",
+    12: "a GPU kernel's result is wrong",
+    13: "the GPU is out of memory before the check could allocate",
+    14: "a CUDA error",
+    75: "the GPU preflight found no working NVIDIA GPU",
 }
 # The NVIDIA container runtime's prestart hook failing, in the container's reason (CannotStartContainerError):
 # "OCI runtime create failed: ... error running hook #0: error running hook: exit status 1, stdout: , stderr:
@@ -94,9 +92,9 @@ class Attribution(DomainModel):
     why: str = ""
 
 
-def attribute(attempt: BatchAttempt, checks: Collection[str] = ()) -> Attribution:
+def attribute(attempt: BatchAttempt) -> Attribution:
     """Whose fault one Batch attempt's end was, and what it showed: from the container's reason, the attempt's
-    statusReason and its exit code (a GPU check's exit code only when the job runs that check: `checks`)."""
+    statusReason and its exit code."""
     reason = attempt.reason or ""
     lowered = reason.lower()
     if any(marker in lowered for marker in NVIDIA_RUNTIME_MARKERS):
@@ -109,9 +107,8 @@ def attribute(attempt: BatchAttempt, checks: Collection[str] = ()) -> Attributio
         return Attribution(blame=Blame.HOST_GONE, why=attempt.status_reason or "")
     if reason.startswith(JOB_ERRORS) or attempt.exit_code == OUT_OF_MEMORY_EXIT_CODE:
         return Attribution(blame=Blame.JOB, why=reason or f"exit code {attempt.exit_code}")
-    if attempt.exit_code in HOST_EXIT_CODES and HOST_EXIT_CODES[attempt.exit_code][0] in checks:
-        check, words = HOST_EXIT_CODES[attempt.exit_code]
-        why = f"exit code {attempt.exit_code} of the {check} check: {words}"
+    if attempt.exit_code in HOST_EXIT_CODES:
+        why = f"exit code {attempt.exit_code}: {HOST_EXIT_CODES[attempt.exit_code]}"
         return Attribution(blame=Blame.HOST, symptom=Symptom.GPU_CHECK_EXIT, why=why)
     if attempt.exit_code == 0:
         return Attribution(blame=Blame.NONE)
@@ -140,7 +137,7 @@ def host_faults(job: BatchJobState, at: str) -> list[HostFault]:
     for number, attempt in enumerate(job.attempts, start=1):
         if not attempt.container_instance_arn or (attempt.stopped_at is None and attempt.exit_code is None):
             continue  # not placed, or not ended yet
-        blamed = attribute(attempt, job.gpu_checks)
+        blamed = attribute(attempt)
         if blamed.blame == Blame.HOST and blamed.symptom is not None:
             faults.append(
                 HostFault(

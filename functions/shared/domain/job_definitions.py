@@ -6,7 +6,6 @@ import hashlib
 import math
 from typing import Any
 
-from functions.shared.domain.batch import PREFLIGHT_NAME
 from functions.shared.domain.fit import HOST_MEMORY_RESERVE
 from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.selection import Candidate
@@ -125,7 +124,7 @@ def container_command(request: JobRequest) -> list[str]:
     with `preflight`, wrapped in a shell that checks the GPU first (the image then needs `sh`)."""
     if not request.preflight:
         return list(request.command)
-    return ["sh", "-c", PREFLIGHT, PREFLIGHT_NAME, *request.command]
+    return ["sh", "-c", PREFLIGHT, "gpupilot-preflight", *request.command]
 
 
 def job_definition_spec(

@@ -18,12 +18,10 @@ from gpupilot.localcloud.fleet.records import (
     KERNEL_LINES,
     MAX_RESOURCE,
     NVML_DRIVER_NOT_LOADED,
-    PROGRAM_CUDA_ERROR,
     SMOKE_CUDA_ERROR,
     TASK_FAILED_TO_START,
     SimInstance,
     SimJob,
-    runs_cuda_smoke,
 )
 
 
@@ -46,8 +44,7 @@ class FleetPlacement(FleetInstances):
             self._set(job, "RUNNING")
         elif job.status == "RUNNING" and sim.instance is not None and sim.instance.symptom == "cuda_error":
             if now >= min(sim.ends_at, sim.started + self.timeline.cuda_error_after):
-                exit_code = SMOKE_CUDA_ERROR if runs_cuda_smoke(job) else PROGRAM_CUDA_ERROR
-                self._bad_host_fails(sim, now, exit_code, None, ESSENTIAL_CONTAINER_EXITED)
+                self._bad_host_fails(sim, now, SMOKE_CUDA_ERROR, None, ESSENTIAL_CONTAINER_EXITED)
         elif job.status == "RUNNING" and now >= sim.ends_at:
             exit_code = self.world.jobs.exit_code
             if exit_code == 0:

@@ -9,7 +9,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from functions.shared.domain.batch import CUDA_SMOKE_CHECK, gpu_checks
 from gpupilot.localcloud.reservations import HeldReservation, ReservationBook
 from gpupilot.localcloud.world import World
 
@@ -53,9 +52,6 @@ ESSENTIAL_CONTAINER_EXITED = "Essential container in task exited"
 
 
 SMOKE_CUDA_ERROR = 14  # payloads/cuda_smoke.py: "any other CUDA error"
-# Any other CUDA program meeting an Xid fails its own way: an uncaught "CUDA error: uncorrectable ECC error
-# encountered" in PyTorch is exit 1, which says nothing about the host to anyone reading only the exit code.
-PROGRAM_CUDA_ERROR = 1
 
 
 # What a bad host's kernel prints (the console: ec2 GetConsoleOutput).
@@ -172,14 +168,6 @@ class SimJob:
     simulated_seconds: float = 0.0  # how long the attempt runs in simulated time (Batch's startedAt to stoppedAt)
     # The reason a queue-blocked event was last sent for (one per reason, as the job heads its queue).
     blocked_for: str | None = None
-
-
-def runs_cuda_smoke(job: Any) -> bool:
-    """The job runs GPU Pilot's CUDA smoke test: its container says so (domain/batch.py gpu_checks)."""
-    properties = job.job_definition.container_properties or {}
-    environment = list(properties.get("environment") or []) + list(job.container_overrides.get("environment") or [])
-    command = job.container_overrides.get("command") or properties.get("command") or []
-    return CUDA_SMOKE_CHECK in gpu_checks({"command": command, "environment": environment})
 
 
 def requirements_of(job: Any) -> dict[str, int]:
