@@ -86,17 +86,37 @@ def test_the_container_runtimes_host_side_reasons_are_held_against_the_host(reas
         (12, "result is wrong"),
         (13, "out of memory"),
         (14, "CUDA error"),
-        # job_definitions.PREFLIGHT_EXIT_CODE: nvidia-smi did not answer.
+        # batch.PREFLIGHT_EXIT_CODE: nvidia-smi did not answer.
         (75, "preflight"),
     ],
 )
 def test_the_gpu_checks_reserved_exit_codes_are_held_against_the_host(exit_code, meaning):
-    # Given an attempt whose container exited with a GPU check's code ("Essential container in task exited")
-    blamed = attribute(attempt(exit_code=exit_code, status_reason="Essential container in task exited"))
+    # Given an attempt whose container exited with a GPU check's code ("Essential container in task exited"), of a
+    # job that runs the preflight (whose 75 only it speaks for)
+    blamed = attribute(attempt(exit_code=exit_code, status_reason="Essential container in task exited"), True)
 
     # Then the host is blamed, and why says what the code means
     assert (blamed.blame, blamed.symptom) == (Blame.HOST, Symptom.GPU_CHECK_EXIT)
     assert f"exit code {exit_code}" in blamed.why and meaning in blamed.why
+
+
+def test_exit_75_of_a_job_that_does_not_run_the_preflight_is_its_own():
+    # Given a program that exits 75 (sysexits' EX_TEMPFAIL) of its own accord, the preflight not asked for
+    blamed = attribute(attempt(exit_code=75, status_reason="Essential container in task exited"), False)
+    # Then the job is blamed, never its host
+    assert (blamed.blame, blamed.symptom) == (Blame.JOB, None)
+
+
+def test_whether_a_job_runs_the_preflight_is_read_from_its_container_command():
+    # Given DescribeJobs' container details: the preflight's wrapper, and a shell command that is not it
+    wrapped = {"command": ["sh", "-c", "nvidia-smi -L || exit 75", "gpupilot-preflight", "python3", "train.py"]}
+    plain = {"command": ["sh", "-c", "python3 train.py; exit 75"]}
+
+    # When / Then
+    def preflight(container):
+        return BatchJobState.from_batch({"jobId": "b", "status": "FAILED", "container": container}).preflight
+
+    assert (preflight(wrapped), preflight(plain), preflight({})) == (True, False, False)
 
 
 @pytest.mark.parametrize(

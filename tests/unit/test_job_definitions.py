@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from functions.shared.domain.batch import runs_preflight
 from functions.shared.domain.job_definitions import (
     PREFLIGHT,
     PREFLIGHT_EXIT_CODE,
@@ -247,6 +248,14 @@ def test_preflight_wraps_the_user_command_as_positional_arguments():
     assert command == ["sh", "-c", PREFLIGHT, "gpupilot-preflight", "python", "train.py", "--epochs", "3"]
     assert PREFLIGHT.startswith("nvidia-smi -L")
     assert PREFLIGHT.endswith('exec "$@"')
+
+
+def test_the_sweep_reads_back_from_batch_whether_a_job_runs_the_preflight():
+    # Given the container of a job with the preflight, and of one without
+    with_it, without = spec(preflight=True)["containerProperties"], spec()["containerProperties"]
+
+    # When Batch shows them back (DescribeJobs' container) / Then the sweep knows whose exit 75 speaks for the host
+    assert (runs_preflight(with_it), runs_preflight(without)) == (True, False)
 
 
 # -- roles and secrets -------------------------------------------------------------------------------

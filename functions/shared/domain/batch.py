@@ -64,6 +64,20 @@ class BatchAttempt(DomainModel):
         )
 
 
+# The GPU preflight wraps the job's command as `sh -c <preflight> gpupilot-preflight <command...>`
+# (job_definitions.container_command): a job runs it when its container's command (DescribeJobs' and the state-change
+# event's ContainerDetail) says so. Only then is its exit 75 the preflight's verdict on the host; any other program's
+# 75 is its own (sysexits' EX_TEMPFAIL).
+PREFLIGHT_NAME = "gpupilot-preflight"
+# Its exit code when the host's GPU is broken (nvidia-smi did not answer): Batch retries it on another host.
+PREFLIGHT_EXIT_CODE = 75
+
+
+def runs_preflight(container: dict[str, Any]) -> bool:
+    command = container.get("command")
+    return isinstance(command, list) and command[:2] == ["sh", "-c"] and command[3:4] == [PREFLIGHT_NAME]
+
+
 # What Batch says of an attempt whose instance went away under it (a spot reclaim, or a host failure):
 # `Host EC2 (instance i-0123...) terminated.` (the job's attempts[].statusReason).
 HOST_TERMINATED_PREFIX = "Host EC2"
@@ -91,6 +105,7 @@ class BatchJobState(DomainModel):
     )
     host_terminated: bool = Field(default=False, description="Its last attempt ended with its host's termination")
     log_stream: str | None = Field(default=None, description="Its last attempt's log stream, named at RUNNING")
+    preflight: bool = Field(default=False, description="Its command runs GPU Pilot's GPU preflight first")
 
     @classmethod
     def from_batch(cls, job: dict[str, Any]) -> BatchJobState:
@@ -117,6 +132,7 @@ class BatchJobState(DomainModel):
             host_terminations=[r for r in reasons if r.startswith(HOST_TERMINATED_PREFIX)],
             host_terminated=bool(reasons) and reasons[-1].startswith(HOST_TERMINATED_PREFIX),
             log_stream=container.get("logStreamName") or last_attempt.get("logStreamName") or None,
+            preflight=runs_preflight(container),
         )
 
 

@@ -14,15 +14,17 @@ from enum import StrEnum
 
 from pydantic import Field
 
-from functions.shared.domain.batch import BatchAttempt, BatchJobState
+from functions.shared.domain.batch import PREFLIGHT_EXIT_CODE, BatchAttempt, BatchJobState
 from functions.shared.domain.clock import seconds_between
 from functions.shared.domain.lifecycle import parse_batch_job_name
 from functions.shared.domain.model import DomainModel
 
 # Exit codes GPU Pilot's GPU checks reserve: the CUDA smoke test's (payloads/cuda_smoke.py, README "CUDA smoke
 # test": 10 no NVIDIA driver, 11 the driver sees no GPU, 12 a kernel's result is wrong, 13 out of GPU memory,
-# 14 any other CUDA error) and the preflight's (job_definitions.PREFLIGHT_EXIT_CODE: nvidia-smi did not answer).
-# A job that exits with one of them says its host's GPU failed it.
+# 14 any other CUDA error) and the preflight's (batch.PREFLIGHT_EXIT_CODE: nvidia-smi did not answer).
+# A job that exits with one of them says its host's GPU failed it: GPU Pilot reserves 10 to 14 for every job (its
+# docs say a job's own command should not use them, and Batch's retry strategy retries 14 for any job); 75 only
+# from a job that runs the preflight (`BatchJobState.preflight`), since 75 is also sysexits' EX_TEMPFAIL.
 HOST_EXIT_CODES = {
     10: "no NVIDIA driver could be loaded",
     11: "the driver sees no GPU",
@@ -92,9 +94,9 @@ class Attribution(DomainModel):
     why: str = ""
 
 
-def attribute(attempt: BatchAttempt) -> Attribution:
+def attribute(attempt: BatchAttempt, preflight: bool = False) -> Attribution:
     """Whose fault one Batch attempt's end was, and what it showed: from the container's reason, the attempt's
-    statusReason and its exit code."""
+    statusReason and its exit code (the preflight's only when the job runs it: `preflight`)."""
     reason = attempt.reason or ""
     lowered = reason.lower()
     if any(marker in lowered for marker in NVIDIA_RUNTIME_MARKERS):
@@ -107,7 +109,7 @@ def attribute(attempt: BatchAttempt) -> Attribution:
         return Attribution(blame=Blame.HOST_GONE, why=attempt.status_reason or "")
     if reason.startswith(JOB_ERRORS) or attempt.exit_code == OUT_OF_MEMORY_EXIT_CODE:
         return Attribution(blame=Blame.JOB, why=reason or f"exit code {attempt.exit_code}")
-    if attempt.exit_code in HOST_EXIT_CODES:
+    if attempt.exit_code in HOST_EXIT_CODES and (attempt.exit_code != PREFLIGHT_EXIT_CODE or preflight):
         why = f"exit code {attempt.exit_code}: {HOST_EXIT_CODES[attempt.exit_code]}"
         return Attribution(blame=Blame.HOST, symptom=Symptom.GPU_CHECK_EXIT, why=why)
     if attempt.exit_code == 0:
@@ -137,7 +139,7 @@ def host_faults(job: BatchJobState, at: str) -> list[HostFault]:
     for number, attempt in enumerate(job.attempts, start=1):
         if not attempt.container_instance_arn or (attempt.stopped_at is None and attempt.exit_code is None):
             continue  # not placed, or not ended yet
-        blamed = attribute(attempt)
+        blamed = attribute(attempt, job.preflight)
         if blamed.blame == Blame.HOST and blamed.symptom is not None:
             faults.append(
                 HostFault(

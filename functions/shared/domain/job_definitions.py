@@ -6,14 +6,13 @@ import hashlib
 import math
 from typing import Any
 
+from functions.shared.domain.batch import PREFLIGHT_EXIT_CODE, PREFLIGHT_NAME
 from functions.shared.domain.fit import HOST_MEMORY_RESERVE
 from functions.shared.domain.requests import JobRequest
 from functions.shared.domain.selection import Candidate
 from functions.shared.domain.vocabulary import CapacityType
 
 NVIDIA_ENVIRONMENT = {"NVIDIA_DRIVER_CAPABILITIES": "compute,utility"}
-# Exit code of the GPU preflight: the host's GPU is broken, so retry the attempt on another host.
-PREFLIGHT_EXIT_CODE = 75
 PREFLIGHT = (
     'nvidia-smi -L >/dev/null 2>&1 || { echo "gpupilot: no working NVIDIA GPU on this host" >&2; '
     f'exit {PREFLIGHT_EXIT_CODE}; }}; exec "$@"'
@@ -124,7 +123,7 @@ def container_command(request: JobRequest) -> list[str]:
     with `preflight`, wrapped in a shell that checks the GPU first (the image then needs `sh`)."""
     if not request.preflight:
         return list(request.command)
-    return ["sh", "-c", PREFLIGHT, "gpupilot-preflight", *request.command]
+    return ["sh", "-c", PREFLIGHT, PREFLIGHT_NAME, *request.command]
 
 
 def job_definition_spec(
