@@ -8,6 +8,7 @@ Pilot buys capacity.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 
 from functions.shared.domain.clock import iso, now_iso, parse_iso
@@ -112,15 +113,19 @@ def _within_limit(fee: float, request: PurchaseRequest) -> None:
         raise RequestRefused("max_upfront_usd", f"{request.offering_id} costs ${fee:,.2f} up front, more than {limit}")
 
 
-def record_reservation_waste(since: str | None, at: str, ports: Ports) -> float:
-    """Charge every active reservation's free instances from the previous sweep (`since`; a first sweep: the sweep
-    interval before `at`) to `at`, at its rate, as reservation_idle waste; the USD added."""
-    start = since or iso(parse_iso(at) - timedelta(seconds=FIRST_SWEEP_SECONDS))
+def record_reservation_waste(since: str | Callable[[], str | None] | None, at: str, ports: Ports) -> float:
+    """Charge every active reservation's free instances from the previous sweep (`since`, or what reads it: asked only
+    when the account holds a reservation; a first sweep: the sweep interval before `at`) to `at`, at its rate, as
+    reservation_idle waste; the USD added."""
     try:
         held = ports.reservations.reservations()
     except SignalUnavailable as error:
         logger.warning("reservations unavailable: their idle hours are not charged now", extra={"error": str(error)})
         return 0.0
+    if not held:
+        return 0.0
+    previous = since() if callable(since) else since
+    start = previous or iso(parse_iso(at) - timedelta(seconds=FIRST_SWEEP_SECONDS))
     added: list[float] = []
     for reservation in held:
         rate = hourly_rate(reservation, ports.prices.on_demand(reservation.instance_type))

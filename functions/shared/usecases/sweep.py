@@ -93,7 +93,14 @@ def _sweep(sweep_id: str, ports: Ports) -> HealthReport:
     """Every capacity region in turn (each its pools, fleets and queued jobs), then one report of them all."""
     at = now_iso()
     records = ports.jobs.active_jobs()
-    previous = ports.health.latest_report()
+    previous: list[HealthReport | None] = []
+
+    def previous_sweep() -> str | None:
+        """When the sweep before this one ran: read once, and only if a region holds a reservation to charge."""
+        if not previous:
+            previous.append(ports.health.latest_report())
+        return previous[0].swept_at if previous[0] else None
+
     findings: list[Finding] = []
     reconciled = vanished = live = 0
     for region in ports.settings.regions:
@@ -101,7 +108,7 @@ def _sweep(sweep_id: str, ports: Ports) -> HealthReport:
             regional = ports.in_region(region)
             found, swept = _sweep_region(regional, records, at)
             # The region's reservations' idle hours since the sweep before (paid for whether used or not).
-            record_reservation_waste(previous.swept_at if previous else None, at, regional)
+            record_reservation_waste(previous_sweep, at, regional)
         except Exception as error:
             if region == ports.settings.home:
                 raise  # the home region holds the table and the workflow: a sweep without it has failed

@@ -475,6 +475,17 @@ def test_a_capacity_region_that_cannot_be_read_is_a_finding_and_the_others_are_s
     assert "ECS_AGENT_NOT_REGISTERED" in [f.kind for f in result.findings]
 
 
+def test_a_sweep_reads_the_sweep_before_it_only_when_a_reservation_s_idle_hours_need_it(monkeypatch):
+    from tests.fakes import fake_ports
+
+    # Given an account holding no reservation, and a health store that refuses to be read
+    ports = fake_ports()
+    monkeypatch.setattr(ports.health, "latest_report", lambda: pytest.fail("the sweep before was read"))
+
+    # When / Then the sweep completes without reading it (one call less a sweep)
+    assert run_sweep(None, ports).status == "COMPLETE"
+
+
 def test_a_home_region_that_cannot_be_read_fails_the_sweep():
     from tests.fakes import fake_ports
     from tests.fakes.ports import Unreachable, with_regions
