@@ -54,8 +54,10 @@ lint: setup
 # --dist loadfile: a test file's tests run on one worker, so a module's fixtures (a local cloud, a scan) are made once.
 # -n 4 on a 2-core machine: an e2e test's worker mostly waits on its local cloud (on a fresh 2-core clone, pytest
 # took 11 minutes at -n 2, 7 min 46 s at -n 3 and 7 min 20 s at -n 4).
+# --no-loadscope-reorder: files start in collection order (bench, e2e, infra, integration, unit), the long ones
+# first; xdist's default starts the files with the most tests first, which left a one-test bench file of 90 s last.
 test: synth lint $(CHECKOV)
-	GPUPILOT_REQUIRE_CHECKOV=1 $(PY) -m pytest -n 4 --dist loadfile -q -p no:cacheprovider --iam-drift=strict tests
+	GPUPILOT_REQUIRE_CHECKOV=1 $(PY) -m pytest -n 4 --dist loadfile --no-loadscope-reorder -q -p no:cacheprovider --iam-drift=strict tests
 
 test-fast: setup
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit
