@@ -141,7 +141,9 @@ def measure(api: str, aws: str, jobs: int, timeout: float) -> dict[str, Any]:
     }
 
 
-def scenario(jobs: int = JOBS, quarantine: bool = True, trigger: bool = True) -> dict[str, Any]:
+def scenario(
+    jobs: int = JOBS, quarantine: bool = True, trigger: bool = True, timeout: float = TIMEOUT_SECONDS
+) -> dict[str, Any]:
     from gpupilot.localcloud.server import LocalCloud
     from gpupilot.localcloud.world import World
 
@@ -153,18 +155,22 @@ def scenario(jobs: int = JOBS, quarantine: bool = True, trigger: bool = True) ->
         if not quarantine:
             without_quarantine(cloud)
         try:
-            return measure(cloud.api_url, cloud.aws_url, jobs, TIMEOUT_SECONDS)
+            return measure(cloud.api_url, cloud.aws_url, jobs, timeout)
         finally:
             cloud.stop()
 
 
-def in_own_process(jobs: int = JOBS, quarantine: bool = True, trigger: bool = True) -> dict[str, Any]:
-    """moto's state is global to a process: each scenario runs in a fresh interpreter."""
+def in_own_process(
+    jobs: int = JOBS, quarantine: bool = True, trigger: bool = True, timeout: float = TIMEOUT_SECONDS
+) -> dict[str, Any]:
+    """moto's state is global to a process: each scenario runs in a fresh interpreter; `timeout` bounds the wait for
+    its jobs (those still unfinished then are left out of the counts, and `finished` says how many ended)."""
     with tempfile.TemporaryDirectory(prefix="gpupilot-bench-") as tmp:
         output = Path(tmp) / "scenario.json"
         command = [sys.executable, "-m", "bench.bad_host", "--scenario", "--output", str(output), "--jobs", str(jobs),
-                   *([] if quarantine else ["--no-quarantine"]), *([] if trigger else ["--no-trigger"])]  # fmt: skip
-        subprocess.run(command, cwd=REPO_ROOT, check=True, timeout=TIMEOUT_SECONDS + 120, stdout=subprocess.DEVNULL)
+                   *([] if quarantine else ["--no-quarantine"]), *([] if trigger else ["--no-trigger"]),
+                   "--timeout", str(timeout)]  # fmt: skip
+        subprocess.run(command, cwd=REPO_ROOT, check=True, timeout=timeout + 180, stdout=subprocess.DEVNULL)
         return dict(json.loads(output.read_text()))
 
 
@@ -206,8 +212,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-quarantine", action="store_true", help="a worse GPU Pilot that quarantines no host")
     parser.add_argument("--no-trigger", action="store_true", help="a worse GPU Pilot: the scheduled sweep alone")
     parser.add_argument("--output", type=Path)
+    parser.add_argument("--timeout", type=float, default=TIMEOUT_SECONDS, help="seconds to wait for the jobs")
     args = parser.parse_args(argv)
-    found = scenario(args.jobs, not args.no_quarantine, not args.no_trigger) if args.scenario else run(args.jobs)
+    found = (
+        scenario(args.jobs, not args.no_quarantine, not args.no_trigger, args.timeout)
+        if args.scenario
+        else run(args.jobs)
+    )
     emit(found, args.output)
 
 
