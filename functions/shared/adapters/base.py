@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.shared.adapters.clients import client
-from functions.shared.domain.errors import SignalUnavailable
+from functions.shared.domain.errors import SignalUnavailable, aws_error_parts
 
 # What a failed AWS call raises once botocore has given up on it (its retries included).
 AWS_ERRORS = (BotoCoreError, ClientError)
@@ -51,7 +51,4 @@ class TtlCache:
 def signal_unavailable(operation: str, error: Exception) -> SignalUnavailable:
     """A market-signal call that failed (AWS refused it, or it failed past botocore's retries), in the domain's
     words: AWS's error code, else the SDK's error class (no answer came back)."""
-    if isinstance(error, ClientError):
-        details = error.response.get("Error", {})
-        return SignalUnavailable(operation, str(details.get("Code") or "ClientError"), str(details.get("Message", "")))
-    return SignalUnavailable(operation, type(error).__name__, str(error))
+    return SignalUnavailable(operation, *aws_error_parts(error))

@@ -83,11 +83,17 @@ class PurchaseInProgress(Exception):
     """A purchase of this offering was claimed already: a Capacity Block is bought once."""
 
 
-def aws_failure_words(error: Exception) -> str:
-    """An AWS call's failure in one line: AWS's error code and message (a botocore ClientError carries them in its
-    `response`), else the SDK's error class and text (no answer came back: the endpoint, the network)."""
+def aws_error_parts(error: Exception) -> tuple[str, str]:
+    """A failed AWS call's code and message: AWS's (a botocore ClientError carries them in its `response`; no code
+    said: "ClientError"), else the SDK's error class and text (no answer came back: the endpoint, the network)."""
     response = getattr(error, "response", None)
-    details = response.get("Error", {}) if isinstance(response, dict) else {}
-    code = details.get("Code") or type(error).__name__
-    message = details.get("Message") or str(error)
-    return f"{code}: {message}"[:500]
+    if isinstance(response, dict):
+        details = response.get("Error", {})
+        return str(details.get("Code") or "ClientError"), str(details.get("Message", ""))
+    return type(error).__name__, str(error)
+
+
+def aws_failure_words(error: Exception) -> str:
+    """An AWS call's failure in one line, `code: message`."""
+    code, message = aws_error_parts(error)
+    return f"{code}: {message or error}"[:500]

@@ -67,8 +67,7 @@ def ensure_job_queue(payload: EnsureQueueInput, ports: Ports) -> QueueStatus:
         held = ports.reservations.reservation(candidate.reservation)
         if held is None or held.state not in (ACTIVE, SCHEDULED):
             return _reservation_over(payload, candidate, held, ports)
-        assert candidate.reserved is not None
-        too_short = block_too_short(candidate.reserved, held, payload.request.timeout_minutes)
+        too_short = block_too_short(held, payload.request.timeout_minutes)
         if too_short is not None:
             return _reservation_over(payload, candidate, held, ports, too_short)
         if held.state == SCHEDULED:

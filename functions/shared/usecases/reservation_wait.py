@@ -68,7 +68,7 @@ def reservation_over(planned: Reservation, live: Reservation | None) -> Diagnosi
     )
 
 
-def block_too_short(planned: Reservation, live: Reservation, timeout_minutes: int) -> Diagnosis | None:
+def block_too_short(live: Reservation, timeout_minutes: int) -> Diagnosis | None:
     """Why the job can no longer finish on the Capacity Block it reached (its earlier candidates took the time the plan
     counted on), or None while it still fits: the plan's fit, asked again when the attempt begins."""
     problem = fit_problem(live, timeout_minutes, now_iso())
@@ -77,7 +77,7 @@ def block_too_short(planned: Reservation, live: Reservation, timeout_minutes: in
     return Diagnosis(
         category=DiagnosisCategory.INSUFFICIENT_CAPACITY,
         reason=f"{problem}: the time left on it when this attempt began",
-        evidence={"reservation": planned.reservation_id, "state": live.state, "ends_at": live.ends_at},
+        evidence={"reservation": live.reservation_id, "state": live.state, "ends_at": live.ends_at},
         recommendation="GPU Pilot moves on to the job's next candidate, if it has one (reservation_fallback lets a job "
         "that asked for reserved capacity go on to on-demand offerings); a shorter timeout_minutes would fit what is "
         "left of the block.",

@@ -113,9 +113,9 @@ def _within_limit(fee: float, request: PurchaseRequest) -> None:
         raise RequestRefused("max_upfront_usd", f"{request.offering_id} costs ${fee:,.2f} up front, more than {limit}")
 
 
-def record_reservation_waste(since: str | Callable[[], str | None] | None, at: str, ports: Ports) -> float:
-    """Charge every active reservation's free instances from the previous sweep (`since`, or what reads it: asked only
-    when the account holds a reservation; a first sweep: the sweep interval before `at`) to `at`, at its rate, as
+def record_reservation_waste(since: Callable[[], str | None], at: str, ports: Ports) -> float:
+    """Charge every active reservation's free instances from the previous sweep (what `since` reads, asked only when
+    the account holds a reservation; a first sweep: the sweep interval before `at`) to `at`, at its rate, as
     reservation_idle waste; the USD added."""
     try:
         held = ports.reservations.reservations()
@@ -124,8 +124,7 @@ def record_reservation_waste(since: str | Callable[[], str | None] | None, at: s
         return 0.0
     if not held:
         return 0.0
-    previous = since() if callable(since) else since
-    start = previous or iso(parse_iso(at) - timedelta(seconds=FIRST_SWEEP_SECONDS))
+    start = since() or iso(parse_iso(at) - timedelta(seconds=FIRST_SWEEP_SECONDS))
     added: list[float] = []
     for reservation in held:
         rate = hourly_rate(reservation, ports.prices.on_demand(reservation.instance_type))

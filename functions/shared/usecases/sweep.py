@@ -6,6 +6,8 @@ an API request: API Gateway gives a request 29 seconds.
 
 from __future__ import annotations
 
+from functools import cache
+
 from functions.shared.domain.clock import now_iso
 from functions.shared.domain.consoles import console_evidence
 from functions.shared.domain.errors import aws_failure_words
@@ -93,13 +95,12 @@ def _sweep(sweep_id: str, ports: Ports) -> HealthReport:
     """Every capacity region in turn (each its pools, fleets and queued jobs), then one report of them all."""
     at = now_iso()
     records = ports.jobs.active_jobs()
-    previous: list[HealthReport | None] = []
 
+    @cache
     def previous_sweep() -> str | None:
         """When the sweep before this one ran: read once, and only if a region holds a reservation to charge."""
-        if not previous:
-            previous.append(ports.health.latest_report())
-        return previous[0].swept_at if previous[0] else None
+        latest = ports.health.latest_report()
+        return latest.swept_at if latest else None
 
     findings: list[Finding] = []
     reconciled = vanished = live = 0
@@ -113,8 +114,9 @@ def _sweep(sweep_id: str, ports: Ports) -> HealthReport:
             if region == ports.settings.home:
                 raise  # the home region holds the table and the workflow: a sweep without it has failed
             # One capacity region that cannot be read leaves the others swept, and says so.
-            logger.warning("capacity region not swept", extra={"region": region, "error": aws_failure_words(error)})
-            findings.append(region_unreachable_finding(region, aws_failure_words(error)))
+            failure = aws_failure_words(error)
+            logger.warning("capacity region not swept", extra={"region": region, "error": failure})
+            findings.append(region_unreachable_finding(region, failure))
             continue
         for finding in found:
             finding.region = region

@@ -143,7 +143,7 @@ def test_the_sweep_charges_a_reservations_free_instances_since_the_sweep_before(
     since = iso(parse_iso(at) - timedelta(hours=1))
 
     # When the sweep charges its idle hours
-    usd = record_reservation_waste(since, at, ports)
+    usd = record_reservation_waste(lambda: since, at, ports)
 
     # Then two idle instance-hours at the on-demand rate are waste, charged to the reservation
     assert usd == pytest.approx(2 * 1.006, abs=0.01)
