@@ -168,22 +168,20 @@ def follow(
             explained_at = time.monotonic()
         timeline = job["timeline"]
         waited = time.monotonic() - started
+        said, earlier = render.waiting_reason(job), render.earlier_diagnoses(job)
         if seen and len(timeline) > seen:
             # The entry already shown was explained as the job moved on (the diagnosis that made it fall back): its
             # reason goes under it, before the next entries, never under the fallback's line as if the new type
             # waited for it.
             # So does the diagnosis of an earlier attempt, still the job's reason as its fallback begins.
-            earlier = render.earlier_diagnoses(job)
-            current = render.waiting_reason(job)
-            for explained in (timeline[seen - 1].get("reason"), current if current in earlier else None):
+            for explained in (timeline[seen - 1].get("reason"), said if said in earlier else None):
                 if explained and explained not in said_before:
                     out(render.reason_line(explained, waited))
                     said_before.add(explained)
         for entry in timeline[seen:]:
             out(render.progress_line(entry, job))
         seen = len(timeline)
-        said = render.waiting_reason(job)
-        if said in render.earlier_diagnoses(job):
+        if said in earlier:
             said = None  # an earlier attempt's: said under its own lines, or not at all
         if said and said not in said_before and said not in {entry.get("reason") for entry in timeline[:-1]}:
             out(render.reason_line(said, waited, render.next_action(job)))

@@ -27,14 +27,14 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], flexible: str |
     lines.insert(1, "  ".join("-" * w for w in widths))
     if _width is None or max(map(len, lines)) <= _width or flexible not in headers:
         return "\n".join(lines)
-    return _fitted(headers, cells[1:], flexible, _width)
+    return _fitted(headers, cells[1:], flexible, _width, widths)
 
 
 # The least a cut column keeps (with its ellipsis): a name cut shorter tells nothing.
 FLEXIBLE_MIN_WIDTH = 8
 
 
-def _fitted(headers: Sequence[str], rows: list[list[str]], flexible: str | None, width: int) -> str:
+def _fitted(headers: Sequence[str], rows: list[list[str]], flexible: str | None, width: int, widths: list[int]) -> str:
     """The table at `width` columns, laid out by rich: every column as wide as its content, but the flexible one,
     which takes what is left and is cut with an ellipsis."""
     import io
@@ -48,9 +48,9 @@ def _fitted(headers: Sequence[str], rows: list[list[str]], flexible: str | None,
         if header == flexible:
             fitted.add_column(header, no_wrap=True, overflow="ellipsis", ratio=1, min_width=FLEXIBLE_MIN_WIDTH)
         else:
-            # Never cut: a job id, a status or a price read in part is worse than a line a little too wide.
-            full = max(len(str(header)), *(len(row[index]) for row in rows))
-            fitted.add_column(header, no_wrap=True, min_width=full)
+            # Never cut (its full width, `widths`): a job id, a status or a price read in part is worse than a line
+            # a little too wide.
+            fitted.add_column(header, no_wrap=True, min_width=widths[index])
     for row in rows:
         fitted.add_row(*(Text(cell) for cell in row))
     out = io.StringIO()
