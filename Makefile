@@ -11,6 +11,7 @@ CHECKOV := $(CHECKOV_VENV)/bin/checkov
 TEMPLATE := cdk.out/GpuPilot.template.json
 STACK_SOURCES := app.py cdk.json $(wildcard stacks/*.py) $(wildcard statemachines/*.json) \
 	$(wildcard functions/*/*.py) $(wildcard functions/shared/*.py) $(wildcard functions/shared/*/*.py) \
+	$(wildcard functions/shared/*/*/*.py) \
 	$(wildcard functions/shared/data/*.json) $(wildcard functions/shared/data/prices/*.json)
 
 .PHONY: setup synth demo serve test test-fast lint bench openapi cli-reference catalog prices clean

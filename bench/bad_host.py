@@ -63,7 +63,7 @@ def without_quarantine(cloud: Any) -> None:
 
 def without_trigger() -> None:
     """A worse GPU Pilot: the evidence starts no sweep; the scheduled sweep alone quarantines."""
-    from functions.shared.usecases import host_evidence
+    from functions.shared.usecases.hosts import evidence as host_evidence
 
     host_evidence.enough_to_quarantine = lambda faults: False
 

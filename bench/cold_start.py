@@ -89,10 +89,10 @@ def own_floor(services: list[str]) -> str:
     return f"{FLOOR}[{','.join(services)}]"
 
 
-# Domain models are built on first use (functions/shared/domain/model.py): this builds every one the handler's
+# Domain models are built on first use (functions/shared/domain/core/model.py): this builds every one the handler's
 # modules define, the most its first invocation can build, so "+models" bounds init + first use from above.
 _BUILD_EVERY_MODEL = """\
-from functions.shared.domain.model import every_model
+from functions.shared.domain.core.model import every_model
 for _model in every_model():
     _model.model_rebuild(force=True)"""
 BUILT = "+models"
@@ -218,7 +218,7 @@ NOTES = (
     "What was done: the staged code ships its bytecode (Lambda's code directory is read-only, so Python compiled "
     "the whole package at every cold start); the api imports Powertools' idempotency utility only for a keyed "
     "submit; the ports import the domain for annotations only; domain models are built on first use "
-    "(functions/shared/domain/model.py; the '+models' rows build every one, an upper bound of what a first "
+    "(functions/shared/domain/core/model.py; the '+models' rows build every one, an upper bound of what a first "
     "invocation adds); the composition root (functions/shared/adapters/wiring.py) imports each adapter on its "
     "port's first use; every function sets PYDANTIC_DISABLE_PLUGINS=__all__ (GPU Pilot uses no pydantic plugin; "
     "without it pydantic scans every installed distribution's entry points at its first model build); and the "

@@ -44,14 +44,14 @@ SUMMARY = (
 def wait_for_timeouts() -> None:
     """The old path (the bench's deliberately worse variant): Batch's verdict never resumes the start wait, so the
     workflow diagnoses only when the wait times out after stuck_after."""
-    from functions.shared.usecases import track
+    from functions.shared.usecases.jobs import track
 
     track.pending_verdict = lambda attempt, wait: None
 
 
 def moments(job: dict[str, Any]) -> dict[str, float]:
     """Seconds from the first attempt's verdict to the next attempt's PROVISIONING and RUNNABLE entries."""
-    from functions.shared.domain.clock import seconds_between
+    from functions.shared.domain.core.clock import seconds_between
 
     entries = job["timeline"]
     runnable = next(i for i, e in enumerate(entries) if e["status"] == "RUNNABLE")

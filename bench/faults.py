@@ -60,7 +60,7 @@ NOTES = (
 def without_reconciliation() -> None:
     """A deliberately worse sweep (the bench's own test): it lists Batch's jobs but never brings a record up to
     date with them (no missed event recorded, no parked workflow resumed)."""
-    from functions.shared.usecases import sweep_jobs
+    from functions.shared.usecases.health import jobs as sweep_jobs
 
     def vanished_only(events: Any, ports: Any, along: Any = ()) -> tuple[int, list[bool]]:
         return 0, ports.jobs.write_many(list(along)) if along else []

@@ -65,8 +65,8 @@ def run(runs: int = RUNS, cache: bool = True) -> dict[str, Any]:
     from functions.shared.adapters.clients import observe_calls, reset_clients, stop_observing
     from functions.shared.adapters.config import reset_settings
     from functions.shared.adapters.wiring import live_ports, reset_ports
-    from functions.shared.domain.requests import JobRequest
-    from functions.shared.usecases.select import plan_request
+    from functions.shared.domain.requests.job_request import JobRequest
+    from functions.shared.usecases.capacity.select import plan_request
     from gpupilot.localcloud.deploy import deploy
     from gpupilot.localcloud.dispatch import LocalContext
     from gpupilot.localcloud.http_api import proxy_event

@@ -100,7 +100,7 @@ def _seed_pools(deployed: Any, queues: int, instances: int) -> tuple[list[str], 
     from moto.batch.models import batch_backends
     from moto.ecs.models import ecs_backends
 
-    from functions.shared.domain.pools import POOL_TAG
+    from functions.shared.domain.pools.specs import POOL_TAG
 
     batch = boto3.client("batch", region_name=REGION)
     ec2 = boto3.client("ec2", region_name=REGION)
@@ -181,9 +181,9 @@ def _template_item(ports: Any, table: str, queue: str, batch_status: str, phase:
     import boto3
 
     from functions.shared.adapters.job_lists import job_key
-    from functions.shared.domain.records import AttemptRecord, Wait
-    from functions.shared.domain.requests import JobRequest
-    from functions.shared.domain.vocabulary import AttemptStatus, BatchStatus, CapacityType, JobStatus, WaitPhase
+    from functions.shared.domain.core.vocabulary import AttemptStatus, BatchStatus, CapacityType, JobStatus, WaitPhase
+    from functions.shared.domain.jobs.records import AttemptRecord, Wait
+    from functions.shared.domain.requests.job_request import JobRequest
 
     job_id = uuid.uuid4().hex[:20]
     request = JobRequest.model_validate({"name": "bench", "image": "nvidia/cuda", "command": ["nvidia-smi"]})
@@ -236,7 +236,7 @@ def _write_records(table: str, template: dict[str, Any], records: list[tuple[str
 
 def seed(deployed: Any, ports: Any, jobs: int, queues: int, instances: int) -> Seeded:
     """The pools, their instances, the live jobs and, behind OWNED_SHARE of them, GPU Pilot's records."""
-    from functions.shared.domain.lifecycle import batch_job_name
+    from functions.shared.domain.jobs.lifecycle import batch_job_name
 
     table = deployed.table_name
     names, definition = _seed_pools(deployed, queues, instances)
@@ -258,7 +258,7 @@ def seed(deployed: Any, ports: Any, jobs: int, queues: int, instances: int) -> S
 
 def per_record_work(seeded: Seeded, table: str, finished: int, vanished: int) -> list[str]:
     """This round's records whose Batch job finished unnoticed, and whose Batch job is gone: their job ids."""
-    from functions.shared.domain.lifecycle import batch_job_name
+    from functions.shared.domain.jobs.lifecycle import batch_job_name
 
     ended: list[tuple[str, str]] = []
     for _ in range(finished):
@@ -274,7 +274,7 @@ def per_record_work(seeded: Seeded, table: str, finished: int, vanished: int) ->
 def describing_each_listed_job() -> type[Any]:
     """A deliberately worse Batch adapter (the bench's own test): one DescribeJobs per job it lists."""
     from functions.shared.adapters.batch import BatchJobsAdapter
-    from functions.shared.domain.batch import BatchJobState
+    from functions.shared.domain.fleet.batch import BatchJobState
 
     class DescribingEachJob(BatchJobsAdapter):
         def list_jobs(self, job_queue: str, status: str) -> list[BatchJobState]:
@@ -299,9 +299,9 @@ def run(
     from functions.shared.adapters.clients import observe_calls, reset_clients, stop_observing
     from functions.shared.adapters.config import reset_settings, settings
     from functions.shared.adapters.wiring import LivePorts, reset_ports
-    from functions.shared.domain.vocabulary import JobStatus
-    from functions.shared.usecases.sweep import run_sweep
-    from functions.shared.usecases.sweep_jobs import list_live_jobs
+    from functions.shared.domain.core.vocabulary import JobStatus
+    from functions.shared.usecases.health.jobs import list_live_jobs
+    from functions.shared.usecases.health.sweep import run_sweep
     from gpupilot.localcloud.deploy import deploy
     from gpupilot.localcloud.moto_adaptations import ComputeEnvironmentLifecycle, adapted_moto
     from gpupilot.localcloud.server import MOTO_CONFIG

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from functions.shared.api_openapi import openapi_document
+from functions.shared.api.openapi import openapi_document
 
 DEFAULT_PATH = Path(__file__).resolve().parents[1] / "docs" / "openapi.json"
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from functions.shared.adapters.ec2 import GPU_FAMILY_PATTERNS
 from functions.shared.adapters.prices import PRICE_LIST_REGION, SNAPSHOT_DIR, price_list
-from functions.shared.domain.catalog import catalog_from_descriptions
+from functions.shared.domain.capacity.catalog import catalog_from_descriptions
 
 DATA = Path(__file__).resolve().parent.parent / "functions" / "shared" / "data"
 # Where AWS offers most of its NVIDIA GPU types: the regions `make prices` snapshots by default.
@@ -40,7 +40,7 @@ def catalog_snapshot(ec2: Any, region: str) -> dict[str, Any]:
     catalog = catalog_from_descriptions([item for page in pages for item in page["InstanceTypes"]])
     return {
         "source": f"Amazon EC2 DescribeInstanceTypes in {region} (GpuInfo, VCpuInfo, MemoryInfo, ProcessorInfo), "
-        "reduced by functions.shared.domain.catalog.catalog_from_descriptions (NVIDIA, whole GPUs only)",
+        "reduced by functions.shared.domain.capacity.catalog.catalog_from_descriptions (NVIDIA, whole GPUs only)",
         "as_of": datetime.now(UTC).strftime("%Y-%m-%d"),
         "instance_types": [gpu.model_dump(mode="json") for _, gpu in sorted(catalog.items())],
     }

@@ -11,8 +11,8 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from functions.shared.api_contract import ROUTES
-from functions.shared.api_openapi import openapi_document
+from functions.shared.api.contract import ROUTES
+from functions.shared.api.openapi import openapi_document
 from stacks.nag import Kind, acknowledge, acknowledge_checkov
 from stacks.settings import API_STAGE_NAME, API_THROTTLE_BURST, API_THROTTLE_RATE, LOG_RETENTION
 

@@ -15,7 +15,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from functions.shared.adapters.ec2 import load_snapshot
-from functions.shared.domain.userdata import gpu_user_data
+from functions.shared.domain.fleet.userdata import gpu_user_data
 from stacks.nag import Kind, acknowledge, acknowledge_checkov, wildcard_findings
 from stacks.settings import (
     IMDS_HOP_LIMIT,

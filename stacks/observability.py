@@ -18,7 +18,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from functions.shared.constants import METRICS_NAMESPACE, SERVICE_NAME, SWEEP_RATE_MINUTES
-from functions.shared.domain.vocabulary import MetricName
+from functions.shared.domain.core.vocabulary import MetricName
 from stacks.functions import construct_name
 from stacks.settings import ALARM_PERIOD
 

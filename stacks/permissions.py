@@ -18,9 +18,9 @@ from typing import Any
 from aws_cdk import Aws
 
 from functions.shared.constants import REGION_PARAMETER, STATE_MACHINE_NAME
-from functions.shared.domain.job_definitions import JOB_LOG_GROUP, JOB_LOG_STREAM_PREFIX
-from functions.shared.domain.pools import POOL_TAG
-from functions.shared.domain.reservations import PURCHASED_BY_TAG, RESERVATION_TAG
+from functions.shared.domain.jobs.definitions import JOB_LOG_GROUP, JOB_LOG_STREAM_PREFIX
+from functions.shared.domain.pools.specs import POOL_TAG
+from functions.shared.domain.reservations.reservation import PURCHASED_BY_TAG, RESERVATION_TAG
 from stacks.iam_reference import resource_types
 
 # How AWS Batch names a compute environment's ECS cluster: <compute environment name>_Batch_<uuid>.

@@ -78,7 +78,7 @@ class DeploySettings:
         """Every capacity region, home first."""
         return (self.region, *self.capacity_regions)
 
-    # The launch template's boot-time GPU check (functions/shared/domain/userdata.py): on unless turned off.
+    # The launch template's boot-time GPU check (functions/shared/domain/fleet/userdata.py): on unless turned off.
     gpu_boot_check: bool = True
 
     @classmethod

@@ -15,10 +15,10 @@ from pydantic import BaseModel, ValidationError
 
 from functions.shared.adapters.idempotency import IN_PROGRESS_RETRY_SECONDS, submit_idempotently
 from functions.shared.adapters.wiring import live_ports
-from functions.shared.api_contract import ROUTES, SWEEP_ID_PATTERN
-from functions.shared.api_routes import Route
+from functions.shared.api.contract import ROUTES, SWEEP_ID_PATTERN
+from functions.shared.api.routes import Route
 from functions.shared.coldstart import ends_cold_start
-from functions.shared.domain.errors import (
+from functions.shared.domain.core.errors import (
     AttemptNotFound,
     IdempotencyInProgress,
     IdempotencyKeyReused,
@@ -32,14 +32,16 @@ from functions.shared.domain.errors import (
     SignalUnavailable,
     SweepNotFound,
 )
-from functions.shared.domain.requests import JobRequest
-from functions.shared.domain.reservation_views import PurchaseRequest
-from functions.shared.domain.reservations import MAX_BLOCK_INSTANCES, block_days_problem
-from functions.shared.domain.views import ErrorBody, SubmitResponse
-from functions.shared.domain.vocabulary import JobStatus
+from functions.shared.domain.core.vocabulary import JobStatus
+from functions.shared.domain.jobs.views import ErrorBody, SubmitResponse
+from functions.shared.domain.requests.job_request import JobRequest
+from functions.shared.domain.reservations.reservation import MAX_BLOCK_INSTANCES, block_days_problem
+from functions.shared.domain.reservations.views import PurchaseRequest
 from functions.shared.observability import logger, metrics
 from functions.shared.ports import Ports
-from functions.shared.usecases import logs, queries, reservations, select, submit
+from functions.shared.usecases.capacity import select
+from functions.shared.usecases.jobs import logs, queries, submit
+from functions.shared.usecases.reservations import account as reservations
 
 app = APIGatewayRestResolver()
 CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
@@ -202,7 +204,7 @@ def _key_in_flight(error: IdempotencyInProgress) -> Response:
     )
 
 
-# -- operations: one per route of functions/shared/api_contract.py, each answering its response model ---
+# -- operations: one per route of functions/shared/api/contract.py, each answering its response model ---
 def submit_job() -> BaseModel:
     key = app.current_event.headers.get("Idempotency-Key")  # Powertools headers are case-insensitive
     request = _request_body()
@@ -262,7 +264,9 @@ def plan() -> BaseModel:
 
 
 def costs_report() -> BaseModel | Response:
-    from functions.shared.usecases import costs  # on first use, as the sweep's: most requests never read costs
+    from functions.shared.usecases.cost import (
+        report as costs,  # on first use, as the sweep's: most requests never read costs
+    )
 
     # A window ends today unless `to` says otherwise, and spans the 30 days before its end unless `from` does.
     date_to = _date_param("to", datetime.now(UTC).date().isoformat())
@@ -314,7 +318,7 @@ def start_sweep() -> BaseModel:
 def _sweep() -> ModuleType:
     """The sweep's use case, imported on first use: it reaches the fleet, the pools and the waste ledger, which only
     GET /health and POST /sweep need (a cold start that serves a submit or a read does not load them)."""
-    from functions.shared.usecases import sweep
+    from functions.shared.usecases.health import sweep
 
     return sweep
 

@@ -9,10 +9,10 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from functions.shared.adapters.transient import retry_transient
 from functions.shared.adapters.wiring import live_ports
 from functions.shared.coldstart import ends_cold_start
-from functions.shared.domain.steps import EnsureQueueInput
+from functions.shared.domain.jobs.steps import EnsureQueueInput
 from functions.shared.observability import logger, metrics
 from functions.shared.ports import Ports
-from functions.shared.usecases.provision import ensure_job_queue
+from functions.shared.usecases.pools.provision import ensure_job_queue
 
 
 @ends_cold_start

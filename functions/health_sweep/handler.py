@@ -10,7 +10,7 @@ from functions.shared.adapters.wiring import live_ports
 from functions.shared.coldstart import ends_cold_start
 from functions.shared.observability import logger, metrics
 from functions.shared.ports import Ports
-from functions.shared.usecases.sweep import run_sweep
+from functions.shared.usecases.health.sweep import run_sweep
 
 
 @ends_cold_start

@@ -12,11 +12,11 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.shared.adapters.wiring import live_ports
 from functions.shared.coldstart import ends_cold_start
-from functions.shared.domain.batch import BatchJobEvent
+from functions.shared.domain.fleet.batch import BatchJobEvent
 from functions.shared.observability import logger
 from functions.shared.ports import Ports
-from functions.shared.usecases.host_evidence import note_host_faults
-from functions.shared.usecases.track import record_batch_event
+from functions.shared.usecases.hosts.evidence import note_host_faults
+from functions.shared.usecases.jobs.track import record_batch_event
 
 
 @ends_cold_start

@@ -9,10 +9,10 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from functions.shared.adapters.transient import retry_transient
 from functions.shared.adapters.wiring import live_ports
 from functions.shared.coldstart import ends_cold_start
-from functions.shared.domain.steps import RecordCostInput
+from functions.shared.domain.jobs.steps import RecordCostInput
 from functions.shared.observability import logger, metrics
 from functions.shared.ports import Ports
-from functions.shared.usecases.outcome import record_cost
+from functions.shared.usecases.jobs.outcome import record_cost
 
 
 @ends_cold_start

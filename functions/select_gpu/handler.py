@@ -9,10 +9,10 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from functions.shared.adapters.transient import retry_transient
 from functions.shared.adapters.wiring import live_ports
 from functions.shared.coldstart import ends_cold_start
-from functions.shared.domain.steps import SelectInput
+from functions.shared.domain.jobs.steps import SelectInput
 from functions.shared.observability import logger
 from functions.shared.ports import Ports
-from functions.shared.usecases.select import select_gpu_type
+from functions.shared.usecases.capacity.select import select_gpu_type
 
 
 @ends_cold_start

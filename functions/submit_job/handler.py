@@ -9,10 +9,10 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from functions.shared.adapters.transient import retry_transient
 from functions.shared.adapters.wiring import live_ports
 from functions.shared.coldstart import ends_cold_start
-from functions.shared.domain.steps import SubmitInput
+from functions.shared.domain.jobs.steps import SubmitInput
 from functions.shared.observability import logger
 from functions.shared.ports import Ports
-from functions.shared.usecases.attempt import submit_batch_job
+from functions.shared.usecases.jobs.attempt import submit_batch_job
 
 
 @ends_cold_start

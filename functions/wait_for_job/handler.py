@@ -1,4 +1,4 @@
-"""WaitForJobToStart / WaitForJobToFinish: park the task token (see usecases/track.py)."""
+"""WaitForJobToStart / WaitForJobToFinish: park the task token (see usecases/jobs/track.py)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from functions.shared.adapters.transient import retry_transient
 from functions.shared.adapters.wiring import live_ports
 from functions.shared.coldstart import ends_cold_start
-from functions.shared.domain.steps import WaitInput
+from functions.shared.domain.jobs.steps import WaitInput
 from functions.shared.observability import logger
 from functions.shared.ports import Ports
-from functions.shared.usecases.track import park_wait
+from functions.shared.usecases.jobs.track import park_wait
 
 
 @ends_cold_start

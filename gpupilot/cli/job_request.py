@@ -10,8 +10,8 @@ from typing import Any
 
 from gpupilot.cli.arguments import CliError, UsageError
 
-# What the API takes when a request leaves a field out (functions/shared/domain/requests.py: a unit test holds these
-# to the model's defaults, so that help never states a default the API does not apply).
+# What the API takes when a request leaves a field out (functions/shared/domain/requests/job_request.py: a unit test
+# holds these to the model's defaults, so that help never states a default the API does not apply).
 REQUEST_DEFAULTS: dict[str, Any] = {
     "gpus": 1,
     "capacity": "on-demand",
@@ -140,7 +140,7 @@ def read_job_file(path: str) -> dict[str, Any]:
     refused, naming it (a misspelt field would otherwise be dropped, or refused by the API far from its line)."""
     import yaml
 
-    from functions.shared.domain.requests import JobRequest
+    from functions.shared.domain.requests.job_request import JobRequest
 
     try:
         text = Path(path).read_text()

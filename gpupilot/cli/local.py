@@ -207,8 +207,8 @@ def serve(args: argparse.Namespace) -> int:
 def demo_wait_seconds(runtime_seconds: float, speedup: float) -> float:
     """How long the demo follows its job: every attempt it may make (each diagnosed after its stuck_after, then
     waited on a bounded number of times before it falls back), then its run."""
-    from functions.shared.domain.diagnosis import MAX_WAIT_CHECKS
-    from functions.shared.domain.requests import JobRequest
+    from functions.shared.domain.diagnosis.runnable import MAX_WAIT_CHECKS
+    from functions.shared.domain.requests.job_request import JobRequest
 
     attempts = DEMO_JOB.get("max_attempts") or JobRequest.model_fields["max_attempts"].default
     per_attempt = (1 + MAX_WAIT_CHECKS) * DEMO_STUCK_AFTER_MINUTES * 60 + DEMO_ATTEMPT_SLACK_SECONDS

@@ -47,7 +47,7 @@ def too_large() -> BodyRefused:
 
 def allowed_methods(path: str) -> list[str] | None:
     """The methods the API serves on `path` (as API Gateway routes it), or None when no route matches."""
-    from functions.shared.api_contract import ROUTES
+    from functions.shared.api.contract import ROUTES
 
     parts = path.rstrip("/").split("/") or [""]
     methods = [

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from functions.shared.domain.reservations import BLOCK_RECLAIM, FEE_TAG, REQUESTED_QUANTITY_TAG
+from functions.shared.domain.reservations.reservation import BLOCK_RECLAIM, FEE_TAG, REQUESTED_QUANTITY_TAG
 from gpupilot.localcloud.world import World
 
 ACCOUNT = "123456789012"

@@ -12,7 +12,7 @@ from typing import Any, Literal, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import ErrorDetails
 
-from functions.shared.domain.fleet import QUOTA_NAMES as QUOTA_CODES
+from functions.shared.domain.capacity.quotas import QUOTA_NAMES as QUOTA_CODES
 
 
 class WorldError(ValueError):

@@ -10,7 +10,7 @@ from typing import Any
 import boto3
 import pytest
 
-from functions.shared.domain.clock import seconds_between
+from functions.shared.domain.core.clock import seconds_between
 from tests.e2e.conftest import RunningCloud
 
 pytestmark = pytest.mark.e2e

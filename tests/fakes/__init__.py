@@ -1,4 +1,4 @@
-"""In-memory fakes of the ports (functions/shared/ports.py), for use-case tests without AWS."""
+"""In-memory fakes of the ports (functions/shared/ports/), for use-case tests without AWS."""
 
 from tests.fakes.job_store import FakeJobStore
 from tests.fakes.ports import (

@@ -7,10 +7,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from functions.shared.adapters.page_tokens import decode_token, encode_token, list_position
-from functions.shared.domain.clock import now_iso
-from functions.shared.domain.errors import JobAlreadyExists, JobNotFound
-from functions.shared.domain.lifecycle import batch_rank, status_rank
-from functions.shared.domain.records import (
+from functions.shared.domain.core.clock import now_iso
+from functions.shared.domain.core.errors import JobAlreadyExists, JobNotFound
+from functions.shared.domain.core.vocabulary import BatchStatus, JobStatus, WaitPhase
+from functions.shared.domain.jobs.lifecycle import batch_rank, status_rank
+from functions.shared.domain.jobs.records import (
     ActiveJob,
     AttemptRecord,
     AttemptUpdate,
@@ -20,8 +21,7 @@ from functions.shared.domain.records import (
     TimelineEntry,
     Wait,
 )
-from functions.shared.domain.requests import JobRequest
-from functions.shared.domain.vocabulary import BatchStatus, JobStatus, WaitPhase
+from functions.shared.domain.requests.job_request import JobRequest
 
 
 class FakeJobStore:

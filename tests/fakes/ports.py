@@ -12,7 +12,19 @@ from botocore.exceptions import ClientError
 
 from functions.shared.adapters.ec2 import load_snapshot
 from functions.shared.adapters.prices import SnapshotPrices
-from functions.shared.domain.batch import (
+from functions.shared.domain.capacity.catalog import GpuType
+from functions.shared.domain.capacity.quotas import QUOTA_NAMES, QuotaState, RunningInstances
+from functions.shared.domain.capacity.selection import AvailabilitySnapshot
+from functions.shared.domain.capacity.unavailable import UnavailableOffering
+from functions.shared.domain.core.clock import now_iso, parse_iso
+from functions.shared.domain.core.errors import SignalUnavailable, SweepNotFound
+from functions.shared.domain.core.money import PriceQuote
+from functions.shared.domain.core.settings import RegionNetwork, Settings
+from functions.shared.domain.core.vocabulary import MetricName, SweepStatus
+from functions.shared.domain.cost.shares import Occupant, SharedInstance, occupy
+from functions.shared.domain.cost.waste import InstanceWaste, WasteEntry, charge
+from functions.shared.domain.diagnosis.findings import HealthReport
+from functions.shared.domain.fleet.batch import (
     BatchJobState,
     ComputeEnvironmentState,
     ContainerInstanceState,
@@ -20,29 +32,17 @@ from functions.shared.domain.batch import (
     FleetState,
     JobQueueState,
 )
-from functions.shared.domain.catalog import GpuType
-from functions.shared.domain.clock import now_iso, parse_iso
-from functions.shared.domain.cost import PriceQuote
-from functions.shared.domain.errors import SignalUnavailable, SweepNotFound
-from functions.shared.domain.fleet import QUOTA_NAMES, QuotaState, RunningInstances
-from functions.shared.domain.hosts import HostFault
-from functions.shared.domain.logs import LogEvent, LogPage
-from functions.shared.domain.memory import UnavailableOffering
-from functions.shared.domain.pool_health import USE_FIELDS, PoolState
-from functions.shared.domain.pools import GONE, generation_of
-from functions.shared.domain.quarantine import QuarantineRecord
-from functions.shared.domain.reservations import (
+from functions.shared.domain.hosts.evidence import HostFault
+from functions.shared.domain.hosts.quarantine import QuarantineRecord
+from functions.shared.domain.jobs.logs import LogEvent, LogPage
+from functions.shared.domain.pools.specs import GONE, generation_of
+from functions.shared.domain.pools.states import USE_FIELDS, PoolState
+from functions.shared.domain.reservations.reservation import (
     BlockOffering,
     Reservation,
     reservation_launch_data,
     reservation_launch_template,
 )
-from functions.shared.domain.selection import AvailabilitySnapshot
-from functions.shared.domain.settings import RegionNetwork, Settings
-from functions.shared.domain.shares import Occupant, SharedInstance, occupy
-from functions.shared.domain.views import HealthReport
-from functions.shared.domain.vocabulary import MetricName, SweepStatus
-from functions.shared.domain.waste import InstanceWaste, WasteEntry, charge
 from functions.shared.ports import Ports
 from tests.fakes.job_store import FakeJobStore
 

@@ -12,7 +12,7 @@ import pytest
 
 from app import build_app, load_context
 from functions.shared.constants import STACK_NAME
-from functions.shared.domain.vocabulary import MetricName
+from functions.shared.domain.core.vocabulary import MetricName
 from stacks.observability import CUSTOM_ALARMS
 from stacks.settings import POWERTOOLS_VERSION
 from tests.infra.conftest import Synthesized
@@ -132,7 +132,7 @@ def test_the_default_job_role_grants_nothing(synthesized: Synthesized) -> None:
 
 def test_every_metric_an_alarm_or_the_dashboard_watches_has_an_emitter(synthesized: Synthesized) -> None:
     # Given the use cases' source / When looking for each watched metric's emitter
-    sources = "\n".join(p.read_text() for p in (REPO / "functions" / "shared" / "usecases").glob("*.py"))
+    sources = "\n".join(p.read_text() for p in (REPO / "functions" / "shared" / "usecases").rglob("*.py"))
     emitted = {name for name in MetricName if re.search(rf"MetricName\.{name.name}\b", sources)}
     dashboard = json.dumps(synthesized.of_type("AWS::CloudWatch::Dashboard"))
     watched = {spec.metric for spec in CUSTOM_ALARMS} | {m for m in MetricName if f'"{m.value}"' in dashboard}

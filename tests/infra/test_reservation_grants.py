@@ -8,7 +8,7 @@ from typing import Any
 
 from app import build_app, load_context
 from functions.shared import constants as c
-from functions.shared.domain.reservations import PURCHASED_BY_TAG
+from functions.shared.domain.reservations.reservation import PURCHASED_BY_TAG
 from tests.infra.conftest import Synthesized
 
 

@@ -42,9 +42,9 @@ from functions.shared.constants import (
     TABLE_SK,
     TTL_ATTRIBUTE,
 )
-from functions.shared.domain.records import ActiveJob
-from functions.shared.domain.userdata import BOOT_CHECK_BUDGET_SECONDS, boot_time_risks, deadlock_risks
-from functions.shared.domain.views import ErrorBody
+from functions.shared.domain.fleet.userdata import BOOT_CHECK_BUDGET_SECONDS, boot_time_risks, deadlock_risks
+from functions.shared.domain.jobs.records import ActiveJob
+from functions.shared.domain.jobs.views import ErrorBody
 from stacks.api import ROUTES, edge_body_schema
 from stacks.settings import LAUNCH_TEMPLATE_NAME
 from stacks.workflow import asl_placeholders, definition_substitutions
@@ -383,7 +383,7 @@ def test_a_deployment_can_turn_the_boot_check_off() -> None:
     settings = DeploySettings.from_context(load_context() | {"gpu_boot_check": False})
     # When its launch template's user data is rendered as the stack renders it / Then no check runs
     from functions.shared.adapters.ec2 import load_snapshot
-    from functions.shared.domain.userdata import gpu_user_data
+    from functions.shared.domain.fleet.userdata import gpu_user_data
 
     assert settings.gpu_boot_check is False
     user_data = gpu_user_data({t: g.gpus for t, g in load_snapshot().items()}, boot_check=settings.gpu_boot_check)

@@ -16,8 +16,8 @@ from functions.shared import constants as c
 from functions.shared.adapters import idempotency
 from functions.shared.adapters.clients import observe_calls, reset_clients, stop_observing
 from functions.shared.adapters.job_store import DynamoJobStore
-from functions.shared.domain.requests import JobRequest
-from functions.shared.domain.vocabulary import JobStatus
+from functions.shared.domain.core.vocabulary import JobStatus
+from functions.shared.domain.requests.job_request import JobRequest
 from gpupilot.localcloud.http_api import proxy_event
 from tests.integration.conftest import ZONES, Cloud, HandlerError
 
@@ -242,7 +242,7 @@ def test_a_status_filtered_page_is_filled_across_dynamodb_pages(cloud: Cloud) ->
 
 
 def test_every_route_of_the_contract_is_served_by_the_handler(cloud: Cloud) -> None:
-    from functions.shared.api_contract import ROUTES
+    from functions.shared.api.contract import ROUTES
 
     for route in ROUTES:
         path = route.path.replace("{job_id}", "nosuchjob")
@@ -386,8 +386,8 @@ def test_a_job_answers_with_its_warnings(cloud: Cloud) -> None:
 
 def _ran(cloud: Cloud, job_id: str, stream: str) -> None:
     """A job whose first attempt ran and whose log stream holds two lines, in Batch's log group."""
-    from functions.shared.domain.records import AttemptRecord
-    from functions.shared.domain.vocabulary import AttemptStatus, CapacityType
+    from functions.shared.domain.core.vocabulary import AttemptStatus, CapacityType
+    from functions.shared.domain.jobs.records import AttemptRecord
 
     store = DynamoJobStore(cloud.deployment.table_name)
     store.create_job(job_id, JobRequest.model_validate(BODY))

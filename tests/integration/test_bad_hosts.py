@@ -13,11 +13,11 @@ import pytest
 from functions.shared.adapters.host_store import DynamoHostLedger
 from functions.shared.adapters.job_store import DynamoJobStore
 from functions.shared.adapters.table_store import DynamoHealthStore
-from functions.shared.domain.hosts import HostFault, Symptom
-from functions.shared.domain.pools import POOL_TAG
-from functions.shared.domain.quarantine import QuarantineReason, QuarantineRecord
-from functions.shared.domain.vocabulary import JobStatus
-from functions.shared.ports_hosts import HostLedger
+from functions.shared.domain.core.vocabulary import JobStatus
+from functions.shared.domain.hosts.evidence import HostFault, Symptom
+from functions.shared.domain.hosts.quarantine import QuarantineReason, QuarantineRecord
+from functions.shared.domain.pools.specs import POOL_TAG
+from functions.shared.ports.hosts import HostLedger
 from tests.fakes.ports import FakeHostLedger
 from tests.integration.conftest import Cloud
 from tests.integration.test_workflow_steps import JOB, provisioned, store  # noqa: F401  (store: a fixture)
@@ -110,7 +110,7 @@ def test_a_host_that_fails_two_jobs_is_quarantined_by_the_sweep_job_events_start
     cluster = batch.describe_compute_environments(computeEnvironments=[pool])["computeEnvironments"][0]["ecsClusterArn"]
     queue_arn = batch.describe_job_queues(jobQueues=[pool])["jobQueues"][0]["jobQueueArn"]
     instance, container = gpu_host(cluster, pool)
-    from functions.shared.domain.clock import now
+    from functions.shared.domain.core.clock import now
 
     stopped = int(now().timestamp() * 1000)
 

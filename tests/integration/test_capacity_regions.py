@@ -19,7 +19,7 @@ from functions.shared.adapters.clients import observe_calls, reset_clients, stop
 from functions.shared.adapters.job_store import DynamoJobStore
 from functions.shared.adapters.regions import forget_networks
 from functions.shared.adapters.wiring import reset_ports
-from functions.shared.domain.requests import JobRequest
+from functions.shared.domain.requests.job_request import JobRequest
 from gpupilot.localcloud.deploy import ACCOUNT_ID, RegionDeployment, deploy, deploy_region
 from gpupilot.localcloud.dispatch import HandlerDispatcher
 from gpupilot.localcloud.iam import IamEnforcer, enforcer_for

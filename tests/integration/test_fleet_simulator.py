@@ -10,8 +10,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from functions.shared.domain.job_definitions import RETRY_STRATEGY
-from functions.shared.domain.pools import POOL_TAG
+from functions.shared.domain.jobs.definitions import RETRY_STRATEGY
+from functions.shared.domain.pools.specs import POOL_TAG
 from gpupilot.localcloud.fleet import FleetSimulator, Timeline
 from gpupilot.localcloud.moto_adaptations import ComputeEnvironmentLifecycle, adapted_moto
 from gpupilot.localcloud.world import World

@@ -16,7 +16,7 @@ from botocore.exceptions import ClientError
 from functions.shared import constants as c
 from functions.shared.adapters.batch import BatchJobsAdapter
 from functions.shared.adapters.fleet import Ec2EcsFleet
-from functions.shared.domain.pools import POOL_TAG
+from functions.shared.domain.pools.specs import POOL_TAG
 from gpupilot.localcloud.dispatch import current_function
 from gpupilot.localcloud.iam import Request, authorize, expecting_refusal
 from tests.integration.conftest import Cloud
@@ -219,7 +219,7 @@ def test_the_api_may_read_only_gpu_pilot_s_streams_of_batch_s_log_group(cloud: C
 # -- reserved capacity: launch templates that target a reservation, tagged as GPU Pilot's ----------------
 def test_ensure_queue_may_copy_the_launch_template_to_target_a_reservation(cloud: Cloud) -> None:
     from functions.shared.adapters.reservations import Ec2Reservations
-    from functions.shared.domain.reservations import Reservation
+    from functions.shared.domain.reservations.reservation import Reservation
 
     # Given a Capacity Block of the account, and the stack's launch template
     block = Reservation(reservation_id="cr-0123456789abcdef0", instance_type="g5.xlarge", zone="us-east-1a",
@@ -246,7 +246,7 @@ def test_ensure_queue_may_not_create_a_launch_template_without_the_reservation_t
     cloud: Cloud, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from functions.shared.adapters import reservations as adapter
-    from functions.shared.domain.reservations import Reservation
+    from functions.shared.domain.reservations.reservation import Reservation
 
     block = Reservation(reservation_id="cr-0123456789abcdef1", instance_type="g5.xlarge", zone="us-east-1a",
                         state="active", total=1, available=1, capacity_block=True, match="targeted")  # fmt: skip

@@ -14,13 +14,13 @@ from functions.shared.adapters.job_lists import UNSHARDED_LIST_PARTITION, job_ke
 from functions.shared.adapters.job_store import DynamoJobStore
 from functions.shared.adapters.table_store import DynamoOfferingMemory
 from functions.shared.constants import GSI1_PK, JOB_INDEX_SHARDS
-from functions.shared.domain.clock import now_iso, seconds_between
-from functions.shared.domain.errors import InvalidPageToken, JobAlreadyExists, JobNotFound
-from functions.shared.domain.memory import remembered
-from functions.shared.domain.records import AttemptRecord, AttemptUpdate, JobFinish, Wait, WaitClear
-from functions.shared.domain.requests import JobRequest
-from functions.shared.domain.vocabulary import BatchStatus, CapacityType, DiagnosisCategory, JobStatus, WaitPhase
-from functions.shared.ports import JobStore
+from functions.shared.domain.capacity.unavailable import remembered
+from functions.shared.domain.core.clock import now_iso, seconds_between
+from functions.shared.domain.core.errors import InvalidPageToken, JobAlreadyExists, JobNotFound
+from functions.shared.domain.core.vocabulary import BatchStatus, CapacityType, DiagnosisCategory, JobStatus, WaitPhase
+from functions.shared.domain.jobs.records import AttemptRecord, AttemptUpdate, JobFinish, Wait, WaitClear
+from functions.shared.domain.requests.job_request import JobRequest
+from functions.shared.ports.jobs import JobStore
 from gpupilot.localcloud.deploy import Deployment
 from tests.fakes import FakeJobStore, FakeOfferingMemory
 

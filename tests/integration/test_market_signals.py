@@ -16,7 +16,7 @@ from moto import mock_aws
 
 from functions.shared.adapters.quotas import ServiceQuotas
 from functions.shared.adapters.spot import Ec2SpotMarket
-from functions.shared.domain.errors import SignalUnavailable
+from functions.shared.domain.core.errors import SignalUnavailable
 from gpupilot.localcloud.moto_adaptations import adapted_moto
 
 REGION = "us-east-1"

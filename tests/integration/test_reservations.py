@@ -11,7 +11,7 @@ from moto import mock_aws
 
 from functions.shared.adapters.offering_store import DynamoListedOfferings
 from functions.shared.adapters.reservations import Ec2Reservations
-from functions.shared.domain.reservations import FEE_TAG
+from functions.shared.domain.reservations.reservation import FEE_TAG
 from gpupilot.localcloud.moto_adaptations import adapted_moto
 from gpupilot.localcloud.reservations import ReservationBook
 from gpupilot.localcloud.world import World
@@ -65,7 +65,7 @@ def test_a_block_offering_is_listed_and_bought_tagged_with_its_fee(ec2_reservati
 
 
 def test_a_listed_offering_is_claimed_for_purchase_once(deployment) -> None:
-    from functions.shared.domain.reservations import BlockOffering
+    from functions.shared.domain.reservations.reservation import BlockOffering
 
     # Given an offering GPU Pilot listed
     listed = DynamoListedOfferings(deployment.table_name)

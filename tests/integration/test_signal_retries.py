@@ -19,7 +19,7 @@ from functions.shared.adapters.clients import client, reset_clients
 from functions.shared.adapters.prices import PRICE_LIST_REGION
 from functions.shared.adapters.quotas import ServiceQuotas
 from functions.shared.adapters.spot import Ec2SpotMarket
-from functions.shared.domain.errors import SignalUnavailable
+from functions.shared.domain.core.errors import SignalUnavailable
 from gpupilot.localcloud.faults import error_response
 from gpupilot.localcloud.moto_adaptations import SpotMarket, adapted_moto
 from tests.integration.conftest import Cloud

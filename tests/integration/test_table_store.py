@@ -13,9 +13,9 @@ from functions.shared import constants as c
 from functions.shared.adapters.dynamodb_codec import serialize
 from functions.shared.adapters.pool_store import DynamoPoolStates
 from functions.shared.adapters.table_store import DynamoHealthStore
-from functions.shared.domain.pool_health import PoolState
-from functions.shared.domain.views import Finding, HealthReport
-from functions.shared.domain.vocabulary import FindingKind, Severity, SweepStatus
+from functions.shared.domain.core.vocabulary import FindingKind, Severity, SweepStatus
+from functions.shared.domain.diagnosis.findings import Finding, HealthReport
+from functions.shared.domain.pools.states import PoolState
 from functions.shared.ports import PoolStates
 from tests.fakes import FakePoolStates
 
@@ -112,7 +112,7 @@ def ledger(request: pytest.FixtureRequest) -> Iterator[Any]:
 
 def waste(reason: str, started_at: str, at: str, day: str = "2026-11-23", instance_id: str = "i-1") -> Any:
     """What a sweep saw: the instance wasting for `reason` from `started_at` until `at`, at $3.6 an hour."""
-    from functions.shared.domain.waste import WasteEntry
+    from functions.shared.domain.cost.waste import WasteEntry
 
     return WasteEntry(instance_id=instance_id, reason=reason, pool=POOL, instance_type="g5.xlarge", day=day,
                       seconds=0, hourly_usd=3.6, usd=0, pricing="test", started_at=started_at, at=at)  # fmt: skip
@@ -176,14 +176,14 @@ def test_waste_written_one_item_per_reason_is_still_read(deployment: Any) -> Non
 
 def shared(instance_id: str = "i-1", day: str = "2026-11-23") -> Any:
     """An instance's ledger of shares, before any attempt was priced on it: a $3.6/h 4-GPU host."""
-    from functions.shared.domain.shares import SharedInstance
+    from functions.shared.domain.cost.shares import SharedInstance
 
     return SharedInstance(instance_id=instance_id, pool=POOL, instance_type="g4dn.12xlarge", day=day, pricing="test")
 
 
 def quarter(stop: str, seconds: float = 60) -> Any:
     """A 1-GPU attempt on the 4-GPU host, `seconds` long up to `stop`."""
-    from functions.shared.domain.shares import occupant
+    from functions.shared.domain.cost.shares import occupant
 
     return occupant(stop, seconds, 0.25, 3.6)
 

@@ -13,11 +13,11 @@ import pytest
 from functions.shared.adapters.batch import LIST_JOBS_PAGE
 from functions.shared.adapters.job_store import DynamoJobStore
 from functions.shared.adapters.table_store import DynamoOfferingMemory
-from functions.shared.domain.clock import now_iso
-from functions.shared.domain.memory import remembered
-from functions.shared.domain.records import AttemptRecord, Wait
-from functions.shared.domain.requests import JobRequest
-from functions.shared.domain.vocabulary import CapacityType, DiagnosisCategory, JobStatus, WaitPhase
+from functions.shared.domain.capacity.unavailable import remembered
+from functions.shared.domain.core.clock import now_iso
+from functions.shared.domain.core.vocabulary import CapacityType, DiagnosisCategory, JobStatus, WaitPhase
+from functions.shared.domain.jobs.records import AttemptRecord, Wait
+from functions.shared.domain.requests.job_request import JobRequest
 from tests.integration.conftest import DELETE_SECONDS, ZONES, Cloud, HandlerError
 
 JOB = "job00000001"

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from functions.shared.domain.catalog import GpuType
-from functions.shared.domain.cost import PriceQuote
-from functions.shared.domain.offers import MarketSignals, Signals
-from functions.shared.domain.requests import JobRequest
-from functions.shared.domain.selection import AvailabilitySnapshot, Candidate
+from functions.shared.domain.capacity.catalog import GpuType
+from functions.shared.domain.capacity.offers import MarketSignals, Signals
+from functions.shared.domain.capacity.selection import AvailabilitySnapshot, Candidate
+from functions.shared.domain.core.money import PriceQuote
+from functions.shared.domain.requests.job_request import JobRequest
 
 ZONES = ["us-east-1a", "us-east-1b"]
 PRICING_LABEL = "unit-test prices"

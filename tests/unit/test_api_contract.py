@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from functions.api.handler import OPERATIONS
-from functions.shared.api_contract import ROUTES
-from functions.shared.api_openapi import openapi_document
+from functions.shared.api.contract import ROUTES
+from functions.shared.api.openapi import openapi_document
 from gpupilot.openapi import DEFAULT_PATH, render
 
 

@@ -10,7 +10,7 @@ import pytest
 from pydantic import BaseModel
 
 from functions.shared.constants import ASL_FILE, LAMBDAS
-from functions.shared.domain.steps import (
+from functions.shared.domain.jobs.steps import (
     DiagnoseInput,
     EnsureQueueInput,
     RecordCostInput,

@@ -710,7 +710,7 @@ def test_demo_with_json_refuses_an_endpoint_with_a_json_error(capsys):
 
 
 def test_the_demo_waits_long_enough_for_its_job_to_fall_back_through_every_attempt_and_run():
-    from functions.shared.domain.diagnosis import MAX_WAIT_CHECKS
+    from functions.shared.domain.diagnosis.runnable import MAX_WAIT_CHECKS
     from gpupilot.cli.local import DEMO_JOB, demo_wait_seconds
 
     # The demo job is diagnosed within seconds, as the local cloud's timeline is (not after a deployed 15 minutes)
@@ -913,7 +913,7 @@ def test_every_flag_of_every_command_has_help_and_every_command_an_example():
 
 
 def test_the_defaults_help_states_are_the_apis():
-    from functions.shared.domain.requests import JobRequest
+    from functions.shared.domain.requests.job_request import JobRequest
 
     for field, default in job_request.REQUEST_DEFAULTS.items():
         assert JobRequest.model_fields[field].default == default, field

@@ -99,12 +99,15 @@ def test_the_api_loads_the_sweep_the_costs_and_a_pools_evidence_only_for_the_rou
         "import json, sys\nimport functions.api.handler as api\n"
         "at_import = sorted(m for m in sys.modules if m.startswith('functions.shared.usecases.'))\n"
         "api._sweep()\n"
-        "print(json.dumps({'at_import': at_import, 'sweep_loaded': 'functions.shared.usecases.sweep' in sys.modules}))"
+        "loaded = 'functions.shared.usecases.health.sweep' in sys.modules\n"
+        "print(json.dumps({'at_import': at_import, 'sweep_loaded': loaded}))"
     )
     answer = answer_of(code, env=IN_LAMBDA)
     # Then a submit's and a read's use cases are loaded, not the sweep's, the costs' nor a pool's evidence
-    assert {"functions.shared.usecases.submit", "functions.shared.usecases.queries"} <= set(answer["at_import"])
-    for route_only in ("sweep", "costs", "evidence"):
+    assert {"functions.shared.usecases.jobs.submit", "functions.shared.usecases.jobs.queries"} <= set(
+        answer["at_import"]
+    )
+    for route_only in ("health.sweep", "cost.report", "fleet.evidence"):
         assert f"functions.shared.usecases.{route_only}" not in answer["at_import"]
     # ... which GET /health and POST /sweep load on their first use
     assert answer["sweep_loaded"] is True

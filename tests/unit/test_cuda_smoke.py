@@ -112,7 +112,7 @@ def test_the_smoke_job_carries_the_payload_itself_and_runs_it_with_python_alone(
     # The command is what Batch runs: here it finds no driver, exactly as the payload file does
     done = subprocess.run([sys.executable, *body["command"][1:]], capture_output=True, text=True, timeout=60)
     assert done.returncode == 10 and json.loads(done.stdout)["status"] == "no_driver"
-    from functions.shared.domain.requests import JobRequest
+    from functions.shared.domain.requests.job_request import JobRequest
 
     JobRequest.model_validate(body)  # within the API's limits (command length)
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from functions.shared.domain.batch import BatchJobState, ComputeEnvironmentState
-from functions.shared.domain.clock import iso_from_millis
-from functions.shared.domain.diagnosis import MAX_WAIT_CHECKS, Diagnosis, StuckJobSnapshot, diagnose, remedy
-from functions.shared.domain.vocabulary import DiagnosisCategory, Remedy
+from functions.shared.domain.core.clock import iso_from_millis
+from functions.shared.domain.core.vocabulary import DiagnosisCategory, Remedy
+from functions.shared.domain.diagnosis.runnable import MAX_WAIT_CHECKS, Diagnosis, StuckJobSnapshot, diagnose, remedy
+from functions.shared.domain.fleet.batch import BatchJobState, ComputeEnvironmentState
 
 Category = DiagnosisCategory
 NOW_MS = 1_800_000_000_000

@@ -6,16 +6,16 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from functions.shared.domain.batch import (
+from functions.shared.domain.capacity.quotas import QuotaHolder, QuotaState
+from functions.shared.domain.core.vocabulary import DiagnosisCategory
+from functions.shared.domain.diagnosis.runnable import StuckJobSnapshot, diagnose
+from functions.shared.domain.fleet.batch import (
     BatchJobState,
     ComputeEnvironmentState,
     ContainerInstanceState,
     Ec2InstanceState,
     FleetState,
 )
-from functions.shared.domain.diagnosis import StuckJobSnapshot, diagnose
-from functions.shared.domain.fleet import QuotaHolder, QuotaState
-from functions.shared.domain.vocabulary import DiagnosisCategory
 
 Category = DiagnosisCategory
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from functions.shared.domain.batch import BatchJobState, ComputeEnvironmentState
-from functions.shared.domain.clock import iso_from_millis
-from functions.shared.domain.diagnosis import StuckJobSnapshot, diagnose
-from functions.shared.domain.health import StuckTally, grouped, invalid_environment_finding, summarize
-from functions.shared.domain.requests import JobRequest
-from functions.shared.domain.views import Finding
-from functions.shared.domain.vocabulary import DiagnosisCategory, Severity
+from functions.shared.domain.core.clock import iso_from_millis
+from functions.shared.domain.core.vocabulary import DiagnosisCategory, Severity
+from functions.shared.domain.diagnosis.findings import Finding
+from functions.shared.domain.diagnosis.runnable import StuckJobSnapshot, diagnose
+from functions.shared.domain.fleet.batch import BatchJobState, ComputeEnvironmentState
+from functions.shared.domain.health.sweep import StuckTally, grouped, invalid_environment_finding, summarize
+from functions.shared.domain.requests.job_request import JobRequest
 from tests.unit.builders import job_request
 
 NOW_MS = 1_714_566_896_000.0

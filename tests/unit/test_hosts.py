@@ -5,8 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from functions.shared.domain.batch import BatchAttempt, BatchJobState
-from functions.shared.domain.hosts import Blame, Symptom, attribute, enough_to_quarantine, host_faults, jobs_hit
+from functions.shared.domain.fleet.batch import BatchAttempt, BatchJobState
+from functions.shared.domain.hosts.evidence import (
+    Blame,
+    Symptom,
+    attribute,
+    enough_to_quarantine,
+    host_faults,
+    jobs_hit,
+)
 
 HOST = "arn:aws:ecs:us-east-1:123456789012:container-instance/gpupilot-od_Batch_1/4f1c"
 # NVIDIA/nvidia-container-toolkit#260: docker's error when the driver is not loaded.

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from functions.shared.domain.batch import runs_preflight
-from functions.shared.domain.job_definitions import (
+from functions.shared.domain.fleet.batch import runs_preflight
+from functions.shared.domain.jobs.definitions import (
     PREFLIGHT,
     PREFLIGHT_EXIT_CODE,
     job_definition_name,

@@ -6,9 +6,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from functions.shared.domain.batch import billed_seconds
-from functions.shared.domain.clock import iso_from_millis, normalize_iso
-from functions.shared.domain.lifecycle import (
+from functions.shared.domain.core.clock import iso_from_millis, normalize_iso
+from functions.shared.domain.core.vocabulary import JobStatus
+from functions.shared.domain.fleet.batch import billed_seconds
+from functions.shared.domain.jobs.lifecycle import (
     FINAL_RANK,
     batch_job_name,
     batch_rank,
@@ -17,7 +18,6 @@ from functions.shared.domain.lifecycle import (
     status_rank,
     wait_satisfied,
 )
-from functions.shared.domain.vocabulary import JobStatus
 
 IN_FLIGHT = [
     JobStatus.SUBMITTED,

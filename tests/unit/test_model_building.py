@@ -11,14 +11,14 @@ _CHILD = textwrap.dedent(
     import importlib, json, sys
     from pydantic_core import SchemaValidator as Validator
     importlib.import_module("functions.ensure_queue.handler")
-    from functions.shared.domain.model import every_model
+    from functions.shared.domain.core.model import every_model
 
     def built():
         validators = {m: m.__dict__.get("__pydantic_validator__") for m in every_model()}
         return sorted(m.__name__ for m, validator in validators.items() if isinstance(validator, Validator))
 
     at_import = built()
-    from functions.shared.domain.pool_health import PoolState
+    from functions.shared.domain.pools.states import PoolState
     PoolState.model_validate({"pool": "gpupilot-g6-xlarge-od"})
     print(json.dumps({"models": len(every_model()), "at_import": at_import, "after_use": built()}))
     """

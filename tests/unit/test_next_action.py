@@ -6,13 +6,7 @@ from typing import Any
 
 import pytest
 
-from functions.shared.domain.diagnosis import Diagnosis
-from functions.shared.domain.next_action import NextAction, next_action, with_next_action
-from functions.shared.domain.recommendations import INVALID_RECOMMENDATION, UNREGISTERED_RECOMMENDATION
-from functions.shared.domain.records import AttemptRecord, JobRecord, NextCandidate, Wait
-from functions.shared.domain.requests import JobRequest
-from functions.shared.domain.views import job_view
-from functions.shared.domain.vocabulary import (
+from functions.shared.domain.core.vocabulary import (
     BatchStatus,
     CapacityType,
     DiagnosisCategory,
@@ -20,6 +14,12 @@ from functions.shared.domain.vocabulary import (
     NextStep,
     WaitPhase,
 )
+from functions.shared.domain.diagnosis.recommendations import INVALID_RECOMMENDATION, UNREGISTERED_RECOMMENDATION
+from functions.shared.domain.diagnosis.runnable import Diagnosis
+from functions.shared.domain.jobs.next_action import NextAction, next_action, with_next_action
+from functions.shared.domain.jobs.records import AttemptRecord, JobRecord, NextCandidate, Wait
+from functions.shared.domain.jobs.views import job_view
+from functions.shared.domain.requests.job_request import JobRequest
 
 CAPACITY = "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY - Service cannot fulfill the capacity requested"
 NEXT = NextCandidate(instance_type="g6.xlarge", capacity=CapacityType.ON_DEMAND)

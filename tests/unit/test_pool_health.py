@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from functions.shared.domain.batch import JobQueueState
-from functions.shared.domain.pool_health import (
+from functions.shared.domain.core.vocabulary import FindingKind, Severity
+from functions.shared.domain.fleet.batch import JobQueueState
+from functions.shared.domain.pools.states import (
     FAILURE_WINDOW_SECONDS,
     PoolState,
     disabled_finding,
@@ -11,7 +12,6 @@ from functions.shared.domain.pool_health import (
     next_state,
     should_disable,
 )
-from functions.shared.domain.vocabulary import FindingKind, Severity
 
 POOL = "gpupilot-od-x8664-g5-xlarge"
 T0 = "2026-11-23T10:00:00.000Z"

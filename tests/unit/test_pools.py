@@ -6,8 +6,11 @@ import re
 
 import pytest
 
-from functions.shared.domain.batch import ComputeEnvironmentState, JobQueueState
-from functions.shared.domain.pools import (
+from functions.shared.domain.core.settings import Settings
+from functions.shared.domain.core.vocabulary import Arch
+from functions.shared.domain.fleet.batch import ComputeEnvironmentState, JobQueueState
+from functions.shared.domain.pools.queues import job_queue_spec
+from functions.shared.domain.pools.specs import (
     Pool,
     compute_environment_spec,
     ec2_configuration,
@@ -18,9 +21,6 @@ from functions.shared.domain.pools import (
     spec_version,
     versioned_pool,
 )
-from functions.shared.domain.queues import job_queue_spec
-from functions.shared.domain.settings import Settings
-from functions.shared.domain.vocabulary import Arch
 from tests.unit.builders import candidate
 
 BATCH_NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
@@ -181,7 +181,7 @@ def test_queues_carry_batchs_own_runnable_time_limits_within_what_batch_accepts(
 
 # -- spec versions and retirement steps ---------------------------------------------------------------------
 def test_a_pool_s_version_is_its_spec_s_not_its_name_s_nor_the_order_of_its_lists():
-    from functions.shared.domain.pools import spec_version, versioned_pool
+    from functions.shared.domain.pools.specs import spec_version, versioned_pool
 
     configured = SETTINGS.model_copy(update={"launch_template_name": "gpupilot-gpu"})
     pool, spec = versioned_pool(POOL, configured, ["subnet-b", "subnet-a"], 3)
@@ -200,8 +200,8 @@ def test_a_pool_s_version_is_its_spec_s_not_its_name_s_nor_the_order_of_its_list
 
 
 def test_a_pool_is_taken_down_in_batch_s_order():
-    from functions.shared.domain.batch import ComputeEnvironmentState, JobQueueState
-    from functions.shared.domain.pool_lifecycle import RetireStep, retirement_step
+    from functions.shared.domain.fleet.batch import ComputeEnvironmentState, JobQueueState
+    from functions.shared.domain.pools.retirement import RetireStep, retirement_step
 
     def queue(state: str, status: str = "VALID") -> JobQueueState:
         return JobQueueState(name="p", state=state, status=status)

@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from functions.shared.adapters.ec2 import load_snapshot
-from functions.shared.domain.cost import PriceQuote
-from functions.shared.domain.fleet import QUOTA_NAMES, QuotaState
-from functions.shared.domain.offers import MarketSignals, Plan
-from functions.shared.domain.ranking import plan_warnings
-from functions.shared.domain.selection import offering_key, plan
+from functions.shared.domain.capacity.offers import MarketSignals, Plan
+from functions.shared.domain.capacity.quotas import QUOTA_NAMES, QuotaState
+from functions.shared.domain.capacity.ranking import plan_warnings
+from functions.shared.domain.capacity.selection import offering_key, plan
+from functions.shared.domain.core.money import PriceQuote
 from tests.unit.builders import ZONES, job_request, offered_everywhere, signals
 from tests.unit.test_selection import snapshot_prices
 

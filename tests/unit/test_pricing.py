@@ -8,7 +8,8 @@ from importlib import resources
 import pytest
 
 from functions.shared.adapters.prices import SnapshotPrices, price_snapshot, snapshot_regions
-from functions.shared.domain.cost import PriceQuote, attempt_cost, gpu_share
+from functions.shared.domain.core.money import PriceQuote
+from functions.shared.domain.cost.attempts import attempt_cost, gpu_share
 
 on_demand_price = SnapshotPrices().on_demand
 
@@ -103,7 +104,7 @@ def test_on_demand_price_of_an_unknown_type_is_none():
 
 # -- the share of the instance a job holds, and exact sums -----------------------------------------
 def test_the_share_is_the_largest_of_the_gpu_vcpu_and_memory_fractions():
-    from functions.shared.domain.cost import instance_share
+    from functions.shared.domain.cost.attempts import instance_share
 
     # One GPU of eight, but all 192 vCPUs of a g6.48xlarge: it held the whole instance
     assert instance_share({"gpus": 1, "vcpus": 192, "memory": 64}, {"gpus": 8, "vcpus": 192, "memory": 768}) == (
@@ -123,7 +124,8 @@ def test_the_share_is_the_largest_of_the_gpu_vcpu_and_memory_fractions():
 
 
 def test_a_total_is_the_exact_sum_of_its_parts():
-    from functions.shared.domain.cost import Cost, total_cost, usd_sum
+    from functions.shared.domain.core.money import usd_sum
+    from functions.shared.domain.cost.attempts import Cost, total_cost
 
     parts = [0.1, 0.2, 0.3]
     assert usd_sum(parts) == 0.6 != sum(parts)  # float addition gives 0.6000000000000001
@@ -139,7 +141,7 @@ def test_an_attempt_cost_is_computed_in_decimals():
 
 
 def test_a_spot_price_is_averaged_over_the_attempt_each_point_in_effect_until_the_next():
-    from functions.shared.domain.cost import time_weighted
+    from functions.shared.domain.core.money import time_weighted
 
     start, stop = "2026-11-23T10:00:00.000Z", "2026-11-23T11:00:00.000Z"
     points = [
@@ -154,7 +156,7 @@ def test_a_spot_price_is_averaged_over_the_attempt_each_point_in_effect_until_th
 
 
 def test_a_job_that_never_started_has_no_runtime_even_if_its_start_reads_zero():
-    from functions.shared.domain.batch import BatchJobState
+    from functions.shared.domain.fleet.batch import BatchJobState
 
     # Given a job cancelled while RUNNABLE, described with startedAt 0 (never started) and a stoppedAt
     never = BatchJobState.from_batch(

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from functions.shared.domain.consoles import boot_verdict, console_evidence, console_summary, printed
-from functions.shared.domain.hosts import HostFault, Symptom
-from functions.shared.domain.quarantine import (
+from functions.shared.domain.core.vocabulary import BatchStatus, JobStatus
+from functions.shared.domain.fleet.consoles import boot_verdict, console_evidence, console_summary, printed
+from functions.shared.domain.hosts.evidence import HostFault, Symptom
+from functions.shared.domain.hosts.quarantine import (
     HostCase,
     QuarantineReason,
     QuarantineRecord,
@@ -19,8 +20,7 @@ from functions.shared.domain.quarantine import (
     too_many_unhealthy,
     waste_since,
 )
-from functions.shared.domain.records import JobRecord, TimelineEntry
-from functions.shared.domain.vocabulary import BatchStatus, JobStatus
+from functions.shared.domain.jobs.records import JobRecord, TimelineEntry
 
 BOOT = (
     "[    0.000000] Linux version 6.1.112-122.189.amzn2023.x86_64\n"
@@ -156,9 +156,9 @@ def test_the_note_a_hit_jobs_timeline_gets_names_the_host_and_the_evidence_and_r
 
 def test_a_note_on_the_timeline_never_takes_the_reason_batch_gives_its_status_entry():
     # Given a job RUNNABLE on its first attempt, then a quarantine note appended
-    from functions.shared.domain.lifecycle import status_rank
-    from functions.shared.domain.records import JobRecord
-    from functions.shared.domain.requests import JobRequest
+    from functions.shared.domain.jobs.lifecycle import status_rank
+    from functions.shared.domain.jobs.records import JobRecord
+    from functions.shared.domain.requests.job_request import JobRequest
 
     runnable = TimelineEntry(status=JobStatus.RUNNABLE, at="2026-11-22T09:00:00.000Z")
     note = TimelineEntry(status=JobStatus.RUNNABLE, at="2026-11-22T09:01:00.000Z", reason="host i-1 quarantined: x")

@@ -8,7 +8,7 @@ import jsonschema_rs
 import pytest
 from pydantic import ValidationError
 
-from functions.shared.domain.requests import JobRequest
+from functions.shared.domain.requests.job_request import JobRequest
 
 VALID = {"name": "train", "image": "nvidia/cuda:12.4.1-base", "command": ["nvidia-smi", "-L"]}
 

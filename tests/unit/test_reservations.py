@@ -6,16 +6,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from functions.shared.domain.cost import PriceQuote
-from functions.shared.domain.reservations import (
+from functions.shared.domain.capacity.selection import plan
+from functions.shared.domain.core.money import PriceQuote
+from functions.shared.domain.cost.waste import RESERVATION_IDLE, reservation_idle
+from functions.shared.domain.reservations.reservation import (
     Reservation,
     fit_problem,
     hourly_rate,
     reservation_launch_data,
     reservation_of,
 )
-from functions.shared.domain.selection import plan
-from functions.shared.domain.waste import RESERVATION_IDLE, reservation_idle
 from tests.unit.builders import catalog, gpu_type, job_request, signals
 
 NOW = "2026-11-24T09:00:00Z"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from functions.shared.domain.shares import MAX_OCCUPANTS, SharedInstance, occupant, occupy, unused
+from functions.shared.domain.cost.shares import MAX_OCCUPANTS, SharedInstance, occupant, occupy, unused
 
 HOURLY = 21.957642  # p4d.24xlarge, us-east-1 on demand: 8 A100s
 

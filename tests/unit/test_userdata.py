@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from functions.shared.domain.userdata import (
+from functions.shared.domain.fleet.userdata import (
     BOOT_CHECK_BUDGET_SECONDS,
     boot_time_risks,
     deadlock_risks,

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from functions.shared.domain.batch import Ec2InstanceState, FleetState
-from functions.shared.domain.cost import PriceQuote
-from functions.shared.domain.fleet import FleetAnalysis, InstanceEvidence
-from functions.shared.domain.waste import IDLE, NEVER_REGISTERED, waste_of
+from functions.shared.domain.core.money import PriceQuote
+from functions.shared.domain.cost.waste import IDLE, NEVER_REGISTERED, waste_of
+from functions.shared.domain.fleet.analysis import FleetAnalysis, InstanceEvidence
+from functions.shared.domain.fleet.batch import Ec2InstanceState, FleetState
 
 AT = "2026-11-23T10:00:00.000Z"
 QUOTE = {"g5.xlarge": PriceQuote(hourly_usd=1.0, pricing="test")}

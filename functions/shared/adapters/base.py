@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.shared.adapters.clients import client
-from functions.shared.domain.errors import SignalUnavailable, aws_error_parts
+from functions.shared.domain.core.errors import SignalUnavailable, aws_error_parts
 
 # What a failed AWS call raises once botocore has given up on it (its retries included).
 AWS_ERRORS = (BotoCoreError, ClientError)

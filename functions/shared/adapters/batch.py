@@ -14,8 +14,8 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from functions.shared.adapters.base import ClientAdapter
-from functions.shared.domain.batch import BatchJobState, ComputeEnvironmentState, JobQueueState
-from functions.shared.domain.pools import generation_of
+from functions.shared.domain.fleet.batch import BatchJobState, ComputeEnvironmentState, JobQueueState
+from functions.shared.domain.pools.specs import generation_of
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
 IAM_ACTIONS = (

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from functools import cache
 
 from functions.shared import constants as c
-from functions.shared.domain.settings import DEFAULT_PROVISION_TIMEOUT_SECONDS, Settings
+from functions.shared.domain.core.settings import DEFAULT_PROVISION_TIMEOUT_SECONDS, Settings
 
 _overlay: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar("gpupilot_env", default=None)
 

@@ -11,9 +11,9 @@ from botocore.exceptions import ClientError
 
 from functions.shared.adapters.base import ClientAdapter
 from functions.shared.adapters.clients import client
-from functions.shared.domain.batch import ContainerInstanceState, Ec2InstanceState, FleetState
-from functions.shared.domain.fleet import RunningInstances
-from functions.shared.domain.pools import POOL_TAG
+from functions.shared.domain.capacity.quotas import RunningInstances
+from functions.shared.domain.fleet.batch import ContainerInstanceState, Ec2InstanceState, FleetState
+from functions.shared.domain.pools.specs import POOL_TAG
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
 IAM_ACTIONS = (

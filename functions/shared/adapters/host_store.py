@@ -11,9 +11,9 @@ from typing import Any
 
 from functions.shared import constants as c
 from functions.shared.adapters.table_store import _Table
-from functions.shared.domain.clock import parse_iso
-from functions.shared.domain.hosts import HostFault
-from functions.shared.domain.quarantine import QuarantineRecord
+from functions.shared.domain.core.clock import parse_iso
+from functions.shared.domain.hosts.evidence import HostFault
+from functions.shared.domain.hosts.quarantine import QuarantineRecord
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
 IAM_ACTIONS = ("dynamodb:PutItem", "dynamodb:Query")

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from functions.shared import constants as c
 from functions.shared.adapters.clients import client
-from functions.shared.domain.errors import IdempotencyInProgress, IdempotencyKeyReused
-from functions.shared.domain.requests import JobRequest
-from functions.shared.domain.views import SubmitResponse
+from functions.shared.domain.core.errors import IdempotencyInProgress, IdempotencyKeyReused
+from functions.shared.domain.jobs.views import SubmitResponse
+from functions.shared.domain.requests.job_request import JobRequest
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer, IdempotencyConfig

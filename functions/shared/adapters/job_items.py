@@ -8,10 +8,10 @@ from functions.shared.adapters.dynamodb_codec import serialize
 from functions.shared.adapters.job_batches import JobBatches, is_conditional_failure
 from functions.shared.adapters.job_lists import record_of
 from functions.shared.adapters.job_updates import clear_wait_update
-from functions.shared.domain.clock import now_iso
-from functions.shared.domain.errors import JobNotFound
-from functions.shared.domain.records import JobRecord, TimelineEntry, Wait
-from functions.shared.domain.vocabulary import JobStatus, WaitPhase
+from functions.shared.domain.core.clock import now_iso
+from functions.shared.domain.core.errors import JobNotFound
+from functions.shared.domain.core.vocabulary import JobStatus, WaitPhase
+from functions.shared.domain.jobs.records import JobRecord, TimelineEntry, Wait
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
 IAM_ACTIONS = ("dynamodb:UpdateItem",)

@@ -18,8 +18,8 @@ from functions.shared import constants as c
 from functions.shared.adapters.base import ClientAdapter
 from functions.shared.adapters.dynamodb_codec import deserialize_item
 from functions.shared.adapters.page_tokens import decode_token, encode_token, list_position
-from functions.shared.domain.records import ActiveJob, JobRecord
-from functions.shared.domain.vocabulary import JobStatus
+from functions.shared.domain.core.vocabulary import JobStatus
+from functions.shared.domain.jobs.records import ActiveJob, JobRecord
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
 IAM_ACTIONS = ("dynamodb:Query",)

@@ -16,12 +16,12 @@ from functions.shared.adapters.dynamodb_codec import serialize
 from functions.shared.adapters.job_items import JobItems, is_conditional_failure
 from functions.shared.adapters.job_lists import job_key, list_keys, record_of
 from functions.shared.adapters.job_updates import advance_update, attempt_update
-from functions.shared.domain.clock import now_iso
-from functions.shared.domain.errors import JobAlreadyExists, JobNotFound
-from functions.shared.domain.lifecycle import status_rank
-from functions.shared.domain.records import AttemptRecord, JobRecord, TimelineEntry
-from functions.shared.domain.requests import JobRequest
-from functions.shared.domain.vocabulary import BatchStatus, JobStatus
+from functions.shared.domain.core.clock import now_iso
+from functions.shared.domain.core.errors import JobAlreadyExists, JobNotFound
+from functions.shared.domain.core.vocabulary import BatchStatus, JobStatus
+from functions.shared.domain.jobs.lifecycle import status_rank
+from functions.shared.domain.jobs.records import AttemptRecord, JobRecord, TimelineEntry
+from functions.shared.domain.requests.job_request import JobRequest
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
 IAM_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem")

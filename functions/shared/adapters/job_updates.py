@@ -8,10 +8,10 @@ from typing import Any
 
 from functions.shared import constants as c
 from functions.shared.adapters.dynamodb_codec import serialize
-from functions.shared.domain.clock import now_iso
-from functions.shared.domain.lifecycle import batch_rank, status_rank
-from functions.shared.domain.records import AttemptRecord, AttemptUpdate, JobFinish, JobWrite, TimelineEntry
-from functions.shared.domain.vocabulary import JobStatus, WaitPhase
+from functions.shared.domain.core.clock import now_iso
+from functions.shared.domain.core.vocabulary import JobStatus, WaitPhase
+from functions.shared.domain.jobs.lifecycle import batch_rank, status_rank
+from functions.shared.domain.jobs.records import AttemptRecord, AttemptUpdate, JobFinish, JobWrite, TimelineEntry
 
 
 def update_of(write: JobWrite) -> dict[str, Any]:

@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 from botocore.exceptions import ClientError
 
 from functions.shared.adapters.base import ClientAdapter
-from functions.shared.domain.errors import InvalidPageToken
-from functions.shared.domain.logs import LogEvent, LogPage
+from functions.shared.domain.core.errors import InvalidPageToken
+from functions.shared.domain.jobs.logs import LogEvent, LogPage
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
 IAM_ACTIONS = ("logs:GetLogEvents",)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
 from functions.shared import constants as c
-from functions.shared.domain.vocabulary import MetricName
+from functions.shared.domain.core.vocabulary import MetricName
 from functions.shared.observability import metrics
 
 

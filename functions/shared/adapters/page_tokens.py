@@ -11,7 +11,7 @@ import binascii
 import json
 import re
 
-from functions.shared.domain.errors import InvalidPageToken
+from functions.shared.domain.core.errors import InvalidPageToken
 
 # A job's place in the job list: its creation time and its id (unique, so no two jobs share a place).
 LIST_POSITION = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?Z#[\x21-\x7e]{1,128}$")

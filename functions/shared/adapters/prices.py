@@ -25,8 +25,8 @@ from functions.shared import constants as c
 from functions.shared.adapters.base import AWS_ERRORS, ClientAdapter, signal_unavailable
 from functions.shared.adapters.clients import client
 from functions.shared.adapters.spot import Ec2SpotMarket
-from functions.shared.domain.cost import PriceQuote
-from functions.shared.domain.errors import SignalUnavailable
+from functions.shared.domain.core.errors import SignalUnavailable
+from functions.shared.domain.core.money import PriceQuote
 from functions.shared.observability import logger
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).

@@ -13,7 +13,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.shared.adapters.base import ClientAdapter, signal_unavailable
-from functions.shared.domain.fleet import QUOTA_NAMES, QuotaState
+from functions.shared.domain.capacity.quotas import QUOTA_NAMES, QuotaState
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
 IAM_ACTIONS = ("servicequotas:GetServiceQuota",)

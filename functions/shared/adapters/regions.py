@@ -14,7 +14,7 @@ import threading
 from typing import Any
 
 from functions.shared.adapters.clients import client
-from functions.shared.domain.settings import RegionNetwork
+from functions.shared.domain.core.settings import RegionNetwork
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
 IAM_ACTIONS = ("ssm:GetParameter",)

@@ -17,8 +17,8 @@ from botocore.exceptions import ClientError
 
 from functions.shared.adapters.base import AWS_ERRORS, ClientAdapter, TtlCache, signal_unavailable
 from functions.shared.adapters.clients import client
-from functions.shared.domain.errors import RequestRefused
-from functions.shared.domain.reservations import (
+from functions.shared.domain.core.errors import RequestRefused
+from functions.shared.domain.reservations.reservation import (
     ACTIVE,
     RESERVATION_TAG,
     SCHEDULED,

@@ -14,7 +14,7 @@ from typing import Any
 
 from functions.shared.adapters.base import AWS_ERRORS, ClientAdapter, TtlCache, signal_unavailable
 from functions.shared.adapters.clients import client
-from functions.shared.domain.cost import PriceQuote, time_weighted
+from functions.shared.domain.core.money import PriceQuote, time_weighted
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
 IAM_ACTIONS = ("ec2:DescribeSpotPriceHistory", "ec2:GetSpotPlacementScores", "ec2:DescribeAvailabilityZones")

@@ -15,13 +15,13 @@ from functions.shared import constants as c
 from functions.shared.adapters.base import ClientAdapter
 from functions.shared.adapters.dynamodb_codec import deserialize_item, serialize
 from functions.shared.adapters.job_store import is_conditional_failure
-from functions.shared.domain.clock import iso, parse_iso
-from functions.shared.domain.errors import SweepNotFound
-from functions.shared.domain.memory import UnavailableOffering
-from functions.shared.domain.shares import Occupant, SharedInstance, occupy
-from functions.shared.domain.views import HealthReport
-from functions.shared.domain.vocabulary import DiagnosisCategory, SweepStatus
-from functions.shared.domain.waste import InstanceWaste, WasteEntry, charge
+from functions.shared.domain.capacity.unavailable import UnavailableOffering
+from functions.shared.domain.core.clock import iso, parse_iso
+from functions.shared.domain.core.errors import SweepNotFound
+from functions.shared.domain.core.vocabulary import DiagnosisCategory, SweepStatus
+from functions.shared.domain.cost.shares import Occupant, SharedInstance, occupy
+from functions.shared.domain.cost.waste import InstanceWaste, WasteEntry, charge
+from functions.shared.domain.diagnosis.findings import HealthReport
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
 IAM_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query")

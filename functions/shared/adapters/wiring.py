@@ -11,27 +11,18 @@ from functools import cache, cached_property
 from typing import TYPE_CHECKING
 
 from functions.shared.adapters.config import settings
-from functions.shared.domain.settings import Settings
+from functions.shared.domain.core.settings import Settings
 from functions.shared.ports import Ports
 
 if TYPE_CHECKING:
     from functions.shared.adapters.spot import Ec2SpotMarket
-    from functions.shared.ports import (
-        BatchJobs,
-        Fleet,
-        HealthStore,
-        HostLedger,
-        JobLogs,
-        JobStore,
-        Metrics,
-        OfferingMemory,
-        Sweeps,
-        WasteLedger,
-        Workflow,
-    )
-    from functions.shared.ports_market import Availability, Catalog, Prices, Quotas
-    from functions.shared.ports_pools import BatchPools, PoolStates
-    from functions.shared.ports_reservations import ListedOfferings, Reservations
+    from functions.shared.ports import Fleet, HealthStore, HostLedger, JobLogs, OfferingMemory, WasteLedger
+    from functions.shared.ports.capacity import Availability, Catalog, Prices, Quotas
+    from functions.shared.ports.health import Sweeps
+    from functions.shared.ports.jobs import BatchJobs, JobStore, Workflow
+    from functions.shared.ports.metrics import Metrics
+    from functions.shared.ports.pools import BatchPools, PoolStates
+    from functions.shared.ports.reservations import ListedOfferings, Reservations
 
 
 def live_ports() -> Ports:

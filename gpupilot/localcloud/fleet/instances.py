@@ -8,7 +8,7 @@ import contextlib
 import uuid
 from typing import Any
 
-from functions.shared.domain.fleet import vcpu_quota_code
+from functions.shared.domain.capacity.quotas import vcpu_quota_code
 from gpupilot.localcloud.fleet.events import FleetEvents
 from gpupilot.localcloud.fleet.records import AMI, BOOT_LINES, SimInstance
 from gpupilot.localcloud.reservations import HeldReservation

@@ -8,7 +8,7 @@ import contextlib
 from datetime import datetime, timedelta
 from typing import Any
 
-from functions.shared.domain.job_definitions import retry_action
+from functions.shared.domain.jobs.definitions import retry_action
 from gpupilot.localcloud.fleet.instances import FleetInstances
 from gpupilot.localcloud.fleet.records import (
     ESSENTIAL_CONTAINER_EXITED,

@@ -23,7 +23,7 @@ def world_quotas(
     (`by_region`: the other regions' quotas; Service Quotas are per account and region)."""
     from moto.servicequotas.models import ServiceQuotasBackend
 
-    from functions.shared.domain.fleet import QUOTA_NAMES
+    from functions.shared.domain.capacity.quotas import QUOTA_NAMES
 
     original = ServiceQuotasBackend.get_service_quota
 

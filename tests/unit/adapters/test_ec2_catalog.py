@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from functions.shared.adapters.ec2 import Ec2Catalog, load_snapshot
-from functions.shared.domain.catalog import catalog_from_descriptions, gpu_type_from_description
+from functions.shared.domain.capacity.catalog import catalog_from_descriptions, gpu_type_from_description
 
 
 def description(

@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
-from functions.shared.domain.pools import QueueStatus
-from functions.shared.domain.requests import JobRequest
-from functions.shared.domain.steps import SelectInput, Selection, SubmitInput
+from functions.shared.domain.jobs.steps import SelectInput, Selection, SubmitInput
+from functions.shared.domain.pools.specs import QueueStatus
+from functions.shared.domain.requests.job_request import JobRequest
 from functions.shared.ports import Ports
-from functions.shared.usecases.attempt import submit_batch_job
-from functions.shared.usecases.select import select_gpu_type
+from functions.shared.usecases.capacity.select import select_gpu_type
+from functions.shared.usecases.jobs.attempt import submit_batch_job
 from tests.fakes import fake_ports
 
 JOB_ID = "0123456789abcdef0123"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from functions.shared.domain.errors import JobAlreadyFinished
-from functions.shared.domain.steps import SubmitInput
-from functions.shared.domain.vocabulary import JobStatus
-from functions.shared.usecases.attempt import submit_batch_job
+from functions.shared.domain.core.errors import JobAlreadyFinished
+from functions.shared.domain.core.vocabulary import JobStatus
+from functions.shared.domain.jobs.steps import SubmitInput
+from functions.shared.usecases.jobs.attempt import submit_batch_job
 from tests.unit.usecases.conftest import JOB_ID, ready_queue, selected
 
 

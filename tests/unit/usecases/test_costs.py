@@ -5,11 +5,11 @@ from __future__ import annotations
 import csv
 import io
 
-from functions.shared.domain.cost import Cost
-from functions.shared.domain.records import AttemptRecord
-from functions.shared.domain.requests import JobRequest
-from functions.shared.domain.vocabulary import AttemptStatus, CapacityType
-from functions.shared.usecases.costs import cost_csv, cost_report
+from functions.shared.domain.core.vocabulary import AttemptStatus, CapacityType
+from functions.shared.domain.cost.attempts import Cost
+from functions.shared.domain.jobs.records import AttemptRecord
+from functions.shared.domain.requests.job_request import JobRequest
+from functions.shared.usecases.cost.report import cost_csv, cost_report
 
 REQUEST = {"image": "img", "command": ["x"]}
 

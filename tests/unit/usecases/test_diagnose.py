@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from functions.shared.domain.batch import BatchJobEvent, ContainerInstanceState
-from functions.shared.domain.records import Wait
-from functions.shared.domain.steps import DiagnoseInput, SubmittedJob
-from functions.shared.domain.vocabulary import (
+from functions.shared.domain.core.vocabulary import (
     BatchStatus,
     CapacityType,
     DiagnosisCategory,
@@ -14,8 +11,11 @@ from functions.shared.domain.vocabulary import (
     Remedy,
     WaitPhase,
 )
-from functions.shared.usecases.diagnose import diagnose_stuck_job
-from functions.shared.usecases.track import record_batch_event
+from functions.shared.domain.fleet.batch import BatchJobEvent, ContainerInstanceState
+from functions.shared.domain.jobs.records import Wait
+from functions.shared.domain.jobs.steps import DiagnoseInput, SubmittedJob
+from functions.shared.usecases.diagnosis.diagnose import diagnose_stuck_job
+from functions.shared.usecases.jobs.track import record_batch_event
 from tests.unit.usecases.conftest import JOB_ID, submitted
 
 CAPACITY = "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY - Service cannot fulfill the capacity requested"
@@ -131,7 +131,7 @@ def test_a_stuck_job_in_an_invalid_pool_falls_back(ports):
 def test_a_pool_that_launched_nothing_is_diagnosed_when_service_quotas_will_not_tell_its_quota(ports):
     import time
 
-    from functions.shared.domain.errors import SignalUnavailable
+    from functions.shared.domain.core.errors import SignalUnavailable
 
     # Given an attempt RUNNABLE for 20 minutes in a VALID pool without instances, its quota refused to GPU Pilot
     step = submitted(ports)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from functions.shared.domain.batch import BatchJobEvent, BatchJobState
-from functions.shared.usecases.host_evidence import note_host_faults
+from functions.shared.domain.fleet.batch import BatchJobEvent, BatchJobState
+from functions.shared.usecases.hosts.evidence import note_host_faults
 
 HOST = "arn:aws:ecs:us-east-1:123456789012:container-instance/gpupilot-od_Batch_1/4f1c"
 QUEUE = "arn:aws:batch:us-east-1:123456789012:job-queue/gpupilot-od-x8664-g4dn-xlarge"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from functions.shared.domain.batch import BatchJobEvent, BatchJobState
-from functions.shared.domain.errors import AttemptNotFound
-from functions.shared.domain.job_definitions import JOB_LOG_GROUP
-from functions.shared.usecases.logs import job_logs
-from functions.shared.usecases.track import record_batch_event
+from functions.shared.domain.core.errors import AttemptNotFound
+from functions.shared.domain.fleet.batch import BatchJobEvent, BatchJobState
+from functions.shared.domain.jobs.definitions import JOB_LOG_GROUP
+from functions.shared.usecases.jobs.logs import job_logs
+from functions.shared.usecases.jobs.track import record_batch_event
 from tests.unit.usecases.conftest import JOB_ID, submitted
 
 STREAM = "gpupilot/default/task-1"

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from functions.shared.domain.records import AttemptRecord
-from functions.shared.domain.steps import RecordCostInput, RecordFailureInput, SubmittedJob, WaitResult
-from functions.shared.domain.vocabulary import AttemptStatus, BatchStatus, CapacityType, JobStatus, MetricName
-from functions.shared.usecases.outcome import attempt_summary, record_cost, record_failure
+from functions.shared.domain.core.vocabulary import AttemptStatus, BatchStatus, CapacityType, JobStatus, MetricName
+from functions.shared.domain.jobs.records import AttemptRecord
+from functions.shared.domain.jobs.steps import RecordCostInput, RecordFailureInput, SubmittedJob, WaitResult
+from functions.shared.usecases.jobs.outcome import attempt_summary, record_cost, record_failure
 from tests.unit.usecases.conftest import JOB_ID, submitted
 
 
@@ -60,7 +60,7 @@ def test_a_failed_container_fails_the_job_saying_which_attempt_failed_and_why(po
 
 
 def test_a_failed_attempt_gives_batchs_reasons_once_each(ports):
-    from functions.shared.usecases.outcome import failed_attempt_message
+    from functions.shared.usecases.jobs.outcome import failed_attempt_message
 
     submitted(ports)
     attempt = ports.jobs.get_job(JOB_ID).attempts[1].model_copy(update={"container_reason": "OutOfMemoryError"})
@@ -109,8 +109,8 @@ def test_record_failure_of_an_invalid_pool_gives_its_diagnosis(ports):
 
 # -- every attempt has a cost, whatever its end ----------------------------------------------------
 def ended(ports, status: str, started_ms: int | None = None, stopped_ms: int | None = None):
-    from functions.shared.domain.batch import BatchJobEvent, BatchJobState
-    from functions.shared.usecases.track import record_batch_event
+    from functions.shared.domain.fleet.batch import BatchJobEvent, BatchJobState
+    from functions.shared.usecases.jobs.track import record_batch_event
 
     attempt = ports.jobs.get_job(JOB_ID).attempts[1]
     detail = {"jobId": attempt.batch_job_id, "jobName": f"gpupilot-{JOB_ID}-a1", "status": status,
@@ -121,7 +121,7 @@ def ended(ports, status: str, started_ms: int | None = None, stopped_ms: int | N
 
 
 def test_a_cancelled_job_that_ran_is_priced_from_its_attempts_end(ports):
-    from functions.shared.domain.views import job_view
+    from functions.shared.domain.jobs.views import job_view
 
     # Given a job running for 10 minutes, then cancelled (Batch reports its attempt FAILED)
     submitted(ports)
@@ -158,7 +158,7 @@ def test_a_spot_attempt_is_priced_at_the_spot_price(ports):
 
 
 def test_a_spot_attempt_is_priced_in_the_zone_its_container_instance_ran_in(ports):
-    from functions.shared.domain.batch import ContainerInstanceState
+    from functions.shared.domain.fleet.batch import ContainerInstanceState
 
     # Given a spot attempt that may run in either zone, and ran on a container instance in us-east-1b
     ports.prices.spot_table["g4dn.xlarge"] = 0.2
@@ -173,7 +173,7 @@ def test_a_spot_attempt_is_priced_in_the_zone_its_container_instance_ran_in(port
 
 
 def test_a_spot_attempt_whose_price_aws_refuses_ends_without_a_cost_not_without_its_status(ports):
-    from functions.shared.domain.errors import SignalUnavailable
+    from functions.shared.domain.core.errors import SignalUnavailable
 
     # Given a spot attempt that ran, and spot price history refused (an organisation's policy)
     ports.prices.spot_table["g4dn.xlarge"] = 0.2
@@ -187,8 +187,8 @@ def test_a_spot_attempt_whose_price_aws_refuses_ends_without_a_cost_not_without_
 
 
 def test_spot_prices_aws_refuses_leave_the_types_unpriced_for_waste_and_cost(ports):
-    from functions.shared.domain.errors import SignalUnavailable
-    from functions.shared.usecases.costing import hourly_quotes
+    from functions.shared.domain.core.errors import SignalUnavailable
+    from functions.shared.usecases.cost.pricing import hourly_quotes
 
     # Given spot price history throttled past the retries / When a sweep prices a spot pool's instances
     ports.prices.spot_table["g4dn.xlarge"] = 0.2
@@ -207,7 +207,7 @@ def test_a_type_without_a_price_ends_without_a_cost_not_without_its_status(ports
 
 def ran_on_host(ports, ec2_instance_id: str = "i-0abc") -> str:
     """The job's first attempt ran on a container instance ECS describes (registered the day before)."""
-    from functions.shared.domain.batch import ContainerInstanceState
+    from functions.shared.domain.fleet.batch import ContainerInstanceState
 
     arn = f"arn:aws:ecs:us-east-1:123456789012:container-instance/OnDemand_Batch_1/{ec2_instance_id}"
     ports.fleet.by_cluster["cluster"] = [
@@ -218,7 +218,7 @@ def ran_on_host(ports, ec2_instance_id: str = "i-0abc") -> str:
 
 
 def test_a_job_alone_on_a_larger_instance_pays_its_share_and_the_rest_is_unused_share_waste(ports):
-    from functions.shared.usecases.costs import cost_report
+    from functions.shared.usecases.cost.report import cost_report
 
     # Given a 1-GPU job that ran 30 minutes alone on a 4-GPU g4dn.12xlarge
     submitted(ports, instance_types=["g4dn.12xlarge"])

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import pytest
 
-from functions.shared.domain.clock import now_iso
-from functions.shared.domain.pool_health import PoolState
-from functions.shared.domain.pool_lifecycle import RetireStep
-from functions.shared.domain.pools import MAX_COMPUTE_ENVIRONMENTS
-from functions.shared.domain.steps import EnsureQueueInput, Selection
-from functions.shared.domain.vocabulary import AttemptStatus, DiagnosisCategory, MetricName, Remedy
+from functions.shared.domain.core.clock import now_iso
+from functions.shared.domain.core.vocabulary import AttemptStatus, DiagnosisCategory, MetricName, Remedy
+from functions.shared.domain.jobs.steps import EnsureQueueInput, Selection
+from functions.shared.domain.pools.retirement import RetireStep
+from functions.shared.domain.pools.specs import MAX_COMPUTE_ENVIRONMENTS
+from functions.shared.domain.pools.states import PoolState
 from functions.shared.ports import Ports
-from functions.shared.usecases.provision import ensure_job_queue
-from functions.shared.usecases.retire import advance_retirement
-from functions.shared.usecases.select import plan_request
-from functions.shared.usecases.sweep import run_sweep
+from functions.shared.usecases.capacity.select import plan_request
+from functions.shared.usecases.health.sweep import run_sweep
+from functions.shared.usecases.pools.provision import ensure_job_queue
+from functions.shared.usecases.pools.retire import advance_retirement
 from tests.unit.usecases.conftest import JOB_ID, selected
 
 LONG_AGO = "2026-01-01T00:00:00.000Z"

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from functions.shared.domain.clock import now_iso, seconds_between
-from functions.shared.domain.pools import QueueStatus
-from functions.shared.domain.steps import EnsureQueueInput, Selection, Timeouts
-from functions.shared.domain.vocabulary import AttemptStatus, DiagnosisCategory, MetricName, Remedy
+from functions.shared.domain.core.clock import now_iso, seconds_between
+from functions.shared.domain.core.vocabulary import AttemptStatus, DiagnosisCategory, MetricName, Remedy
+from functions.shared.domain.jobs.steps import EnsureQueueInput, Selection, Timeouts
+from functions.shared.domain.pools.specs import QueueStatus
 from functions.shared.ports import Ports
-from functions.shared.usecases.provision import ensure_job_queue
-from functions.shared.usecases.select import plan_request
+from functions.shared.usecases.capacity.select import plan_request
+from functions.shared.usecases.pools.provision import ensure_job_queue
 from tests.unit.usecases.conftest import JOB_ID, selected
 
 BROKEN = "CLIENT_ERROR - The specified instance profile gpupilot-gpu-instance does not exist"

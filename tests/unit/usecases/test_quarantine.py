@@ -6,13 +6,20 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from functions.shared.domain.clock import iso, now
-from functions.shared.domain.hosts import HostFault, Symptom
-from functions.shared.domain.quarantine import QuarantineReason, QuarantineRecord
-from functions.shared.domain.records import AttemptRecord
-from functions.shared.domain.vocabulary import BatchStatus, CapacityType, FindingKind, JobStatus, MetricName, Severity
-from functions.shared.usecases.quarantine import SWEEP_RUNS_AT_MOST_SECONDS
-from functions.shared.usecases.sweep import run_sweep
+from functions.shared.domain.core.clock import iso, now
+from functions.shared.domain.core.vocabulary import (
+    BatchStatus,
+    CapacityType,
+    FindingKind,
+    JobStatus,
+    MetricName,
+    Severity,
+)
+from functions.shared.domain.hosts.evidence import HostFault, Symptom
+from functions.shared.domain.hosts.quarantine import QuarantineReason, QuarantineRecord
+from functions.shared.domain.jobs.records import AttemptRecord
+from functions.shared.usecases.health.sweep import run_sweep
+from functions.shared.usecases.hosts.quarantine import SWEEP_RUNS_AT_MOST_SECONDS
 from tests.unit.usecases.conftest import JOB_ID, create_job
 from tests.unit.usecases.test_sweep import CLUSTER, POOL, pool
 

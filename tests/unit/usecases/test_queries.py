@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from functions.shared.domain.errors import JobAlreadyFinished, JobNotFound
-from functions.shared.domain.requests import JobRequest
-from functions.shared.domain.vocabulary import JobStatus
-from functions.shared.usecases.queries import cancel_job, get_job, list_jobs
-from functions.shared.usecases.submit import start_job
+from functions.shared.domain.core.errors import JobAlreadyFinished, JobNotFound
+from functions.shared.domain.core.vocabulary import JobStatus
+from functions.shared.domain.requests.job_request import JobRequest
+from functions.shared.usecases.jobs.queries import cancel_job, get_job, list_jobs
+from functions.shared.usecases.jobs.submit import start_job
 from tests.unit.usecases.conftest import JOB_ID, REQUEST, submitted
 
 

@@ -9,22 +9,22 @@ from typing import Any
 
 import pytest
 
-from functions.shared.domain.clock import iso, now_iso, parse_iso
-from functions.shared.domain.errors import NoCandidate, PurchaseDisabled, PurchaseInProgress, RequestRefused
-from functions.shared.domain.reservation_views import PurchaseRequest
-from functions.shared.domain.reservations import FEE_TAG, PURCHASED_BY_TAG, BlockOffering, Reservation
-from functions.shared.domain.steps import EnsureQueueInput, Selection, Timeouts
-from functions.shared.domain.vocabulary import JobStatus
+from functions.shared.domain.core.clock import iso, now_iso, parse_iso
+from functions.shared.domain.core.errors import NoCandidate, PurchaseDisabled, PurchaseInProgress, RequestRefused
+from functions.shared.domain.core.vocabulary import JobStatus
+from functions.shared.domain.jobs.steps import EnsureQueueInput, Selection, Timeouts
+from functions.shared.domain.reservations.reservation import FEE_TAG, PURCHASED_BY_TAG, BlockOffering, Reservation
+from functions.shared.domain.reservations.views import PurchaseRequest
 from functions.shared.ports import Ports
-from functions.shared.usecases.provision import ensure_job_queue
-from functions.shared.usecases.queries import explain_job, get_job
-from functions.shared.usecases.reservations import (
+from functions.shared.usecases.capacity.select import check_plannable, plan_request
+from functions.shared.usecases.jobs.queries import explain_job, get_job
+from functions.shared.usecases.pools.provision import ensure_job_queue
+from functions.shared.usecases.reservations.account import (
     block_offerings,
     list_reservations,
     purchase_block,
     record_reservation_waste,
 )
-from functions.shared.usecases.select import check_plannable, plan_request
 from tests.fakes import fake_ports
 from tests.fakes.ports import FakeReservations
 from tests.unit.usecases.conftest import JOB_ID, create_job

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from functions.shared.domain.errors import NoCandidate, SignalUnavailable
-from functions.shared.domain.requests import JobRequest
-from functions.shared.domain.steps import NoGpuTypeAvailable, SelectInput
-from functions.shared.domain.vocabulary import CapacityType
+from functions.shared.domain.core.errors import NoCandidate, SignalUnavailable
+from functions.shared.domain.core.vocabulary import CapacityType
+from functions.shared.domain.jobs.steps import NoGpuTypeAvailable, SelectInput
+from functions.shared.domain.requests.job_request import JobRequest
 from functions.shared.ports import Ports
-from functions.shared.usecases.select import plan_request, select_gpu_type
-from functions.shared.usecases.submit import start_job
+from functions.shared.usecases.capacity.select import plan_request, select_gpu_type
+from functions.shared.usecases.jobs.submit import start_job
 from tests.unit.usecases.conftest import JOB_ID, REQUEST, create_job
 
 T4_FAMILY = ["g4dn.xlarge", "g4dn.2xlarge", "g4dn.4xlarge"]

@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from functions.shared.domain.errors import RequestRefused
-from functions.shared.domain.memory import UnavailableOffering, offering_key
-from functions.shared.domain.requests import JobRequest
-from functions.shared.domain.steps import EnsureQueueInput
-from functions.shared.domain.vocabulary import CapacityType, DiagnosisCategory
+from functions.shared.domain.capacity.unavailable import UnavailableOffering, offering_key
+from functions.shared.domain.core.errors import RequestRefused
+from functions.shared.domain.core.vocabulary import CapacityType, DiagnosisCategory
+from functions.shared.domain.jobs.steps import EnsureQueueInput
+from functions.shared.domain.requests.job_request import JobRequest
 from functions.shared.ports import Ports
-from functions.shared.usecases.provision import ensure_job_queue
-from functions.shared.usecases.select import plan_request
+from functions.shared.usecases.capacity.select import plan_request
+from functions.shared.usecases.pools.provision import ensure_job_queue
 from tests.fakes import fake_ports
 from tests.fakes.ports import FakeAvailability, FakePrices, FakeQuotas, Unreachable, with_regions
 from tests.unit.usecases.conftest import JOB_ID, REQUEST, selected

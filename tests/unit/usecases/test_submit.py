@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from functions.shared.domain.errors import NoCandidate, RequestRefused
-from functions.shared.domain.requests import JobRequest
-from functions.shared.domain.vocabulary import JobStatus
-from functions.shared.usecases.submit import start_job
+from functions.shared.domain.core.errors import NoCandidate, RequestRefused
+from functions.shared.domain.core.vocabulary import JobStatus
+from functions.shared.domain.requests.job_request import JobRequest
+from functions.shared.usecases.jobs.submit import start_job
 from tests.unit.usecases.conftest import REQUEST
 
 ALLOWED_SECRET = "arn:aws:secretsmanager:us-east-1:123456789012:secret:gpupilot/hf-AbCdEf"

@@ -7,12 +7,8 @@ import time
 
 import pytest
 
-from functions.shared.domain.errors import SweepNotFound
-from functions.shared.domain.lifecycle import batch_job_name
-from functions.shared.domain.pool_health import PoolState
-from functions.shared.domain.records import AttemptRecord, NextCandidate, Wait
-from functions.shared.domain.requests import JobRequest
-from functions.shared.domain.vocabulary import (
+from functions.shared.domain.core.errors import SweepNotFound
+from functions.shared.domain.core.vocabulary import (
     AttemptStatus,
     BatchStatus,
     CapacityType,
@@ -21,7 +17,11 @@ from functions.shared.domain.vocabulary import (
     SweepStatus,
     WaitPhase,
 )
-from functions.shared.usecases.sweep import health, run_sweep, start_sweep
+from functions.shared.domain.jobs.lifecycle import batch_job_name
+from functions.shared.domain.jobs.records import AttemptRecord, NextCandidate, Wait
+from functions.shared.domain.pools.states import PoolState
+from functions.shared.domain.requests.job_request import JobRequest
+from functions.shared.usecases.health.sweep import health, run_sweep, start_sweep
 from tests.unit.usecases.conftest import JOB_ID, REQUEST, submitted
 
 CAPACITY = "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY - Service cannot fulfill the capacity requested for instance type"
@@ -379,7 +379,7 @@ def test_a_pool_with_a_live_job_is_not_idle(ports):
 
 
 def test_instances_that_never_registered_are_waste_in_the_costs_restated_not_doubled_by_later_sweeps(ports):
-    from functions.shared.usecases.costs import cost_report
+    from functions.shared.usecases.cost.report import cost_report
 
     # Given an instance that never joined its cluster, kept (remediation off) across two sweeps
     pool(ports, terminate_unregistered=False)
@@ -420,11 +420,11 @@ def test_an_instance_seen_disconnected_then_unregistered_is_waste_once(ports, mo
     pool(ports, terminate_unregistered=False, deregister_disconnected=False)
     ports.fleet.launch(POOL, "i-gone", launched_at="2026-11-23T00:00:00.000Z")
     ports.fleet.register(CLUSTER, "i-gone", connected=False)
-    monkeypatch.setattr("functions.shared.usecases.sweep.now_iso", lambda: "2026-11-23T01:00:00.000Z")
+    monkeypatch.setattr("functions.shared.usecases.health.sweep.now_iso", lambda: "2026-11-23T01:00:00.000Z")
     run_sweep(None, ports)
     # When its container instance is deregistered (by an operator) and a sweep ten minutes later sees it unregistered
     ports.fleet.by_cluster[CLUSTER] = []
-    monkeypatch.setattr("functions.shared.usecases.sweep.now_iso", lambda: "2026-11-23T01:10:00.000Z")
+    monkeypatch.setattr("functions.shared.usecases.health.sweep.now_iso", lambda: "2026-11-23T01:10:00.000Z")
     second = run_sweep(None, ports)
 
     # Then its life is charged once: the first hour as disconnected, the ten minutes since as never registered

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from functions.shared.domain.batch import BatchJobEvent, BatchJobState
-from functions.shared.domain.records import Wait
-from functions.shared.domain.steps import Selection, WaitInput
-from functions.shared.domain.vocabulary import BatchStatus, JobStatus, WaitPhase
-from functions.shared.usecases.track import park_wait, record_batch_event
+from functions.shared.domain.core.vocabulary import BatchStatus, JobStatus, WaitPhase
+from functions.shared.domain.fleet.batch import BatchJobEvent, BatchJobState
+from functions.shared.domain.jobs.records import Wait
+from functions.shared.domain.jobs.steps import Selection, WaitInput
+from functions.shared.usecases.jobs.track import park_wait, record_batch_event
 from tests.unit.usecases.conftest import JOB_ID, submitted
 
 AT = "2026-11-22T10:00:00.000Z"

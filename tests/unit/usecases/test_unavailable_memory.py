@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from functions.shared.domain.clock import now_iso, seconds_between
-from functions.shared.domain.diagnosis import Diagnosis
-from functions.shared.domain.memory import clock_minute
-from functions.shared.domain.requests import JobRequest
-from functions.shared.domain.selection import UNAVAILABLE_TTL_SECONDS
-from functions.shared.domain.vocabulary import DiagnosisCategory
-from functions.shared.usecases.fallback import leave_offering
-from functions.shared.usecases.select import plan_request
+from functions.shared.domain.capacity.selection import UNAVAILABLE_TTL_SECONDS
+from functions.shared.domain.capacity.unavailable import clock_minute
+from functions.shared.domain.core.clock import now_iso, seconds_between
+from functions.shared.domain.core.vocabulary import DiagnosisCategory
+from functions.shared.domain.diagnosis.runnable import Diagnosis
+from functions.shared.domain.requests.job_request import JobRequest
+from functions.shared.usecases.capacity.fallback import leave_offering
+from functions.shared.usecases.capacity.select import plan_request
 from tests.unit.usecases.conftest import REQUEST
 
 T4 = {"instance_types": ["g4dn.xlarge"]}

@@ -1,0 +1,171 @@
+"""What selection works with and answers, as plain data: the region's offerings, the market's signals,
+candidates, rejections and plans. Signals go in, a plan comes out: selection.py decides what can run, ranking.py
+orders and explains it (it imports neither back)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from functions.shared.domain.capacity.catalog import GpuType
+from functions.shared.domain.capacity.quotas import QuotaState
+from functions.shared.domain.capacity.unavailable import UnavailableOffering
+from functions.shared.domain.core.model import DomainModel
+from functions.shared.domain.core.money import PriceQuote
+from functions.shared.domain.core.vocabulary import CapacityType, MarketSignal
+from functions.shared.domain.reservations.reservation import Reservation
+
+
+class AvailabilitySnapshot(DomainModel):
+    """What the region offers right now, as plain data."""
+
+    zones: list[str]
+    offered: dict[str, list[str]] = Field(description="instance type -> zones that offer it")
+    unavailable: set[str] = Field(default_factory=set, description="'capacity:type:zone' remembered as unavailable")
+    remembered: dict[str, UnavailableOffering] = Field(
+        default_factory=dict, description="Why each offering of `unavailable` was remembered, and until when"
+    )
+
+
+class SignalGap(DomainModel):
+    """A market signal this plan could not read, and AWS's answer: the plan ranks without it."""
+
+    signal: MarketSignal
+    operation: str = Field(description="The AWS call that failed, e.g. GetSpotPlacementScores")
+    code: str = Field(description="AWS's error code (AccessDeniedException), or the SDK's error when none came back")
+    subject: str | None = Field(default=None, description="What of the signal was missing, e.g. a quota code")
+
+
+class MarketSignals(DomainModel):
+    """What the account and the market say about running a type now, as plain data (None: not asked)."""
+
+    spot_prices: dict[str, dict[str, PriceQuote]] = Field(
+        default_factory=dict, description="instance type -> zone -> latest spot price there"
+    )
+    quotas: dict[str, QuotaState | None] | None = Field(
+        default=None, description="Service Quotas code -> the account's vCPU quota (None: Service Quotas has none)"
+    )
+    placement_scores: dict[str, dict[str, int]] = Field(
+        default_factory=dict, description="instance type -> zone -> spot placement score (1-10)"
+    )
+    max_vcpus: int | None = Field(default=None, description="maxvCpus of a pool's compute environment")
+    unavailable: list[SignalGap] = Field(default_factory=list, description="Signals that could not be read")
+
+
+class SignalNeeds(DomainModel):
+    """What a plan for a request needs read: the types its shape fits, on which capacity types, under which
+    vCPU quotas."""
+
+    fitting: list[str]
+    capacities: list[CapacityType]
+    quota_codes: list[str]
+
+
+class Signals(DomainModel):
+    """Everything a plan weighs, read once before it is made."""
+
+    catalog: dict[str, GpuType]
+    availability: AvailabilitySnapshot
+    on_demand: dict[str, PriceQuote] = Field(
+        default_factory=dict, description="instance type -> on-demand price (absent: no known price)"
+    )
+    market: MarketSignals = Field(default_factory=MarketSignals)
+    arm64_ami: bool = Field(default=True, description="Whether a custom NVIDIA AMI for Graviton is configured")
+    region: str | None = Field(default=None, description="The capacity region these signals are of")
+    reservations: list[Reservation] = Field(
+        default_factory=list, description="The account's Capacity Reservations and Capacity Blocks in the region"
+    )
+    now: str = Field(default="", description="When the plan is made (ISO): reservations begin and end in time")
+
+
+class Candidate(DomainModel):
+    """A GPU offering that can run the request, with why it ranks where it does."""
+
+    instance_type: str
+    gpu_model: str
+    gpus: int
+    gpu_memory_gib: float
+    vcpus: int
+    memory_gib: float
+    capacity: CapacityType
+    hourly_usd: float | None = Field(description="None: no known price (ranked after priced offerings)")
+    zones: list[str]
+    region: str | None = Field(default=None, description="The capacity region it runs in (None: the home region)")
+    score: float
+    why: str = Field(default="", description="What the score weighed")
+    pricing: str | None = Field(default=None, description="Where the hourly price came from")
+    placement_score: int | None = Field(default=None, description="Spot placement score, best zone (1-10)")
+    quota_code: str | None = Field(default=None, description="Service Quotas code bounding its vCPUs")
+    quota_instances: int | None = Field(default=None, description="Instances of this type the quota allows at once")
+    unavailable_zones: list[str] = Field(
+        default_factory=list, description="Zones that offer it where this capacity was recently unavailable"
+    )
+    price_ratio: float | None = Field(
+        default=None,
+        description="Its hourly price as a multiple of the cheapest candidate it is held against (on-demand: the "
+        "cheapest on-demand one; spot: the cheapest of either; within its GPU model with gpu_models): at most "
+        "price_band; None: no known price, or a reservation",
+    )
+    reservation: str | None = Field(
+        default=None,
+        description="The Capacity Reservation or Capacity Block (cr-...) it runs in: its hourly_usd is 0, the account "
+        "pays for it either way",
+    )
+    reserved: Reservation | None = Field(default=None, description="That reservation, as EC2 described it")
+
+    @property
+    def family(self) -> str:
+        return self.instance_type.split(".", 1)[0]
+
+
+class Rejected(DomainModel):
+    instance_type: str
+    reason: str
+    field: str | None = Field(default=None, description="The request field that rules it out, if one does")
+    region: str | None = Field(
+        default=None, description="The region it is left out in (None: in every region, e.g. its shape)"
+    )
+
+
+class RegionOutcome(DomainModel):
+    """A capacity region of the deployment, as a plan weighed it: how many candidates it gave, or why it gave none."""
+
+    region: str
+    candidates: int = Field(default=0, description="Candidates in this region")
+    left_out: str | None = Field(
+        default=None,
+        description="Why it gives no candidate: not in the request's regions (or the deployment's default_regions), "
+        "no quota, not offered in its zones, ...",
+    )
+
+
+class OutsideBand(DomainModel):
+    """The cheaper types that fit the request cannot start now (a quota, the zones' offerings, a recent shortage),
+    and the first choice costs more than the default price_band times the cheapest of them: said loudly, and
+    refused by POST /jobs when it is beyond the request's own price_band too."""
+
+    instance_type: str = Field(description="The first choice")
+    hourly_usd: float
+    cheapest_type: str = Field(description="The cheapest type that fits the request, whatever blocks it")
+    cheapest_usd: float
+    ratio: float = Field(description="hourly_usd / cheapest_usd")
+    price_band: float = Field(description="The request's price_band")
+    needed_band: float = Field(description="The smallest price_band that allows the first choice")
+    refused: bool = Field(description="Beyond the request's price_band: POST /jobs refuses it")
+    blocked_by: list[str] = Field(description="What keeps the cheaper types from starting, cheapest fix first")
+
+
+class Plan(DomainModel):
+    """Answer of `POST /plan`: candidates in attempt order, why the others were left out (the cheapest fix first),
+    what may go wrong."""
+
+    candidates: list[Candidate]
+    rejected: list[Rejected]
+    warnings: list[str] = Field(default_factory=list)
+    regions: list[RegionOutcome] = Field(
+        default_factory=list, description="Each capacity region of the deployment: its candidates, or why none"
+    )
+    outside_band: OutsideBand | None = Field(
+        default=None,
+        description="Set when the cheaper types that fit are all blocked and the first choice costs more than the "
+        "default price_band times the cheapest of them (refused: POST /jobs refuses it unless price_band is widened)",
+    )

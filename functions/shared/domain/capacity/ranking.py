@@ -1,0 +1,256 @@
+"""The order in which a job tries GPU offerings, and why: what the account pays, a price band, scores that explain
+themselves, attempts that spread across GPU families, warnings of a job likely to wait. Pure; it orders what
+selection.py found and imports nothing of it.
+
+Price: what the account pays for the instance the job would start, alone on it (`hourly_usd`), never per GPU: a
+1-GPU job on an 8-GPU p4d.24xlarge pays for all eight.
+
+Band: an offering is a candidate only within `price_band` times the cheapest candidate it is held against (an
+on-demand one against the cheapest on-demand one, a spot one against the cheapest of either; with `gpu_models`,
+within its GPU model only: band.held_against); the others are rejected naming `price_band`. An offering of
+unknown price is not held against the band.
+
+Score: the product of what makes an offering likely to start soon and cheap, each in (0, 1]: its price against the
+cheapest of its band (1 / price_ratio), zones offered (one zone is a single point of failure), zones recently
+unavailable, the spot placement score, and quota headroom (instances at once).
+
+Attempt order: priced before unpriced (a type with no known price on any capacity type comes after every priced
+one, smallest first); then the request's GPU model preference, then reserved capacity before the rest (a reservation
+with room costs the account nothing more: it pays for it either way), then score; then spread so that consecutive
+attempts come from different families where there is a choice (one family's shortage, say every g6, then costs
+one attempt, not all of them); `spot-first` tries each type on spot, then on on-demand, before the next type.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from functions.shared.domain.capacity.band import BAND_TOLERANCE, held_against, outside_band_words, times
+from functions.shared.domain.capacity.quotas import QUOTA_NAMES
+from functions.shared.domain.core.vocabulary import CapacityType, MarketSignal
+from functions.shared.domain.reservations.reservation import SCHEDULED, room_words, waiting_words
+
+if TYPE_CHECKING:
+    from functions.shared.domain.capacity.offers import Candidate, Plan, SignalGap
+    from functions.shared.domain.requests.job_request import JobRequest
+
+UNPRICED_FACTOR = 0.5  # an offering of unknown price is worth trying, after those whose price is known
+LOW_PLACEMENT_SCORE = 3  # AWS: scores of 1-3 mean a spot request is unlikely to succeed
+FEW_INSTANCES = 2
+# What a plan does without a signal it could not read: the signal counts as unknown, never against an offering.
+WITHOUT_SIGNAL = {
+    MarketSignal.ON_DEMAND_PRICES: "on-demand prices come from the bundled price snapshot where it has the type "
+    "(each candidate's pricing says)",
+    MarketSignal.SPOT_PRICES: "spot offerings are ranked as unpriced",
+    MarketSignal.PLACEMENT_SCORES: "spot offerings are ranked without them",
+    MarketSignal.VCPU_QUOTAS: "not checked, so a type they bound may wait for quota",
+    MarketSignal.RESERVATIONS: "the account's reservations are not used",
+}
+
+
+def rank(request: JobRequest, options: list[Candidate]) -> tuple[list[Candidate], list[Candidate]]:
+    """(the options within the price band, scored, explained and in attempt order; those beyond it)."""
+    within, beyond = [], []
+    for option in options:
+        if option.reservation is not None:
+            within.append(option)  # paid for either way: no band holds it
+            continue
+        best = _cheapest_held_against(request, option, options)
+        if option.hourly_usd is not None and best is not None:
+            ratio = option.hourly_usd / best if best > 0 else 1.0
+            option.price_ratio = round(ratio, 4)
+            if ratio > request.price_band + BAND_TOLERANCE:
+                beyond.append(option)
+                continue
+        within.append(option)
+    for option in within:
+        option.score = _score(option)
+    ordered, moved = _order(request, within)
+    for position, candidate in enumerate(ordered):
+        before = ordered[position - 1] if position else None
+        candidate.why = _why(request, candidate, before, candidate.instance_type in moved)
+    return ordered, beyond
+
+
+def _cheapest_held_against(request: JobRequest, option: Candidate, options: list[Candidate]) -> float | None:
+    """The price the option's own is held against: the cheapest of the priced options it is compared with."""
+    prices = [
+        o.hourly_usd
+        for o in options
+        if o.hourly_usd is not None
+        and o.reservation is None
+        and held_against(request, option.capacity, option.gpu_model, o.capacity, o.gpu_model)
+    ]
+    return min(prices, default=None)
+
+
+def _order(request: JobRequest, options: list[Candidate]) -> tuple[list[Candidate], set[str]]:
+    """Attempt order, and the types the spreading moved ahead of better-scored ones of the family before them.
+    Reservations go first, in the order selection found them (active first, the soonest to end first), each ahead of
+    every other candidate of its GPU model preference or a less preferred one."""
+    preference = [m.lower() for m in request.gpu_models or []]
+
+    def model_rank(candidate: Candidate) -> int:
+        return preference.index(candidate.gpu_model.lower()) if preference else 0
+
+    def merit(candidate: Candidate) -> tuple[object, ...]:
+        if candidate.hourly_usd is None:  # no price to weigh: the smallest instance first
+            size = (candidate.gpus, candidate.vcpus, candidate.memory_gib)
+            return (model_rank(candidate), *size, -candidate.score, candidate.instance_type)
+        return model_rank(candidate), -candidate.score, candidate.hourly_usd, candidate.instance_type
+
+    reserved = [c for c in options if c.reservation is not None]
+    options = [c for c in options if c.reservation is None]
+    capacity_rank = {c: i for i, c in enumerate((CapacityType.SPOT, CapacityType.ON_DEMAND))}
+    priced = sorted((c for c in options if c.hourly_usd is not None), key=merit)
+    unpriced = sorted((c for c in options if c.hourly_usd is None), key=merit)
+    # One group per type and region: spot-first tries a type on spot, then on on-demand, in one region.
+    by_type: dict[tuple[str, str | None], list[Candidate]] = {}
+    for candidate in priced + unpriced:
+        by_type.setdefault((candidate.instance_type, candidate.region), []).append(candidate)
+    groups = [sorted(group, key=lambda c: capacity_rank[c.capacity]) for group in by_type.values()]
+    # A type with a price on any capacity type is a priced one (spot-first keeps its unpriced spot offering first).
+    # Unpriced types are spread only among those of as many GPUs: no band bounds them, the smallest go first.
+    unpriced_groups = [g for g in groups if all(c.hourly_usd is None for c in g)]
+    tiers = [[g for g in groups if any(c.hourly_usd is not None for c in g)]] + [
+        [g for g in unpriced_groups if g[0].gpus == gpus] for gpus in sorted({g[0].gpus for g in unpriced_groups})
+    ]
+    ordered: list[Candidate] = []
+    moved: set[str] = set()
+    for tier in tiers:
+        spread, tier_moved = _spread(tier)
+        ordered += [candidate for group in spread for candidate in group]
+        moved |= tier_moved
+    for candidate in sorted(reserved, key=model_rank, reverse=True):
+        rank_of = model_rank(candidate)
+        after = (i for i, c in enumerate(ordered) if c.reservation is None and model_rank(c) >= rank_of)
+        ordered.insert(next(after, len(ordered)), candidate)
+    return ordered, moved
+
+
+def _spread(groups: list[list[Candidate]]) -> tuple[list[list[Candidate]], set[str]]:
+    """Best first, but never the same family twice in a row while another family is left."""
+    remaining, spread, last, moved = list(groups), [], "", set()
+    while remaining:
+        pick = next((g for g in remaining if g[0].family != last), remaining[0])
+        if pick is not remaining[0]:
+            moved.add(pick[0].instance_type)
+        remaining.remove(pick)
+        spread.append(pick)
+        last = pick[0].family
+    return spread, moved
+
+
+def _score(candidate: Candidate) -> float:
+    if candidate.reservation is not None:
+        price = 1.0  # the account pays for it either way
+    else:
+        price = UNPRICED_FACTOR if candidate.price_ratio is None else 1 / max(candidate.price_ratio, 1.0)
+    factors: list[float] = [price]
+    zones = len(candidate.zones)
+    factors.append(min(1.0, zones / 2))
+    if candidate.unavailable_zones:
+        factors.append(zones / (zones + len(candidate.unavailable_zones)))
+    if candidate.placement_score is not None:
+        factors.append(candidate.placement_score / 10)
+    if candidate.quota_instances is not None:
+        factors.append(min(1.0, candidate.quota_instances / FEW_INSTANCES))
+    score = 1.0
+    for factor in factors:
+        score *= factor
+    return round(score, 4)
+
+
+def _why(request: JobRequest, candidate: Candidate, before: Candidate | None, moved: bool) -> str:
+    """Its price for this job, its availability signals, and why it is where it is, in a few words each."""
+    if candidate.reserved is not None:
+        return f"{room_words(candidate.reserved)}; $0/h for this job: the account pays for it whether used or not"
+    if candidate.hourly_usd is None:
+        price = "no known price: after every priced type"
+    else:
+        held = f" ({request.gpus} of its {candidate.gpus} GPUs)" if candidate.gpus > request.gpus else ""
+        ratio = candidate.price_ratio or 1.0
+        versus = "the cheapest" if ratio <= 1 + BAND_TOLERANCE else f"{times(ratio)} the cheapest"
+        price = f"${candidate.hourly_usd:.4g}/h for this job{held}, {versus}"
+    words = [price]
+    zones = len(candidate.zones)
+    words.append(f"{zones} zone{'s' if zones > 1 else ''}")
+    if candidate.unavailable_zones:
+        words.append(f"recently unavailable in {', '.join(candidate.unavailable_zones)}")
+    if candidate.placement_score is not None:
+        words.append(f"spot placement score {candidate.placement_score}/10")
+    if candidate.quota_instances is not None:
+        words.append(f"quota {candidate.quota_code} allows {candidate.quota_instances} at once")
+    if before is not None and (before.instance_type, before.region) == (candidate.instance_type, candidate.region):
+        words.append(f"{candidate.capacity.value} after its {before.capacity.value}")
+    elif before is not None and moved:
+        words.append(f"another family than the {before.family} before it")
+    return "; ".join(words)
+
+
+def plan_warnings(plan: Plan, request: JobRequest) -> list[str]:
+    """What may keep the job waiting on its first choice, cost more than the types it fits, or leave it without a
+    real fallback; the loudest first."""
+    candidates = plan.candidates
+    if not candidates:
+        return []
+    first, warnings = candidates[0], []
+    if first.reserved is not None and first.reserved.state == SCHEDULED:
+        warnings.append(f"the job starts by {waiting_words(first.reserved)}")
+    if plan.outside_band is not None:
+        outside = plan.outside_band
+        allowed = f"POST /jobs refuses it unless price_band is at least {outside.needed_band:g}"
+        warnings.append(f"{outside_band_words(outside)}: {allowed if outside.refused else 'this job pays that'}")
+    if first.quota_instances is not None and first.quota_instances < FEW_INSTANCES:
+        name = QUOTA_NAMES.get(first.quota_code or "", first.quota_code)
+        warnings.append(
+            f"quota {first.quota_code} ({name}) allows {first.quota_instances} {first.instance_type} at once: "
+            "parallel jobs will wait for each other"
+        )
+    if len(first.zones) == 1 and first.reservation is None:  # a reservation is in one zone by nature
+        warnings.append(
+            f"{first.instance_type} is offered in one zone only ({first.zones[0]}): a shortage there stops it"
+        )
+    if first.placement_score is not None and first.placement_score <= LOW_PLACEMENT_SCORE:
+        warnings.append(
+            f"spot placement score {first.placement_score}/10 for {first.instance_type}: spot capacity is unlikely"
+        )
+    if first.unavailable_zones:
+        warnings.append(
+            f"{first.capacity.value} {first.instance_type} was recently unavailable in "
+            f"{', '.join(first.unavailable_zones)}: those zones are skipped for now"
+        )
+    unpriced = list(dict.fromkeys(c.instance_type for c in candidates if c.hourly_usd is None))
+    if all(c.hourly_usd is None for c in candidates):
+        warnings.append("no price is known for any candidate in this region: the order cannot weigh cost")
+    elif unpriced:
+        warnings.append(
+            f"no known price for {_some(unpriced)}: tried after every priced candidate, and no price_band bounds "
+            "what they cost"
+        )
+    if len({c.family for c in candidates}) == 1 and len(candidates) > 1:
+        beyond = [r.instance_type for r in plan.rejected if r.field == "price_band"]
+        widen = f" (price_band {request.price_band:g} leaves out {_some(beyond)})" if beyond else ""
+        warnings.append(f"every candidate is a {first.family}: a {first.family} shortage leaves no fallback{widen}")
+    return warnings
+
+
+def _some(names: list[str], shown: int = 2) -> str:
+    """A few names, and how many more."""
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
+
+
+def signal_warnings(gaps: list[SignalGap]) -> list[str]:
+    """One warning per market signal this plan could not read and AWS error: the signal, the call, the error
+    code, and what the plan did without it."""
+    grouped: dict[tuple[MarketSignal, str, str], list[str]] = {}
+    for gap in gaps:
+        subjects = grouped.setdefault((gap.signal, gap.operation, gap.code), [])
+        if gap.subject and gap.subject not in subjects:
+            subjects.append(gap.subject)
+    return [
+        f"{signal.value}{' ' + ', '.join(subjects) if subjects else ''} could not be read ({operation}: {code}): "
+        f"{WITHOUT_SIGNAL[signal]}"
+        for (signal, operation, code), subjects in grouped.items()
+    ]

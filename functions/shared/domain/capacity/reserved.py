@@ -1,0 +1,131 @@
+"""The capacity types a request tries beside reservations, and which of the account's reservations (Capacity
+Reservations, Capacity Blocks) can run it, and why the others cannot. Pure; selection.py adds them to the plan
+(reserved first: ranking.py) and imports this module, never the other way.
+
+A reservation is used for an on-demand job when it is active, `open`, has room, is in one of the deployment's zones
+and, for a Capacity Block, the job's timeout fits before EC2 takes its instances back; a `targeted` one, or one that
+has not begun (a Capacity Block bought for later), only when the request names it (`reservation`) or asks for
+reserved capacity (`capacity: reserved`): then the job waits for it to begin.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from functions.shared.domain.capacity.catalog import GpuType
+from functions.shared.domain.capacity.fit import fit_problem, type_problem
+from functions.shared.domain.capacity.offers import Candidate, Signals
+from functions.shared.domain.core.clock import seconds_between
+from functions.shared.domain.core.vocabulary import CapacityPreference, CapacityType
+from functions.shared.domain.requests.job_request import JobRequest
+from functions.shared.domain.reservations.reservation import ACTIVE, SCHEDULED, TARGETED, Reservation, moment
+from functions.shared.domain.reservations.reservation import fit_problem as block_fit_problem
+
+
+def capacities_for(request: JobRequest) -> list[CapacityType]:
+    """Capacity types to try beside reservations, in order (none for reserved only; on-demand with the fallback)."""
+    if request.asks_reserved:
+        return [CapacityType.ON_DEMAND] if request.reservation_fallback else []
+    if request.capacity == CapacityPreference.SPOT:
+        return [CapacityType.SPOT]
+    if request.capacity == CapacityPreference.SPOT_FIRST:
+        return [CapacityType.SPOT, CapacityType.ON_DEMAND]
+    return [CapacityType.ON_DEMAND]
+
+
+class Refused(NamedTuple):
+    """A reservation that cannot run the request: its type, why, and the request field at fault (if one is)."""
+
+    instance_type: str
+    reason: str
+    field: str | None
+
+
+def reserved_options(request: JobRequest, signals: Signals) -> tuple[list[Candidate], list[Refused]]:
+    """The account's reservations that can run the request (in the order to try them), and why the others cannot:
+    every one considered when the request asks for reserved capacity; otherwise those of a type that fits it (what
+    it could have asked for)."""
+    options: list[Candidate] = []
+    refused: list[Refused] = []
+    if request.capacity == CapacityPreference.SPOT and not request.asks_reserved:
+        return options, refused  # spot only: a reservation's instances are on-demand ones
+    deployed = signals.availability.zones
+    for reservation in sorted(signals.reservations, key=_reservation_order):
+        if request.reservation is not None and reservation.reservation_id != request.reservation:
+            continue
+        named = f"{reservation.kind} {reservation.reservation_id}"
+        gpu = signals.catalog.get(reservation.instance_type)
+        problem = (
+            type_problem(request, gpu, signals.arm64_ami, signals.market.max_vcpus)
+            if gpu is not None
+            else (None, "not an NVIDIA GPU type GPU Pilot knows")
+        )
+        if problem is None:
+            problem = _reservation_problem(request, reservation, deployed, signals.now)
+        if problem is not None and (request.asks_reserved or (gpu is not None and fit_problem(request, gpu) is None)):
+            field, why = problem
+            refused.append(Refused(reservation.instance_type, f"{named}: {why}", field))
+        if problem is None and gpu is not None:
+            options.append(_reserved_candidate(gpu, reservation, signals.region))
+    return options, refused
+
+
+def _reservation_order(reservation: Reservation) -> tuple[object, ...]:
+    """Active before scheduled; then the soonest usable end first (a block's unused hours are lost), the freest."""
+    until = reservation.usable_until() or reservation.ends_at or "9999"
+    return reservation.state != ACTIVE, reservation.starts_at or "", until, -reservation.available
+
+
+def _reservation_problem(
+    request: JobRequest, reservation: Reservation, deployed: list[str], at: str
+) -> tuple[str | None, str] | None:
+    """Why the reservation cannot take the request now (the request field at fault, if one is), or None."""
+    asked = request.asks_reserved
+    which = "reservation" if request.reservation else "capacity" if asked else "reservation"
+    if reservation.match == TARGETED and not asked:
+        return "reservation", (
+            "targeted: GPU Pilot uses it only for a request that names it (reservation) or asks capacity: reserved"
+        )
+    if reservation.state == SCHEDULED and reservation.starts_at:
+        if not asked:
+            return "reservation", (
+                f"begins at {moment(reservation.starts_at)}: a request waits for it only when it names it "
+                "(reservation) or asks capacity: reserved"
+            )
+        limit = request.give_up_after_minutes
+        if limit is not None and at and seconds_between(at, reservation.starts_at) > limit * 60:
+            return "give_up_after_minutes", (
+                f"begins at {moment(reservation.starts_at)}, after give_up_after_minutes {limit:g} would end the wait"
+            )
+    elif reservation.state != ACTIVE:
+        return which, f"{reservation.state}: no instance can launch in it"
+    elif reservation.available <= 0:
+        return which, f"full: {reservation.total} of {reservation.total} instances in use"
+    if reservation.zone not in deployed:
+        zones = ", ".join(deployed)
+        return "reservation", f"in {reservation.zone}, where this deployment has no subnet (zones: {zones})"
+    if request.zones and reservation.zone not in request.zones:
+        return "zones", f"in {reservation.zone}, not among the request's zones"
+    too_long = block_fit_problem(reservation, request.timeout_minutes, at) if at else None
+    return ("timeout_minutes", too_long) if too_long else None
+
+
+def _reserved_candidate(gpu: GpuType, reservation: Reservation, region: str | None) -> Candidate:
+    """The reservation as a candidate: on-demand instances in its zone of the signals' region, at no cost beyond
+    what the account pays."""
+    return Candidate(
+        instance_type=gpu.instance_type,
+        gpu_model=gpu.gpu_model,
+        gpus=gpu.gpus,
+        gpu_memory_gib=gpu.gpu_memory_gib,
+        vcpus=gpu.vcpus,
+        memory_gib=gpu.memory_gib,
+        capacity=CapacityType.ON_DEMAND,
+        hourly_usd=0.0,
+        pricing=f"{reservation.kind} {reservation.reservation_id}: the account pays for it whether used or not",
+        zones=[reservation.zone],
+        region=region,
+        score=0.0,
+        reservation=reservation.reservation_id,
+        reserved=reservation,
+    )

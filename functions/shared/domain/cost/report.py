@@ -1,0 +1,51 @@
+"""What `GET /costs` answers: cost per day, grouped, and the waste beside it (docs/openapi.json)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from functions.shared.domain.core.model import DomainModel
+
+
+class DailyCost(DomainModel):
+    date: str
+    usd: float
+    by_gpu_type: dict[str, float]
+    by_job_name: dict[str, float]
+    by_capacity_type: dict[str, float] = Field(default_factory=dict)
+    by_region: dict[str, float] = Field(default_factory=dict)
+
+
+class CostGroup(DomainModel):
+    key: str
+    usd: float
+    attempts: int
+    region: str | None = Field(default=None, description="The region of the group's attempts, when they share one")
+
+
+class Waste(DomainModel):
+    """What the fleet cost without serving a job (instances never registered, registered without GPUs, agent
+    disconnected, left alive in an idle pool; the share of an instance no job held while its jobs ran,
+    `unused_share`), by the day the instance launched; and the hours of the account's reservations no instance used
+    (`reservation_idle`), by the day they passed."""
+
+    usd: float = 0.0
+    by_reason: dict[str, float] = Field(default_factory=dict)
+    by_pool: dict[str, float] = Field(default_factory=dict)
+    by_reservation: dict[str, float] = Field(
+        default_factory=dict, description="reservation_idle by reservation (cr-...): reserved hours no instance used"
+    )
+
+
+class CostReport(DomainModel):
+    """Body of `GET /costs`: what every ended attempt of the jobs created in the range cost (whatever the job
+    came to: succeeded, failed, cancelled, fallen back), per UTC day of the job's creation, and by `group_by`.
+    Every total is the exact sum of its attempts."""
+
+    date_from: str = Field(serialization_alias="from")
+    date_to: str = Field(serialization_alias="to")
+    total_usd: float
+    days: list[DailyCost]
+    group_by: str | None = Field(default=None, description="day, gpu_type, job_name, capacity_type or region")
+    groups: list[CostGroup] = Field(default_factory=list, description="One per key of group_by, costliest first")
+    waste: Waste = Field(default_factory=Waste, description="Next to the job costs: not included in total_usd")

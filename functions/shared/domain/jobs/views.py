@@ -1,0 +1,173 @@
+"""What the HTTP API answers: the public shapes of jobs, plans, health and costs (docs/openapi.json)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from functions.shared.domain.capacity.offers import Candidate
+from functions.shared.domain.capacity.selection import Rejected
+from functions.shared.domain.core.model import DomainModel
+from functions.shared.domain.core.vocabulary import (
+    AttemptStatus,
+    CapacityType,
+    JobStatus,
+)
+from functions.shared.domain.cost.attempts import Cost, total_cost
+from functions.shared.domain.diagnosis.runnable import Diagnosis
+from functions.shared.domain.jobs.next_action import NextAction, next_action
+from functions.shared.domain.jobs.records import JobRecord, TimelineEntry
+from functions.shared.domain.requests.job_request import JobRequest
+
+
+class Attempt(DomainModel):
+    instance_type: str
+    capacity: CapacityType
+    region: str | None = Field(default=None, description="The capacity region it ran in (null: the home region)")
+    job_queue: str
+    batch_job_id: str
+    status: AttemptStatus
+    status_reason: str | None = None
+    exit_code: int | None = None
+    container_reason: str | None = Field(default=None, description="Batch's reason for the container's end")
+    diagnosis: Diagnosis | None = None
+    cost: Cost | None = Field(default=None, description="What the attempt cost, once it ended (0 if it never ran)")
+    host_terminations: list[str] = Field(
+        default_factory=list,
+        description="Batch's words for each of its Batch attempts whose host was terminated (a spot reclaim)",
+    )
+    reservation: str | None = Field(default=None, description="The Capacity Reservation or Block (cr-...) it ran in")
+    log_stream: str | None = Field(
+        default=None, description="Its CloudWatch Logs stream (GET /jobs/{job_id}/logs), once Batch ran it"
+    )
+
+
+class JobView(DomainModel):
+    """Body of `GET /jobs/{job_id}`."""
+
+    job_id: str
+    name: str
+    status: JobStatus
+    request: JobRequest
+    instance_type: str | None = None
+    gpu_model: str | None = None
+    region: str | None = Field(default=None, description="The capacity region of its latest attempt")
+    attempts: list[Attempt] = Field(default_factory=list)
+    cost: Cost | None = None
+    timeline: list[TimelineEntry] = Field(default_factory=list)
+    execution_arn: str | None = None
+    error: str | None = None
+    reason: str | None = Field(
+        default=None, description="Why the job waits now: the last diagnosis, else Batch's own words (unfinished jobs)"
+    )
+    explanation: Diagnosis | None = Field(default=None, description="A diagnosis made now (?explain=true)")
+    next_action: NextAction | None = Field(
+        default=None, description="While it waits to start: what the workflow does next, and when, unless it starts"
+    )
+    created_at: str
+    updated_at: str
+
+
+class JobList(DomainModel):
+    jobs: list[JobView]
+    next_token: str | None = None
+
+
+class SubmitResponse(DomainModel):
+    job_id: str
+    status: JobStatus
+    execution_arn: str
+    warnings: list[str] = Field(default_factory=list, description="What may keep the job waiting (see /plan)")
+    instance_type: str | None = Field(default=None, description="Its first choice (the plan's first candidate)")
+    region: str | None = Field(default=None, description="The capacity region of its first choice")
+    candidates: list[Candidate] = Field(
+        default_factory=list,
+        description="The plan it was submitted with: its first choice, then the fallbacks the workflow may try, in "
+        "order (as POST /plan ranks them)",
+    )
+    already_submitted: bool = Field(
+        default=False,
+        description="true: this Idempotency-Key and body were submitted before; this is that job, nothing new started",
+    )
+
+
+class ErrorBody(DomainModel):
+    error: str
+    field: str | None = None
+    message: str
+    rejected: list[Rejected] | None = Field(
+        default=None, description="NoCandidate only: every GPU offering left out, with its reason (as /plan)"
+    )
+
+
+def ordered_timeline(entries: list[TimelineEntry]) -> list[TimelineEntry]:
+    """The timeline in status order (as stored: a status is appended only when it moves the job on).
+
+    Batch event times are whole seconds, so a status can read earlier than the one before it; no status
+    happens before its predecessor, so each time is shown as at least the previous one.
+    """
+    timeline: list[TimelineEntry] = []
+    for entry in entries:
+        at = max(entry.at, timeline[-1].at) if timeline else entry.at
+        timeline.append(entry.model_copy(update={"at": at}))
+    return timeline
+
+
+def current_reason(record: JobRecord) -> str | None:
+    """Why an unfinished job waits: the reservation it waits to begin, else its latest attempt's last diagnosis, else
+    Batch's statusReason."""
+    waiting = record.waiting_for_reservation()
+    if waiting is not None:
+        return waiting.reason
+    latest = record.latest_attempt()
+    if record.status.finished or latest is None:
+        return None
+    attempt = latest[1]
+    if attempt.diagnosis is not None:
+        return f"{attempt.diagnosis.category.value}: {attempt.diagnosis.reason}"
+    return attempt.status_reason
+
+
+def job_cost(record: JobRecord) -> Cost | None:
+    """What the job cost: the exact sum of its attempts' costs (RecordCost's, for records priced before
+    attempts were)."""
+    return total_cost([a.cost for _, a in record.ordered_attempts() if a.cost is not None]) or record.cost
+
+
+def job_view(record: JobRecord) -> JobView:
+    """The public shape of a job record."""
+    return JobView(
+        job_id=record.job_id,
+        name=record.name,
+        status=record.status,
+        request=record.request,
+        instance_type=record.instance_type,
+        gpu_model=record.gpu_model,
+        region=record.region,
+        attempts=[
+            Attempt(
+                instance_type=attempt.instance_type,
+                capacity=attempt.capacity,
+                region=attempt.region,
+                job_queue=attempt.job_queue,
+                batch_job_id=attempt.batch_job_id or "",
+                status=attempt.status,
+                status_reason=attempt.status_reason,
+                exit_code=attempt.exit_code,
+                container_reason=attempt.container_reason,
+                diagnosis=attempt.diagnosis,
+                cost=attempt.cost,
+                host_terminations=attempt.host_terminations,
+                reservation=attempt.reservation,
+                log_stream=attempt.log_stream,
+            )
+            for _, attempt in record.ordered_attempts()
+        ],
+        cost=job_cost(record),
+        timeline=ordered_timeline(record.timeline),
+        execution_arn=record.execution_arn,
+        error=record.error,
+        reason=current_reason(record),
+        next_action=next_action(record),
+        created_at=record.created_at,
+        updated_at=record.updated_at,
+    )

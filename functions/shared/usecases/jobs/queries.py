@@ -1,0 +1,65 @@
+"""GET /jobs, GET /jobs/{id} and DELETE /jobs/{id}."""
+
+from __future__ import annotations
+
+from functions.shared.domain.core.clock import now_iso
+from functions.shared.domain.core.errors import JobAlreadyFinished
+from functions.shared.domain.core.vocabulary import JobStatus
+from functions.shared.domain.diagnosis.runnable import diagnose
+from functions.shared.domain.jobs.next_action import next_action, with_next_action
+from functions.shared.domain.jobs.views import JobList, JobView, job_view
+from functions.shared.ports import Ports
+from functions.shared.usecases.jobs.attempt import CANCELLED_REASON
+from functions.shared.usecases.jobs.outcome import terminate_live_attempts
+from functions.shared.usecases.reservations.wait import waiting_diagnosis
+
+
+def get_job(job_id: str, ports: Ports) -> JobView:
+    return job_view(ports.jobs.get_job(job_id))
+
+
+def explain_job(job_id: str, ports: Ports) -> JobView:
+    """GET /jobs/{id}?explain=true: the job, with a diagnosis of its wait made now (no remedy is taken)."""
+    record = ports.jobs.get_job(job_id)
+    view = job_view(record)
+    waiting = record.waiting_for_reservation()
+    if waiting is not None:
+        return view.model_copy(update={"explanation": waiting_diagnosis(waiting, record.request.reservation_fallback)})
+    latest = record.latest_attempt()
+    if record.status.finished or latest is None:
+        return view
+    attempt = latest[1]
+    if not attempt.batch_job_id:
+        return view.model_copy(update={"explanation": attempt.diagnosis})
+    regional = ports.in_region(attempt.region)
+    described = regional.batch.describe_jobs([attempt.batch_job_id])
+    if not described or described[0].status not in ("SUBMITTED", "PENDING", "RUNNABLE"):
+        return view
+    # Imported here: only ?explain=true reads a pool's fleet, and an api cold start that serves a read need not.
+    from functions.shared.usecases.fleet.evidence import pool_evidence
+
+    explanation = diagnose(pool_evidence(described[0], attempt.job_queue, now_iso(), regional))
+    # What the workflow will do about this cause, and when: a fallback it promises is dated.
+    action = next_action(record, explanation.category) or view.next_action
+    return view.model_copy(update={"explanation": with_next_action(explanation, action), "next_action": action})
+
+
+def list_jobs(status: JobStatus | None, limit: int, next_token: str | None, ports: Ports) -> JobList:
+    records, token = ports.jobs.list_jobs(status, limit, next_token)
+    return JobList(jobs=[job_view(r) for r in records], next_token=token)
+
+
+def cancel_job(job_id: str, ports: Ports) -> JobView:
+    """Stop the workflow and the Batch attempt; JobAlreadyFinished (409) once the job has ended."""
+    record = ports.jobs.get_job(job_id)
+    if record.status.finished or not ports.jobs.finish(
+        job_id, JobStatus.CANCELLED, fields={"error": CANCELLED_REASON}, reason=CANCELLED_REASON
+    ):
+        raise JobAlreadyFinished(job_id)
+    # Read again after the cancel is recorded: an attempt submitted meanwhile is in this read, or its
+    # SubmitBatchJob sees the cancel and terminates it itself. GPUs first, then the workflow.
+    cancelled = ports.jobs.get_job(job_id)
+    terminate_live_attempts(cancelled, CANCELLED_REASON, ports)
+    if record.execution_arn:
+        ports.workflow.stop_execution(record.execution_arn, error="Cancelled", cause=CANCELLED_REASON)
+    return job_view(cancelled)
