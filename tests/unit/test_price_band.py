@@ -8,9 +8,10 @@ from typing import Any
 
 from functions.shared.adapters.ec2 import load_snapshot
 from functions.shared.domain.capacity.offers import MarketSignals, Plan
+from functions.shared.domain.capacity.planning import plan
 from functions.shared.domain.capacity.quotas import QUOTA_NAMES, QuotaState
-from functions.shared.domain.capacity.ranking import plan_warnings
-from functions.shared.domain.capacity.selection import offering_key, plan
+from functions.shared.domain.capacity.unavailable import offering_key
+from functions.shared.domain.capacity.warnings import plan_warnings
 from functions.shared.domain.core.money import PriceQuote
 from tests.unit.builders import ZONES, job_request, offered_everywhere, signals
 from tests.unit.test_selection import snapshot_prices

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import itertools
 
-from functions.shared.domain.capacity.offers import SignalGap
+from functions.shared.domain.capacity.offers import MarketSignals, SignalGap
 from functions.shared.domain.capacity.quotas import QuotaState
-from functions.shared.domain.capacity.selection import MarketSignals, offering_key, placement_score_types
+from functions.shared.domain.capacity.signals import placement_score_types
+from functions.shared.domain.capacity.unavailable import offering_key
 from functions.shared.domain.core.vocabulary import MarketSignal
 from tests.unit.builders import ZONES, catalog, gpu_type, job_request, offered_everywhere, signals
 from tests.unit.test_selection import A10G, A10G_2X, L4, T4, candidate_types, plan_for, rejection, spot_market

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from functions.shared.domain.capacity.selection import plan
+from functions.shared.domain.capacity.planning import plan
 from functions.shared.domain.core.money import PriceQuote
 from functions.shared.domain.cost.waste import RESERVATION_IDLE, reservation_idle
 from functions.shared.domain.reservations.reservation import (

@@ -6,8 +6,10 @@ import itertools
 
 from functions.shared.adapters.ec2 import load_snapshot
 from functions.shared.adapters.prices import SnapshotPrices
-from functions.shared.domain.capacity.ranking import plan_warnings, signal_warnings
-from functions.shared.domain.capacity.selection import AvailabilitySnapshot, MarketSignals, Plan, offering_key, plan
+from functions.shared.domain.capacity.offers import AvailabilitySnapshot, MarketSignals, Plan
+from functions.shared.domain.capacity.planning import plan
+from functions.shared.domain.capacity.unavailable import offering_key
+from functions.shared.domain.capacity.warnings import plan_warnings, signal_warnings
 from functions.shared.domain.core.money import PriceQuote
 from tests.unit.builders import ZONES, catalog, gpu_type, job_request, offered_everywhere, signals
 

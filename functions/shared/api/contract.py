@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from functions.shared.api.routes import QueryParam, Route
-from functions.shared.domain.capacity.selection import Plan
+from functions.shared.domain.capacity.offers import Plan
 from functions.shared.domain.core.vocabulary import JobStatus
 from functions.shared.domain.cost.report import CostReport
 from functions.shared.domain.diagnosis.findings import HealthReport, SweepStarted

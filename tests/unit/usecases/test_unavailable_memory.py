@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from functions.shared.domain.capacity.selection import UNAVAILABLE_TTL_SECONDS
-from functions.shared.domain.capacity.unavailable import clock_minute
+from functions.shared.domain.capacity.unavailable import UNAVAILABLE_TTL_SECONDS, clock_minute
 from functions.shared.domain.core.clock import now_iso, seconds_between
 from functions.shared.domain.core.vocabulary import DiagnosisCategory
 from functions.shared.domain.diagnosis.runnable import Diagnosis

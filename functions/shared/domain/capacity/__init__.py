@@ -1,5 +1,6 @@
 """Capacity and selection: the GPU catalog, whether a type fits a request, the EC2 vCPU quotas, the memory
-of unavailable offerings, and planning: signals in, candidates in attempt order and rejections out.
+of unavailable offerings, the account's reservations as offerings, and the planning walk (planning.py): signals in,
+offerings, the price band, the ranking, the rejections, the plan out and its warnings, each step entered once.
 
 May import: core, requests, fleet, reservations.
 """

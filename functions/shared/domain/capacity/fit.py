@@ -1,11 +1,11 @@
 """Whether a GPU type can run a request at all, and why not: the request's own filters (arch, instance_types,
 gpu_models), its shape (GPUs, GPU memory, vCPUs, memory), and what Batch can launch (its NVIDIA AMIs, the pools'
-maxvCpus). Pure."""
+maxvCpus); and on which capacity types the request runs. Pure rules of the planning walk (planning.py)."""
 
 from __future__ import annotations
 
 from functions.shared.domain.capacity.catalog import GpuType
-from functions.shared.domain.core.vocabulary import Arch
+from functions.shared.domain.core.vocabulary import Arch, CapacityPreference, CapacityType
 from functions.shared.domain.requests.job_request import JobRequest
 
 # ECS and the OS keep some host memory; a job asking for all of it would never be placed.
@@ -58,3 +58,14 @@ def type_problem(request: JobRequest, gpu: GpuType, arm64_ami: bool, max_vcpus: 
     if not problem and max_vcpus and gpu.vcpus > max_vcpus:
         problem = None, f"{gpu.vcpus} vCPUs exceed the pools' maxvCpus {max_vcpus}: Batch would never launch it"
     return problem
+
+
+def capacities_for(request: JobRequest) -> list[CapacityType]:
+    """Capacity types to try beside reservations, in order (none for reserved only; on-demand with the fallback)."""
+    if request.asks_reserved:
+        return [CapacityType.ON_DEMAND] if request.reservation_fallback else []
+    if request.capacity == CapacityPreference.SPOT:
+        return [CapacityType.SPOT]
+    if request.capacity == CapacityPreference.SPOT_FIRST:
+        return [CapacityType.SPOT, CapacityType.ON_DEMAND]
+    return [CapacityType.ON_DEMAND]

@@ -1,8 +1,10 @@
-"""What selection works with and answers, as plain data: the region's offerings, the market's signals,
-candidates, rejections and plans. Signals go in, a plan comes out: selection.py decides what can run, ranking.py
-orders and explains it (it imports neither back)."""
+"""What the planning walk (planning.py) works with and answers, as plain data: the region's offerings, the market's
+signals, candidates, rejections and plans. Signals go in, a plan comes out; each step of the walk hands the next
+what this module defines."""
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 from pydantic import Field
 
@@ -169,3 +171,52 @@ class Plan(DomainModel):
         description="Set when the cheaper types that fit are all blocked and the first choice costs more than the "
         "default price_band times the cheapest of them (refused: POST /jobs refuses it unless price_band is widened)",
     )
+
+
+class Blocked(NamedTuple):
+    """An offering that fits the request but cannot start now, and why: a quota, the zones' offerings, a recent
+    shortage. The cheapest of them tells what the request would cost if the account allowed it."""
+
+    instance_type: str
+    capacity: CapacityType
+    gpu_model: str
+    hourly_usd: float | None
+    cause: str  # "quota", "offering" or "memory"
+    quota: QuotaState | None = None
+    vcpus: int = 0
+
+    @property
+    def quota_increase(self) -> float:
+        """The vCPUs its quota lacks (0 when a quota is not what blocks it)."""
+        return self.vcpus - self.quota.vcpus if self.quota else 0.0
+
+
+class Rejection(NamedTuple):
+    """An offering left out, in the words of the step that left it out, with its place in the plan's list."""
+
+    order: tuple[int, float, float, str]  # (kind, the size of its fix or its price, its price, its type)
+    rejected: Rejected
+
+
+# The order rejections are listed in: the cheapest fix first (the smallest quota increase that lets the job run),
+# then what the request named wrong, what the zones' offerings or a shortage block, what the price rules out, what
+# could never run the request, and last what the request's own filters left out. Reservations asked for come first.
+RESERVED_ASKED = -1
+QUOTA, UNKNOWN, BLOCKED, PRICE, SHAPE, FILTER, RESERVED_ABOUT = range(7)
+
+
+def rejection(
+    kind: int, instance_type: str, reason: str, field: str | None, first: float = 0.0, second: float = 0.0
+) -> Rejection:
+    """An offering left out: its kind and the figures that order it among its kind (a quota's increase, a price)."""
+    return Rejection((kind, first, second, instance_type), Rejected(instance_type=instance_type, reason=reason,
+                                                                    field=field))  # fmt: skip
+
+
+class Found(NamedTuple):
+    """What one region's offerings are for a request: those that can run it, those left out (and why), and those
+    that fit it but cannot start now."""
+
+    options: list[Candidate]
+    rejections: list[Rejection]
+    blocked: list[Blocked]

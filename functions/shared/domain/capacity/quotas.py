@@ -8,6 +8,7 @@ import re
 from pydantic import Field
 
 from functions.shared.domain.core.model import DomainModel
+from functions.shared.domain.core.vocabulary import CapacityType
 
 
 class RunningInstances(DomainModel):
@@ -139,4 +140,13 @@ def quota_advice(
         f"Ask for more: `aws service-quotas request-service-quota-increase --service-code ec2 "
         f"--quota-code {quota.code} --desired-value {smallest_vcpus * 4}`. GPU Pilot falls back meanwhile.",
         evidence,
+    )
+
+
+def quota_reason(quota: QuotaState, vcpus: int, capacity: CapacityType) -> str:
+    """Why a quota rules a type out, and how to ask for more."""
+    return (
+        f"needs {vcpus} vCPUs of {capacity.value} quota {quota.code} ({quota.name}), which is {quota.vcpus:g}: "
+        f"aws service-quotas request-service-quota-increase --service-code ec2 --quota-code {quota.code} "
+        f"--desired-value {max(vcpus, 2 * vcpus)}"
     )

@@ -1,14 +1,9 @@
-"""The order in which a job tries GPU offerings, and why: what the account pays, a price band, scores that explain
-themselves, attempts that spread across GPU families, warnings of a job likely to wait. Pure; it orders what
-selection.py found and imports nothing of it.
+"""Step 4 of the planning walk (planning.py), the ranking: the order in which a job tries the GPU offerings within
+its price band (band.py), and why: what the account pays, scores that explain themselves, attempts that spread across
+GPU families. Pure.
 
 Price: what the account pays for the instance the job would start, alone on it (`hourly_usd`), never per GPU: a
-1-GPU job on an 8-GPU p4d.24xlarge pays for all eight.
-
-Band: an offering is a candidate only within `price_band` times the cheapest candidate it is held against (an
-on-demand one against the cheapest on-demand one, a spot one against the cheapest of either; with `gpu_models`,
-within its GPU model only: band.held_against); the others are rejected naming `price_band`. An offering of
-unknown price is not held against the band.
+1-GPU job on an 8-GPU p4d.24xlarge pays for all eight; its price_ratio is the band's.
 
 Score: the product of what makes an offering likely to start soon and cheap, each in (0, 1]: its price against the
 cheapest of its band (1 / price_ratio), zones offered (one zone is a single point of failure), zones recently
@@ -25,63 +20,27 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from functions.shared.domain.capacity.band import BAND_TOLERANCE, held_against, outside_band_words, times
-from functions.shared.domain.capacity.quotas import QUOTA_NAMES
-from functions.shared.domain.core.vocabulary import CapacityType, MarketSignal
-from functions.shared.domain.reservations.reservation import SCHEDULED, room_words, waiting_words
+from functions.shared.domain.capacity.prices import BAND_TOLERANCE, times
+from functions.shared.domain.core.vocabulary import CapacityType
+from functions.shared.domain.reservations.reservation import room_words
 
 if TYPE_CHECKING:
-    from functions.shared.domain.capacity.offers import Candidate, Plan, SignalGap
+    from functions.shared.domain.capacity.offers import Candidate
     from functions.shared.domain.requests.job_request import JobRequest
 
 UNPRICED_FACTOR = 0.5  # an offering of unknown price is worth trying, after those whose price is known
-LOW_PLACEMENT_SCORE = 3  # AWS: scores of 1-3 mean a spot request is unlikely to succeed
 FEW_INSTANCES = 2
-# What a plan does without a signal it could not read: the signal counts as unknown, never against an offering.
-WITHOUT_SIGNAL = {
-    MarketSignal.ON_DEMAND_PRICES: "on-demand prices come from the bundled price snapshot where it has the type "
-    "(each candidate's pricing says)",
-    MarketSignal.SPOT_PRICES: "spot offerings are ranked as unpriced",
-    MarketSignal.PLACEMENT_SCORES: "spot offerings are ranked without them",
-    MarketSignal.VCPU_QUOTAS: "not checked, so a type they bound may wait for quota",
-    MarketSignal.RESERVATIONS: "the account's reservations are not used",
-}
 
 
-def rank(request: JobRequest, options: list[Candidate]) -> tuple[list[Candidate], list[Candidate]]:
-    """(the options within the price band, scored, explained and in attempt order; those beyond it)."""
-    within, beyond = [], []
+def rank(request: JobRequest, options: list[Candidate]) -> list[Candidate]:
+    """The options within the price band (band.py), scored, explained and in attempt order."""
     for option in options:
-        if option.reservation is not None:
-            within.append(option)  # paid for either way: no band holds it
-            continue
-        best = _cheapest_held_against(request, option, options)
-        if option.hourly_usd is not None and best is not None:
-            ratio = option.hourly_usd / best if best > 0 else 1.0
-            option.price_ratio = round(ratio, 4)
-            if ratio > request.price_band + BAND_TOLERANCE:
-                beyond.append(option)
-                continue
-        within.append(option)
-    for option in within:
         option.score = _score(option)
-    ordered, moved = _order(request, within)
+    ordered, moved = _order(request, options)
     for position, candidate in enumerate(ordered):
         before = ordered[position - 1] if position else None
         candidate.why = _why(request, candidate, before, candidate.instance_type in moved)
-    return ordered, beyond
-
-
-def _cheapest_held_against(request: JobRequest, option: Candidate, options: list[Candidate]) -> float | None:
-    """The price the option's own is held against: the cheapest of the priced options it is compared with."""
-    prices = [
-        o.hourly_usd
-        for o in options
-        if o.hourly_usd is not None
-        and o.reservation is None
-        and held_against(request, option.capacity, option.gpu_model, o.capacity, o.gpu_model)
-    ]
-    return min(prices, default=None)
+    return ordered
 
 
 def _order(request: JobRequest, options: list[Candidate]) -> tuple[list[Candidate], set[str]]:
@@ -186,71 +145,3 @@ def _why(request: JobRequest, candidate: Candidate, before: Candidate | None, mo
     elif before is not None and moved:
         words.append(f"another family than the {before.family} before it")
     return "; ".join(words)
-
-
-def plan_warnings(plan: Plan, request: JobRequest) -> list[str]:
-    """What may keep the job waiting on its first choice, cost more than the types it fits, or leave it without a
-    real fallback; the loudest first."""
-    candidates = plan.candidates
-    if not candidates:
-        return []
-    first, warnings = candidates[0], []
-    if first.reserved is not None and first.reserved.state == SCHEDULED:
-        warnings.append(f"the job starts by {waiting_words(first.reserved)}")
-    if plan.outside_band is not None:
-        outside = plan.outside_band
-        allowed = f"POST /jobs refuses it unless price_band is at least {outside.needed_band:g}"
-        warnings.append(f"{outside_band_words(outside)}: {allowed if outside.refused else 'this job pays that'}")
-    if first.quota_instances is not None and first.quota_instances < FEW_INSTANCES:
-        name = QUOTA_NAMES.get(first.quota_code or "", first.quota_code)
-        warnings.append(
-            f"quota {first.quota_code} ({name}) allows {first.quota_instances} {first.instance_type} at once: "
-            "parallel jobs will wait for each other"
-        )
-    if len(first.zones) == 1 and first.reservation is None:  # a reservation is in one zone by nature
-        warnings.append(
-            f"{first.instance_type} is offered in one zone only ({first.zones[0]}): a shortage there stops it"
-        )
-    if first.placement_score is not None and first.placement_score <= LOW_PLACEMENT_SCORE:
-        warnings.append(
-            f"spot placement score {first.placement_score}/10 for {first.instance_type}: spot capacity is unlikely"
-        )
-    if first.unavailable_zones:
-        warnings.append(
-            f"{first.capacity.value} {first.instance_type} was recently unavailable in "
-            f"{', '.join(first.unavailable_zones)}: those zones are skipped for now"
-        )
-    unpriced = list(dict.fromkeys(c.instance_type for c in candidates if c.hourly_usd is None))
-    if all(c.hourly_usd is None for c in candidates):
-        warnings.append("no price is known for any candidate in this region: the order cannot weigh cost")
-    elif unpriced:
-        warnings.append(
-            f"no known price for {_some(unpriced)}: tried after every priced candidate, and no price_band bounds "
-            "what they cost"
-        )
-    if len({c.family for c in candidates}) == 1 and len(candidates) > 1:
-        beyond = [r.instance_type for r in plan.rejected if r.field == "price_band"]
-        widen = f" (price_band {request.price_band:g} leaves out {_some(beyond)})" if beyond else ""
-        warnings.append(f"every candidate is a {first.family}: a {first.family} shortage leaves no fallback{widen}")
-    return warnings
-
-
-def _some(names: list[str], shown: int = 2) -> str:
-    """A few names, and how many more."""
-    more = len(names) - shown
-    return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
-
-
-def signal_warnings(gaps: list[SignalGap]) -> list[str]:
-    """One warning per market signal this plan could not read and AWS error: the signal, the call, the error
-    code, and what the plan did without it."""
-    grouped: dict[tuple[MarketSignal, str, str], list[str]] = {}
-    for gap in gaps:
-        subjects = grouped.setdefault((gap.signal, gap.operation, gap.code), [])
-        if gap.subject and gap.subject not in subjects:
-            subjects.append(gap.subject)
-    return [
-        f"{signal.value}{' ' + ', '.join(subjects) if subjects else ''} could not be read ({operation}: {code}): "
-        f"{WITHOUT_SIGNAL[signal]}"
-        for (signal, operation, code), subjects in grouped.items()
-    ]

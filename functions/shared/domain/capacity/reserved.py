@@ -1,6 +1,6 @@
-"""The capacity types a request tries beside reservations, and which of the account's reservations (Capacity
-Reservations, Capacity Blocks) can run it, and why the others cannot. Pure; selection.py adds them to the plan
-(reserved first: ranking.py) and imports this module, never the other way.
+"""Which of the account's reservations (Capacity Reservations, Capacity Blocks) can run a request, and why the
+others cannot. Pure rules of the planning walk (planning.py): its offerings step (offerings.py) offers them first,
+and the ranking (ranking.py) tries them first.
 
 A reservation is used for an on-demand job when it is active, `open`, has room, is in one of the deployment's zones
 and, for a Capacity Block, the job's timeout fits before EC2 takes its instances back; a `targeted` one, or one that
@@ -20,17 +20,6 @@ from functions.shared.domain.core.vocabulary import CapacityPreference, Capacity
 from functions.shared.domain.requests.job_request import JobRequest
 from functions.shared.domain.reservations.reservation import ACTIVE, SCHEDULED, TARGETED, Reservation, moment
 from functions.shared.domain.reservations.reservation import fit_problem as block_fit_problem
-
-
-def capacities_for(request: JobRequest) -> list[CapacityType]:
-    """Capacity types to try beside reservations, in order (none for reserved only; on-demand with the fallback)."""
-    if request.asks_reserved:
-        return [CapacityType.ON_DEMAND] if request.reservation_fallback else []
-    if request.capacity == CapacityPreference.SPOT:
-        return [CapacityType.SPOT]
-    if request.capacity == CapacityPreference.SPOT_FIRST:
-        return [CapacityType.SPOT, CapacityType.ON_DEMAND]
-    return [CapacityType.ON_DEMAND]
 
 
 class Refused(NamedTuple):

@@ -12,6 +12,9 @@ from functions.shared.domain.core.clock import iso, parse_iso
 from functions.shared.domain.core.model import DomainModel
 from functions.shared.domain.core.vocabulary import CapacityType, DiagnosisCategory
 
+# How long an offering that failed (no capacity, a broken pool) is left out of selection, across executions.
+UNAVAILABLE_TTL_SECONDS = 1800
+
 
 def offering_key(capacity: CapacityType, instance_type: str, zone: str, region: str | None = None) -> str:
     """Key of an offering in the unavailable-offerings memory: `capacity:region:type:zone` (`capacity:type:zone`

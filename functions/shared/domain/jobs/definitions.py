@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from functions.shared.domain.capacity.fit import HOST_MEMORY_RESERVE
-from functions.shared.domain.capacity.selection import Candidate
+from functions.shared.domain.capacity.offers import Candidate
 from functions.shared.domain.core.vocabulary import CapacityType
 from functions.shared.domain.fleet.batch import PREFLIGHT_EXIT_CODE, PREFLIGHT_NAME
 from functions.shared.domain.requests.job_request import JobRequest

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from functions.shared.domain.capacity.selection import Candidate
+from functions.shared.domain.capacity.offers import Candidate
 from functions.shared.domain.core.clock import seconds_between
 from functions.shared.domain.core.model import DomainModel
 from functions.shared.domain.core.settings import DEFAULT_PROVISION_TIMEOUT_SECONDS

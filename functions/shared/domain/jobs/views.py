@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from functions.shared.domain.capacity.offers import Candidate
-from functions.shared.domain.capacity.selection import Rejected
+from functions.shared.domain.capacity.offers import Candidate, Rejected
 from functions.shared.domain.core.model import DomainModel
 from functions.shared.domain.core.vocabulary import (
     AttemptStatus,

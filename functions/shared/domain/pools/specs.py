@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import Field
 
-from functions.shared.domain.capacity.selection import Candidate
+from functions.shared.domain.capacity.offers import Candidate
 from functions.shared.domain.core.model import DomainModel
 from functions.shared.domain.core.settings import Settings
 from functions.shared.domain.core.vocabulary import Arch, CapacityType, Remedy

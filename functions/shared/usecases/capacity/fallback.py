@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-from functions.shared.domain.capacity.selection import UNAVAILABLE_TTL_SECONDS, Candidate, offering_key
-from functions.shared.domain.capacity.unavailable import diagnosis_cause, remembered
+from functions.shared.domain.capacity.offers import Candidate
+from functions.shared.domain.capacity.unavailable import (
+    UNAVAILABLE_TTL_SECONDS,
+    diagnosis_cause,
+    offering_key,
+    remembered,
+)
 from functions.shared.domain.core.clock import now_iso
 from functions.shared.domain.core.vocabulary import MetricName
 from functions.shared.domain.diagnosis.runnable import Diagnosis

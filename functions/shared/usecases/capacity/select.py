@@ -2,9 +2,9 @@
 what the account and the region say now (offerings, quotas, prices, spot prices and placement scores, the capacity
 the account reserved).
 
-One way: the signals are read first, each once (the domain says which: `signal_needs`, then the spot types worth
-scoring once prices are known), then one pure function makes the plan (domain/selection.plan), and the warnings
-are written from it (domain/ranking)."""
+One way, the planning walk (domain/capacity/planning.py): the signals are read first, each once (the domain says
+which: `signal_needs`, then the spot types worth scoring once prices are known), then one pure walk makes the plan
+(`plan_across`), and the warnings are written from it (domain/capacity/warnings.py)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ from collections.abc import Callable
 from functools import partial
 from typing import TypeVar
 
-from functions.shared.domain.capacity.band import outside_band_words
 from functions.shared.domain.capacity.catalog import GpuType
-from functions.shared.domain.capacity.offers import AvailabilitySnapshot, SignalGap, Signals
-from functions.shared.domain.capacity.ranking import plan_warnings, signal_warnings
-from functions.shared.domain.capacity.regions import plan_across
-from functions.shared.domain.capacity.selection import MarketSignals, Plan, placement_score_types, signal_needs
+from functions.shared.domain.capacity.offers import AvailabilitySnapshot, MarketSignals, Plan, SignalGap, Signals
+from functions.shared.domain.capacity.plan import outside_band_words
+from functions.shared.domain.capacity.planning import plan_across
+from functions.shared.domain.capacity.signals import placement_score_types, signal_needs
 from functions.shared.domain.capacity.unavailable import UnavailableOffering
+from functions.shared.domain.capacity.warnings import plan_warnings, signal_warnings
 from functions.shared.domain.core.clock import now_iso
 from functions.shared.domain.core.errors import NoCandidate, RequestRefused, SignalUnavailable, aws_failure_words
 from functions.shared.domain.core.vocabulary import CapacityPreference, CapacityType, JobStatus, MarketSignal

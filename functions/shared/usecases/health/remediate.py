@@ -11,8 +11,13 @@ the reason.
 
 from __future__ import annotations
 
-from functions.shared.domain.capacity.selection import UNAVAILABLE_TTL_SECONDS, offering_key
-from functions.shared.domain.capacity.unavailable import clock_minute, fleet_cause, remembered
+from functions.shared.domain.capacity.unavailable import (
+    UNAVAILABLE_TTL_SECONDS,
+    clock_minute,
+    fleet_cause,
+    offering_key,
+    remembered,
+)
 from functions.shared.domain.core.clock import now_iso
 from functions.shared.domain.core.vocabulary import CapacityType, FindingKind, MetricName
 from functions.shared.domain.diagnosis.findings import Finding

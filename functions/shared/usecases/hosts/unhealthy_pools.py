@@ -3,8 +3,7 @@ unavailable, and no host drained or terminated (the AMI, the driver or the launc
 
 from __future__ import annotations
 
-from functions.shared.domain.capacity.selection import UNAVAILABLE_TTL_SECONDS, offering_key
-from functions.shared.domain.capacity.unavailable import clock_minute, remembered
+from functions.shared.domain.capacity.unavailable import UNAVAILABLE_TTL_SECONDS, clock_minute, offering_key, remembered
 from functions.shared.domain.core.clock import now_iso
 from functions.shared.domain.core.vocabulary import CapacityType, FindingKind, MetricName
 from functions.shared.domain.diagnosis.findings import Finding
