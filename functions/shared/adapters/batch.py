@@ -40,6 +40,9 @@ IAM_ACTIONS = (
     "iam:PassRole",
     "iam:CreateServiceLinkedRole",
 )
+# The condition keys that hold these calls to what GPU Pilot needs (the IAM drift check proves each refuses a call
+# that presents another value): the only service-linked role the compute environments may create is Batch's.
+IAM_CONDITIONS = {"iam:CreateServiceLinkedRole": ("iam:AWSServiceName",)}
 LIVE_STATUSES = ("SUBMITTED", "PENDING", "RUNNABLE", "STARTING", "RUNNING")
 DESCRIBE_JOBS_PAGE = 100  # DescribeJobs takes at most 100 job ids
 LIST_JOBS_PAGE = 100
