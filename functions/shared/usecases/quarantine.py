@@ -16,6 +16,7 @@ from functions.shared.constants import LAMBDAS_BY_KEY
 from functions.shared.domain.batch import ComputeEnvironmentState, ContainerInstanceState, FleetState
 from functions.shared.domain.clock import iso, now_iso, parse_iso, seconds_between
 from functions.shared.domain.consoles import boot_verdict, console_evidence
+from functions.shared.domain.errors import call_failure_words
 from functions.shared.domain.hosts import HostFault, jobs_hit, recent
 from functions.shared.domain.quarantine import (
     HostCase,
@@ -54,16 +55,23 @@ class HostSweep:
     boot_check_failed: set[str] = field(default_factory=set)
     quarantined: set[str] = field(default_factory=set)
     consoles: dict[str, str | None] = field(default_factory=dict)
+    # Instance -> why its console could not be read (a refusal names the missing grant): said in its evidence.
+    console_failures: dict[str, str] = field(default_factory=dict)
 
 
-def read_console(instance_id: str, ports: Ports, consoles: dict[str, str | None]) -> str | None:
-    """An instance's console output, once per sweep; None when EC2 will not give it (never fatal to the sweep)."""
+def read_console(
+    instance_id: str, ports: Ports, consoles: dict[str, str | None], failures: dict[str, str] | None = None
+) -> str | None:
+    """An instance's console output, once per sweep; None when EC2 will not give it (never fatal to the sweep), and
+    why in `failures`."""
     if instance_id not in consoles:
         try:
             consoles[instance_id] = ports.fleet.console_output(instance_id)
-        except Exception:
+        except Exception as error:
             logger.exception("could not read the console output", extra={"instance_id": instance_id})
             consoles[instance_id] = None
+            if failures is not None:
+                failures[instance_id] = call_failure_words(f"reading {instance_id}'s console output", error)
     return consoles[instance_id]
 
 
@@ -123,7 +131,7 @@ def _sweep_pool(
         verdict = None
         if container.gpus == 0 and reads < MAX_CONSOLE_READS:
             reads += 1
-            verdict = boot_verdict(read_console(instance_id, ports, swept.consoles))
+            verdict = boot_verdict(read_console(instance_id, ports, swept.consoles, swept.console_failures))
         case = HostCase(
             instance_id=instance_id,
             container_instance_arn=container.arn,
@@ -147,7 +155,9 @@ def _sweep_pool(
         return
     for case, container in candidates:
         # Its console: the boot check's verdict, the kernel's Xid lines (of the few hosts quarantined at once).
-        case.evidence = console_evidence(read_console(case.instance_id, ports, swept.consoles))
+        case.evidence = console_evidence(read_console(case.instance_id, ports, swept.consoles, swept.console_failures))
+        if case.instance_id in swept.console_failures:
+            case.evidence["console"] = swept.console_failures[case.instance_id]
         if container.impaired:
             case.evidence["impaired"] = "; ".join(container.impaired)
         _quarantine(pool, case, container, at, ports, swept, records)
@@ -181,12 +191,15 @@ def _quarantine(
     records[record.instance] = record
     swept.quarantined.add(record.instance)
     done: list[str] = []
+    step = ""
     try:
         if pool.ecs_cluster_arn:
+            step = f"draining {container.arn.rsplit('/', 1)[-1]} in ECS"
             refused = ports.fleet.drain(pool.ecs_cluster_arn, [container.arn])
             done.append("ECS refused to drain it" if refused else f"drained {container.arn.rsplit('/', 1)[-1]} in ECS")
             record.drained_at = None if refused else now_iso()
         if container.running_tasks == 0:
+            step = f"terminating {case.instance_id}"
             ports.fleet.terminate_instances([case.instance_id])
             done.append(f"terminated {case.instance_id}")
             record.terminated_at = now_iso()
@@ -196,7 +209,8 @@ def _quarantine(
             done.append(f"{container.running_tasks} task(s) still running: terminated by the next sweep")
     except Exception as error:
         logger.exception("quarantine failed", extra={"instance_id": case.instance_id, "pool": pool.name})
-        done.append(f"quarantine failed: {type(error).__name__}")
+        # The finding says which step AWS refused and why (a missing grant names its action and resource).
+        done.append(call_failure_words(step, error))
     record.action = "; ".join(done)
     ports.hosts.update_quarantine(record)
     if record.waste_from:
@@ -242,7 +256,7 @@ def _finish(
         record.terminated_at = at
     except Exception as error:
         logger.exception("could not terminate a quarantined host", extra={"instance_id": record.instance})
-        done = f"termination failed: {type(error).__name__}"
+        done = call_failure_words(f"terminating {record.instance} at {at}", error)
     record.action = "; ".join(filter(None, [record.action, done]))
     ports.hosts.update_quarantine(record)
 
