@@ -17,7 +17,7 @@ from typing import Any
 
 from aws_cdk import Aws
 
-from functions.shared.constants import REGION_PARAMETER, STATE_MACHINE_NAME
+from functions.shared.constants import GSI1_NAME, GSI2_LEGACY_NAME, GSI2_NAME, REGION_PARAMETER, STATE_MACHINE_NAME
 from functions.shared.domain.jobs.definitions import JOB_LOG_GROUP, JOB_LOG_STREAM_PREFIX
 from functions.shared.domain.pools.specs import POOL_TAG
 from functions.shared.domain.reservations.reservation import PURCHASED_BY_TAG, RESERVATION_TAG
@@ -300,9 +300,11 @@ class Owned:
         """Item actions on the job table."""
         return Grant(actions=tuple(f"dynamodb:{action}" for action in actions), resources=(self.table,))
 
-    def queries(self) -> Grant:
-        """Queries of the job table and its indexes (lists, the offerings memory, the sweep's working set)."""
-        return Grant(actions=("dynamodb:Query",), resources=(self.table, *self.table_indexes))
+    def queries(self, *indexes: str) -> Grant:
+        """Queries of the job table (records by partition: pools, hosts, offerings) and of the named indexes only
+        (a query is authorized on the index it reads: table/<name>/index/<index>)."""
+        named = tuple(arn for arn in self.table_indexes if any(arn.endswith(f"/index/{i}") for i in indexes))
+        return Grant(actions=("dynamodb:Query",), resources=(self.table, *named))
 
 
 def reservation_templates(arns: Arns) -> list[Grant]:
@@ -402,7 +404,8 @@ def function_grants(arns: Arns, owned: Owned, allow_purchase: bool = False) -> d
             networks,
             # Jobs, sweeps and Powertools idempotency records (deleted again when a submit fails).
             owned.items("GetItem", "PutItem", "UpdateItem", "DeleteItem"),
-            owned.queries(),
+            # GET /jobs and GET /costs read the job list (its index) too.
+            owned.queries(GSI1_NAME),
             offerings,
             market[0],
             price_list,
@@ -547,7 +550,9 @@ def function_grants(arns: Arns, owned: Owned, allow_purchase: bool = False) -> d
             # the records of many jobs read at once (BatchGetItem) and written in transactions (their updates are
             # authorized as UpdateItem each, their puts as PutItem).
             owned.items("GetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchGetItem"),
-            owned.queries(),
+            # The unfinished jobs (their index; its predecessor while DynamoDB backfills it), and the jobs that ran
+            # on a quarantined host (the job list).
+            owned.queries(GSI1_NAME, GSI2_NAME, GSI2_LEGACY_NAME),
             describe(
                 "AWS Batch",
                 "batch:DescribeJobs",

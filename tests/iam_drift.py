@@ -1,14 +1,19 @@
 """The IAM drift check: every AWS call a function makes in the tests is authorized by its role in the
-synthesized template, and (with --iam-drift=strict, as `make test` runs it) every grant is used.
+synthesized template, no grant allows more than its calls need, and (with --iam-drift=strict, as `make test`
+runs it) every grant and every condition is used.
 
 The local cloud and the integration harness run each function's calls through an IAM enforcer
 (gpupilot/localcloud/iam.py): a call its role does not allow fails at once with AccessDenied, naming the
 function, the action and the call site, so the test that made it fails. Every decision is also logged to
-GPUPILOT_AWS_CALL_LOG (set here for every worker and every `gpupilot serve` the tests start); at the end
-of the session this plugin reads them all and fails the run when any call was denied or was made by an
-adapter that does not list its action in IAM_ACTIONS, and, in strict mode, when a grant no test used is not
-documented as required by AWS (`Grant.required_by`), or a grant on `*` is of an action the Service
-Authorization Reference gives resource types (stacks/iam_reference.py) without a reason that says why.
+GPUPILOT_AWS_CALL_LOG (set here for every worker and every `gpupilot serve` the tests start), with the request
+and the policies that decided it; at the end of the session this plugin reads them all and fails the run when
+any call was denied or was made by an adapter that does not list its action in IAM_ACTIONS, when a condition
+that allowed a call refuses nothing, when a call an adapter holds to a condition key (IAM_CONDITIONS) is still
+allowed presenting another value of it, when a grant reaches beyond its calls (tests/iam_proofs.py); and, in
+strict mode, when a grant or a resource pattern of it no test used is not documented as required by AWS
+(`Grant.required_by`), when a condition of a deployed policy was proven by no call, or a grant on `*` is of an
+action the Service Authorization Reference gives resource types (stacks/iam_reference.py) without a reason
+that says why.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from typing import Any
 import pytest
 
 from gpupilot.localcloud.iam import CALL_LOG_ENV
+from tests import iam_proofs
 
 # Grants the Lambda service exercises with a function's role, never a call of the function's own code.
 PLATFORM = {
@@ -185,12 +191,21 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         }
     )
     problems += undeclared(recorded)
+    policies = iam_proofs.logged_policies(config.stash[_DIRECTORY])
+    calls = iam_proofs.allowed_calls(recorded, policies)
+    proven, holding_nothing = iam_proofs.prove_conditions(calls, policies)
+    problems += holding_nothing + iam_proofs.unheld_keys(calls, policies) + iam_proofs.wider_than_calls(calls, policies)
     if config.getoption("--iam-drift") == "strict" and exitstatus == 0:
         from gpupilot.localcloud.template import load_template
 
         template = load_template(synth_if_missing=False)
         used = {(d["function"], d["action"]) for d in recorded if d["allowed"]}
+        documented = documented_grants()
         problems += unused_grants(template, used)
+        problems += iam_proofs.unused_patterns(
+            calls, policies, lambda function, action: (function, action) in documented or action in PLATFORM
+        )
+        problems += iam_proofs.unproven_conditions(policies, proven)
         problems += wildcard_grants(template)
     if reporter is not None:
         functions = len({d["function"] for d in recorded})

@@ -10,7 +10,8 @@ wins, an Allow applies only when its action, resource and every condition match.
 not allow fails with AccessDenied, as it would in AWS, naming the function, the action, the resource and
 the call site; a policy the local cloud cannot evaluate as AWS would (an operator or key it does not know)
 fails the deployment instead of being guessed. Every decision can be logged (GPUPILOT_AWS_CALL_LOG, a
-directory) for the IAM drift check of the test suite.
+directory), with the request it authorized and the policies it was decided against, for the IAM drift check of
+the test suite.
 """
 
 from __future__ import annotations
@@ -18,13 +19,15 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import hashlib
+import itertools
 import json
 import os
 import re
 import threading
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +51,10 @@ CREATED_WITH_TAGS = {"CreateComputeEnvironment", "CreateJobQueue", "RegisterJobD
 # CreateComputeEnvironment's iam:PassRole; a policy that allows only ecs-tasks.amazonaws.com is reported to
 # refuse RegisterJobDefinition's job and execution roles).
 PASSED_TO_SERVICE = {"batch": "batch.amazonaws.com"}
+# Service-linked roles by the service principal they serve: each has a fixed name under the
+# /aws-service-role/<service>/ path (AWS Batch User Guide, "Using service-linked roles for AWS Batch": its role is
+# arn:aws:iam::<account>:role/aws-service-role/batch.amazonaws.com/AWSServiceRoleForBatch).
+SERVICE_LINKED_ROLES = {"batch.amazonaws.com": "AWSServiceRoleForBatch"}
 
 
 class PolicyError(ValueError):
@@ -55,7 +62,12 @@ class PolicyError(ValueError):
 
 
 # Condition keys the local cloud presents with AWS's values: per-call keys (absent from a call that has
-# none, as in AWS), and the tags of the resource a call names.
+# none, as in AWS), and the tags of the resource a call names. Each per-call key is derived from the request as the
+# Service Authorization Reference defines it: iam:AWSServiceName "filters access by the AWS service to which this role
+# is attached" (IAM's page: CreateServiceLinkedRole, the service principal the role is created for); ec2:CreateAction
+# "filters access by the name of a resource-creating API action" (EC2's page: the ec2:CreateTags that tagging at
+# creation authorizes names the call that creates, e.g. CreateLaunchTemplate); iam:PassedToService, the service a
+# role is passed to (PASSED_TO_SERVICE).
 REQUEST_KEYS = {"iam:passedtoservice", "iam:awsservicename", "ec2:createaction"}
 RESOURCE_TAG_KEYS = ("ec2:resourcetag/", "aws:resourcetag/")
 # The tags a creating call asks for (aws:RequestTag/<key>): per-call keys too.
@@ -118,6 +130,25 @@ class Request:
                 return next((v for k, v in self.tags.items() if k.lower() == tag), None)
         return next((v for k, v in self.context.items() if k.lower() == lowered), None)
 
+    def with_value(self, key: str, value: str) -> Request:
+        """The same request with condition key `key` set to `value` (a resource tag key sets the resource's tag)."""
+        lowered = key.lower()
+        for prefix in RESOURCE_TAG_KEYS:
+            if lowered.startswith(prefix):
+                tag = key[len(prefix) :]
+                kept = {k: v for k, v in (self.tags or {}).items() if k.lower() != tag.lower()}
+                return replace(self, tags=kept | {tag: value})
+        kept = {k: v for k, v in self.context.items() if k.lower() != lowered}
+        return replace(self, context=kept | {key: value})
+
+    def as_json(self) -> dict[str, Any]:
+        return {"action": self.action, "resource": self.resource, "context": dict(self.context),
+                "tags": None if self.tags is None else dict(self.tags)}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Request:
+        return cls(data["action"], data["resource"], dict(data.get("context") or {}), data.get("tags"))
+
 
 @dataclass(frozen=True)
 class Condition:
@@ -157,6 +188,21 @@ class Condition:
             found = value in self.values
         return found != negated
 
+    def refusing(self, value: str | None) -> str | None:
+        """A value of its key this condition refuses, derived from `value` (the one a call presented): what a call
+        outside the grant would present instead; None when no value is refused (e.g. StringLike "*")."""
+        _kind, negated = OPERATORS[self.operator.removesuffix("IfExists")]
+        if negated:
+            candidates = [v.replace("*", "x").replace("?", "x") for v in self.values]
+        else:
+            given = value or "gpupilot"
+            candidates = [f"outside-{given}", f"{given}-outside", "outside", "arn:aws:iam::000000000000:role/outside"]
+        probe = Request("probe", "*")
+        return next((c for c in candidates if not self.holds(probe.with_value(self.key, c))), None)
+
+    def describe(self) -> str:
+        return f"{self.operator} {self.key} {list(self.values)}"
+
 
 @dataclass(frozen=True)
 class Statement:
@@ -173,6 +219,23 @@ class Statement:
             any(matches(a, request.action, ignore_case=True) for a in self.actions)
             and any(matches(r, request.resource) for r in self.resources)
             and all(condition.holds(request) for condition in self.conditions)
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "effect": self.effect,
+            "actions": list(self.actions),
+            "resources": list(self.resources),
+            "conditions": [[c.operator, c.key, list(c.values)] for c in self.conditions],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Statement:
+        return cls(
+            actions=tuple(data["actions"]),
+            resources=tuple(data["resources"]),
+            effect=data["effect"],
+            conditions=tuple(Condition(op, key, tuple(values)) for op, key, values in data["conditions"]),
         )
 
 
@@ -195,6 +258,11 @@ class Decision:
     site: str
     # Refused on purpose: a test proving what a grant does not allow (the drift check counts no missing grant).
     expected: bool = False
+    # The condition keys the request presented, and the resource's tags (None: not known).
+    context: Mapping[str, str] = field(default_factory=dict)
+    tags: Mapping[str, str] | None = None
+    # Which logged policies decided it (policies-<deployment>.json beside the log).
+    deployment: str = ""
 
 
 _expecting_refusal: contextvars.ContextVar[bool] = contextvars.ContextVar("gpupilot_expecting_refusal", default=False)
@@ -255,8 +323,16 @@ class Arn:
             return name
         return f"arn:{self.partition}:{service}:{self.region}:{self.account}:{kind}{name}"
 
+    def service_linked_role(self, service: str) -> str:
+        """The ARN of `service`'s service-linked role (IAM is global: no region)."""
+        if service not in SERVICE_LINKED_ROLES:
+            raise PolicyError(f"the local cloud does not know the name of {service}'s service-linked role")
+        path = f"role/aws-service-role/{service}/{SERVICE_LINKED_ROLES[service]}"
+        return f"arn:{self.partition}:iam::{self.account}:{path}"
+
 
 ResourceTags = Callable[[str], Mapping[str, str] | None]
+RoleExists = Callable[[str], bool]
 
 
 def required(
@@ -267,9 +343,11 @@ def required(
     arn: Arn,
     roles_of_profile: Callable[[str], Sequence[str]],
     resource_tags: ResourceTags = lambda _arn: None,
+    role_exists: RoleExists = lambda _arn: True,
 ) -> list[Request]:
     """What AWS authorizes this call against: the call's own action, then the implicit ones, each with the
-    resource and the condition keys AWS presents (an action without resource types is authorized on `*`)."""
+    resource and the condition keys AWS presents (an action without resource types is authorized on `*`);
+    `role_exists` says whether a role is in the account (unknown: assumed there, so nothing is asked of it)."""
     action = ACTION_NAMES.get((service, operation), f"{signing_name}:{operation}")
     checks: list[Request] = []
     if service == "dynamodb" and operation == "TransactWriteItems":
@@ -296,6 +374,16 @@ def required(
         passed = {"iam:PassedToService": PASSED_TO_SERVICE["batch"]}
         checks.extend(Request("iam:PassRole", role, passed) for role in roles if role)
         checks.extend(Request("iam:PassRole", role, passed) for role in (roles_of_profile(profile) if profile else ()))
+        # "If the Batch service-linked role doesn't exist in your account, and no role is specified here, the service
+        # attempts to create the Batch service-linked role in your account" (CreateComputeEnvironment, serviceRole),
+        # a MANAGED compute environment only (AWS Batch User Guide, "Using service-linked roles for AWS Batch"): with
+        # the caller's iam:CreateServiceLinkedRole, iam:AWSServiceName being the service the role is created for.
+        managed = operation == "CreateComputeEnvironment" and params.get("type") == "MANAGED"
+        linked = arn.service_linked_role(PASSED_TO_SERVICE["batch"])
+        if managed and not params.get("serviceRole") and not role_exists(linked):
+            checks.append(
+                Request("iam:CreateServiceLinkedRole", linked, {"iam:AWSServiceName": PASSED_TO_SERVICE["batch"]})
+            )
     elif service == "stepfunctions" and operation == "StartExecution":
         machine = params["stateMachineArn"]
         execution = machine.replace(":stateMachine:", ":execution:") + f":{params.get('name', 'new')}"
@@ -325,7 +413,9 @@ def required(
     elif service == "ecs" and "cluster" in params:
         checks.append(Request(action, arn("ecs", "cluster/", params["cluster"])))
     elif service == "iam" and operation == "CreateServiceLinkedRole":
-        checks.append(Request(action, "*", {"iam:AWSServiceName": params["AWSServiceName"]}))
+        # Authorized on the role it creates (resource type role), with the service it serves as iam:AWSServiceName.
+        linked = arn.service_linked_role(params["AWSServiceName"])
+        checks.append(Request(action, linked, {"iam:AWSServiceName": params["AWSServiceName"]}))
     elif service == "ssm" and "Name" in params:
         # A parameter's ARN is `parameter/<name>`; a hierarchical name's leading `/` is that slash.
         checks.append(Request(action, arn("ssm", "parameter/", str(params["Name"]).lstrip("/"))))
@@ -376,6 +466,9 @@ def call_site() -> str:
     return "unknown"
 
 
+_enforcers = itertools.count()
+
+
 class IamEnforcer:
     """A botocore `before-parameter-build` handler: authorizes each call of a function against its role."""
 
@@ -386,20 +479,37 @@ class IamEnforcer:
         roles_of_profile: Callable[[str], Sequence[str]] = lambda _profile: (),
         log_dir: Path | None = None,
         resource_tags: ResourceTags = lambda _arn: None,
+        role_exists: RoleExists = lambda _arn: True,
     ) -> None:
         self.policies = policies
         self.arn = arn
         self.roles_of_profile = roles_of_profile
         self.resource_tags = resource_tags
+        self.role_exists = role_exists
         self.decisions: list[Decision] = []
-        self._log = log_dir / f"calls-{os.getpid()}-{id(self)}.jsonl" if log_dir else None
-        self._seen: set[tuple[str, str, str, bool, bool]] = set()
+        self._log = log_dir / f"calls-{os.getpid()}-{next(_enforcers)}.jsonl" if log_dir else None
+        self.deployment = self._log_policies(log_dir) if log_dir else ""
+        self._seen: set[tuple[Any, ...]] = set()
         self._lock = threading.Lock()
 
     @classmethod
     def log_dir_from_environment(cls) -> Path | None:
         value = os.environ.get(CALL_LOG_ENV)
         return Path(value) if value else None
+
+    def _log_policies(self, log_dir: Path) -> str:
+        """The policies this enforcer decides by, logged once per distinct set (named by their digest)."""
+        document = json.dumps(
+            {function: [s.as_json() for s in statements] for function, statements in sorted(self.policies.items())},
+            sort_keys=True,
+        )
+        digest = hashlib.sha256(document.encode()).hexdigest()[:16]
+        path = log_dir / f"policies-{digest}.json"
+        if not path.exists():
+            partial = path.with_suffix(f".{os.getpid()}.{id(self)}.tmp")
+            partial.write_text(document)
+            partial.replace(path)  # whole or absent, whichever process writes it
+        return digest
 
     def __call__(
         self, params: Mapping[str, Any], model: Any, context: Mapping[str, Any] | None = None, **_: Any
@@ -416,12 +526,17 @@ class IamEnforcer:
             self.arn.in_region((context or {}).get("client_region")),
             self.roles_of_profile,
             self.resource_tags,
+            self.role_exists,
         )
         site = call_site()
         for check in checks:
             refusal = authorize(self.policies[function], check)
             expected = refusal is not None and _expecting_refusal.get()
-            self._record(Decision(function, check.action, check.resource, refusal is None, site, expected))
+            decision = Decision(
+                function, check.action, check.resource, refusal is None, site, expected,
+                dict(check.context), None if check.tags is None else dict(check.tags), self.deployment,
+            )  # fmt: skip
+            self._record(decision)
             if refusal is not None:
                 message = (
                     f"{function} is not authorized to perform: {check.action} on resource: {check.resource} "
@@ -430,7 +545,8 @@ class IamEnforcer:
                 raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": message}}, model.name)
 
     def _record(self, decision: Decision) -> None:
-        key = (decision.function, decision.action, decision.resource, decision.allowed, decision.expected)
+        presented = json.dumps([decision.context, decision.tags], sort_keys=True)
+        key = (decision.function, decision.action, decision.resource, decision.allowed, decision.expected, presented)
         with self._lock:
             self.decisions.append(decision)
             if self._log is None or key in self._seen:
@@ -456,9 +572,27 @@ def moto_resource_tags(account: str, region: str) -> ResourceTags:
     return tags
 
 
+def moto_role_exists(account: str) -> RoleExists:
+    """Whether the embedded moto's IAM holds the role of an ARN: its path and name, the name compared without case
+    (moto names Batch's service-linked role AWSServiceRoleForbatch where AWS says AWSServiceRoleForBatch)."""
+
+    def exists(role_arn: str) -> bool:
+        from moto.iam.models import iam_backends
+
+        partition, resource = role_arn.split(":")[1], role_arn.split(":", 5)[-1]
+        path, _, name = resource.removeprefix("role").rpartition("/")
+        return any(
+            role.path == f"{path}/" and role.name.lower() == name.lower()
+            for role in iam_backends[account][partition].get_roles()
+        )
+
+    return exists
+
+
 def enforcer_for(policies: Mapping[str, list[Statement]], profile_roles: Mapping[str, list[str]], region: str,
                  account: str, log_dir: Path | None = None) -> IamEnforcer:  # fmt: skip
-    """An enforcer of a local deployment's policies (see deploy.Deployment), reading resource tags from moto."""
+    """An enforcer of a local deployment's policies (see deploy.Deployment), reading resource tags and roles from
+    moto."""
     from gpupilot.localcloud.template import partition_of
 
     return IamEnforcer(
@@ -467,4 +601,5 @@ def enforcer_for(policies: Mapping[str, list[Statement]], profile_roles: Mapping
         lambda profile: profile_roles.get(profile, ()),
         log_dir,
         moto_resource_tags(account, region),
+        moto_role_exists(account),
     )

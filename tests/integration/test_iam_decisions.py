@@ -11,10 +11,12 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ClientError
 
 from functions.shared import constants as c
 from functions.shared.adapters.batch import BatchJobsAdapter
+from functions.shared.adapters.clients import observe_calls, reset_clients, stop_observing
 from functions.shared.adapters.fleet import Ec2EcsFleet
 from functions.shared.domain.pools.specs import POOL_TAG
 from gpupilot.localcloud.dispatch import current_function
@@ -176,6 +178,19 @@ def test_submit_job_passes_its_job_and_execution_roles_when_it_registers_a_job_d
     assert f":job-definition/{POOL}-train:" in arn
 
 
+def test_submit_job_may_pass_a_role_the_request_names_under_the_job_role_prefix(cloud: Cloud) -> None:
+    # Given a role of the account named gpupilot-job-*, the kind a request may name for its job
+    trust = json.dumps({"Statement": [{"Effect": "Allow", "Principal": {"Service": "ecs-tasks.amazonaws.com"},
+                                       "Action": "sts:AssumeRole"}]})  # fmt: skip
+    named = boto3.client("iam").create_role(RoleName="gpupilot-job-trainer", AssumeRolePolicyDocument=trust)
+    execution_role = cloud.deployment.environment("submit_job")[c.ENV_JOB_EXECUTION_ROLE_ARN]
+    # When the submit function registers a job definition running as it
+    with calling_as("submit_job"):
+        arn = BatchJobsAdapter().register_job_definition(job_definition(named["Role"]["Arn"], execution_role))
+    # Then IAM allowed the role to be passed
+    assert f":job-definition/{POOL}-train:" in arn
+
+
 @pytest.mark.parametrize("service", ["batch.amazonaws.com", "ecs-tasks.amazonaws.com"])
 def test_submit_jobs_pass_role_grant_holds_whichever_service_key_batch_presents(cloud: Cloud, service: str) -> None:
     # Given the submit function's policy as deployed, and the roles a job may run as
@@ -259,3 +274,42 @@ def test_ensure_queue_may_not_create_a_launch_template_without_the_reservation_t
             lambda: adapter.Ec2Reservations().launch_template(cloud.deployment.launch_template_name, 1, block)
         )
     assert "ec2:CreateLaunchTemplate" in message
+
+
+# -- DynamoDB: the sweep's index of unfinished jobs, and its predecessor while DynamoDB backfills it -------
+def test_the_sweep_may_read_the_unfinished_jobs_from_the_predecessor_index_while_the_new_one_backfills(
+    cloud: Cloud,
+) -> None:
+    from functions.shared.adapters.job_lists import JobLists
+    from functions.shared.adapters.job_store import DynamoJobStore
+    from functions.shared.domain.requests.job_request import JobRequest
+
+    # Given an unfinished job, and DynamoDB refusing the new index (just deployed, still backfilling)
+    table = cloud.deployment.table_name
+    request = {"name": "train", "image": "nvidia/cuda:12.4.1-base-ubuntu22.04", "command": ["nvidia-smi"]}
+    DynamoJobStore(table).create_job("0123456789abcdef0123", JobRequest.model_validate(request))
+
+    refused: list[str] = []
+
+    def backfilling(params: dict[str, Any], **_: Any) -> Any:
+        index = json.loads(params["body"]).get("IndexName")  # the request as it will be sent
+        if index != c.GSI2_NAME:
+            return None
+        refused.append(index)
+        message = f"Cannot read from backfilling global secondary index: {index}"
+        error = {"Error": {"Code": "ValidationException", "Message": message}, "ResponseMetadata": {}}
+        return AWSResponse("", 400, {}, None), error
+
+    # Answered as DynamoDB would, once IAM has authorized the call (a `before-call` answer is the response).
+    observe_calls(backfilling, event="before-call.dynamodb.Query")
+    reset_clients()  # a client copies the observers when it is made
+    try:
+        # When the sweep reads the unfinished jobs
+        with calling_as("health_sweep"):
+            jobs = JobLists(table).active_jobs()
+    finally:
+        stop_observing(backfilling)
+        reset_clients()
+    # Then the new index refused it once, and the sweep's role let it read them all from the predecessor
+    assert refused == [c.GSI2_NAME]
+    assert [job.job_id for job in jobs] == ["0123456789abcdef0123"]

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gpupilot.localcloud.iam import Arn, PolicyError, Request, authorize, required, statements_of
+from gpupilot.localcloud.iam import Arn, Condition, PolicyError, Request, authorize, required, statements_of
 
 ACCOUNT = "123456789012"
 INSTANCE = f"arn:aws:ec2:us-east-1:{ACCOUNT}:instance/i-0abc"
@@ -226,3 +226,56 @@ def test_an_ec2_call_that_creates_with_tags_is_authorized_with_its_request_tags_
     untagged = required("ec2", "ec2", "CreateLaunchTemplate", {"LaunchTemplateName": "lt"}, ARNS, lambda _p: ())
     assert [c.action for c in untagged] == ["ec2:CreateLaunchTemplate"]
     assert not allowed(held, untagged[0])
+
+
+BATCH_ROLE = f"arn:aws:iam::{ACCOUNT}:role/aws-service-role/batch.amazonaws.com/AWSServiceRoleForBatch"
+MANAGED = {"computeEnvironmentName": "gpupilot-od-1", "type": "MANAGED", "computeResources": {}}
+
+
+def test_a_managed_compute_environment_without_a_service_role_asks_for_batchs_service_linked_role_if_absent() -> None:
+    # Given no service role in the call, and an account without Batch's service-linked role
+    checks = required(
+        "batch", "batch", "CreateComputeEnvironment", MANAGED, ARNS, lambda _p: (), role_exists=lambda _a: False
+    )
+    # Then Batch creates it with the caller's permission: on that role, for the service it serves
+    assert Request("iam:CreateServiceLinkedRole", BATCH_ROLE, {"iam:AWSServiceName": "batch.amazonaws.com"}) in checks
+
+
+@pytest.mark.parametrize(
+    ("params", "exists"),
+    [(MANAGED, True), (MANAGED | {"serviceRole": ROLE}, False), (MANAGED | {"type": "UNMANAGED"}, False)],
+    ids=["role-exists", "service-role-given", "unmanaged"],
+)
+def test_no_service_linked_role_is_asked_for_when_it_exists_or_a_role_is_given_or_batch_manages_nothing(
+    params: dict[str, Any], exists: bool
+) -> None:
+    checks = required(
+        "batch", "batch", "CreateComputeEnvironment", params, ARNS, lambda _p: (), role_exists=lambda _a: exists
+    )
+    assert [c.action for c in checks if c.action == "iam:CreateServiceLinkedRole"] == []
+
+
+def test_a_refusing_value_is_one_the_condition_refuses_for_each_operator() -> None:
+    # Given a condition of each kind, and the value a call presented
+    for operator, values, presented in [
+        ("StringEquals", "batch.amazonaws.com", "batch.amazonaws.com"),
+        ("StringLike", "gpupilot-*", "gpupilot-od-1"),
+        ("StringNotEquals", "ecs.amazonaws.com", "batch.amazonaws.com"),
+        ("StringNotLike", "other-*", "gpupilot-od-1"),
+        ("ArnLike", f"arn:aws:iam::{ACCOUNT}:role/gpupilot-*", f"arn:aws:iam::{ACCOUNT}:role/gpupilot-x"),
+    ]:
+        condition = Condition.parse(operator, "ec2:ResourceTag/owner", values)
+        refused = condition.refusing(presented)
+        # Then the value is one the condition refuses, where the presented one holds
+        assert condition.holds(Request("x", INSTANCE, tags={"owner": presented})), operator
+        assert refused is not None and not condition.holds(Request("x", INSTANCE, tags={"owner": refused})), operator
+    # And a condition that holds for every value refuses none
+    assert Condition.parse("StringLike", "ec2:CreateAction", "*").refusing("CreateLaunchTemplate") is None
+
+
+def test_a_request_with_a_keys_value_changed_changes_the_resources_tag_or_the_calls_key() -> None:
+    request = Request("ec2:CreateTags", INSTANCE, {"ec2:CreateAction": "RunInstances"}, tags={"Gpupilot:Pool": "p"})
+    tagged = request.with_value("ec2:ResourceTag/gpupilot:pool", "q")
+    assert tagged.tags == {"gpupilot:pool": "q"} and tagged.context == request.context
+    keyed = request.with_value("EC2:CreateAction", "CreateLaunchTemplate")
+    assert keyed.context == {"EC2:CreateAction": "CreateLaunchTemplate"} and keyed.tags == request.tags

@@ -34,10 +34,15 @@ IAM_ACTIONS = (
     "batch:DeleteJobQueue",
     "batch:UpdateComputeEnvironment",
     "batch:DeleteComputeEnvironment",
-    # Checked by AWS without a call of their own: tags given at creation, roles passed to Batch and ECS.
+    # Checked by AWS without a call of their own: tags given at creation, roles passed to Batch and ECS, and Batch's
+    # service-linked role, created with the caller's permission by the first compute environment that needs it.
     "batch:TagResource",
     "iam:PassRole",
+    "iam:CreateServiceLinkedRole",
 )
+# The condition keys that hold these calls to what GPU Pilot needs (the IAM drift check proves each refuses a call
+# that presents another value): the only service-linked role the compute environments may create is Batch's.
+IAM_CONDITIONS = {"iam:CreateServiceLinkedRole": ("iam:AWSServiceName",)}
 LIVE_STATUSES = ("SUBMITTED", "PENDING", "RUNNABLE", "STARTING", "RUNNING")
 DESCRIBE_JOBS_PAGE = 100  # DescribeJobs takes at most 100 job ids
 LIST_JOBS_PAGE = 100

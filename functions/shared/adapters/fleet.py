@@ -28,6 +28,12 @@ IAM_ACTIONS = (
     "ecs:UpdateContainerInstancesState",
     "ec2:GetConsoleOutput",
 )
+# The condition keys that hold these calls to what GPU Pilot needs (the IAM drift check proves each refuses a call
+# that presents another value): Batch names the instances it launches, so only the pool tag marks GPU Pilot's.
+IAM_CONDITIONS = {
+    "ec2:TerminateInstances": (f"ec2:ResourceTag/{POOL_TAG}",),
+    "ec2:GetConsoleOutput": (f"ec2:ResourceTag/{POOL_TAG}",),
+}
 FILTER_VALUES = 200  # values per EC2 filter
 TERMINATE_PAGE = 1000  # TerminateInstances takes at most 1000 ids
 DESCRIBE_PAGE = 100  # DescribeContainerInstances takes at most 100

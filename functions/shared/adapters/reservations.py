@@ -20,6 +20,7 @@ from functions.shared.adapters.clients import client
 from functions.shared.domain.core.errors import RequestRefused
 from functions.shared.domain.reservations.reservation import (
     ACTIVE,
+    PURCHASED_BY_TAG,
     RESERVATION_TAG,
     SCHEDULED,
     BlockOffering,
@@ -40,6 +41,14 @@ IAM_ACTIONS = (
     "ec2:CreateLaunchTemplate",
     "ec2:CreateTags",
 )
+# The condition keys that hold these calls to what GPU Pilot needs (the IAM drift check proves each refuses a call
+# that presents another value): EC2 assigns the new resources' ids, so their tags mark GPU Pilot's, and tagging is
+# allowed only as part of the call that creates (never on an existing resource).
+IAM_CONDITIONS = {
+    "ec2:CreateLaunchTemplate": (f"aws:RequestTag/{RESERVATION_TAG}",),
+    "ec2:PurchaseCapacityBlock": (f"aws:RequestTag/{PURCHASED_BY_TAG}",),
+    "ec2:CreateTags": ("ec2:CreateAction",),
+}
 # The plan and the sweep read the same reservations within a minute of each other; a launch into one is seen by the
 # next read after that (EC2 itself may take minutes to show a new reservation active).
 RESERVATIONS_TTL_SECONDS = 60

@@ -97,3 +97,14 @@ def aws_failure_words(error: Exception) -> str:
     """An AWS call's failure in one line, `code: message`."""
     code, message = aws_error_parts(error)
     return f"{code}: {message or error}"[:500]
+
+
+# The codes AWS answers a call its caller's policies do not allow with: EC2's own, and the other services'.
+REFUSED_CODES = ("AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "UnauthorizedException")
+
+
+def call_failure_words(what: str, error: Exception) -> str:
+    """`<what> was refused: <code>: <message>` when AWS refused the call on its caller's permissions (the message names
+    the action and the resource, and why), else `<what> failed: <code>: <message>`."""
+    code, _ = aws_error_parts(error)
+    return f"{what} {'was refused' if code in REFUSED_CODES else 'failed'}: {aws_failure_words(error)}"

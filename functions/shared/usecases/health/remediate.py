@@ -19,6 +19,7 @@ from functions.shared.domain.capacity.unavailable import (
     remembered,
 )
 from functions.shared.domain.core.clock import now_iso
+from functions.shared.domain.core.errors import call_failure_words
 from functions.shared.domain.core.vocabulary import CapacityType, FindingKind, MetricName
 from functions.shared.domain.diagnosis.findings import Finding
 from functions.shared.domain.fleet.batch import BatchJobState, ComputeEnvironmentState, JobQueueState
@@ -31,28 +32,34 @@ def remediate_fleet(finding: Finding, pool: ComputeEnvironmentState, zones: dict
     """Act on one fleet finding of the pool; `zones` is instance id -> zone, for the offerings remembered."""
     settings = ports.settings
     done: list[str] = []
+    step = ""
     try:
         if finding.kind in REGISTRATION_FAILURES:
+            step = f"remembering {pool.name}'s offerings as unavailable"
             _remember_offerings(finding, pool, zones, ports)
             done.append(f"remembered {pool.name}'s offerings as unavailable")
         if finding.kind == FindingKind.ECS_AGENT_NOT_REGISTERED and settings.terminate_unregistered:
+            step = f"terminating {', '.join(finding.instances)}"
             ports.fleet.terminate_instances(finding.instances)
             done.append(f"terminated {len(finding.instances)} instance(s) that never registered")
         if finding.kind == FindingKind.AGENT_DISCONNECTED and settings.deregister_disconnected and pool.ecs_cluster_arn:
             deregistered = []
             for item in finding.evidence.get("instances", []):
                 if item.get("container_instance"):
+                    step = f"deregistering {item['container_instance'].rsplit('/', 1)[-1]} from ECS"
                     ports.fleet.deregister_container_instance(pool.ecs_cluster_arn, item["container_instance"])
                     deregistered.append(item["instance_id"])
             done.append(f"deregistered {len(deregistered)} container instance(s) whose agent disconnected")
             if deregistered:
                 # Deregistered, an instance can never run a job again: left alive it would only cost money (and
                 # read, to the next sweep, as an instance that never registered).
+                step = f"terminating {', '.join(deregistered)}"
                 ports.fleet.terminate_instances(deregistered)
                 done.append(f"terminated {len(deregistered)} deregistered instance(s)")
     except Exception as error:
         logger.exception("remediation failed", extra={"pool": pool.name, "kind": finding.kind.value})
-        done.append(f"remediation failed: {type(error).__name__}")
+        # The finding says which step AWS refused and why (a missing grant names its action and resource).
+        done.append(call_failure_words(step, error))
     _record(finding, done, ports)
 
 
@@ -63,7 +70,7 @@ def disable_failing_pool(finding: Finding, queue: JobQueueState, failures: int, 
         ports.pools.disable_job_queue(queue.name)
     except Exception as error:
         logger.exception("could not disable a failing pool", extra={"pool": queue.name})
-        _record(finding, [f"disabling job queue {queue.name} failed: {type(error).__name__}"], ports)
+        _record(finding, [call_failure_words(f"disabling job queue {queue.name}", error)], ports)
         return False
     _record(
         finding, [f"disabled job queue {queue.name}: {failures} sweeps in a row found instances not registering"], ports
@@ -78,14 +85,18 @@ def cancel_past_limit(finding: Finding, jobs: list[BatchJobState], ports: Ports)
         return
     reason = f"GPU Pilot: RUNNABLE past {limit_minutes:g} minutes: {finding.kind.value}"
     cancelled = 0
+    failures: list[str] = []
     for job in jobs:
         try:
             ports.batch.terminate_job(job.job_id, reason[:1024])
             cancelled += 1
-        except Exception:
+        except Exception as error:
             logger.exception("could not cancel a stuck job", extra={"batch_job_id": job.job_id})
-    if cancelled:
-        _record(finding, [f"cancelled {cancelled} job(s) RUNNABLE past {limit_minutes:g} minutes"], ports)
+            failures.append(call_failure_words(f"cancelling Batch job {job.job_id}", error))
+    done = [f"cancelled {cancelled} job(s) RUNNABLE past {limit_minutes:g} minutes"] if cancelled else []
+    if failures:
+        done.append(failures[0] + (f" (and {len(failures) - 1} more cancel(s))" if len(failures) > 1 else ""))
+    _record(finding, done, ports)
 
 
 def _remember_offerings(finding: Finding, pool: ComputeEnvironmentState, zones: dict[str, str], ports: Ports) -> None:

@@ -14,6 +14,7 @@ from datetime import timedelta
 
 from functions.shared.constants import LAMBDAS_BY_KEY
 from functions.shared.domain.core.clock import iso, now_iso, parse_iso, seconds_between
+from functions.shared.domain.core.errors import call_failure_words
 from functions.shared.domain.core.vocabulary import MetricName
 from functions.shared.domain.diagnosis.findings import Finding
 from functions.shared.domain.fleet.batch import ComputeEnvironmentState, ContainerInstanceState, FleetState
@@ -24,23 +25,19 @@ from functions.shared.domain.hosts.quarantine import (
     QuarantineReason,
     QuarantineRecord,
     bad_host_finding,
-    describe_quarantine,
-    last_success_on,
     quarantine_evidence,
     quarantine_reason,
-    success_lookback,
     too_many_unhealthy,
-    waste_since,
 )
 from functions.shared.observability import logger
 from functions.shared.ports import Ports
+from functions.shared.usecases.hosts.quarantined import note_jobs, waste_from
 from functions.shared.usecases.hosts.unhealthy_pools import unhealthy_pool
 
 MAX_CONSOLE_READS = 5  # per pool and sweep: console output is evidence, not a census
 # A quarantine recorded by a sweep that has not yet said what it did is that sweep's to finish (drain, then
 # terminate), unless it has run longer than a sweep can: it failed midway, and a later sweep terminates the host.
 SWEEP_RUNS_AT_MOST_SECONDS = LAMBDAS_BY_KEY["health_sweep"].timeout_seconds
-SUCCESSES_READ = 2000  # at most, the job records read to find a quarantined host's last success
 
 
 @dataclass
@@ -54,16 +51,23 @@ class HostSweep:
     boot_check_failed: set[str] = field(default_factory=set)
     quarantined: set[str] = field(default_factory=set)
     consoles: dict[str, str | None] = field(default_factory=dict)
+    # Instance -> why its console could not be read (a refusal names the missing grant): said in its evidence.
+    console_failures: dict[str, str] = field(default_factory=dict)
 
 
-def read_console(instance_id: str, ports: Ports, consoles: dict[str, str | None]) -> str | None:
-    """An instance's console output, once per sweep; None when EC2 will not give it (never fatal to the sweep)."""
+def read_console(
+    instance_id: str, ports: Ports, consoles: dict[str, str | None], failures: dict[str, str] | None = None
+) -> str | None:
+    """An instance's console output, once per sweep; None when EC2 will not give it (never fatal to the sweep), and
+    why in `failures`."""
     if instance_id not in consoles:
         try:
             consoles[instance_id] = ports.fleet.console_output(instance_id)
-        except Exception:
+        except Exception as error:
             logger.exception("could not read the console output", extra={"instance_id": instance_id})
             consoles[instance_id] = None
+            if failures is not None:
+                failures[instance_id] = call_failure_words(f"reading {instance_id}'s console output", error)
     return consoles[instance_id]
 
 
@@ -123,7 +127,7 @@ def _sweep_pool(
         verdict = None
         if container.gpus == 0 and reads < MAX_CONSOLE_READS:
             reads += 1
-            verdict = boot_verdict(read_console(instance_id, ports, swept.consoles))
+            verdict = boot_verdict(read_console(instance_id, ports, swept.consoles, swept.console_failures))
         case = HostCase(
             instance_id=instance_id,
             container_instance_arn=container.arn,
@@ -147,7 +151,9 @@ def _sweep_pool(
         return
     for case, container in candidates:
         # Its console: the boot check's verdict, the kernel's Xid lines (of the few hosts quarantined at once).
-        case.evidence = console_evidence(read_console(case.instance_id, ports, swept.consoles))
+        case.evidence = console_evidence(read_console(case.instance_id, ports, swept.consoles, swept.console_failures))
+        if case.instance_id in swept.console_failures:
+            case.evidence["console"] = swept.console_failures[case.instance_id]
         if container.impaired:
             case.evidence["impaired"] = "; ".join(container.impaired)
         _quarantine(pool, case, container, at, ports, swept, records)
@@ -174,19 +180,22 @@ def _quarantine(
         at=at,
         container_instance_arn=case.container_instance_arn,
         instance_type=case.instance_type,
-        waste_from=_waste_from(case, ports),
+        waste_from=waste_from(case, ports),
     )
     if not ports.hosts.record_quarantine(record):
         return
     records[record.instance] = record
     swept.quarantined.add(record.instance)
     done: list[str] = []
+    step = ""
     try:
         if pool.ecs_cluster_arn:
+            step = f"draining {container.arn.rsplit('/', 1)[-1]} in ECS"
             refused = ports.fleet.drain(pool.ecs_cluster_arn, [container.arn])
             done.append("ECS refused to drain it" if refused else f"drained {container.arn.rsplit('/', 1)[-1]} in ECS")
             record.drained_at = None if refused else now_iso()
         if container.running_tasks == 0:
+            step = f"terminating {case.instance_id}"
             ports.fleet.terminate_instances([case.instance_id])
             done.append(f"terminated {case.instance_id}")
             record.terminated_at = now_iso()
@@ -196,7 +205,8 @@ def _quarantine(
             done.append(f"{container.running_tasks} task(s) still running: terminated by the next sweep")
     except Exception as error:
         logger.exception("quarantine failed", extra={"instance_id": case.instance_id, "pool": pool.name})
-        done.append(f"quarantine failed: {type(error).__name__}")
+        # The finding says which step AWS refused and why (a missing grant names its action and resource).
+        done.append(call_failure_words(step, error))
     record.action = "; ".join(done)
     ports.hosts.update_quarantine(record)
     if record.waste_from:
@@ -204,23 +214,7 @@ def _quarantine(
     ports.metrics.add(MetricName.QUARANTINED_HOSTS, 1)
     ports.metrics.add_for_pool(MetricName.QUARANTINED_HOSTS, pool.name, 1)
     ports.metrics.add(MetricName.REMEDIATIONS, len(done))
-    _note_jobs(record, case.faults, ports)
-
-
-def _waste_from(case: HostCase, ports: Ports) -> str | None:
-    """From when the host's cost is waste: since the last GPU Pilot job that succeeded on it ended (the jobs created
-    since its launch, or a window before its first failure, read once per host quarantined: a rare event)."""
-    looked_since = success_lookback(case, ports.settings.bad_host_window_seconds)
-    if looked_since is None or case.container_instance_arn is None:
-        return waste_since(case)
-    try:
-        records = ports.jobs.jobs_created_between(looked_since, now_iso(), max_items=SUCCESSES_READ)
-    except Exception:
-        logger.exception("could not read the jobs that ran on a quarantined host", extra={"instance": case.instance_id})
-        return waste_since(case)
-    if len(records) >= SUCCESSES_READ:
-        return waste_since(case)  # the newest were not read: a success among them would be missed
-    return waste_since(case, last_success_on(records, case.container_instance_arn), looked_since)
+    note_jobs(record, case.faults, ports)
 
 
 def _finish(
@@ -242,16 +236,6 @@ def _finish(
         record.terminated_at = at
     except Exception as error:
         logger.exception("could not terminate a quarantined host", extra={"instance_id": record.instance})
-        done = f"termination failed: {type(error).__name__}"
+        done = call_failure_words(f"terminating {record.instance} at {at}", error)
     record.action = "; ".join(filter(None, [record.action, done]))
     ports.hosts.update_quarantine(record)
-
-
-def _note_jobs(record: QuarantineRecord, faults: list[HostFault], ports: Ports) -> None:
-    """The timeline of every GPU Pilot job the host failed says so."""
-    note = describe_quarantine(record)
-    for job_id in sorted({f.job_id for f in faults if f.job_id}):
-        try:
-            ports.jobs.note_host(job_id, ports.jobs.get_job(job_id).status, record.instance, note, record.at)
-        except Exception:
-            logger.exception("could not note the quarantine on a job", extra={"job_id": job_id})
