@@ -17,7 +17,7 @@ from typing import Any
 
 from aws_cdk import Aws
 
-from functions.shared.constants import REGION_PARAMETER, STATE_MACHINE_NAME
+from functions.shared.constants import GSI2_LEGACY_NAME, GSI2_NAME, REGION_PARAMETER, STATE_MACHINE_NAME
 from functions.shared.domain.job_definitions import JOB_LOG_GROUP, JOB_LOG_STREAM_PREFIX
 from functions.shared.domain.pools import POOL_TAG
 from functions.shared.domain.reservations import PURCHASED_BY_TAG, RESERVATION_TAG
@@ -304,6 +304,12 @@ class Owned:
         """Queries of the job table and its indexes (lists, the offerings memory, the sweep's working set)."""
         return Grant(actions=("dynamodb:Query",), resources=(self.table, *self.table_indexes))
 
+    def active_index_scans(self) -> Grant:
+        """Scans of the sparse index of unfinished jobs (and of its predecessor while DynamoDB fills it): the sweep
+        reads its working set whole, never the table."""
+        active = tuple(arn for arn in self.table_indexes if arn.rsplit("/", 1)[-1] in (GSI2_NAME, GSI2_LEGACY_NAME))
+        return Grant(actions=("dynamodb:Scan",), resources=active)
+
 
 def reservation_templates(arns: Arns) -> list[Grant]:
     """What a reservation's pool needs: the reservation as EC2 says now, and a launch template that targets it, copied
@@ -548,6 +554,7 @@ def function_grants(arns: Arns, owned: Owned, allow_purchase: bool = False) -> d
             # authorized as UpdateItem each, their puts as PutItem).
             owned.items("GetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchGetItem"),
             owned.queries(),
+            owned.active_index_scans(),
             describe(
                 "AWS Batch",
                 "batch:DescribeJobs",
