@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bench import REPO_ROOT, sweep
+from bench import REPO_ROOT, RESULTS_DIR, sweep
 
 pytestmark = pytest.mark.bench
 SMALL_JOBS = 300
@@ -51,6 +51,16 @@ def test_a_cold_sweep_of_ten_thousand_jobs_adds_only_what_a_new_container_reads_
     assert cold <= at_scale["cold_budget"], first
     added = {api: count - second.get(api, 0) for api, count in first.items() if count > second.get(api, 0)}
     assert set(added) <= set(sweep.COLD_READS) and set(added.values()) <= {1}, added
+
+
+def test_no_api_of_a_warm_sweep_is_called_more_than_the_committed_scaling_figures(at_scale: dict[str, Any]) -> None:
+    # Given the warm sweep, and the figures docs/scaling.md weighs against AWS's quotas (bench/results/scaling.json)
+    _, warm = at_scale["calls_by_api_per_round"]
+    committed = json.loads((RESULTS_DIR / "scaling.json").read_text())["details"]["sweep"]
+    assert (committed["jobs"], committed["queues"]) == (at_scale["jobs"], at_scale["queues"])
+    # Then no API is called more often than committed (a new API counts as grown from 0)
+    grown = {api: (n, committed["calls"].get(api, 0)) for api, n in warm.items() if n > committed["calls"].get(api, 0)}
+    assert not grown, f"(measured, committed) by API: {grown}"
 
 
 def test_a_call_per_listed_job_shows_in_the_bench_s_call_count(tmp_path: Path) -> None:
