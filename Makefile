@@ -74,6 +74,7 @@ cli-reference: setup
 bench: synth
 	$(PY) -m bench.run
 	$(PY) -m bench.render
+	$(PY) -m bench.scaling_page
 
 # Refresh the bundled snapshots from a real account (your AWS credentials; read-only calls).
 catalog: setup

@@ -31,6 +31,20 @@ def metric(value: float, unit: str, baseline: float, digits: int = 3) -> dict[st
     return {"value": value, "unit": unit, "baseline": baseline, "ratio": ratio}
 
 
+def api_name(model: Any) -> str:
+    """An AWS call as IAM names its action, from botocore's operation model: "dynamodb:Query",
+    "states:SendTaskSuccess"."""
+    return f"{model.service_model.signing_name}:{model.name}"
+
+
+def by_api(calls: list[str]) -> dict[str, int]:
+    """Calls named as api_name names them: how many of each, in name order."""
+    found: dict[str, int] = {}
+    for name in calls:
+        found[name] = found.get(name, 0) + 1
+    return dict(sorted(found.items()))
+
+
 def utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 

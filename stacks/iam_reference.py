@@ -57,6 +57,7 @@ RESOURCE_TYPES: dict[str, tuple[str, ...]] = {
     "dynamodb:GetItem": ("table",),
     "dynamodb:PutItem": ("table",),
     "dynamodb:Query": ("table", "index"),
+    "dynamodb:Scan": ("table", "index"),
     "dynamodb:UpdateItem": ("table",),
     "ec2:CreateLaunchTemplate": ("launch-template",),
     # Tagging at creation is authorized on the resource being created (ec2:CreateAction names the creating call).

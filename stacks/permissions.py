@@ -306,6 +306,12 @@ class Owned:
         named = tuple(arn for arn in self.table_indexes if any(arn.endswith(f"/index/{i}") for i in indexes))
         return Grant(actions=("dynamodb:Query",), resources=(self.table, *named))
 
+    def active_index_scans(self) -> Grant:
+        """Scans of the sparse index of unfinished jobs (and of its predecessor while DynamoDB fills it): the sweep
+        reads its working set whole, never the table."""
+        active = tuple(arn for arn in self.table_indexes if arn.rsplit("/", 1)[-1] in (GSI2_NAME, GSI2_LEGACY_NAME))
+        return Grant(actions=("dynamodb:Scan",), resources=active)
+
 
 def reservation_templates(arns: Arns) -> list[Grant]:
     """What a reservation's pool needs: the reservation as EC2 says now, and a launch template that targets it, copied
@@ -550,9 +556,10 @@ def function_grants(arns: Arns, owned: Owned, allow_purchase: bool = False) -> d
             # the records of many jobs read at once (BatchGetItem) and written in transactions (their updates are
             # authorized as UpdateItem each, their puts as PutItem).
             owned.items("GetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchGetItem"),
-            # The unfinished jobs (their index; its predecessor while DynamoDB backfills it), and the jobs that ran
-            # on a quarantined host (the job list).
-            owned.queries(GSI1_NAME, GSI2_NAME, GSI2_LEGACY_NAME),
+            # The jobs that ran on a quarantined host (the job list); the unfinished jobs are scanned (their sparse
+            # index, and its predecessor while DynamoDB backfills it).
+            owned.queries(GSI1_NAME),
+            owned.active_index_scans(),
             describe(
                 "AWS Batch",
                 "batch:DescribeJobs",

@@ -170,6 +170,9 @@ class FakeHostLedger:
     def quarantines(self, since: str) -> list[QuarantineRecord]:
         return [r.model_copy(deep=True) for r in self.records.values() if parse_iso(r.at) >= parse_iso(since)]
 
+    def ledger(self, since: str) -> tuple[list[HostFault], list[QuarantineRecord]]:
+        return self.faults(since), self.quarantines(since)
+
 
 class FakeHealthStore:
     def __init__(self) -> None:

@@ -60,6 +60,26 @@ def test_one_sweep_claim_and_one_quarantine_record_per_host(ledger: HostLedger) 
     assert ledger.quarantines("2026-11-22T10:00:00.000Z") == []
 
 
+def test_the_ledger_reads_the_recent_faults_and_quarantines_together_and_no_sweep_claim(ledger: HostLedger) -> None:
+    # Given faults and quarantines either side of the window's start, and a host's sweep claimed
+    for batch_job_id, at in (("b-old", "2026-11-22T08:00:00.000Z"), ("b-new", "2026-11-22T10:00:00.000Z")):
+        ledger.record_fault(fault(batch_job_id, at), 7200)
+    for instance, at in (("i-old", "2026-11-22T08:00:00.000Z"), ("i-new", "2026-11-22T10:00:00.000Z")):
+        ledger.record_quarantine(
+            QuarantineRecord(instance=instance, pool="p", reason=QuarantineReason.HOST_FAILURES, at=at)
+        )
+    ledger.claim_sweep("arn:ci/1", 3600)
+
+    # When the sweep reads the ledger from the window's start
+    faults, quarantines = ledger.ledger("2026-11-22T09:00:00.000Z")
+
+    # Then it has what faults() and quarantines() give, each of its kind
+    assert [f.batch_job_id for f in faults] == ["b-new"] == [f.batch_job_id for f in ledger.faults("2026-11-22T09:00Z")]
+    assert (
+        [r.instance for r in quarantines] == ["i-new"] == [r.instance for r in ledger.quarantines("2026-11-22T09:00Z")]
+    )
+
+
 def test_a_jobs_timeline_is_noted_once_per_quarantined_host(store: DynamoJobStore) -> None:  # noqa: F811
     # Given / When the same host noted twice, another once
     noted = [store.note_host(JOB, JobStatus.SUBMITTED, host, f"host {host} quarantined: it failed", "2026-11-22T09:00Z")

@@ -301,7 +301,7 @@ def test_the_sweep_may_read_the_unfinished_jobs_from_the_predecessor_index_while
         return AWSResponse("", 400, {}, None), error
 
     # Answered as DynamoDB would, once IAM has authorized the call (a `before-call` answer is the response).
-    observe_calls(backfilling, event="before-call.dynamodb.Query")
+    observe_calls(backfilling, event="before-call.dynamodb.Scan")
     reset_clients()  # a client copies the observers when it is made
     try:
         # When the sweep reads the unfinished jobs

@@ -820,21 +820,25 @@ def test_moto_alone_pages_an_index_by_the_table_s_items_and_adapted_by_the_index
             }
             dynamodb.put_item(TableName="t", Item=item)
 
-        def index_pages() -> list[int]:
-            pages = dynamodb.get_paginator("query").paginate(
+        def index_pages() -> dict[str, list[int]]:
+            queried = dynamodb.get_paginator("query").paginate(
                 TableName="t", IndexName="lean", KeyConditionExpression="ipk = :all",
                 ExpressionAttributeValues={":all": {"S": "all"}},
             )  # fmt: skip
-            return [len(page["Items"]) for page in pages]
+            scanned = dynamodb.get_paginator("scan").paginate(TableName="t", IndexName="lean")
+            return {
+                read: [len(page["Items"]) for page in pages] for read, pages in (("query", queried), ("scan", scanned))
+            }
 
-        # When the index is read alone and adapted
+        # When the index is queried and scanned, alone and adapted
         with adapted_moto():
             adapted = index_pages()
         alone = index_pages()
 
     # Then moto alone counts the bulk it does not return against the 1 MB page; adapted, the 12 entries are one page
-    assert len(alone) > 1 and sum(alone) == 12
-    assert adapted == [12]
+    for read in ("query", "scan"):
+        assert len(alone[read]) > 1 and sum(alone[read]) == 12, alone
+        assert adapted[read] == [12], adapted
 
 
 # -- reserved capacity ------------------------------------------------------------------------------

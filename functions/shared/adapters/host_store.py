@@ -59,6 +59,16 @@ class DynamoHostLedger(_Table):
         items = self._query(QUARANTINE, since)
         return [QuarantineRecord.model_validate_json(item["record"]["S"]) for item in items]
 
+    def ledger(self, since: str) -> tuple[list[HostFault], list[QuarantineRecord]]:
+        # The sort keys run FAULT# < QUARANTINE# < SWEEP#: one range holds both kinds and none of the claims.
+        items = self._query(FAULT, since, until=QUARANTINE + "\uffff")
+        faults = [i for i in items if i[c.TABLE_SK]["S"].startswith(FAULT)]
+        quarantines = [i for i in items if i[c.TABLE_SK]["S"].startswith(QUARANTINE)]
+        return (
+            [HostFault.model_validate_json(item["fault"]["S"]) for item in faults],
+            [QuarantineRecord.model_validate_json(item["record"]["S"]) for item in quarantines],
+        )
+
     def _quarantine_item(self, record: QuarantineRecord) -> dict[str, Any]:
         return self._key(f"{QUARANTINE}{record.instance}") | {
             "at": {"S": record.at},
@@ -66,13 +76,16 @@ class DynamoHostLedger(_Table):
             c.TTL_ATTRIBUTE: _expires(QUARANTINE_HISTORY_DAYS * 86400),
         }
 
-    def _query(self, prefix: str, since: str) -> list[dict[str, Any]]:
-        """The partition's items of one kind, ended at `since` or later (TTL deletion lags, so filter)."""
+    def _query(self, prefix: str, since: str, until: str | None = None) -> list[dict[str, Any]]:
+        """The partition's items of one kind (or, `until` given, of the sort keys from `prefix` to `until`), ended at
+        `since` or later (TTL deletion lags, so filter)."""
+        condition = "begins_with(#sk, :kind)" if until is None else "#sk BETWEEN :kind AND :until"
+        values = {":p": {"S": HOSTS_PARTITION}, ":kind": {"S": prefix}} | ({":until": {"S": until}} if until else {})
         pages = self._aws.get_paginator("query").paginate(
             TableName=self._table,
-            KeyConditionExpression="#pk = :p AND begins_with(#sk, :kind)",
+            KeyConditionExpression=f"#pk = :p AND {condition}",
             ExpressionAttributeNames={"#pk": c.TABLE_PK, "#sk": c.TABLE_SK},
-            ExpressionAttributeValues={":p": {"S": HOSTS_PARTITION}, ":kind": {"S": prefix}},
+            ExpressionAttributeValues=values,
             ConsistentRead=True,
         )
         cutoff = parse_iso(since)

@@ -1,8 +1,8 @@
 """The job store's list queries and the helpers both halves share.
 
 Both job indexes are sharded alike, by a hash of the job id: `gsi1` lists every job by creation time
-(partitions `JOBS#0`..`JOBS#n`), `active` only unfinished ones (`ACTIVE#0`..`ACTIVE#n`), so neither a burst
-of submits nor the sweep's reads land on one partition. A list reads every shard newest first and merges
+(partitions `JOBS#0`..`JOBS#n`), `active` only unfinished ones (`ACTIVE#0`..`ACTIVE#n`, which the sweep scans
+whole), so no burst of submits lands on one partition. A list reads every shard newest first and merges
 them; its page token is the position the page ended at (page_tokens.py).
 """
 
@@ -22,7 +22,7 @@ from functions.shared.domain.core.vocabulary import JobStatus
 from functions.shared.domain.jobs.records import ActiveJob, JobRecord
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
-IAM_ACTIONS = ("dynamodb:Query",)
+IAM_ACTIONS = ("dynamodb:Query", "dynamodb:Scan")
 # Jobs written before the list index was sharded sit in this one partition: read as one more shard, never
 # written again, so they stay listed (and counted by /costs) without a migration.
 UNSHARDED_LIST_PARTITION = "JOBS"
@@ -169,28 +169,21 @@ class JobLists(ClientAdapter):
         return kwargs
 
     def active_jobs(self, max_items: int = 20000) -> list[ActiveJob]:
-        """Every unfinished job (the sweep's working set): the sparse index's shards, a page at a time."""
-        index = c.GSI2_NAME
-        found: list[ActiveJob] = []
-        for shard in range(c.JOB_INDEX_SHARDS):
-            query = {
-                "TableName": self._table,
-                "KeyConditionExpression": "#apk = :shard",
-                "ExpressionAttributeNames": {"#apk": c.GSI2_PK},
-                "ExpressionAttributeValues": {":shard": {"S": f"ACTIVE#{shard}"}},
-            }
-            try:
-                items = self._items(query | {"IndexName": index}, max_items - len(found))
-            except ClientError as error:
-                if index != c.GSI2_NAME or not is_backfilling(error):
-                    raise
-                # Just deployed: DynamoDB is still filling the index. Its predecessor holds the same jobs.
-                index = c.GSI2_LEGACY_NAME
-                items = self._items(query | {"IndexName": index}, max_items - len(found))
-            found += [active_job_of(item) for item in items]
-            if len(found) >= max_items:
-                break
-        return found
+        """Every unfinished job (the sweep's working set): the sparse index read whole, a page at a time.
+
+        A Scan, not a Query per shard: the index holds only unfinished jobs, so the read costs a call per 1 MB of
+        their entries ("If the total size of scanned items exceeds the maximum dataset size limit of 1 MB, the scan
+        completes and results are returned", Scan), however the jobs fall over the shards, where a Query per shard
+        costs a call per shard however few jobs are unfinished."""
+        scan = {"TableName": self._table, "IndexName": c.GSI2_NAME}
+        try:
+            items = self._scanned(scan, max_items)
+        except ClientError as error:
+            if not is_backfilling(error):
+                raise
+            # Just deployed: DynamoDB is still filling the index. Its predecessor holds the same jobs.
+            items = self._scanned(scan | {"IndexName": c.GSI2_LEGACY_NAME}, max_items)
+        return [active_job_of(item) for item in items]
 
     def jobs_created_between(self, start: str, end: str, max_items: int = 5000) -> list[JobRecord]:
         """Jobs created in [start, end] (ISO strings compared as the sort key is), oldest first."""
@@ -216,6 +209,11 @@ class JobLists(ClientAdapter):
     def _query(self, kwargs: dict[str, Any], max_items: int) -> list[JobRecord]:
         """Every record a query matches, at most `max_items`."""
         return [record_of(item) for item in self._items(kwargs, max_items)]
+
+    def _scanned(self, kwargs: dict[str, Any], max_items: int) -> list[dict[str, Any]]:
+        """Every item a scan reads (boto3's paginator follows LastEvaluatedKey), at most `max_items`."""
+        pages = self._aws.get_paginator("scan").paginate(**kwargs, PaginationConfig={"MaxItems": max_items})
+        return [item for page in pages for item in page.get("Items", [])]
 
     def _items(self, kwargs: dict[str, Any], max_items: int) -> list[dict[str, Any]]:
         """Every item a query matches (boto3's paginator follows LastEvaluatedKey), at most `max_items`."""

@@ -37,6 +37,10 @@ class HostLedger(Protocol):
         """The hosts quarantined at `since` or later."""
         ...
 
+    def ledger(self, since: str) -> tuple[list[HostFault], list[QuarantineRecord]]:
+        """faults(since) and quarantines(since) in one query: what the sweep weighs its hosts against."""
+        ...
+
 
 class HostActions(Protocol):
     """What the sweep does to, and reads of, one host beyond the fleet's census (part of ports.Fleet)."""

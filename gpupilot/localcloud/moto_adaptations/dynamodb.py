@@ -3,11 +3,12 @@
 22. DynamoDB index pages: "The maximum size of the results returned by a Query operation is 1 MB. This
    includes the sizes of all the attribute names and values across all of the items returned", and an index
    query is sized by "the sizes of the index entries, rather than the size of the item in the base table"
-   (DynamoDB Developer Guide, Using Global Secondary Indexes, read capacity units). moto sizes the table's whole
-   items, so an index that projects a few attributes of large items answers in many more pages
-   than DynamoDB does (the sweep's index of unfinished jobs: twice as many). Here a Query of a KEYS_ONLY or
-   INCLUDE index walks the index's entries (the items carrying its keys, as projected), sized as DynamoDB
-   sizes them.
+   (DynamoDB Developer Guide, Using Global Secondary Indexes, read capacity units); a Scan "returns one or more
+   items and item attributes by accessing every item in a table or a secondary index", 1 MB of them a page
+   (Scan). moto sizes the table's whole items, so an index that projects a few attributes of large items answers
+   in many more pages than DynamoDB does (the sweep's index of unfinished jobs: twice as many). Here a Query or a
+   Scan of a KEYS_ONLY or INCLUDE index walks the index's entries (the items carrying its keys, as projected),
+   sized as DynamoDB sizes them.
 
 13. Speed, answers unchanged (sampled under load by `make bench`'s local_e2e):
 
@@ -158,12 +159,15 @@ def pick_projected_attributes(patches: Patches) -> None:
 
 
 def index_pages_of_index_entries(patches: Patches) -> None:
-    """22. A Query of a KEYS_ONLY or INCLUDE index pages by the size of its entries, not of the table's items."""
+    """22. A Query or a Scan of a KEYS_ONLY or INCLUDE index pages by the size of its entries, not of the table's
+    items."""
     from moto.dynamodb.models.table import Table
 
     query: Callable[..., Any] = Table.query
+    scan: Callable[..., Any] = Table.scan
     all_items: Callable[..., Any] = Table.all_items
-    querying = threading.local()  # the index a Query of this thread walks: other threads' reads see whole items
+    has_idx_items: Callable[..., Any] = Table.has_idx_items
+    querying = threading.local()  # the index a read of this thread walks: other threads' reads see whole items
 
     def index_entries(self: Any) -> Any:
         index: Any = getattr(querying, "index", None)
@@ -172,16 +176,27 @@ def index_pages_of_index_entries(patches: Patches) -> None:
         keys = index.schema_key_attrs
         return [index.project(item) for item in all_items(self) if all(key in item.attrs for key in keys)]
 
-    def paged_by_entries(self: Any, *args: Any, **kwargs: Any) -> Any:
-        name = inspect.signature(query).bind(self, *args, **kwargs).arguments.get("index_name")
-        index = next((i for i in self.all_indexes() if i.name == name), None) if name else None
-        if index is None or (index.projection or {}).get("ProjectionType") not in ("KEYS_ONLY", "INCLUDE"):
-            return query(self, *args, **kwargs)
-        querying.index, querying.table = index, self
-        try:
-            return query(self, *args, **kwargs)
-        finally:
-            querying.index = querying.table = None
+    def scanned_entries(self: Any, index_name: str) -> Any:
+        index: Any = getattr(querying, "index", None)
+        if index is None or getattr(querying, "table", None) is not self:
+            return has_idx_items(self, index_name)
+        return [index.project(item) for item in has_idx_items(self, index_name)]
+
+    def by_entries(read: Callable[..., Any]) -> Callable[..., Any]:
+        def paged_by_entries(self: Any, *args: Any, **kwargs: Any) -> Any:
+            name = inspect.signature(read).bind(self, *args, **kwargs).arguments.get("index_name")
+            index = next((i for i in self.all_indexes() if i.name == name), None) if name else None
+            if index is None or (index.projection or {}).get("ProjectionType") not in ("KEYS_ONLY", "INCLUDE"):
+                return read(self, *args, **kwargs)
+            querying.index, querying.table = index, self
+            try:
+                return read(self, *args, **kwargs)
+            finally:
+                querying.index = querying.table = None
+
+        return paged_by_entries
 
     patches.replace(Table, "all_items", index_entries)
-    patches.replace(Table, "query", paged_by_entries)
+    patches.replace(Table, "has_idx_items", scanned_entries)
+    patches.replace(Table, "query", by_entries(query))
+    patches.replace(Table, "scan", by_entries(scan))

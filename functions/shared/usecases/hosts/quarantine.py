@@ -79,11 +79,12 @@ def sweep_hosts(
     ports: Ports,
 ) -> HostSweep:
     """Every pool's hosts: quarantine the bad ones within the pool's share, report every host quarantined in the
-    window (BAD_GPU_HOST) and every pool past its share (POOL_UNHEALTHY). Two queries of the host ledger in all."""
+    window (BAD_GPU_HOST) and every pool past its share (POOL_UNHEALTHY). One query of the host ledger in all."""
     window = ports.settings.bad_host_window_seconds
     since = iso(parse_iso(at) - timedelta(seconds=window))
-    faults = recent(ports.hosts.faults(since), at, window)
-    records = {record.instance: record for record in ports.hosts.quarantines(since)}
+    kept, quarantined = ports.hosts.ledger(since)
+    faults = recent(kept, at, window)
+    records = {record.instance: record for record in quarantined}
     swept = HostSweep()
     for name, fleet in sorted(fleets.items()):
         pool = pools.get(name)
