@@ -31,7 +31,9 @@ WORLD = {
 FLAGS = ["--name", "reserved", "--image", "nvidia/cuda:12.4.1-base-ubuntu22.04"]
 COMMAND = ["--", "nvidia-smi", "-L"]
 JOB = {"name": "priced", "image": "nvidia/cuda:12.4.1-base-ubuntu22.04", "command": ["nvidia-smi", "-L"]}
-PRODUCT = re.compile(r"\$([\d.]+) = \$([\d.]+)/h x ([\d.]+) s x ([\d.e-]+) share by GPUs")
+# `$usd = $hourly/h x runtime x share share by GPUs`, the runtime in s, min or h (whatever status prints it in).
+PRODUCT = re.compile(r"\$([\d.]+)\s+= \$([\d.]+)/h x ([\d.]+) (s|min|h) x ([\d.e-]+) share by GPUs")
+SECONDS = {"s": 1, "min": 60, "h": 3600}
 
 
 @pytest.fixture(scope="module")
@@ -115,9 +117,10 @@ def test_status_prints_a_cost_that_multiplies_out_as_printed(reserved_job):
     printed = row(reserved_job["status"], "cost")
 
     # Then it is its own product, to the printed millionth of a dollar
-    usd, hourly, seconds, share = PRODUCT.match(printed).groups()  # type: ignore[union-attr]
-    assert (Decimal(hourly) * Decimal(seconds) / 3600 * Decimal(share)).quantize(Decimal("1e-6")) == Decimal(usd)
-    assert (hourly, seconds) == ("1.006", str(RUNTIME_SECONDS))
+    usd, hourly, runtime, unit, share = PRODUCT.match(printed).groups()  # type: ignore[union-attr]
+    product = Decimal(hourly) * Decimal(runtime) * SECONDS[unit] / 3600 * Decimal(share)
+    assert product.quantize(Decimal("1e-6")) == Decimal(usd), printed
+    assert (hourly, runtime, unit) == ("1.006", str(RUNTIME_SECONDS), "s")
 
 
 def test_costs_group_the_reserved_attempt_apart_from_on_demand_adding_nothing(reserved_job):
