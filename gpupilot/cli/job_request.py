@@ -29,7 +29,7 @@ FIELD_FLAGS = {
     "timeout_minutes": "--timeout-minutes", "stuck_after_minutes": "--stuck-after-minutes", "environment": "--env",
     "arch": "--arch", "zones": "--zone", "regions": "--region", "max_attempts": "--max-attempts",
     "give_up_after_minutes": "--give-up-after-minutes", "reservation": "--reservation",
-    "reservation_fallback": "--reservation-fallback", "command": "COMMAND",
+    "reservation_fallback": "--reservation-fallback", "allow_unpriced": "--allow-unpriced", "command": "COMMAND",
 }  # fmt: skip
 REQUIRED_FIELDS = ("name", "image", "command")
 
@@ -92,6 +92,13 @@ def job_arguments(parser: argparse.ArgumentParser) -> None:
         "--price-band",
         type=float,
         help=f"fallbacks within this multiple of the cheapest candidate's price (default {defaults['price_band']:g})",
+    )
+    parser.add_argument(
+        "--allow-unpriced",
+        action="store_const",
+        const=True,
+        help="try GPU types of unknown price the price band leaves out (default: one is tried only where a priced "
+        "candidate within the band has as many of the same GPUs)",
     )
     parser.add_argument(
         "--timeout-minutes", type=int, help=f"each run's time limit, minutes (default {defaults['timeout_minutes']})"
@@ -170,7 +177,7 @@ def job_body(args: argparse.Namespace) -> dict[str, Any]:
     for field in (
         "name", "image", "gpus", "min_gpu_memory_gib", "vcpus", "memory_gib", "gpu_models", "instance_types",
         "capacity", "max_hourly_usd", "price_band", "timeout_minutes", "stuck_after_minutes", "arch", "zones",
-        "max_attempts", "give_up_after_minutes", "regions", "reservation", "reservation_fallback",
+        "max_attempts", "give_up_after_minutes", "regions", "reservation", "reservation_fallback", "allow_unpriced",
     ):  # fmt: skip
         value = getattr(args, field)
         if value is not None:

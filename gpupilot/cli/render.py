@@ -7,6 +7,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
+from gpupilot.cli import money
+
 # The width tables are fitted to: the terminal's (set by the CLI), or None for no limit (a pipe, a file, CI logs, or
 # --wide: every cell in full).
 _width: int | None = None
@@ -67,9 +69,6 @@ def wrapped(text: str, indent: str, lead: str | None = None) -> str:
     if _width is None:
         return first + text
     return textwrap.fill(text, width=max(_width, len(indent) + 20), initial_indent=first, subsequent_indent=indent)
-
-
-SHARE_BY = {"gpus": "GPUs", "vcpus": "vCPUs", "memory": "memory", "instance": "instance"}
 
 
 def _clock(at: str) -> str:
@@ -263,13 +262,16 @@ def plan_table(plan: dict[str, Any], top: int = 10) -> str:
     rows = [
         (
             position, c["instance_type"], *([c.get("region") or "-"] if several else []),
-            f"{c['gpus']}x {c['gpu_model']}", f"{c['gpu_memory_gib']:g}", c["vcpus"], c["capacity"],
-            "?" if c.get("hourly_usd") is None else f"{c['hourly_usd']:.4f}", f"{c['score']:.3f}", c.get("why", ""),
+            f"{c['gpus']}x {c['gpu_model']}", f"{c['gpu_memory_gib']:g}", c["vcpus"], money.billed_as(c),
+            "?" if c.get("hourly_usd") is None else f"{c['hourly_usd']:.4f}", money.marginal_cell(c),
+            f"{c['score']:.3f}", c.get("why", ""),
         )
         for position, c in enumerate(plan["candidates"][:top], start=1)
     ]  # fmt: skip
+    # $/hour: what the account pays for an hour of the instance; marginal: what that adds to its bill (a reservation
+    # with room: nothing, it is paid for either way).
     headers = ("#", "instance type", *(["region"] if several else []), "GPUs", "GiB/GPU", "vCPU", "capacity",
-               "$/hour", "score", "why")  # fmt: skip
+               "$/hour", "marginal", "score", "why")  # fmt: skip
     out = table(headers, rows, "why")
     more = len(plan["candidates"]) - top
     lines = [out]
@@ -285,13 +287,12 @@ def plan_table(plan: dict[str, Any], top: int = 10) -> str:
 
 
 def _offering(candidate: dict[str, Any], with_region: bool = False) -> str:
-    """`g6.xlarge (1x L4, on-demand) $0.8048/h`: a candidate in a few words, with its price for this job (and,
-    `with_region`, ` in us-west-2`)."""
-    price = "price unknown" if candidate.get("hourly_usd") is None else f"${candidate['hourly_usd']:.4f}/h"
+    """`g6.xlarge (1x L4, on-demand) $0.8048/h`: a candidate in a few words, with its price for this job and what it
+    adds to the bill where that differs (a reservation's `, adds $0/h`), and, `with_region`, ` in us-west-2`."""
     where = f" in {candidate['region']}" if with_region and candidate.get("region") else ""
     return (
-        f"{candidate['instance_type']} ({candidate['gpus']}x {candidate['gpu_model']}, {candidate['capacity']}) "
-        f"{price}{where}"
+        f"{candidate['instance_type']} ({candidate['gpus']}x {candidate['gpu_model']}, {money.billed_as(candidate)}) "
+        f"{money.hourly(candidate)}{where}"
     )
 
 
@@ -352,7 +353,8 @@ def job_summary(job: dict[str, Any], explain: bool = False) -> str:
         ("status", job["status"]),
         (
             "GPU type",
-            f"{job.get('instance_type') or '-'} ({job.get('gpu_model') or '-'}, {attempt.get('capacity', '-')})",
+            f"{job.get('instance_type') or '-'} ({job.get('gpu_model') or '-'}, "
+            f"{money.billed_as(attempt) if attempt else '-'})",
         ),
         ("region", job.get("region") or attempt.get("region") or "-"),
         ("queue", attempt.get("job_queue") or "-"),
@@ -361,14 +363,7 @@ def job_summary(job: dict[str, Any], explain: bool = False) -> str:
     ]
     if cost:
         rows.append(("runtime", _runtime(cost["runtime_seconds"])))
-        rows.append(
-            (
-                "cost",
-                f"${cost['usd']:.6f}  = ${cost['hourly_usd']}/h x {_runtime(cost['runtime_seconds'])}"
-                f" x {cost['gpu_share']:g} share by {SHARE_BY.get(cost.get('share_by', 'gpus'), 'GPUs')}"
-                f" ({cost['pricing']})",
-            )
-        )
+        rows += cost_rows(job, cost)
         if cost["gpu_share"] < 1 and cost.get("instance_usd") is not None:
             # The rest of the instance is the account's bill too: waste, unless other jobs shared it.
             rest = "the rest is unused_share waste unless other jobs shared it"
@@ -399,6 +394,19 @@ def job_summary(job: dict[str, Any], explain: bool = False) -> str:
     return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
 
 
+def cost_rows(job: dict[str, Any], cost: dict[str, Any]) -> list[tuple[str, str]]:
+    """The job's cost, multiplying out as printed: the one attempt's product, or the sum of its attempts' (each on its
+    attempt row); and what it added to the bill (nothing in a reservation with room)."""
+    priced = [a for a in job.get("attempts") or [] if a.get("cost")]
+    if len(priced) > 1:
+        total = f"{money.dollars(cost['usd'])}, the sum of its {len(priced)} priced attempts (each below)"
+    else:
+        total = f"{money.product(cost)} ({cost['pricing']})"
+    reserved = [a["reservation"] for a in priced if a.get("reservation") and not money.added(a["cost"])]
+    paid = f": {', '.join(reserved)} paid for whether used or not" if reserved else ""
+    return [("cost", total), ("marginal", f"{money.dollars(money.added(cost))} added to the bill{paid}")]
+
+
 def tried(job: dict[str, Any]) -> str:
     """Which regions and markets the job tried, in order, and why it left each (the regions it may run in after)."""
     said = []
@@ -418,13 +426,16 @@ def regional(job: dict[str, Any]) -> bool:
 
 
 def attempt_line(attempt: dict[str, Any], with_region: bool = False) -> str:
-    """One attempt: where (its region too, `with_region`), how it ended, what it cost, and each host Batch lost
-    under it (a spot reclaim)."""
+    """One attempt: where (its region too, `with_region`) and how it is billed, how it ended, what it cost (as a
+    product that multiplies out as printed, and what it added to the bill where that differs), and each host Batch
+    lost under it (a spot reclaim)."""
     cost = attempt.get("cost")
-    priced = f"${cost['usd']:.6f} (${cost['hourly_usd']}/h x {_runtime(cost['runtime_seconds'])})" if cost else "-"
+    priced = money.product(cost) if cost else "-"
+    if cost and money.added(cost) != cost["usd"]:
+        priced += f", adds {money.dollars(money.added(cost))}"
     where = f" {attempt['region']}" if attempt.get("region") and with_region else ""
     where += f" in {attempt['reservation']}" if attempt.get("reservation") else ""
-    line = f"{attempt['instance_type']} {attempt['capacity']}{where}  {attempt['status']}  {priced}"
+    line = f"{attempt['instance_type']} {money.billed_as(attempt)}{where}  {attempt['status']}  {priced}"
     for said in attempt.get("host_terminations") or []:
         line += f"  {said}"
     return line
@@ -487,14 +498,16 @@ def health(report: dict[str, Any]) -> str:
 
 
 def costs(report: dict[str, Any]) -> str:
-    """The cost by one dimension (the report's group_by; by day when it has no groups), so that its rows add up
-    to the total; then the total and, next to it, the waste (instances, or shares of them, that served no job)."""
+    """The cost by one dimension (the report's group_by; by day when it has no groups), and what each row added to the
+    bill, so that its rows add up to the total; then the total and, next to it, the waste (instances, or shares of
+    them, that served no job)."""
     if report.get("groups"):
-        groups = [(g["key"], g["attempts"], f"{g['usd']:.6f}") for g in report["groups"]]
+        groups = [(g["key"], g["attempts"], f"{g['usd']:.6f}", _marginal(g)) for g in report["groups"]]
         key = report.get("group_by") or "key"
-        out = table((key, "attempts", "usd"), groups, flexible=key)
+        out = table((key, "attempts", "usd", "marginal"), groups, flexible=key)
     else:
-        out = table(("day", "usd"), [(day["date"], f"{day['usd']:.6f}") for day in report.get("days", [])])
+        days = [(day["date"], f"{day['usd']:.6f}", _marginal(day)) for day in report.get("days", [])]
+        out = table(("day", "usd", "marginal"), days)
     waste = report.get("waste") or {}
     reasons = sorted((waste.get("by_reason") or {}).items(), key=lambda item: (-item[1], item[0]))
     waste_line = (
@@ -502,4 +515,12 @@ def costs(report: dict[str, Any]) -> str:
     )
     if reasons:
         waste_line += ": " + ", ".join(f"{reason} ${usd:.6f}" for reason, usd in reasons)
-    return out + f"\ntotal ${report.get('total_usd', 0):.6f}\n{waste_line}"
+    total = f"total ${report.get('total_usd', 0):.6f}  marginal ${_marginal(report)}"
+    if _marginal(report) != f"{report.get('total_usd', 0):.6f}":
+        total += "  (reserved capacity is paid for whether used or not: its idle hours are reservation_idle waste)"
+    return out + f"\n{total}\n{waste_line}"
+
+
+def _marginal(row: dict[str, Any]) -> str:
+    """What a group, a day or the total added to the bill (a report from before the API said so: all of it)."""
+    return f"{row.get('marginal_usd', row.get('usd', row.get('total_usd', 0))):.6f}"

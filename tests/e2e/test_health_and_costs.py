@@ -46,7 +46,7 @@ def test_sweep_health_and_costs_through_the_cli(cloud_factory: Callable[..., Run
     assert costs["days"][0]["by_gpu_type"] == {job["instance_type"]: pytest.approx(job["cost"]["usd"])}
     assert costs["days"][0]["by_job_name"] == {"costed": pytest.approx(job["cost"]["usd"])}
     # And the table is by day unless another dimension is asked for, one dimension at a time
-    assert table.returncode == 0 and table.stdout.splitlines()[0].split() == ["day", "attempts", "usd"]
+    assert table.returncode == 0 and table.stdout.splitlines()[0].split() == ["day", "attempts", "usd", "marginal"]
     assert today in table.stdout and job["instance_type"] not in table.stdout
     assert by_type.returncode == 0 and job["instance_type"] in by_type.stdout
     # And without --json, a sweep and the health read as words: the summary, then each finding as a short list
@@ -82,8 +82,9 @@ def test_a_cancelled_running_job_has_a_cost_and_every_attempt_is_in_the_costs(
     report = cloud.api.request("GET", "/costs", query=query).body
     assert report["total_usd"] == attempt["cost"]["usd"]
     # (each group says the region its attempts ran in, when they share one: here the home region)
+    # (on-demand: all of its cost was added to the bill)
     assert report["groups"] == [{"key": "on-demand", "usd": attempt["cost"]["usd"], "attempts": 1,
-                                 "region": "us-east-1"}]  # fmt: skip
+                                 "marginal_usd": attempt["cost"]["usd"], "region": "us-east-1"}]  # fmt: skip
     printed = cloud.cli("costs", "--csv", "--from", today, "--to", today)
     rows = printed.stdout.strip().splitlines()
     assert printed.returncode == 0 and rows[0].startswith("date,job_id,job_name,attempt,gpu_type")

@@ -164,7 +164,7 @@ def test_a_reservation_the_account_holds_in_a_capacity_region_is_planned_first_t
 
     # Then us-west-2's reservation is the first choice, in its region and zone; home has none to offer
     first = both.body["candidates"][0]
-    assert (first["region"], first["zones"], first["reservation"][:3], first["hourly_usd"]) == (
+    assert (first["region"], first["zones"], first["reservation"][:3], first["marginal_hourly_usd"]) == (
         WEST,
         [f"{WEST}b"],
         "cr-",

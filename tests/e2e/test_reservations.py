@@ -89,9 +89,9 @@ def test_a_job_that_fits_a_reservation_and_free_on_demand_runs_on_the_reservatio
     job_id = cloud.api.request("POST", "/jobs", request).body["job_id"]
     job = cloud.wait_for(job_id, {"SUCCEEDED", "FAILED"}, 90)
 
-    # Then the plan puts the reservation first, at zero marginal price, and says so
+    # Then the plan puts the reservation first, at its rate and zero marginal price, and says so
     first = plan["candidates"][0]
-    assert (first["instance_type"], first["reservation"], first["hourly_usd"]) == ("g5.xlarge", held, 0.0)
+    assert (first["instance_type"], first["reservation"], first["marginal_hourly_usd"]) == ("g5.xlarge", held, 0.0)
     assert f"reserved: {held}" in first["why"]
     # And the job ran on it: its attempt names the reservation, and EC2 shows its instance in it
     [attempt] = job["attempts"]

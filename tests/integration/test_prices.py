@@ -64,6 +64,19 @@ def test_another_region_is_priced_from_its_own_price_list_products(cloud_prices:
     assert quote.hourly_usd == price_snapshot("eu-north-1")["prices"]["g5.xlarge"] != 1.006  # type: ignore[index]
 
 
+def test_a_region_whose_prices_are_dated_by_their_month_is_priced_with_the_day_the_price_list_says(
+    cloud_prices: Cloud,
+) -> None:
+    # Given us-west-2, whose bundled prices (the local Price List's products) are dated by their month, 2025-08
+    assert price_snapshot("us-west-2")["as_of"] == "2025-08"  # type: ignore[index]
+
+    # When it is priced from its Price List products
+    quote = prices_for(cloud_prices, region="us-west-2")[0].on_demand("g5.xlarge")
+
+    # Then the source is dated by a day: the first its date allows, as the products' publicationDate says
+    assert quote is not None and quote.pricing == "on-demand us-west-2 AWS Price List of 2025-08-01"
+
+
 def test_without_the_price_list_the_snapshot_prices_its_own_region(cloud_prices: Cloud) -> None:
     class Unreachable:
         def get_paginator(self, name: str) -> Any:

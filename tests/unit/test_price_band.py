@@ -100,8 +100,8 @@ def test_a_one_gpu_job_never_falls_back_to_an_eight_gpu_type_by_default():
 # -- unknown prices -------------------------------------------------------------------------------------------------
 def test_candidates_without_a_known_price_come_after_every_priced_one_smallest_first_with_a_warning():
     # Given the bundled prices, which do not know the g7e, p5e and p6-b300 types
-    # When planning a 1-GPU job needing 40 GiB per GPU (g6e, g7e, and 8-GPU P types fit)
-    result = plan_of(min_gpu_memory_gib=40)
+    # When planning a 1-GPU job needing 40 GiB per GPU (g6e, g7e, and 8-GPU P types fit) that allows unpriced types
+    result = plan_of(min_gpu_memory_gib=40, allow_unpriced=True)
 
     # Then every priced candidate comes first, then the unpriced ones, the fewest GPUs first (no other family's
     # 8-GPU type cuts in), and a warning says so
@@ -112,6 +112,63 @@ def test_candidates_without_a_known_price_come_after_every_priced_one_smallest_f
     assert gpus == sorted(gpus) and gpus[0] == 1
     assert any(w.startswith("no known price for g7e.2xlarge, g7e.4xlarge") for w in result.warnings), result.warnings
     assert "no known price" in result.candidates[first_unpriced].why
+
+
+def test_the_band_leaves_out_an_unpriced_type_no_priced_candidate_has_as_many_of_its_gpus_naming_allow_unpriced():
+    # Given the bundled prices: p5e.48xlarge (8 H200s) has none, p5en.48xlarge (8 H200s too) costs $63.30/h, and the
+    # 8-GPU p4d.24xlarge ($21.96/h) is beyond the band of a 1-GPU job
+    # When planning a 1-GPU job that does not allow unpriced types
+    result = plan_of()
+
+    # Then no candidate is of unknown price (p5e is not tried while p4d, priced, is left out)
+    assert all(c.hourly_usd is not None for c in result.candidates)
+    assert "p4d.24xlarge" in {r.instance_type for r in result.rejected if r.field == "price_band"}
+    # And p5e is left out by the band, naming allow_unpriced and the priced H200 type beyond it
+    [p5e] = [r for r in result.rejected if r.instance_type == "p5e.48xlarge"]
+    assert (p5e.field, p5e.region) == ("allow_unpriced", None)
+    assert p5e.reason == (
+        "no known on-demand price, and p5en.48xlarge, priced with as many of its GPUs (8 H200 GPUs), is beyond "
+        "price_band (allow_unpriced to try it anyway)"
+    )
+    # And a type whose GPUs no priced type has (the RTX PRO Server 6000 of g7e) says so
+    [g7e] = [r for r in result.rejected if r.instance_type == "g7e.2xlarge"]
+    assert g7e.reason.startswith("no known on-demand price, and no priced candidate has as many of its GPUs")
+
+
+def test_an_unpriced_type_with_as_many_of_the_same_gpus_as_a_priced_candidate_is_a_candidate_and_says_which():
+    # Given an 8-GPU job allowed up to 8x the cheapest: p5en.48xlarge (8 H200s, $63.30/h) is within the band
+    # When planning
+    result = plan_of(gpus=8, min_gpu_memory_gib=100, price_band=8)
+
+    # Then p5e.48xlarge (8 H200s, no known price) is a candidate after the priced ones, saying what bounds it
+    [p5e] = [c for c in result.candidates if c.instance_type == "p5e.48xlarge"]
+    assert (p5e.hourly_usd, p5e.comparable_to) == (None, "p5en.48xlarge")
+    assert p5e.why.startswith("no known price; as many H200 GPUs as p5en.48xlarge: after every priced type")
+    assert result.candidates[-1].instance_type != "p5en.48xlarge"
+    # And the B300 type, whose GPUs no priced type has, is not
+    assert "p6-b300.48xlarge" not in {c.instance_type for c in result.candidates}
+    assert any(w.startswith("no known price for p5e.48xlarge: tried after every priced candidate; each has as many")
+               for w in result.warnings), result.warnings  # fmt: skip
+
+
+def test_allow_unpriced_lets_in_an_unpriced_type_the_band_would_leave_out_and_says_so():
+    # Given the 1-GPU job of the default band, which leaves p5e.48xlarge out
+    # When it allows unpriced types
+    result = plan_of(allow_unpriced=True)
+
+    # Then p5e.48xlarge is a candidate, after every priced one, and its why names allow_unpriced
+    [p5e] = [c for c in result.candidates if c.instance_type == "p5e.48xlarge"]
+    assert p5e.comparable_to is None and "allowed by allow_unpriced" in p5e.why
+    assert "p5e.48xlarge" not in {r.instance_type for r in result.rejected}
+
+
+def test_a_spot_offering_whose_spot_price_is_unknown_stays_a_candidate_when_its_type_has_an_on_demand_price():
+    # Given spot prices that could not be read (none known) and on-demand prices for the types
+    # When planning a spot job
+    result = plan_of(capacity="spot", instance_types=["g4dn.xlarge", "g6.xlarge"])
+
+    # Then its offerings are still candidates (only the market's price is unknown, not the type's)
+    assert [c.instance_type for c in result.candidates] == ["g4dn.xlarge", "g6.xlarge"]
 
 
 # -- spot and GPU model preference ----------------------------------------------------------------------------------

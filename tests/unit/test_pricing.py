@@ -7,7 +7,13 @@ from importlib import resources
 
 import pytest
 
-from functions.shared.adapters.prices import SnapshotPrices, price_snapshot, snapshot_regions
+from functions.shared.adapters.prices import (
+    SnapshotPrices,
+    price_snapshot,
+    publication_day,
+    snapshot_day,
+    snapshot_regions,
+)
 from functions.shared.domain.core.money import PriceQuote
 from functions.shared.domain.cost.attempts import attempt_cost, gpu_share
 
@@ -202,3 +208,15 @@ def test_every_main_gpu_region_has_a_bundled_snapshot_of_positive_gpu_prices():
         prices = price_snapshot(region)["prices"]  # type: ignore[index]
         # Then each prices GPU types only (g and p families), each with a positive hourly price
         assert prices and all(t[0] in "gp" and isinstance(v, float) and v > 0 for t, v in prices.items()), region
+
+
+def test_a_price_list_item_is_dated_by_the_day_of_its_publication_date_and_never_by_a_cut_of_it():
+    # Given publication dates as the Price List writes them, and one that is not a time at all
+    # When / Then the day of each, and none for the one that is not a date (its prices are then dated by the read)
+    assert publication_day("2025-08-14T21:02:33Z") == "2025-08-14"
+    assert publication_day("2026-01-19T00:00:00+00:00") == "2026-01-19"
+    assert publication_day("2025-08T00:00:00Z") is None
+
+
+def test_a_snapshot_dated_by_its_month_is_of_the_first_day_of_it_at_the_earliest():
+    assert (snapshot_day("2025-08"), snapshot_day("2026-01-19")) == ("2025-08-01", "2026-01-19")

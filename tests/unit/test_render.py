@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
+from decimal import Decimal
 from typing import Any
 
 import pytest
 
+from functions.shared.domain.core.money import PriceQuote
+from functions.shared.domain.cost.attempts import Cost, attempt_cost, total_cost
 from gpupilot.cli.render import costs, job_summary, status_line
 
 
@@ -52,9 +56,40 @@ def test_summary_shows_the_cost_and_how_it_was_computed():
 
     # Then the cost line shows dollars = hourly x runtime x share, and the price source
     assert line(summary, "cost").split(None, 1)[1] == (
-        "$0.150000  = $1.2/h x 30.0 min x 0.25 share by GPUs (on-demand us-east-1 price snapshot of 2025-08-01)"
+        "$0.150000 = $1.2/h x 1800 s x 0.25 share by GPUs (on-demand us-east-1 price snapshot of 2025-08-01)"
     )
     assert line(summary, "runtime").endswith("30.0 min")
+    # And what it added to the bill (a cost priced before the API said: all of it)
+    assert line(summary, "marginal").split(None, 1)[1] == "$0.150000 added to the bill"
+
+
+PRODUCT = re.compile(r"\$([\d.]+) = \$([\d.]+)/h x ([\d.]+) s x ([\d.e-]+) share by GPUs")
+
+
+def multiplies_out(text: str) -> bool:
+    """Whether a printed `$usd = $hourly/h x runtime s x share` is its own product, to the printed millionth."""
+    usd, hourly, seconds, share = PRODUCT.search(text).groups()  # type: ignore[union-attr]
+    product = Decimal(hourly) * Decimal(seconds) / 3600 * Decimal(share)
+    return product.quantize(Decimal("1e-6")) == Decimal(usd)
+
+
+def test_a_cost_over_several_attempts_is_the_sum_of_its_attempts_each_line_multiplying_out_as_printed():
+    # Given a job whose spot attempt ran 606.5 s at $0.2104/h before it was reclaimed, then 1 of the 3 GPUs of an
+    # on-demand instance for 10 min 01.25 s at $0.526/h (priced as the domain prices them)
+    spot = attempt_cost(PriceQuote(hourly_usd=0.2104, pricing="spot"), 606.5).model_dump()
+    third = attempt_cost(PriceQuote(hourly_usd=0.526, pricing="on-demand"), 601.25, share=(1 / 3, "gpus"))
+    attempts = [job()["attempts"][0] | {"capacity": "spot", "status": "FAILED", "cost": spot},
+                job()["attempts"][0] | {"cost": third.model_dump()}]  # fmt: skip
+    total = total_cost([Cost.model_validate(spot), third])
+    assert total is not None
+
+    # When its summary is printed
+    summary = job_summary(job(attempts=attempts, cost=total.model_dump()))
+
+    # Then the cost row is the sum of its attempts, and each attempt's row multiplies out as printed
+    assert line(summary, "cost").split(None, 1)[1] == f"${total.usd:.6f}, the sum of its 2 priced attempts (each below)"
+    assert multiplies_out(line(summary, "attempt 1")) and multiplies_out(line(summary, "attempt 2"))
+    assert "x 606.5 s x 1 share" in line(summary, "attempt 1")
 
 
 def test_summary_of_a_job_on_part_of_an_instance_shows_what_the_whole_instance_cost():
@@ -139,7 +174,7 @@ def test_summary_shows_each_attempt_priced_with_batchs_words_for_each_reclaimed_
 
     # Then the first attempt's line names its capacity, its end, its cost and the host's termination
     assert line(summary, "attempt 1").split(None, 2)[2] == (
-        "g6.xlarge spot  FAILED  $0.001200 ($0.35/h x 12.0 s)  Host EC2 (instance i-0abc) terminated."
+        "g6.xlarge spot  FAILED  $0.001200 = $0.35/h x 12 s x 1 share by GPUs  Host EC2 (instance i-0abc) terminated."
     )
     assert line(summary, "attempt 2").split(None, 2)[2].startswith("g5.12xlarge on-demand  SUCCEEDED")
 
@@ -168,12 +203,34 @@ def test_the_plan_table_shows_price_capacity_score_why_and_warnings():
         "vCPU",
         "capacity",
         "$/hour",
+        "marginal",
         "score",
         "why",
     ]
     assert "spot" in lines[2] and "0.4000" in lines[2] and "placement score 9/10" in lines[2]
     assert "?" in lines[3] and "no known price" in lines[3]
     assert lines[-1] == "  warning: g5.xlarge is offered in one zone only (us-east-1a): a shortage there stops it"
+
+
+def test_a_reserved_candidate_shows_its_rate_and_that_it_adds_nothing_in_the_plan_and_the_submit_summary():
+    from gpupilot.cli.render import launch_summary, plan_table
+
+    # Given a plan whose first candidate is an ODCR at the on-demand rate, adding nothing to the bill
+    reserved = {"instance_type": "g5.xlarge", "gpus": 1, "gpu_model": "A10G", "gpu_memory_gib": 24.0, "vcpus": 4,
+                "capacity": "on-demand", "capacity_type": "reserved", "hourly_usd": 1.006, "marginal_hourly_usd": 0.0,
+                "score": 1.0, "why": "reserved: cr-0123456789abcdef0"}  # fmt: skip
+    on_demand = reserved | {"capacity_type": "on-demand", "hourly_usd": 0.8048, "marginal_hourly_usd": 0.8048,
+                            "instance_type": "g6.xlarge", "gpu_model": "L4", "why": "$0.8048/h"}  # fmt: skip
+
+    # When the plan and the submit's summary are printed
+    rows = plan_table({"candidates": [reserved, on_demand], "rejected": []}).splitlines()
+    summary = launch_summary([reserved, on_demand], [])
+
+    # Then the reservation's row says reserved, its rate, and 0 beside it; the on-demand one its price twice
+    assert rows[2].split()[6:9] == ["reserved", "1.0060", "0"]
+    assert rows[3].split()[6:9] == ["on-demand", "0.8048", "0.8048"]
+    assert summary.splitlines()[0] == "first choice  g5.xlarge (1x A10G, reserved) $1.0060/h, adds $0/h for this job"
+    assert summary.splitlines()[1] == "fallbacks     g6.xlarge (1x L4, on-demand) $0.8048/h"
 
 
 COSTS = {
@@ -188,7 +245,7 @@ COSTS = {
 
 def test_the_costs_table_shows_the_waste_by_reason_next_to_the_total():
     lines = costs(COSTS).splitlines()
-    assert lines[-2] == "total $0.500000"
+    assert lines[-2] == "total $0.500000  marginal $0.500000"
     assert lines[-1] == (
         "waste $0.125000  (instances, or shares of them, that served no job; not in the total): "
         "never_registered $0.100000, idle $0.025000"
@@ -329,7 +386,7 @@ def test_at_80_columns_costs_grouped_by_job_name_cut_only_the_name(terminal_of):
     report = COSTS | {"group_by": "job_name", "total_usd": 1.5,
                       "groups": [{"key": "n" * 120, "attempts": 2, "usd": 1.5}]}  # fmt: skip
     lines = costs(report).splitlines()
-    assert max(map(len, lines[:2])) <= 80 and lines[1].split()[1:] == ["2", "1.500000"]
+    assert max(map(len, lines[:2])) <= 80 and lines[1].split()[1:] == ["2", "1.500000", "1.500000"]
     assert lines[1].endswith("1.500000") and "(--wide for the full job_name)" in lines[2]
 
 
@@ -373,12 +430,37 @@ def test_the_default_costs_are_by_day_and_their_rows_add_up_to_the_total():
                  {"date": "2026-11-23", "usd": 0.5, "by_gpu_type": {"g6.xlarge": 0.5}, "by_job_name": {"b": 0.5}}],
     }  # fmt: skip
     rows = costs(report).splitlines()[2:4]
-    assert [row.split() for row in rows] == [["2026-11-22", "0.250000"], ["2026-11-23", "0.500000"]]
+    assert [row.split()[:2] for row in rows] == [["2026-11-22", "0.250000"], ["2026-11-23", "0.500000"]]
 
 
-def test_summary_names_the_reservation_an_attempt_ran_in():
-    reserved = job()["attempts"][0] | {"reservation": "cr-0123456789abcdef0"}
+def test_costs_show_beside_each_row_and_the_total_what_it_added_to_the_bill_and_why_it_is_less():
+    # Given a day of $0.75, of which an attempt on reserved capacity ($0.25) added nothing to the bill
+    report = COSTS | {"total_usd": 0.75, "marginal_usd": 0.5, "group_by": "capacity_type", "groups": [
+        {"key": "on-demand", "usd": 0.5, "marginal_usd": 0.5, "attempts": 1},
+        {"key": "reserved", "usd": 0.25, "marginal_usd": 0.0, "attempts": 1}]}  # fmt: skip
 
-    summary = job_summary(job(attempts=[reserved]))
+    # When the costs are printed
+    lines = costs(report).splitlines()
 
-    assert "g5.12xlarge on-demand in cr-0123456789abcdef0  SUCCEEDED" in summary
+    # Then each capacity type's row says its cost and what it added, and the total says why they differ
+    assert lines[0].split() == ["capacity_type", "attempts", "usd", "marginal"]
+    assert [row.split() for row in lines[2:4]] == [["on-demand", "1", "0.500000", "0.500000"],
+                                                   ["reserved", "1", "0.250000", "0.000000"]]  # fmt: skip
+    assert lines[-2].startswith("total $0.750000  marginal $0.500000  (reserved capacity is paid for whether used")
+
+
+def test_summary_names_the_reservation_an_attempt_ran_in_its_rate_and_that_it_added_nothing_to_the_bill():
+    # Given an attempt on an On-Demand Capacity Reservation, priced at its rate, adding nothing to the bill
+    cost = job()["cost"] | {"marginal_usd": 0.0, "marginal_hourly_usd": 0.0}
+    reserved = job()["attempts"][0] | {"reservation": "cr-0123456789abcdef0", "capacity_type": "reserved", "cost": cost}
+
+    # When its summary is printed
+    summary = job_summary(job(attempts=[reserved], cost=cost))
+
+    # Then its GPU type and its attempt say it was reserved, in which reservation, at what cost and what it added
+    assert line(summary, "GPU type").endswith("(A10G, reserved)")
+    assert "g5.12xlarge reserved in cr-0123456789abcdef0  SUCCEEDED  $0.150000 = $1.2/h x 1800 s" in summary
+    assert line(summary, "attempt 1").endswith(", adds $0")
+    assert line(summary, "marginal").split(None, 1)[1] == (
+        "$0 added to the bill: cr-0123456789abcdef0 paid for whether used or not"
+    )

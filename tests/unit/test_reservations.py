@@ -8,6 +8,8 @@ from typing import Any
 
 from functions.shared.domain.capacity.planning import plan
 from functions.shared.domain.core.money import PriceQuote
+from functions.shared.domain.core.vocabulary import CapacityType
+from functions.shared.domain.cost.attempts import attempt_cost, capacity_type
 from functions.shared.domain.cost.waste import RESERVATION_IDLE, reservation_idle
 from functions.shared.domain.reservations.reservation import (
     Reservation,
@@ -58,15 +60,18 @@ def plan_with(held: list[Reservation], **request_fields: Any) -> Any:
     return plan(job_request(**request_fields), found)
 
 
-def test_a_reservation_with_room_ranks_first_at_zero_marginal_price_and_the_plan_says_so() -> None:
+def test_a_reservation_with_room_ranks_first_at_its_rate_and_zero_marginal_price_and_the_plan_says_so() -> None:
     # Given an open ODCR of g5.xlarge with 3 of 4 free, and g6.xlarge cheaper on-demand
     # When a job that fits both is planned
     result = plan_with([reservation()])
 
-    # Then the reservation comes first at zero marginal price, named with its room and end
+    # Then the reservation comes first at the on-demand rate the account pays for it, adding nothing to the bill,
+    # named with its room and end
     first = result.candidates[0]
-    assert (first.instance_type, first.reservation, first.hourly_usd) == ("g5.xlarge", "cr-0123456789abcdef0", 0.0)
+    assert (first.instance_type, first.reservation) == ("g5.xlarge", "cr-0123456789abcdef0")
+    assert (first.hourly_usd, first.marginal_hourly_usd, first.capacity_type) == (1.006, 0.0, "reserved")
     assert "reserved: cr-0123456789abcdef0, 3 of 4 free until 2026-11-25 11:30 UTC" in first.why
+    assert first.why.endswith("$1.006/h, paid whether used or not: adds $0/h to the bill")
     # And the on-demand offerings follow, cheapest first
     assert [(c.instance_type, c.reservation) for c in result.candidates[1:]] == [
         ("g6.xlarge", None),
@@ -136,6 +141,31 @@ def test_an_odcr_is_priced_at_the_on_demand_rate() -> None:
 
     assert rate is not None and rate.hourly_usd == 1.006
     assert rate.pricing.startswith("On-Demand Capacity Reservation cr-0123456789abcdef0, billed at the on-demand")
+
+
+def test_an_attempt_on_a_reservation_costs_its_rate_and_adds_nothing_to_the_bill_unlike_on_demand() -> None:
+    # Given an hour on an ODCR of g5.xlarge, an hour on a block at $2 an instance-hour, and an hour on-demand
+    on_demand = PriceQuote(hourly_usd=1.006, pricing="Price List")
+    odcr = hourly_rate(reservation(), on_demand)
+    at_block_rate = hourly_rate(block(), on_demand)
+    assert odcr is not None and at_block_rate is not None
+
+    # When each is priced
+    costs = [attempt_cost(quote, 3600) for quote in (odcr, at_block_rate, on_demand)]
+
+    # Then each costs what the account pays for the hour, and only the on-demand one adds to the bill
+    assert [(c.usd, c.marginal_usd) for c in costs] == [(1.006, 0.0), (2.0, 0.0), (1.006, 1.006)]
+
+
+def test_a_reservation_and_a_block_are_billed_apart_from_on_demand() -> None:
+    # Given a job that fits an ODCR of g5.xlarge, and one that fits a Capacity Block of it
+    odcr = plan_with([reservation()]).candidates[0]
+    on_block = plan_with([block()], capacity="reserved", timeout_minutes=10).candidates[0]
+
+    # Then each says how it is billed, and a block is priced at its fee
+    assert (odcr.capacity_type, on_block.capacity_type) == ("reserved", "capacity-block")
+    assert (on_block.hourly_usd, on_block.marginal_hourly_usd) == (2.0, 0.0)
+    assert capacity_type(CapacityType.ON_DEMAND, None, None) == "on-demand"
 
 
 def test_a_reservations_free_instances_are_idle_waste_split_by_day() -> None:

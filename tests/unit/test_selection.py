@@ -184,10 +184,10 @@ def test_memory_request_within_the_usable_memory_fits():
 
 
 # -- price ------------------------------------------------------------------------------------
-def test_gpu_type_without_a_known_price_is_a_candidate_after_the_priced_ones():
+def test_gpu_type_without_a_known_price_is_a_candidate_after_the_priced_ones_when_the_request_allows_it():
     # Given a price table that does not know g6.xlarge
-    # When planning
-    result = plan_for({}, A10G, L4, table={"g5.xlarge": 1.006})
+    # When planning a request that allows unpriced types
+    result = plan_for({"allow_unpriced": True}, A10G, L4, table={"g5.xlarge": 1.006})
 
     # Then g6.xlarge is still tried, after the priced g5, and says it has no price
     assert candidate_types(result) == ["g5.xlarge", "g6.xlarge"]

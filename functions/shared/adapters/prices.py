@@ -15,6 +15,7 @@ import re
 import threading
 import time
 import zlib
+from datetime import datetime
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -106,9 +107,23 @@ def price_list(pricing: Any, region: str) -> tuple[dict[str, float], str | None]
                     usd = float(dimension.get("pricePerUnit", {}).get("USD", 0) or 0)
                     if instance_type and usd > 0:
                         found[instance_type] = usd
-                        day = str(product.get("publicationDate") or "")[:10] or None
+                        day = publication_day(str(product.get("publicationDate") or ""))
                         published = max(published or "", day or "") or None
     return found, published
+
+
+def publication_day(published: str) -> str | None:
+    """The day (YYYY-MM-DD) of a Price List item's `publicationDate` (an ISO 8601 time), or None when it is not one."""
+    try:
+        return datetime.fromisoformat(published.replace("Z", "+00:00")).date().isoformat()
+    except ValueError:
+        return None
+
+
+def snapshot_day(as_of: str) -> str:
+    """The first day a snapshot's date allows (a snapshot dated by its month, 2025-08, is of 2025-08-01 at the
+    earliest): the day its prices were published, as a Price List item says it."""
+    return as_of if len(as_of) == len("YYYY-MM-DD") else f"{as_of}-01"
 
 
 class MarketPrices(ClientAdapter):

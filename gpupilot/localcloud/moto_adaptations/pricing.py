@@ -62,10 +62,11 @@ def _price_list_product(region: str, instance_type: str, market: str, hourly: fl
     """One Linux product of the Price List, sold `OnDemand` or in a `CapacityBlock`, with its on-demand term."""
     import zlib
 
-    from functions.shared.adapters.prices import price_snapshot
+    from functions.shared.adapters.prices import price_snapshot, snapshot_day
 
-    # The snapshot's prices were published no later than its date: each item says so, as the API's do.
-    as_of = (price_snapshot(region) or {}).get("as_of", "1970-01-01")
+    # Each item carries the day its prices were published, as an ISO 8601 time, as the API's do: the first day the
+    # snapshot's date allows (it may be dated by its month).
+    as_of = snapshot_day((price_snapshot(region) or {}).get("as_of", "1970-01-01"))
     sku = f"SKU{zlib.crc32(f'{region}/{instance_type}/{market}'.encode()):010d}"
     operation = "RunInstances" if market == "OnDemand" else "RunInstances:CB"
     dimension = {"unit": "Hrs", "pricePerUnit": {"USD": f"{hourly:.10f}"}}

@@ -136,6 +136,20 @@ def test_capacity_reserved_with_no_matching_reservation_is_refused_naming_capaci
     assert refused.value.field == "capacity"
 
 
+def test_a_job_asking_only_for_reserved_capacity_is_planned_at_the_reservation_s_rate_adding_nothing() -> None:
+    # Given an open ODCR of g5.xlarge (on-demand $1.006/h in the fakes' price list), and a request for reserved
+    # capacity only (no on-demand offering of its own to price)
+    ports = ports_with(held())
+    request = create_job(ports, capacity="reserved")
+
+    # When it is planned
+    [candidate] = plan_request(request, ports).candidates
+
+    # Then its candidate costs the account the reservation's rate, adds nothing to the bill, and is billed reserved
+    assert (candidate.reservation, candidate.capacity_type) == (CR, "reserved")
+    assert (candidate.hourly_usd, candidate.marginal_hourly_usd) == (1.006, 0.0)
+
+
 def test_the_sweep_charges_a_reservations_free_instances_since_the_sweep_before() -> None:
     # Given an active reservation with 2 free instances billed at $1.006 an hour, swept an hour ago
     ports = ports_with(held())

@@ -123,6 +123,7 @@ def _offering(
         memory_gib=gpu.memory_gib,
         capacity=capacity,
         hourly_usd=quote.hourly_usd if quote else None,
+        marginal_hourly_usd=quote.marginal if quote else None,
         pricing=quote.pricing if quote else None,
         zones=zones,
         region=region,

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from pydantic import Field
+from pydantic import Field, computed_field
 
 from functions.shared.domain.capacity.catalog import GpuType
 from functions.shared.domain.capacity.quotas import QuotaState
 from functions.shared.domain.capacity.unavailable import UnavailableOffering
 from functions.shared.domain.core.model import DomainModel
-from functions.shared.domain.core.money import PriceQuote
-from functions.shared.domain.core.vocabulary import CapacityType, MarketSignal
+from functions.shared.domain.core.money import PriceQuote, billed_capacity
+from functions.shared.domain.core.vocabulary import BilledCapacity, CapacityType, MarketSignal
 from functions.shared.domain.reservations.reservation import Reservation
 
 
@@ -89,7 +89,14 @@ class Candidate(DomainModel):
     vcpus: int
     memory_gib: float
     capacity: CapacityType
-    hourly_usd: float | None = Field(description="None: no known price (ranked after priced offerings)")
+    hourly_usd: float | None = Field(
+        description="What an hour of the instance costs the account (a reservation: its rate, paid whether used or "
+        "not); None: no known price (ranked after priced offerings)"
+    )
+    marginal_hourly_usd: float | None = Field(
+        default=None,
+        description="What an hour of it adds to the bill: 0 in a reservation with room, hourly_usd otherwise",
+    )
     zones: list[str]
     region: str | None = Field(default=None, description="The capacity region it runs in (None: the home region)")
     score: float
@@ -109,10 +116,20 @@ class Candidate(DomainModel):
     )
     reservation: str | None = Field(
         default=None,
-        description="The Capacity Reservation or Capacity Block (cr-...) it runs in: its hourly_usd is 0, the account "
-        "pays for it either way",
+        description="The Capacity Reservation or Capacity Block (cr-...) it runs in: its hourly_usd is the "
+        "reservation's rate, its marginal_hourly_usd 0 (the account pays for it either way)",
     )
     reserved: Reservation | None = Field(default=None, description="That reservation, as EC2 described it")
+    comparable_to: str | None = Field(
+        default=None,
+        description="No known price: the priced candidate with as many of the same GPUs (count and model) that holds "
+        "it to the price band; null: it has a price, or allow_unpriced let it in",
+    )
+
+    @computed_field(description="How it is billed: on-demand, spot, reserved (an ODCR) or capacity-block")
+    def capacity_type(self) -> BilledCapacity:
+        block = self.reserved is not None and self.reserved.capacity_block
+        return billed_capacity(self.capacity, self.reservation, block)
 
     @property
     def family(self) -> str:

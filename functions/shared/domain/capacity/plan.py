@@ -52,7 +52,8 @@ def outside_band(request: JobRequest, candidates: list[Candidate], blocked: list
     set when that one is blocked and the first choice costs more than the default price_band times it (refused
     when more than the request's price_band times it: a wider band is how a request agrees to pay that)."""
     first = candidates[0] if candidates else None
-    if first is None or first.hourly_usd is None:
+    # What the first choice adds to the bill is what is held (nothing, in a reservation with room).
+    if first is None or first.hourly_usd is None or first.reservation is not None:
         return None
     same = [
         b

@@ -28,7 +28,8 @@ def plan_across(request: JobRequest, regions: list[Signals], left_out: dict[str,
     together in attempt order, every one left out with its reason (the cheapest fix first), and each region's
     outcome (with `left_out`'s: region -> why, those not weighed at all). Warnings are warnings.py's."""
     found = [(signals.region, offerings(request, signals)) for signals in regions]
-    within, beyond_band = hold(request, [option for _, own in found for option in own.options])
+    priced_types = {(signals.region, instance_type) for signals in regions for instance_type in signals.on_demand}
+    within, beyond_band = hold(request, [option for _, own in found for option in own.options], priced_types)
     candidates = rank(request, within)
     rejected = in_order(found, beyond_band)
     return plan_out(request, candidates, rejected, found, left_out)

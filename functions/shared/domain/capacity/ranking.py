@@ -10,8 +10,9 @@ cheapest of its band (1 / price_ratio), zones offered (one zone is a single poin
 unavailable, the spot placement score, and quota headroom (instances at once).
 
 Attempt order: priced before unpriced (a type with no known price on any capacity type comes after every priced
-one, smallest first); then the request's GPU model preference, then reserved capacity before the rest (a reservation
-with room costs the account nothing more: it pays for it either way), then score; then spread so that consecutive
+one, smallest first; the band says which may come at all); then the request's GPU model preference, then reserved
+capacity before the rest (a reservation with room adds nothing to the bill: the account pays for it either way,
+money.reserved_rate), then score; then spread so that consecutive
 attempts come from different families where there is a choice (one family's shortage, say every g6, then costs
 one attempt, not all of them); `spot-first` tries each type on spot, then on on-demand, before the next type.
 """
@@ -123,9 +124,12 @@ def _score(candidate: Candidate) -> float:
 def _why(request: JobRequest, candidate: Candidate, before: Candidate | None, moved: bool) -> str:
     """Its price for this job, its availability signals, and why it is where it is, in a few words each."""
     if candidate.reserved is not None:
-        return f"{room_words(candidate.reserved)}; $0/h for this job: the account pays for it whether used or not"
+        rate = "no known rate" if candidate.hourly_usd is None else f"${candidate.hourly_usd:.4g}/h"
+        return f"{room_words(candidate.reserved)}; {rate}, paid whether used or not: adds $0/h to the bill"
     if candidate.hourly_usd is None:
-        price = "no known price: after every priced type"
+        like = f"; as many {candidate.gpu_model} GPUs as {candidate.comparable_to}" if candidate.comparable_to else ""
+        allowed = ", allowed by allow_unpriced" if request.allow_unpriced and not like else ""
+        price = f"no known price{like}{allowed}: after every priced type"
     else:
         held = f" ({request.gpus} of its {candidate.gpus} GPUs)" if candidate.gpus > request.gpus else ""
         ratio = candidate.price_ratio or 1.0

@@ -16,9 +16,17 @@ from functions.shared.domain.capacity.catalog import GpuType
 from functions.shared.domain.capacity.fit import fit_problem, type_problem
 from functions.shared.domain.capacity.offers import Candidate, Signals
 from functions.shared.domain.core.clock import seconds_between
+from functions.shared.domain.core.money import PriceQuote
 from functions.shared.domain.core.vocabulary import CapacityPreference, CapacityType
 from functions.shared.domain.requests.job_request import JobRequest
-from functions.shared.domain.reservations.reservation import ACTIVE, SCHEDULED, TARGETED, Reservation, moment
+from functions.shared.domain.reservations.reservation import (
+    ACTIVE,
+    SCHEDULED,
+    TARGETED,
+    Reservation,
+    hourly_rate,
+    moment,
+)
 from functions.shared.domain.reservations.reservation import fit_problem as block_fit_problem
 
 
@@ -55,7 +63,8 @@ def reserved_options(request: JobRequest, signals: Signals) -> tuple[list[Candid
             field, why = problem
             refused.append(Refused(reservation.instance_type, f"{named}: {why}", field))
         if problem is None and gpu is not None:
-            options.append(_reserved_candidate(gpu, reservation, signals.region))
+            rate = hourly_rate(reservation, signals.on_demand.get(reservation.instance_type))
+            options.append(_reserved_candidate(gpu, reservation, rate, signals.region))
     return options, refused
 
 
@@ -99,9 +108,11 @@ def _reservation_problem(
     return ("timeout_minutes", too_long) if too_long else None
 
 
-def _reserved_candidate(gpu: GpuType, reservation: Reservation, region: str | None) -> Candidate:
-    """The reservation as a candidate: on-demand instances in its zone of the signals' region, at no cost beyond
-    what the account pays."""
+def _reserved_candidate(
+    gpu: GpuType, reservation: Reservation, rate: PriceQuote | None, region: str | None
+) -> Candidate:
+    """The reservation as a candidate: on-demand instances in its zone of the signals' region, at the reservation's
+    rate, adding nothing to the bill (money.reserved_rate)."""
     return Candidate(
         instance_type=gpu.instance_type,
         gpu_model=gpu.gpu_model,
@@ -110,8 +121,9 @@ def _reserved_candidate(gpu: GpuType, reservation: Reservation, region: str | No
         vcpus=gpu.vcpus,
         memory_gib=gpu.memory_gib,
         capacity=CapacityType.ON_DEMAND,
-        hourly_usd=0.0,
-        pricing=f"{reservation.kind} {reservation.reservation_id}: the account pays for it whether used or not",
+        hourly_usd=rate.hourly_usd if rate else None,
+        marginal_hourly_usd=0.0,
+        pricing=rate.pricing if rate else f"{reservation.kind} {reservation.reservation_id}: no known rate",
         zones=[reservation.zone],
         region=region,
         score=0.0,

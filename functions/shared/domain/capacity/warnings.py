@@ -62,14 +62,18 @@ def plan_warnings(plan: Plan, request: JobRequest) -> list[str]:
             f"{first.capacity.value} {first.instance_type} was recently unavailable in "
             f"{', '.join(first.unavailable_zones)}: those zones are skipped for now"
         )
-    unpriced = list(dict.fromkeys(c.instance_type for c in candidates if c.hourly_usd is None))
-    if all(c.hourly_usd is None for c in candidates):
+    unknown = [c for c in candidates if c.hourly_usd is None and c.reservation is None]
+    unpriced = list(dict.fromkeys(c.instance_type for c in unknown))
+    if len(unknown) == len(candidates):
         warnings.append("no price is known for any candidate in this region: the order cannot weigh cost")
     elif unpriced:
-        warnings.append(
-            f"no known price for {_some(unpriced)}: tried after every priced candidate, and no price_band bounds "
-            "what they cost"
+        bounded = all(c.comparable_to for c in unknown)
+        why = (
+            "each has as many of the same GPUs as a priced candidate within price_band"
+            if bounded
+            else "no price_band bounds what they cost"
         )
+        warnings.append(f"no known price for {_some(unpriced)}: tried after every priced candidate; {why}")
     if len({c.family for c in candidates}) == 1 and len(candidates) > 1:
         beyond = [r.instance_type for r in plan.rejected if r.field == "price_band"]
         widen = f" (price_band {request.price_band:g} leaves out {_some(beyond)})" if beyond else ""

@@ -64,6 +64,16 @@ class CapacityType(StrEnum):
     SPOT = "spot"
 
 
+class BilledCapacity(StrEnum):
+    """How an attempt is billed (a cost's `capacity_type`): a capacity type, or the reserved capacity it ran in, an
+    On-Demand Capacity Reservation (`reserved`) or a Capacity Block (`capacity-block`), paid for whether used or not."""
+
+    ON_DEMAND = "on-demand"
+    SPOT = "spot"
+    RESERVED = "reserved"
+    CAPACITY_BLOCK = "capacity-block"
+
+
 class CapacityPreference(StrEnum):
     """What a request asks for: one capacity type, spot then on-demand, or capacity the account already reserved."""
 

@@ -6,12 +6,8 @@ from pydantic import Field
 
 from functions.shared.domain.capacity.offers import Candidate, Rejected
 from functions.shared.domain.core.model import DomainModel
-from functions.shared.domain.core.vocabulary import (
-    AttemptStatus,
-    CapacityType,
-    JobStatus,
-)
-from functions.shared.domain.cost.attempts import Cost, total_cost
+from functions.shared.domain.core.vocabulary import AttemptStatus, BilledCapacity, CapacityType, JobStatus
+from functions.shared.domain.cost.attempts import Cost, billed, capacity_type, total_cost
 from functions.shared.domain.diagnosis.runnable import Diagnosis
 from functions.shared.domain.jobs.next_action import NextAction, next_action
 from functions.shared.domain.jobs.records import JobRecord, TimelineEntry
@@ -21,6 +17,9 @@ from functions.shared.domain.requests.job_request import JobRequest
 class Attempt(DomainModel):
     instance_type: str
     capacity: CapacityType
+    capacity_type: BilledCapacity = Field(
+        description="How it is billed: its capacity, or the reservation it ran in (reserved: an ODCR; capacity-block)"
+    )
     region: str | None = Field(default=None, description="The capacity region it ran in (null: the home region)")
     job_queue: str
     batch_job_id: str
@@ -29,7 +28,10 @@ class Attempt(DomainModel):
     exit_code: int | None = None
     container_reason: str | None = Field(default=None, description="Batch's reason for the container's end")
     diagnosis: Diagnosis | None = None
-    cost: Cost | None = Field(default=None, description="What the attempt cost, once it ended (0 if it never ran)")
+    cost: Cost | None = Field(
+        default=None,
+        description="What the attempt cost, once it ended (0 if it never ran), and what it added to the bill",
+    )
     host_terminations: list[str] = Field(
         default_factory=list,
         description="Batch's words for each of its Batch attempts whose host was terminated (a spot reclaim)",
@@ -129,7 +131,8 @@ def current_reason(record: JobRecord) -> str | None:
 def job_cost(record: JobRecord) -> Cost | None:
     """What the job cost: the exact sum of its attempts' costs (RecordCost's, for records priced before
     attempts were)."""
-    return total_cost([a.cost for _, a in record.ordered_attempts() if a.cost is not None]) or record.cost
+    attempts = [billed(a.cost, a.reservation) for _, a in record.ordered_attempts() if a.cost is not None]
+    return total_cost(attempts) or record.cost
 
 
 def job_view(record: JobRecord) -> JobView:
@@ -146,6 +149,7 @@ def job_view(record: JobRecord) -> JobView:
             Attempt(
                 instance_type=attempt.instance_type,
                 capacity=attempt.capacity,
+                capacity_type=capacity_type(attempt.capacity, attempt.reservation, attempt.reserved),
                 region=attempt.region,
                 job_queue=attempt.job_queue,
                 batch_job_id=attempt.batch_job_id or "",
@@ -154,7 +158,7 @@ def job_view(record: JobRecord) -> JobView:
                 exit_code=attempt.exit_code,
                 container_reason=attempt.container_reason,
                 diagnosis=attempt.diagnosis,
-                cost=attempt.cost,
+                cost=billed(attempt.cost, attempt.reservation) if attempt.cost else None,
                 host_terminations=attempt.host_terminations,
                 reservation=attempt.reservation,
                 log_stream=attempt.log_stream,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field, StrictBool, StrictFloat, StrictInt, ValidationInfo, field_validator
@@ -17,6 +16,7 @@ from functions.shared.domain.requests.references import (  # fmt: skip
     RESERVATION_ID,
     ROLE_ARN,
     SECRET_ARN,
+    schema_keywords,
 )
 
 JOB_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,128}$"
@@ -42,17 +42,6 @@ def _integral(value: Any) -> Any:
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
-def _schema(**extra: Any) -> Callable[[dict[str, Any]], None]:
-    """Add keywords to a field's JSON schema (to its string branch, for an optional string)."""
-
-    def add(schema: dict[str, Any]) -> None:
-        for branch in schema.get("anyOf") or [schema]:
-            if branch.get("type") != "null":
-                branch.update(extra)
-
-    return add
-
-
 def _encodable(value: str) -> str:
     try:
         value.encode("utf-8")
@@ -73,7 +62,7 @@ class JobRequest(DomainModel):
         min_length=1,
         max_length=255,
         description="Container image with the CUDA payload: [registry[:port]/]repository[:tag][@digest]",
-        json_schema_extra=_schema(pattern=IMAGE_REFERENCE.pattern),
+        json_schema_extra=schema_keywords(pattern=IMAGE_REFERENCE.pattern),
     )
     command: list[Annotated[str, Field(min_length=1)]] = Field(
         min_length=1, description="Command and arguments, as a list of non-empty strings"
@@ -105,7 +94,7 @@ class JobRequest(DomainModel):
     environment: dict[str, str] = Field(
         default_factory=dict,
         description="Plain values, readable by whoever can read the job: use secrets for secrets",
-        json_schema_extra=_schema(
+        json_schema_extra=schema_keywords(
             propertyNames={"pattern": VARIABLE_NAME},
             additionalProperties={"type": "string", "pattern": ENVIRONMENT_VALUE.pattern},
         ),
@@ -119,7 +108,7 @@ class JobRequest(DomainModel):
         default_factory=dict,
         description="NAME -> ARN of a Secrets Manager secret or SSM parameter, set in the container by Batch; "
         "the value never passes through GPU Pilot",
-        json_schema_extra=_schema(
+        json_schema_extra=schema_keywords(
             maxProperties=MAX_SECRETS,
             propertyNames={"pattern": VARIABLE_NAME},
             additionalProperties={"type": "string", "pattern": SECRET_ARN.pattern},
@@ -128,7 +117,7 @@ class JobRequest(DomainModel):
     job_role_arn: str | None = Field(
         default=None,
         description="IAM role the job's container runs as (default: the stack's minimal job role)",
-        json_schema_extra=_schema(pattern=ROLE_ARN.pattern),
+        json_schema_extra=schema_keywords(pattern=ROLE_ARN.pattern),
     )
     zones: list[ListEntry] | None = Field(
         default=None,
@@ -160,6 +149,11 @@ class JobRequest(DomainModel):
     ignore_unavailable: StrictBool = Field(
         default=False,
         description="Try offerings the memory of unavailable offerings would leave out for now (a retry on purpose)",
+    )
+    allow_unpriced: StrictBool = Field(
+        default=False,
+        description="Try GPU types of unknown price that the price band leaves out (by default one is a candidate only "
+        "where a priced candidate within the band has as many of the same GPUs)",
     )
     reservation: str | None = Field(
         default=None,

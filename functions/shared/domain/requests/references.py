@@ -1,10 +1,12 @@
 """What a job request refers to, by the grammar each reference must follow: image references, environment
 variable names and values, secret and role ARNs. Pure patterns, shared by the request's validators and the JSON
-schema the OpenAPI document is written from."""
+schema the OpenAPI document is written from (schema_keywords adds them to it)."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 # A variable name that every shell and runtime reads as one: letters, digits and '_', not starting with a digit
 # (POSIX's portable names, lower case allowed). The container's environment is "NAME=value" strings, so a name
@@ -38,3 +40,14 @@ _DIGEST = r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}
 IMAGE_REFERENCE = re.compile(rf"^(?:{_DOMAIN}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*(?::{_TAG})?(?:@{_DIGEST})?$")
 # An AWS region's name, e.g. us-east-1, eu-central-1, us-gov-west-1.
 REGION_NAME = r"^[a-z]{2}(-[a-z]+)+-\d{1,2}$"
+
+
+def schema_keywords(**extra: Any) -> Callable[[dict[str, Any]], None]:
+    """Add keywords to a field's JSON schema (to its string branch, for an optional string)."""
+
+    def add(schema: dict[str, Any]) -> None:
+        for branch in schema.get("anyOf") or [schema]:
+            if branch.get("type") != "null":
+                branch.update(extra)
+
+    return add

@@ -20,7 +20,7 @@ from pydantic import Field
 
 from functions.shared.domain.core.clock import iso, parse_iso, seconds_between
 from functions.shared.domain.core.model import DomainModel
-from functions.shared.domain.core.money import PriceQuote
+from functions.shared.domain.core.money import FEE_TAG, PriceQuote, reserved_rate
 
 ACTIVE = "active"
 SCHEDULED = "scheduled"
@@ -33,9 +33,6 @@ BLOCK_RECLAIM = timedelta(minutes=30)
 # An instance launched into a reservation boots and registers with ECS before the job starts (minutes; the finish
 # wait allows as much past timeout_minutes).
 START_MARGIN = timedelta(minutes=10)
-# A Capacity Block's fee is not in DescribeCapacityReservations: GPU Pilot tags the blocks it buys with it, and a team
-# can tag the blocks it bought elsewhere.
-FEE_TAG = "gpupilot:upfront-usd"
 # Before a Capacity Block begins, EC2 shows its available capacity as zero and its size in this tag.
 REQUESTED_QUANTITY_TAG = "aws:ec2capacityreservation:incrementalRequestedQuantity"
 RESERVATION_TAG = "gpupilot:reservation"
@@ -199,23 +196,15 @@ def waiting_words(reservation: Reservation) -> str:
 
 
 def hourly_rate(reservation: Reservation, on_demand: PriceQuote | None) -> PriceQuote | None:
-    """What an instance-hour of the reservation costs the account: a Capacity Block's fee over its instance-hours, an
-    ODCR's on-demand rate (a block whose fee is unknown: the on-demand rate, said so). None: no price known."""
-    hours = reservation.hours
-    if reservation.capacity_block and reservation.upfront_usd is not None and hours and reservation.total:
-        rate = reservation.upfront_usd / (reservation.total * hours)
-        return PriceQuote(
-            hourly_usd=round(rate, 6),
-            pricing=f"Capacity Block {reservation.reservation_id}: ${reservation.upfront_usd:g} up front over "
-            f"{reservation.total} instance(s) x {hours:g} h",
-        )
-    if on_demand is None:
-        return None
-    if reservation.capacity_block:
-        said = f"Capacity Block {reservation.reservation_id} (fee unknown: tag it {FEE_TAG}) at the on-demand price"
-    else:
-        said = f"On-Demand Capacity Reservation {reservation.reservation_id}, billed at the on-demand price"
-    return on_demand.model_copy(update={"pricing": f"{said}; {on_demand.pricing}"})
+    """What an instance-hour of the reservation costs the account, adding nothing to the bill (money.reserved_rate)."""
+    return reserved_rate(
+        reservation.reservation_id,
+        reservation.capacity_block,
+        on_demand,
+        reservation.upfront_usd,
+        reservation.total,
+        reservation.hours,
+    )
 
 
 def reservation_launch_template(base: str, base_version: int, reservation: Reservation) -> str:

@@ -130,12 +130,15 @@ def _signals(
         code: _read(market, MarketSignal.VCPU_QUOTAS, partial(ports.quotas.vcpu_quota, code), None, subject=code)
         for code in needs.quota_codes
     }
+    # Read whatever the capacity types: a spot type without one is a type of unknown price (band.py), and a
+    # reservation's rate is its type's on-demand price.
+    priced = sorted(set(needs.fitting) | {r.instance_type for r in reservations})
     on_demand = {}
-    if CapacityType.ON_DEMAND in needs.capacities and needs.fitting:
+    if priced:
         price_list = ports.prices.price_list_unavailable()
         if price_list is not None:
             _note_gap(market, MarketSignal.ON_DEMAND_PRICES, price_list)
-        quotes = {t: ports.prices.on_demand(t) for t in needs.fitting}
+        quotes = {t: ports.prices.on_demand(t) for t in priced}
         on_demand = {t: quote for t, quote in quotes.items() if quote is not None}
     if CapacityType.SPOT in needs.capacities and needs.fitting:
         zones = [z for z in snapshot.zones if not request.zones or z in request.zones]

@@ -1,5 +1,6 @@
 """GET /costs: what every ended attempt cost, per UTC day of its job's creation, by GPU type, job name, capacity
-type and region, or grouped by one of them; as JSON or CSV. Sums are exact (domain/cost/attempts.py)."""
+type (reserved and capacity-block apart from on-demand) and region, or grouped by one of them, and what each added to
+the bill; as JSON or CSV. Sums are exact (domain/cost/attempts.py)."""
 
 from __future__ import annotations
 
@@ -10,14 +11,15 @@ from decimal import Decimal
 
 from functions.shared.domain.core.model import DomainModel
 from functions.shared.domain.core.money import dollars, usd_sum
-from functions.shared.domain.cost.attempts import Cost
+from functions.shared.domain.core.vocabulary import BilledCapacity
+from functions.shared.domain.cost.attempts import Cost, billed, capacity_type
 from functions.shared.domain.cost.report import CostGroup, CostReport, DailyCost, Waste
 from functions.shared.domain.cost.waste import RESERVATION_IDLE
 from functions.shared.ports import Ports
 
 GROUPS = ("day", "gpu_type", "job_name", "capacity_type", "region")
 CSV_COLUMNS = ("date", "job_id", "job_name", "attempt", "gpu_type", "capacity_type", "runtime_seconds", "share",
-               "hourly_usd", "usd", "pricing", "region")  # fmt: skip
+               "hourly_usd", "usd", "marginal_usd", "pricing", "region")  # fmt: skip
 
 
 class CostLine(DomainModel):
@@ -33,6 +35,7 @@ class CostLine(DomainModel):
     share: float
     hourly_usd: float
     usd: float
+    marginal_usd: float
     pricing: str
     region: str
 
@@ -48,21 +51,23 @@ def cost_lines(date_from: str, date_to: str, ports: Ports) -> list[CostLine]:
         priced = [(n, a) for n, a in record.ordered_attempts() if a.cost is not None]
         if not priced and record.cost is not None:  # priced before attempts were: the job's one cost
             lines.append(_line(record.created_at[:10], record.job_id, record.name, 1, record.instance_type or "unknown",
-                               "on-demand", record.cost, home))  # fmt: skip
+                               BilledCapacity.ON_DEMAND, billed(record.cost, None), home))  # fmt: skip
         for number, attempt in priced:
             assert attempt.cost is not None
+            billed_as = capacity_type(attempt.capacity, attempt.reservation, attempt.reserved)
+            cost = billed(attempt.cost, attempt.reservation)
             lines.append(_line(record.created_at[:10], record.job_id, record.name, number, attempt.instance_type,
-                               attempt.capacity.value, attempt.cost, attempt.region or home))  # fmt: skip
+                               billed_as, cost, attempt.region or home))  # fmt: skip
     return lines
 
 
 def _line(
-    date: str, job_id: str, name: str, number: int, gpu_type: str, capacity: str, cost: Cost, region: str
+    date: str, job_id: str, name: str, number: int, gpu_type: str, capacity: BilledCapacity, cost: Cost, region: str
 ) -> CostLine:
     return CostLine(
         date=date, job_id=job_id, job_name=name, attempt=number, gpu_type=gpu_type, capacity_type=capacity,
         runtime_seconds=cost.runtime_seconds, share=cost.gpu_share, hourly_usd=cost.hourly_usd, usd=cost.usd,
-        pricing=cost.pricing, region=region,
+        marginal_usd=cost.marginal_usd or 0.0, pricing=cost.pricing, region=region,
     )  # fmt: skip
 
 
@@ -76,6 +81,7 @@ def cost_report(date_from: str, date_to: str, ports: Ports, group_by: str | None
         DailyCost(
             date=date,
             usd=_sum(day),
+            marginal_usd=_sum(day, "marginal_usd"),
             by_gpu_type=_sums(day, "gpu_type"),
             by_job_name=_sums(day, "job_name"),
             by_capacity_type=_sums(day, "capacity_type"),
@@ -90,13 +96,20 @@ def cost_report(date_from: str, date_to: str, ports: Ports, group_by: str | None
             keyed[line.key(group_by)].append(line)
         groups = sorted(
             (
-                CostGroup(key=key, usd=_sum(part), attempts=len(part), region=_shared_region(part))
+                CostGroup(
+                    key=key,
+                    usd=_sum(part),
+                    marginal_usd=_sum(part, "marginal_usd"),
+                    attempts=len(part),
+                    region=_shared_region(part),
+                )
                 for key, part in keyed.items()
             ),
             key=lambda g: (-g.usd, g.key),
         )
-    return CostReport(date_from=date_from, date_to=date_to, total_usd=_sum(lines), days=days, group_by=group_by,
-                      groups=groups, waste=waste_report(date_from, date_to, ports))  # fmt: skip
+    return CostReport(date_from=date_from, date_to=date_to, total_usd=_sum(lines),
+                      marginal_usd=_sum(lines, "marginal_usd"), days=days, group_by=group_by, groups=groups,
+                      waste=waste_report(date_from, date_to, ports))  # fmt: skip
 
 
 def waste_report(date_from: str, date_to: str, ports: Ports) -> Waste:
@@ -139,8 +152,8 @@ def _shared_region(lines: list[CostLine]) -> str | None:
     return regions.pop() if len(regions) == 1 else None
 
 
-def _sum(lines: list[CostLine]) -> float:
-    return float(sum((dollars(line.usd) for line in lines), Decimal(0)))
+def _sum(lines: list[CostLine], amount: str = "usd") -> float:
+    return float(sum((dollars(getattr(line, amount)) for line in lines), Decimal(0)))
 
 
 def _sums(lines: list[CostLine], field: str) -> dict[str, float]:
