@@ -285,8 +285,13 @@ def test_a_purchase_above_max_upfront_usd_is_refused_and_within_it_is_bought(pur
 
 
 def test_an_offering_shorter_than_the_whole_days_asked_is_bought_for_those_days(purchasing_cloud: RunningCloud) -> None:
-    # Given an offering of 47 h 15 min, listed for 2 days (EC2 takes durations in whole days)
-    listed = offering_id(purchasing_cloud, "p4d.24xlarge", 1, 2)
+    # Given an offering of 47 h 15 min, listed for 2 days (EC2 takes durations in whole days), its length said
+    shown = purchasing_cloud.api.request(
+        "GET", "/reservations/offerings", query={"instance_type": "p4d.24xlarge", "count": 1, "days": 2}
+    ).body
+    [offering] = shown["offerings"]
+    assert (offering["hours"], offering["days"]) == (47.25, 2), offering
+    listed = offering["offering_id"]
 
     # When it is bought
     bought = purchasing_cloud.cli("--json", "reserve", listed, "--yes", "--max-upfront-usd", "1500")

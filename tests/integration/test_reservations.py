@@ -44,6 +44,8 @@ def test_the_accounts_reservations_are_read_with_their_room_window_and_a_blocks_
     assert (odcr.state, odcr.total, odcr.available, odcr.capacity_block, odcr.match) == ("active", 2, 2, False, "open")
     assert (block.state, block.total, block.available, block.capacity_block) == ("scheduled", 4, 0, True)
     assert (block.match, block.upfront_usd, block.hours) == ("targeted", 94000.0, 72.0)
+    # And each says its platform and tenancy, and whose bill its unused capacity is on (its owner's)
+    assert (odcr.platform, odcr.tenancy, odcr.billed_to) == ("Linux/UNIX", "default", "123456789012")
 
 
 def test_one_reservation_is_read_by_id_and_an_unknown_one_is_none(ec2_reservations) -> None:
