@@ -97,7 +97,8 @@ WHY_RESERVATION_TEMPLATES = (
 WHY_PURCHASE = (
     "PurchaseCapacityBlock is authorized on the capacity reservation it creates, whose id EC2 assigns "
     "(capacity-reservation/*): the grant is held to purchases that tag it {tag}=gpupilot (aws:RequestTag), and exists "
-    "only in a deployment whose context allows purchases (allow_capacity_block_purchase)."
+    "only in a deployment whose context allows purchases (allow_capacity_block_purchase); in every capacity region, "
+    "where Capacity Blocks are listed and bought too."
 )
 WHY_JOB_LOGS = (
     "Batch names each attempt's log stream when it runs ('<awslogs-stream-prefix>/default/<ECS task id>', AWS Batch "
@@ -340,13 +341,13 @@ def purchases(arns: Arns) -> list[Grant]:
     return [
         Grant(
             actions=("ec2:PurchaseCapacityBlock",),
-            resources=(arns.capacity_reservations,),
+            resources=arns.everywhere("capacity_reservations"),
             reason=why,
             conditions={"StringEquals": {f"aws:RequestTag/{PURCHASED_BY_TAG}": "gpupilot"}},
         ),
         Grant(
             actions=("ec2:CreateTags",),
-            resources=(arns.capacity_reservations,),
+            resources=arns.everywhere("capacity_reservations"),
             reason=why,
             conditions={"StringEquals": {"ec2:CreateAction": "PurchaseCapacityBlock"}},
             required_by=DOC_EC2_TAG_ON_CREATE,

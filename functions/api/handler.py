@@ -35,7 +35,7 @@ from functions.shared.domain.core.errors import (
 from functions.shared.domain.core.vocabulary import JobStatus
 from functions.shared.domain.jobs.views import ErrorBody, SubmitResponse
 from functions.shared.domain.requests.job_request import JobRequest
-from functions.shared.domain.reservations.reservation import MAX_BLOCK_INSTANCES, block_days_problem
+from functions.shared.domain.reservations.offerings import MAX_BLOCK_INSTANCES, block_days_problem
 from functions.shared.domain.reservations.views import PurchaseRequest
 from functions.shared.observability import logger, metrics
 from functions.shared.ports import Ports

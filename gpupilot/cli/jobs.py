@@ -124,11 +124,13 @@ def smoke_body(body: dict[str, Any]) -> dict[str, Any]:
 
 def smoke_command() -> list[str]:
     """`python3 -c` with the smoke payload, compressed: it runs in any image with Python 3 and, on Batch's GPU
-    AMI, the NVIDIA driver the container runtime mounts."""
+    AMI, the NVIDIA driver the container runtime mounts. Its argument (the payload ignores it) names it, so that its
+    exit codes count against the host it ran on, and only its own."""
+    from functions.shared.domain.fleet.batch import SMOKE_NAME
     from payloads import cuda_smoke
 
     packed = base64.b64encode(zlib.compress(Path(cuda_smoke.__file__).read_bytes(), 9)).decode()
-    return ["python3", "-c", f"import base64,zlib;exec(zlib.decompress(base64.b64decode('{packed}')))"]
+    return ["python3", "-c", f"import base64,zlib;exec(zlib.decompress(base64.b64decode('{packed}')))", SMOKE_NAME]
 
 
 def submit_headers(key: str | None) -> dict[str, str]:

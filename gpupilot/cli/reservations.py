@@ -55,12 +55,12 @@ def run(client: ApiClient, args: argparse.Namespace) -> int:
             raise UsageError("--offerings needs --type, e.g. --type p5.48xlarge", field="--type")
         query = {"instance_type": args.instance_type, "count": args.count, "days": args.days}
         found = checked(client.request("GET", "/reservations/offerings", query=query))
-        print(json.dumps(found, indent=2) if args.json else offerings_table(found))
+        print(json.dumps(found, indent=2) if args.json else offerings_table(found) + left_out_lines(found))
         return 0
     if args.instance_type or args.count != 1 or args.days != 1:
         raise UsageError("--type, --count and --days go with --offerings", field="--offerings")
     held = checked(client.request("GET", "/reservations"))
-    print(json.dumps(held, indent=2) if args.json else reservations_table(held))
+    print(json.dumps(held, indent=2) if args.json else reservations_table(held) + left_out_lines(held))
     return 0
 
 
@@ -86,3 +86,8 @@ def offerings_table(found: dict[str, Any]) -> str:
         return "no Capacity Block offerings for that type, count and duration"
     headers = ["OFFERING", "TYPE", "ZONE", "COUNT", "STARTS (UTC)", "ENDS (UTC)", "HOURS", "UPFRONT"]
     return table(headers, rows) + "\nbuy one with: gpupilot reserve OFFERING --yes --max-upfront-usd USD"
+
+
+def left_out_lines(answer: dict[str, Any]) -> str:
+    """One line per capacity region the answer could not read, with AWS's words (none: nothing)."""
+    return "".join(f"\nregion {region} left out: {why}" for region, why in sorted(answer.get("left_out", {}).items()))

@@ -4,11 +4,16 @@ Capacity Blocks EC2 offers, and the instances launched into each, as EC2 keeps t
 Times are real: a reservation begins `starts_in_seconds` after the cloud starts and lasts `hours` (speedup does not
 shorten them, as the workflow's Wait until a timestamp keeps real time). EC2's states: `scheduled` before the start
 (available capacity shown as zero, the size in the incrementalRequestedQuantity tag), `active` until the end,
-`expired` after; a Capacity Block's instances are taken back from 30 minutes before its end.
+`expired` after; a Capacity Block's instances are taken back from 30 minutes before its end. A launch goes into a
+reservation only of its type, zone, platform and tenancy ("You can only launch an instance into a Capacity
+Reservation that has matching attributes (instance type, platform, Availability Zone, and tenancy)": EC2 User Guide),
+and the fleet's launches are Linux/UNIX of default tenancy. An offering's length is whole hours and minutes
+(CapacityBlockDurationHours, CapacityBlockDurationMinutes), answered to a question of the whole days it begins in.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 import uuid
@@ -16,7 +21,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from functions.shared.domain.reservations.reservation import BLOCK_RECLAIM, FEE_TAG, REQUESTED_QUANTITY_TAG
+from functions.shared.domain.reservations.reservation import (
+    BLOCK_RECLAIM,
+    DEFAULT_TENANCY,
+    FEE_TAG,
+    LINUX,
+    REQUESTED_QUANTITY_TAG,
+)
 from gpupilot.localcloud.world import World
 
 ACCOUNT = "123456789012"
@@ -38,6 +49,13 @@ class HeldReservation:
     upfront_usd: float | None = None
     tags: dict[str, str] = field(default_factory=dict)
     instances: set[str] = field(default_factory=set)
+    platform: str = LINUX
+    tenancy: str = DEFAULT_TENANCY
+
+    def takes(self, instance_type: str, zone: str, region: str) -> bool:
+        """Whether a launch of the fleet (Linux/UNIX, default tenancy) of `instance_type` in `zone` matches it."""
+        matching = (self.instance_type, self.zone, self.region, self.platform, self.tenancy)
+        return matching == (instance_type, zone, region, LINUX, DEFAULT_TENANCY)
 
     def state(self, now: float) -> str:
         if now < self.starts:
@@ -65,9 +83,9 @@ class HeldReservation:
             "OwnerId": ACCOUNT,
             "CapacityReservationArn": f"arn:aws:ec2:{self.region}:{ACCOUNT}:capacity-reservation/{self.reservation_id}",
             "InstanceType": self.instance_type,
-            "InstancePlatform": "Linux/UNIX",
+            "InstancePlatform": self.platform,
             "AvailabilityZone": self.zone,
-            "Tenancy": "default",
+            "Tenancy": self.tenancy,
             "TotalInstanceCount": total,
             "AvailableInstanceCount": self.available(now),
             "State": self.state(now),
@@ -94,15 +112,22 @@ class Offering:
     upfront_usd: float
     region: str
 
+    @property
+    def days(self) -> int:
+        """The whole days EC2 offers it for: those it begins in."""
+        return math.ceil(round(self.hours * 60) / (24 * 60))
+
     def described(self) -> dict[str, Any]:
+        minutes = round(self.hours * 60)
         return {
             "CapacityBlockOfferingId": self.offering_id,
             "InstanceType": self.instance_type,
             "AvailabilityZone": self.zone,
             "InstanceCount": self.count,
             "StartDate": _iso(self.starts),
-            "EndDate": _iso(self.starts + self.hours * 3600),
-            "CapacityBlockDurationHours": int(self.hours),
+            "EndDate": _iso(self.starts + minutes * 60),
+            "CapacityBlockDurationHours": minutes // 60,
+            "CapacityBlockDurationMinutes": minutes % 60,
             "UpfrontFee": f"{self.upfront_usd:.2f}",
             "CurrencyCode": "USD",
             "Tenancy": "default",
@@ -118,10 +143,11 @@ class ReservationBook:
         began = clock()
         self.reservations: dict[str, HeldReservation] = {}
         for spec in world.capacity_reservations:
-            self._add(
+            held = self._add(
                 spec.instance_type, spec.zone, spec.count, began + spec.starts_in_seconds, spec.hours,
                 spec.capacity_block, spec.match, spec.region or world.region, spec.upfront_usd,
             )  # fmt: skip
+            held.platform, held.tenancy = spec.platform, spec.tenancy
         self.offerings = [
             Offering(f"cb-{uuid.uuid4().hex[:17]}", o.instance_type,
                      o.zone or world.in_region(o.region or world.region).zones[0], o.count,
@@ -171,18 +197,13 @@ class ReservationBook:
         with self._lock:
             if reservation_id is not None:
                 held = self.reservations.get(reservation_id)
-                fits = held is not None and (held.instance_type, held.zone, held.region) == (
-                    instance_type,
-                    zone,
-                    region,
-                )
+                fits = held is not None and held.takes(instance_type, zone, region)
                 # A launch into a block EC2 is taking back would be terminated at once: none is made.
                 taking_back = held is not None and now >= held.reclaims_at()
                 return held if fits and held is not None and held.available(now) > 0 and not taking_back else None
             return next(
                 (r for r in self.reservations.values()
-                 if r.match == "open" and (r.instance_type, r.zone, r.region) == (instance_type, zone, region)
-                 and r.available(now) > 0),
+                 if r.match == "open" and r.takes(instance_type, zone, region) and r.available(now) > 0),
                 None,
             )  # fmt: skip
 

@@ -322,6 +322,7 @@ class LocalCloud:
                 },
                 reservations=self.reservations,
                 console_of=self._console,
+                unsold={region: self.world.in_region(region).unsold() for region in self.world.all_regions},
             )
         )
         import boto3

@@ -59,10 +59,11 @@ def region_stack_name(region: str) -> str:
 
 def load_region_templates(home: str, regions: list[str]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """The home stack's template and each capacity region's (`regions`, besides home), as `python app.py`
-    synthesizes them with those regions in its context. Without other regions: the synthesized default stack."""
+    synthesizes them with those regions in its context (on top of the caller's GPUPILOT_CDK_CONTEXT, as app.py takes
+    it: a deployment's switches, say). Without other regions: the synthesized default stack."""
     if not regions:
         return load_template(), {}
-    context = {
+    context = json.loads(os.environ.get("GPUPILOT_CDK_CONTEXT") or "{}") | {
         "region": home,
         "zones": [f"{home}a", f"{home}b"],
         "regions": [home, *regions],

@@ -45,6 +45,11 @@ class BadHostsWorld(_Strict):
 
 
 class InstanceTypeWorld(_Strict):
+    sold: bool = Field(
+        default=True,
+        description="false: EC2 does not sell the type in this region (DescribeInstanceTypes there does not list it, "
+        "and no zone offers it)",
+    )
     offered: bool = Field(default=True, description="false: not offered in any zone")
     zones: list[str] | None = Field(default=None, description="Zones that offer it (default: all)")
     capacity: Literal["available", "none"] = Field(
@@ -131,8 +136,8 @@ class FaultsWorld(_Strict):
 
 
 class RegionWorld(_Strict):
-    """A capacity region beside the home one: its own zones, offerings and fleet behaviour, quotas and spot market
-    (by default every GPU type is offered in every one of its zones, as in the home region)."""
+    """A capacity region beside the home one: its own zones, offerings and fleet behaviour, quotas and spot market,
+    with the home region's defaults (its first two zones; every GPU type offered in every one of them)."""
 
     zones: list[str] = Field(min_length=1)
     instance_types: dict[str, InstanceTypeWorld] = Field(default_factory=dict)
@@ -154,6 +159,10 @@ class ReservationWorld(_Strict):
     )
     region: str | None = Field(default=None, description="Its region: home, or one of the world's `regions`")
     upfront_usd: float | None = Field(default=None, gt=0, description="A Capacity Block's fee, tagged on it")
+    platform: Literal["Linux/UNIX", "Red Hat Enterprise Linux", "SUSE Linux", "Windows", "Ubuntu Pro"] = Field(
+        default="Linux/UNIX", description="The operating system it reserves for (EC2's InstancePlatform)"
+    )
+    tenancy: Literal["default", "dedicated"] = "default"
 
     @model_validator(mode="after")
     def _blocks_are_targeted(self) -> ReservationWorld:
@@ -168,7 +177,10 @@ class BlockOfferingWorld(_Strict):
 
     instance_type: str
     count: int = Field(default=1, ge=1, le=64)
-    hours: float = Field(default=24, gt=0)
+    hours: float = Field(
+        default=24, gt=0, description="Its length (a block that begins today may be hours and minutes short of the "
+        "whole days it is offered for: EC2 answers it to a question of the days it begins in)"
+    )  # fmt: skip
     starts_in_seconds: float = Field(default=0, ge=0)
     upfront_usd: float = Field(gt=0)
     zone: str | None = None
@@ -177,7 +189,7 @@ class BlockOfferingWorld(_Strict):
 
 class World(_Strict):
     region: str = "us-east-1"
-    zones: list[str] = Field(default_factory=lambda: ["us-east-1a", "us-east-1b"], min_length=1)
+    zones: list[str] = Field(default_factory=list, min_length=1, description="Default: the region's first two zones")
     instance_types: dict[str, InstanceTypeWorld] = Field(default_factory=dict)
     spot: dict[str, SpotWorld] = Field(default_factory=dict)
     quotas: dict[str, int] = Field(default_factory=dict, description="vCPU quota by EC2 Service Quotas code")
@@ -188,6 +200,21 @@ class World(_Strict):
     faults: FaultsWorld = Field(default_factory=FaultsWorld)
     capacity_reservations: list[ReservationWorld] = Field(default_factory=list)
     capacity_block_offerings: list[BlockOfferingWorld] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_zones(cls, data: Any) -> Any:
+        """Every region without `zones` (home and each capacity region alike) takes its first two zones."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        data.setdefault("zones", default_zones(str(data.get("region") or "us-east-1")))
+        if isinstance(data.get("regions"), dict):
+            data["regions"] = {
+                name: ({"zones": default_zones(str(name))} | described) if isinstance(described, dict) else described
+                for name, described in data["regions"].items()
+            }
+        return data
 
     @model_validator(mode="after")
     def _known_types_zones_and_codes(self) -> World:
@@ -257,7 +284,11 @@ class World(_Strict):
     def offered_zones(self, instance_type: str) -> list[str]:
         """The world's zones that offer the type."""
         spec = self.instance(instance_type)
-        return [] if not spec.offered else list(spec.zones or self.zones)
+        return [] if not (spec.offered and spec.sold) else list(spec.zones or self.zones)
+
+    def unsold(self) -> set[str]:
+        """The GPU types EC2 does not sell in this region."""
+        return {name for name, spec in self.instance_types.items() if not spec.sold}
 
     def capacity(self, instance_type: str, spot: bool) -> str:
         """`available` or `none`, for on-demand or spot."""
@@ -269,6 +300,14 @@ class World(_Strict):
         """The statusReason of a compute environment of these types, if the world makes it INVALID."""
         reasons = [self.instance(t).compute_environment_invalid for t in instance_types]
         return next((reason for reason in reasons if reason), None)
+
+
+def default_zones(region: str) -> list[str]:
+    """A region's first two zones, as the embedded EC2 describes them (`<region>a` and `b` if it knows none)."""
+    from moto.ec2.models.availability_zones_and_regions import RegionsAndZonesBackend
+
+    known = [zone.name for zone in RegionsAndZonesBackend.zones.get(region, [])]
+    return known[:2] or [f"{region}a", f"{region}b"]
 
 
 def _check_region(where: str, name: str, region: World | RegionWorld) -> None:

@@ -159,3 +159,60 @@ def test_a_pool_whose_hosts_are_mostly_bad_gets_one_pool_finding_and_no_mass_ter
     # And no host was quarantined: none drained, none reported as a bad host
     assert [c for c in container_instances(cloud).values() if c["status"] == "DRAINING"] == []
     assert [f for f in cloud.api.request("GET", "/health").body["findings"] if f["kind"] == "BAD_GPU_HOST"] == []
+
+
+def one_host_exiting(code: int) -> dict[str, Any]:
+    """One g4dn.xlarge at a time (a G and VT quota of its 4 vCPUs), every job's program exiting `code`."""
+    return {"quotas": {"L-DB2E81BA": 4}, "jobs": {"runtime_seconds": 1, "exit_code": code}}
+
+
+def batch_attempts_of(cloud: RunningCloud, job: dict[str, Any]) -> list[dict[str, Any]]:
+    """Batch's own attempts of the job's one GPU Pilot attempt, as DescribeJobs shows them."""
+    [attempt] = job["attempts"]
+    [described] = aws(cloud, "batch").describe_jobs(jobs=[attempt["batch_job_id"]])["jobs"]
+    return list(described["attempts"])
+
+
+def test_user_programs_exiting_with_the_smoke_tests_codes_neither_retry_nor_count_against_their_host(
+    cloud_factory: Callable[..., RunningCloud],
+) -> None:
+    # Given one healthy host, and two jobs whose own programs exit 14 (the smoke test's CUDA-error code)
+    cloud = cloud_factory(one_host_exiting(14), sweep_seconds=0)
+
+    # When both run on it, one after the other, and a sweep runs
+    jobs = run_jobs(cloud, 2)
+    swept = cloud.cli("--json", "sweep")
+
+    # Then each failed after one run of its program (Batch did not run it again), on the same host
+    assert [job["status"] for job in jobs] == ["FAILED", "FAILED"]
+    runs = [batch_attempts_of(cloud, job) for job in jobs]
+    assert [len(r) for r in runs] == [1, 1], runs
+    [host] = {r[0]["container"]["containerInstanceArn"] for r in runs}
+    # And the host is not a bad host: no finding, still taking jobs
+    assert swept.returncode == 0, swept.stderr
+    assert [f for f in json.loads(swept.stdout)["findings"] if f["kind"] == "BAD_GPU_HOST"] == []
+    assert container_instances(cloud)[host]["status"] == "ACTIVE"
+
+
+def test_the_smoke_tests_failures_are_retried_and_count_against_their_host(
+    cloud_factory: Callable[..., RunningCloud],
+) -> None:
+    # Given one host on which the CUDA smoke test exits 14 (a CUDA error), and no sweep on a timer
+    cloud = cloud_factory(one_host_exiting(14), sweep_seconds=0)
+
+    # When the smoke test runs twice, through the CLI
+    ids = []
+    for _ in range(2):
+        submitted = cloud.cli("--json", "submit", "--smoke", "--instance-type", TYPE, "--stuck-after-minutes", "30")
+        assert submitted.returncode == 0, submitted.stderr
+        ids.append(json.loads(submitted.stdout)["job_id"])
+    jobs = [cloud.wait_for(job_id, {"SUCCEEDED", "FAILED"}, 240) for job_id in ids]
+
+    # Then Batch ran the first one again after its CUDA error (on the host, then elsewhere once it was quarantined)
+    assert len(batch_attempts_of(cloud, jobs[0])) > 1, batch_attempts_of(cloud, jobs[0])
+    # And the two smoke tests' failures quarantined the host they ran on first (every host fails them here: any host
+    # they ran on after it too), each finding quoting the check's code
+    first_host = batch_attempts_of(cloud, jobs[0])[0]["container"]["containerInstanceArn"]
+    found = findings_of(cloud, "BAD_GPU_HOST")
+    assert container_instances(cloud)[first_host]["ec2InstanceId"] in {i for f in found for i in f["instances"]}
+    assert all(f["evidence"]["last_failure"].startswith("exit code 14") for f in found), found

@@ -2,14 +2,15 @@
 request allows it, and fails in bounded time naming every attempt when it does not; the plan says where each
 candidate is and why a region gave none; the sweep, /health and /costs see every region.
 
-One local cloud for the module: home us-east-1 without capacity for g5.xlarge, us-west-2 with it (and an open
-reservation of g6.xlarge), eu-west-1 with no G and VT quota and no g6.xlarge at all."""
+One local cloud for the module: home us-east-1 without capacity for g5.xlarge and not selling g6e.xlarge at all,
+us-west-2 with both (and an open reservation of g6.xlarge; its zones left to the world's defaults), eu-west-1 with no
+G and VT quota and no g6.xlarge at all. A capacity region that cannot be read leaves the others listed."""
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import boto3
@@ -22,9 +23,10 @@ HOME, WEST, EU = "us-east-1", "us-west-2", "eu-west-1"
 WORLD = {
     "region": HOME,
     "zones": [f"{HOME}a", f"{HOME}b"],
-    "instance_types": {"g5.xlarge": {"capacity": "none"}},
+    "instance_types": {"g5.xlarge": {"capacity": "none"}, "g6e.xlarge": {"sold": False}},
     "regions": {
-        WEST: {"zones": [f"{WEST}a", f"{WEST}b"]},
+        # The home region's defaults: its first two zones
+        WEST: {},
         EU: {"zones": [f"{EU}a", f"{EU}b"], "quotas": {"L-DB2E81BA": 0},
              "instance_types": {"g6.xlarge": {"offered": False}}},
     },
@@ -211,3 +213,52 @@ def test_a_region_the_deployment_has_no_capacity_in_is_refused_naming_regions(cl
     assert answer.status == 400
     assert answer.body["field"] == "regions" and all(r in answer.body["message"] for r in (HOME, WEST, EU))
     assert json.dumps(answer.body)  # a JSON body
+
+
+def test_a_capacity_region_given_without_zones_takes_its_first_two(cloud: RunningCloud) -> None:
+    # Given us-west-2 described in the world without its zones / When a job allowed only there is planned
+    plan = cloud.api.request("POST", "/plan", PLANNED | {"regions": [WEST]}).body
+    # Then its candidate may run in the region's first two zones, as home's default does
+    [candidate] = plan["candidates"]
+    assert (candidate["region"], candidate["zones"]) == (WEST, [f"{WEST}a", f"{WEST}b"])
+
+
+def test_a_type_sold_only_in_a_capacity_region_is_planned_and_runs_there(cloud: RunningCloud) -> None:
+    # Given g6e.xlarge, which EC2 sells in us-west-2 and not at home (home's DescribeInstanceTypes leaves it out)
+    request = PLANNED | {"instance_types": ["g6e.xlarge"], "regions": [HOME, WEST]}
+
+    # When a job of it, allowed both regions, is planned and run
+    plan = cloud.api.request("POST", "/plan", request).body
+    job_id = cloud.api.request("POST", "/jobs", request).body["job_id"]
+    ended = cloud.wait_for(job_id, {"SUCCEEDED", "FAILED"}, BOUND_SECONDS)
+
+    # Then its candidate is us-west-2's, home says why it gave none, and the job succeeded there
+    assert [(c["instance_type"], c["region"]) for c in plan["candidates"]] == [("g6e.xlarge", WEST)], plan
+    home = [r for r in plan["rejected"] if r["region"] == HOME]
+    assert [r["reason"] for r in home] == [f"not offered in {HOME}: EC2 does not sell it there"], plan["rejected"]
+    assert (ended["status"], ended["region"]) == ("SUCCEEDED", WEST), ended.get("error")
+
+
+def test_reservations_leave_out_a_capacity_region_that_cannot_be_read_and_list_the_others(
+    cloud_factory: Callable[..., RunningCloud],
+) -> None:
+    # Given a deployment whose eu-west-1 stack is gone (the parameter naming its network deleted), before anything
+    # read it
+    fresh = cloud_factory({"regions": {WEST: {}, EU: {}}, "capacity_reservations": WORLD["capacity_reservations"]})
+    ssm = boto3.client("ssm", endpoint_url=fresh.aws_url, region_name=EU)
+    for parameter in ssm.describe_parameters()["Parameters"]:
+        ssm.delete_parameter(Name=parameter["Name"])
+
+    # When the account's reservations, and the Capacity Blocks on offer, are listed
+    listed = fresh.api.request("GET", "/reservations")
+    printed = fresh.cli("reservations")
+    offered = fresh.api.request(
+        "GET", "/reservations/offerings", query={"instance_type": "p5.48xlarge", "count": 1, "days": 1}
+    )
+
+    # Then each answers with the regions it could read, eu-west-1 left out with AWS's words, as the plan leaves it
+    assert listed.status == 200, listed.body
+    assert [r["region"] for r in listed.body["reservations"]] == [WEST]
+    assert listed.body["left_out"][EU].startswith("could not be read (ParameterNotFound"), listed.body
+    assert printed.returncode == 0 and f"region {EU} left out: could not be read" in printed.stdout, printed.stderr
+    assert offered.status == 200 and set(offered.body["left_out"]) == {EU}, offered.body

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,8 +38,8 @@ from functions.shared.domain.hosts.quarantine import QuarantineRecord
 from functions.shared.domain.jobs.logs import LogEvent, LogPage
 from functions.shared.domain.pools.specs import GONE, generation_of
 from functions.shared.domain.pools.states import USE_FIELDS, PoolState
+from functions.shared.domain.reservations.offerings import BlockOffering
 from functions.shared.domain.reservations.reservation import (
-    BlockOffering,
     Reservation,
     reservation_launch_data,
     reservation_launch_template,
@@ -590,6 +591,7 @@ class FakeReservations:
         self.offerings = list(offerings or [])
         self.templates: dict[str, dict[str, Any]] = {}
         self.purchased: list[tuple[str, dict[str, str]]] = []
+        self.asked_days: list[int] = []
         self.unavailable: SignalUnavailable | None = None
 
     def reservations(self) -> list[Reservation]:
@@ -605,8 +607,15 @@ class FakeReservations:
         self.templates.setdefault(name, reservation_launch_data({"UserData": "base"}, reservation))
         return name
 
-    def block_offerings(self, instance_type: str, count: int, hours: int) -> list[BlockOffering]:
-        return [o for o in self.offerings if (o.instance_type, o.count, o.hours) == (instance_type, count, hours)]
+    def block_offerings(self, instance_type: str, count: int, days: int) -> list[BlockOffering]:
+        """The offerings of that type and count whose length, in whole days begun, is `days` (EC2 answers a block
+        that begins today, and so ends sooner, to the days asked)."""
+        self.asked_days.append(days)
+        return [
+            o.model_copy(update={"days": days})
+            for o in self.offerings
+            if (o.instance_type, o.count, math.ceil(o.hours / 24)) == (instance_type, count, days)
+        ]
 
     def purchase_block(self, offering_id: str, tags: dict[str, str]) -> Reservation:
         offering = next(o for o in self.offerings if o.offering_id == offering_id)
@@ -731,9 +740,10 @@ def fake_ports(**overrides: Any) -> Ports:
     return Ports(**(parts | overrides))
 
 
-# What a capacity region's ports share with the home region's: the table's stores, the workflow, the catalog.
-SHARED_PORTS = ("jobs", "offerings", "health", "waste", "hosts", "listed_offerings", "workflow", "sweeps", "metrics",
-                "catalog")  # fmt: skip
+# What a capacity region's ports share with the home region's: the table's stores, the workflow (each region sells its
+# own GPU types: its own catalog).
+SHARED_PORTS = ("jobs", "offerings", "health", "waste", "hosts", "listed_offerings", "workflow", "sweeps",
+                "metrics")  # fmt: skip
 
 
 def with_regions(home: Ports, regions: dict[str, dict[str, Any]]) -> Ports:
@@ -758,6 +768,7 @@ def with_regions(home: Ports, regions: dict[str, dict[str, Any]]) -> Ports:
             "quotas": FakeQuotas(),
             "prices": FakePrices(),
             "pool_states": FakePoolStates(),
+            "catalog": FakeCatalog(),
         }
         shared = {name: getattr(home, name) for name in SHARED_PORTS}
         linked[region] = fake_ports(**(own | shared | parts), regional=linked | {settings.region: deployed})

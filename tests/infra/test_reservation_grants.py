@@ -3,6 +3,7 @@ function cannot buy, with it the grant is held to purchases tagged as GPU Pilot'
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +39,12 @@ def test_with_the_switch_the_api_may_buy_a_capacity_block_tagged_as_gpu_pilots(t
 
     from tests.infra.conftest import Synthesized as Shape
 
-    # Given a deployment that allows purchases
-    context = load_context() | {"allow_capacity_block_purchase": True}
+    # Given a deployment that allows purchases, with a capacity region beside home
+    context = load_context() | {
+        "allow_capacity_block_purchase": True,
+        "regions": ["us-east-1", "us-west-2"],
+        "region_zones": {"us-west-2": ["us-west-2a", "us-west-2b"]},
+    }
     app, stack = build_app(context, outdir=tmp_path / "cdk.out", lambda_build_dir=tmp_path / "lambda")
     app.synth()
     raw = Template.from_stack(stack).to_json()
@@ -49,6 +54,8 @@ def test_with_the_switch_the_api_may_buy_a_capacity_block_tagged_as_gpu_pilots(t
     [grant] = purchase_statements(synthesized.function_statements("api"))
     assert grant["Condition"] == {"StringEquals": {f"aws:RequestTag/{PURCHASED_BY_TAG}": "gpupilot"}}
     assert ":capacity-reservation/*" in str(grant["Resource"])
+    # And in the capacity region too, where its Capacity Blocks are listed and bought
+    assert ":us-west-2:" in json.dumps(grant["Resource"])
     others = [key for key in synthesized.function_ids() if key != "api"]
     assert all(purchase_statements(synthesized.function_statements(key)) == [] for key in others)
     api = api_environment(synthesized.resources, synthesized.function_ids()["api"])

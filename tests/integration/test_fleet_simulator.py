@@ -10,8 +10,11 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from functions.shared.domain.jobs.definitions import RETRY_STRATEGY
+from functions.shared.domain.core.vocabulary import CapacityType
+from functions.shared.domain.fleet.batch import SMOKE_NAME
+from functions.shared.domain.jobs.definitions import RETRY_STRATEGY, retry_strategy
 from functions.shared.domain.pools.specs import POOL_TAG
+from functions.shared.domain.requests.job_request import JobRequest
 from gpupilot.localcloud.fleet import FleetSimulator, Timeline
 from gpupilot.localcloud.moto_adaptations import ComputeEnvironmentLifecycle, adapted_moto
 from gpupilot.localcloud.world import World
@@ -433,7 +436,9 @@ def test_without_a_retry_strategy_a_failed_start_fails_the_job_as_batch_does(fle
 
 def test_a_host_whose_gpu_throws_cuda_errors_fails_each_job_with_the_smoke_tests_code(fleet_in) -> None:
     fleet = fleet_in(bad("cuda_error"))
-    job_id = fleet.submit()
+    # The smoke test's job definition: its exit 14 is retried
+    smoke = JobRequest(name="cuda-smoke", image="python:3.12-slim", command=["python3", "-c", "...", SMOKE_NAME])
+    job_id = fleet.submit(retry=retry_strategy(CapacityType.ON_DEMAND, 1, smoke))
     for second in (0.2, 1.3, 1.4, 1.6, 1.8):
         fleet.at(second)
     job = fleet.job(job_id)

@@ -971,3 +971,97 @@ def test_adapted_block_offerings_are_listed_and_one_is_bought_once(aws):
     assert other["CapacityBlockOfferings"] == []
     assert (bought["ReservationType"], bought["State"], bought["InstanceMatchCriteria"]) == (
         "capacity-block", "scheduled", "targeted")  # fmt: skip
+
+
+def test_adapted_an_offering_of_hours_and_minutes_is_answered_to_its_days_and_other_durations_are_refused(aws):
+    from gpupilot.localcloud.reservations import ReservationBook
+    from gpupilot.localcloud.world import World
+
+    # Given a block that begins today and ends in 47 h 15 min (EC2's blocks end at 11:30 UTC)
+    world = World.model_validate(
+        {"capacity_block_offerings": [{"instance_type": "p5.48xlarge", "hours": 47.25, "upfront_usd": 900}]}
+    )
+    with adapted_moto(reservations=ReservationBook(world)):
+        ec2 = boto3.client("ec2", region_name=REGION)
+        # When two days are asked for, then 47 hours
+        [offering] = ec2.describe_capacity_block_offerings(CapacityDurationHours=48)["CapacityBlockOfferings"]
+        with pytest.raises(ClientError) as refused:
+            ec2.describe_capacity_block_offerings(CapacityDurationHours=47)
+
+    # Then the offering says its hours and minutes, and a duration that is not whole days is refused, as EC2 does
+    assert (offering["CapacityBlockDurationHours"], offering["CapacityBlockDurationMinutes"]) == (47, 15)
+    assert refused.value.response["Error"]["Code"] == "InvalidParameterValue"
+
+
+def test_adapted_a_reservation_has_its_platform_and_tenancy_and_takes_only_launches_that_match_them(aws):
+    from gpupilot.localcloud.reservations import ReservationBook
+
+    # Given an open Windows reservation and an open dedicated one of g5.xlarge
+    book = ReservationBook(reservation_world({"platform": "Windows"}, {"tenancy": "dedicated"}))
+    windows, dedicated = list(book.reservations.values())[1:]
+    with adapted_moto(reservations=book):
+        described = boto3.client("ec2", region_name=REGION).describe_capacity_reservations()["CapacityReservations"]
+        by_id = {r["CapacityReservationId"]: r for r in described}
+        # When the fleet launches three Linux g5.xlarge of default tenancy into open reservations
+        landed = []
+        for number in range(3):
+            landed.append(book.launch_into(None, "g5.xlarge", "us-east-1a", REGION))
+            if landed[-1] is not None:
+                book.hold(landed[-1], f"i-{number}")
+
+    # Then EC2 describes each with its platform and tenancy, and only the Linux one of default tenancy takes them (two:
+    # its size), the third launch running outside any reservation
+    assert by_id[windows.reservation_id]["InstancePlatform"] == "Windows"
+    assert by_id[dedicated.reservation_id]["Tenancy"] == "dedicated"
+    linux = next(iter(book.reservations))
+    assert [h.reservation_id if h else None for h in landed] == [linux, linux, None]
+
+
+def test_moto_alone_describes_a_launch_template_version_as_created_and_adapted_with_ec2s_response_fields(aws):
+    from functions.shared.adapters.reservations import request_fields
+
+    # Given a launch template with metadata options and an IPv6 network interface
+    data = {
+        "MetadataOptions": {"HttpTokens": "required", "HttpPutResponseHopLimit": 1},
+        "NetworkInterfaces": [{"DeviceIndex": 0, "Ipv6Addresses": [{"Ipv6Address": "2600:1f18::1"}]}],
+    }
+    ec2 = boto3.client("ec2", region_name=REGION)
+    ec2.create_launch_template(LaunchTemplateName="base", LaunchTemplateData=data)
+
+    def described() -> dict[str, Any]:
+        versions = ec2.describe_launch_template_versions(LaunchTemplateName="base", Versions=["1"])
+        return dict(versions["LaunchTemplateVersions"][0]["LaunchTemplateData"])
+
+    alone = described()
+    with adapted_moto():
+        adapted = described()
+        # When each is copied into a new template as described / Then botocore refuses EC2's response-only fields
+        ec2.create_launch_template(LaunchTemplateName="copy-alone", LaunchTemplateData=alone)
+        with pytest.raises(Exception, match=r"Unknown parameter in LaunchTemplateData"):
+            ec2.create_launch_template(LaunchTemplateName="copy-adapted", LaunchTemplateData=adapted)
+        # And the request's own fields of it are taken
+        shape = ec2.meta.service_model.operation_model("CreateLaunchTemplate").input_shape
+        ec2.create_launch_template(
+            LaunchTemplateName="copy", LaunchTemplateData=request_fields(adapted, shape.members["LaunchTemplateData"])
+        )
+
+    # And moto alone answers as created; adapted, with MetadataOptions.State, Operator and IsPrimaryIpv6
+    assert "State" not in alone["MetadataOptions"]
+    assert adapted["MetadataOptions"]["State"] == "applied" and adapted["Operator"]["Managed"] is False
+    assert adapted["NetworkInterfaces"][0]["Ipv6Addresses"][0]["IsPrimaryIpv6"] is False
+
+
+def test_moto_alone_describes_every_type_in_every_region_and_adapted_a_region_describes_what_it_sells(aws):
+    def described(region: str) -> set[str]:
+        pages = (
+            boto3.client("ec2", region_name=region)
+            .get_paginator("describe_instance_types")
+            .paginate(Filters=[{"Name": "instance-type", "Values": ["g6e.*"]}])
+        )
+        return {t["InstanceType"] for page in pages for t in page["InstanceTypes"]}
+
+    # Given moto alone: g6e.xlarge is described at home and in us-west-2
+    assert "g6e.xlarge" in described(REGION) and "g6e.xlarge" in described("us-west-2")
+    # When home does not sell it / Then home does not describe it, and us-west-2 still does
+    with adapted_moto(unsold={REGION: {"g6e.xlarge"}}):
+        assert "g6e.xlarge" not in described(REGION) and "g6e.xlarge" in described("us-west-2")

@@ -44,6 +44,8 @@ def test_the_accounts_reservations_are_read_with_their_room_window_and_a_blocks_
     assert (odcr.state, odcr.total, odcr.available, odcr.capacity_block, odcr.match) == ("active", 2, 2, False, "open")
     assert (block.state, block.total, block.available, block.capacity_block) == ("scheduled", 4, 0, True)
     assert (block.match, block.upfront_usd, block.hours) == ("targeted", 94000.0, 72.0)
+    # And each says its platform and tenancy, and whose bill its unused capacity is on (its owner's)
+    assert (odcr.platform, odcr.tenancy, odcr.billed_to) == ("Linux/UNIX", "default", "123456789012")
 
 
 def test_one_reservation_is_read_by_id_and_an_unknown_one_is_none(ec2_reservations) -> None:
@@ -55,7 +57,7 @@ def test_one_reservation_is_read_by_id_and_an_unknown_one_is_none(ec2_reservatio
 
 def test_a_block_offering_is_listed_and_bought_tagged_with_its_fee(ec2_reservations) -> None:
     # When the offerings of one day of 2 p5.48xlarge are listed, and the one found is bought
-    [offering] = ec2_reservations.block_offerings("p5.48xlarge", 2, 24)
+    [offering] = ec2_reservations.block_offerings("p5.48xlarge", 2, 1)
     bought = ec2_reservations.purchase_block(offering.offering_id, {FEE_TAG: "31000"})
 
     # Then its fee is the offering's, and the purchase is a Capacity Block the account now holds
@@ -65,7 +67,7 @@ def test_a_block_offering_is_listed_and_bought_tagged_with_its_fee(ec2_reservati
 
 
 def test_a_listed_offering_is_claimed_for_purchase_once(deployment) -> None:
-    from functions.shared.domain.reservations.reservation import BlockOffering
+    from functions.shared.domain.reservations.offerings import BlockOffering
 
     # Given an offering GPU Pilot listed
     listed = DynamoListedOfferings(deployment.table_name)

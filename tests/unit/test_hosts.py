@@ -99,8 +99,9 @@ def test_the_container_runtimes_host_side_reasons_are_held_against_the_host(reas
 )
 def test_the_gpu_checks_reserved_exit_codes_are_held_against_the_host(exit_code, meaning):
     # Given an attempt whose container exited with a GPU check's code ("Essential container in task exited"), of a
-    # job that runs the preflight (whose 75 only it speaks for)
-    blamed = attribute(attempt(exit_code=exit_code, status_reason="Essential container in task exited"), True)
+    # job that runs the smoke test behind the preflight (each speaks only for its own codes)
+    ended = attempt(exit_code=exit_code, status_reason="Essential container in task exited")
+    blamed = attribute(ended, preflight=True, smoke=True)
 
     # Then the host is blamed, and why says what the code means
     assert (blamed.blame, blamed.symptom) == (Blame.HOST, Symptom.GPU_CHECK_EXIT)
@@ -112,6 +113,28 @@ def test_exit_75_of_a_job_that_does_not_run_the_preflight_is_its_own():
     blamed = attribute(attempt(exit_code=75, status_reason="Essential container in task exited"), False)
     # Then the job is blamed, never its host
     assert (blamed.blame, blamed.symptom) == (Blame.JOB, None)
+
+
+@pytest.mark.parametrize("exit_code", [10, 11, 12, 13, 14])
+def test_a_smoke_test_code_from_a_job_that_does_not_run_the_smoke_test_is_its_own(exit_code):
+    # Given a user's program that exits 10 to 14 of its own accord (the preflight asked for, the smoke test not)
+    blamed = attribute(attempt(exit_code=exit_code, status_reason="Essential container in task exited"), True, False)
+    # Then the job is blamed, never its host
+    assert (blamed.blame, blamed.symptom) == (Blame.JOB, None)
+
+
+def test_whether_a_job_runs_the_smoke_test_is_read_from_its_container_command():
+    # Given DescribeJobs' container details: the smoke test as `submit --smoke` sends it, alone and behind the
+    # preflight, and a python3 -c command that is not it
+    smoke = ["python3", "-c", "exec(...)", "gpupilot-cuda-smoke"]
+    wrapped = ["sh", "-c", "nvidia-smi -L || exit 75", "gpupilot-preflight", *smoke]
+    other = ["python3", "-c", "import sys; sys.exit(11)"]
+
+    # When / Then
+    def smoke_of(command):
+        return BatchJobState.from_batch({"jobId": "b", "status": "FAILED", "container": {"command": command}}).smoke
+
+    assert (smoke_of(smoke), smoke_of(wrapped), smoke_of(other)) == (True, True, False)
 
 
 def test_whether_a_job_runs_the_preflight_is_read_from_its_container_command():
@@ -169,12 +192,14 @@ def test_a_succeeded_attempt_blames_no_one():
 
 
 def batch_job(job_name: str, *attempts: BatchAttempt) -> BatchJobState:
+    """A Batch job running the CUDA smoke test: its exit codes speak for its host."""
     return BatchJobState(
         job_id="b-1",
         job_name=job_name,
         job_queue="arn:aws:batch:us-east-1:123456789012:job-queue/gpupilot-od-x8664-g4dn-xlarge",
         status="RUNNABLE",
         attempts=list(attempts),
+        smoke=True,
     )
 
 

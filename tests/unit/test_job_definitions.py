@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from functions.shared.domain.fleet.batch import runs_preflight
+from functions.shared.domain.fleet.batch import SMOKE_NAME, runs_preflight
 from functions.shared.domain.jobs.definitions import (
     PREFLIGHT,
     PREFLIGHT_EXIT_CODE,
@@ -115,14 +115,27 @@ def test_attempt_timeout_is_the_request_timeout_in_seconds():
     assert spec(timeout_minutes=90)["timeout"] == {"attemptDurationSeconds": 5400}
 
 
+# The CUDA smoke test as `submit --smoke` sends it: its payload, then its name.
+SMOKE = ["python3", "-c", "import base64,zlib;exec(...)", SMOKE_NAME]
+
+
 def test_retry_strategy_retries_host_failures_and_the_preflight_exit_code_only():
-    # Given / When: the retry strategy
-    strategy = spec()["retryStrategy"]
+    # Given / When: the retry strategy of a job that runs the preflight
+    strategy = spec(preflight=True)["retryStrategy"]
 
     # Then spot reclaims / host failures and a broken GPU retry; anything else exits
     assert {"onStatusReason": "Host EC2*", "action": "RETRY"} in strategy["evaluateOnExit"]
     assert {"onExitCode": str(PREFLIGHT_EXIT_CODE), "action": "RETRY"} in strategy["evaluateOnExit"]
     assert strategy["evaluateOnExit"][-1] == {"onReason": "*", "action": "EXIT"}
+
+
+@pytest.mark.parametrize("exit_code", [PREFLIGHT_EXIT_CODE, 10, 11, 14])
+def test_a_jobs_own_program_exiting_with_a_gpu_checks_code_is_not_retried(exit_code):
+    # Given a job that runs neither the preflight nor the smoke test / When its program exits with a GPU check's code
+    action = retry_action(spec()["retryStrategy"], exit_code, None, "Essential container in task exited")
+
+    # Then Batch does not run it again: the code is the program's own, not a check's verdict on the host
+    assert action == "EXIT"
 
 
 def test_retry_strategy_is_one_batch_accepts():
@@ -152,7 +165,11 @@ def test_retry_strategy_is_one_batch_accepts():
     ],
 )
 def test_batch_retries_an_attempt_its_host_failed(exit_code, reason, status_reason):
-    assert retry_action(spec()["retryStrategy"], exit_code, reason, status_reason) == "RETRY"
+    # Given the smoke test run behind the preflight (both GPU checks)
+    strategy = spec(command=SMOKE, preflight=True)["retryStrategy"]
+
+    assert retry_action(strategy, exit_code, reason, status_reason) == "RETRY"
+    assert len(strategy["evaluateOnExit"]) <= 5
 
 
 @pytest.mark.parametrize(
@@ -185,8 +202,8 @@ def spot_spec(**request_fields: Any) -> dict[str, Any]:
 
 
 def test_a_spot_attempt_ends_at_its_first_reclaim_by_default_and_still_retries_a_broken_gpu():
-    # Given / When: a spot attempt of a spot-first job, spot_reclaims_before_fallback left at 1
-    strategy = spot_spec()["retryStrategy"]
+    # Given / When: a spot attempt of a spot-first job that runs the preflight, spot_reclaims_before_fallback left at 1
+    strategy = spot_spec(preflight=True)["retryStrategy"]
 
     # Then a host reclaim ends the attempt (the job moves on to its next candidate), a failed preflight retries
     rules = strategy["evaluateOnExit"]
@@ -201,8 +218,8 @@ def test_a_spot_attempt_ends_at_its_first_reclaim_by_default_and_still_retries_a
     [(None, NVML, "Task failed to start"), (14, None, "Essential container in task exited")],
 )
 def test_a_spot_attempt_retries_a_bad_hosts_failure_on_another_host_too(reclaims, exit_code, reason, status_reason):
-    # Given a spot attempt, whatever its reclaims before fallback
-    strategy = spot_spec(spot_reclaims_before_fallback=reclaims)["retryStrategy"]
+    # Given a spot attempt of the smoke test, whatever its reclaims before fallback
+    strategy = spot_spec(spot_reclaims_before_fallback=reclaims, command=SMOKE)["retryStrategy"]
 
     # When its host's container runtime or GPU fails it / Then Batch retries it, within Batch's five conditions
     assert retry_action(strategy, exit_code, reason, status_reason) == "RETRY"

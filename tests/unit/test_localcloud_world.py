@@ -87,7 +87,7 @@ def test_a_made_up_region_is_an_error_listing_the_valid_ones(tmp_path):
         ({"bogus": 1}, "bogus: unknown key; valid: region, zones, instance_types, spot, quotas, regions, jobs, faults"),
         (
             {"instance_types": {"g6.xlarge": {"colour": "red"}}},
-            "instance_types.g6.xlarge.colour: unknown key; valid: offered, zones, capacity, ecs_agent, "
+            "instance_types.g6.xlarge.colour: unknown key; valid: sold, offered, zones, capacity, ecs_agent, "
             "gpu_registration, compute_environment_invalid",
         ),
         ({"spot": {"g6.xlarge": {"price": 1}}}, "spot.g6.xlarge.price: unknown key; valid: capacity, placement_score"),
@@ -248,3 +248,19 @@ def test_a_bad_world_region_is_an_error_naming_where_it_sits(tmp_path, regions, 
     with pytest.raises(WorldError) as raised:
         load_world(write_world(tmp_path, {"regions": regions}))
     assert expected in str(raised.value)
+
+
+def test_a_capacity_region_without_zones_takes_the_same_default_as_the_home_region(tmp_path):
+    # Given a world whose home region and capacity region both leave their zones out (us-west-1 has no "c"; moto, as
+    # EC2, names ap-northeast-1's zones a, c, d)
+    world = load_world(write_world(tmp_path, {"region": "ap-northeast-1", "regions": {"us-west-1": {}}}))
+
+    # Then each takes its first two zones
+    assert world.zones == ["ap-northeast-1a", "ap-northeast-1c"]
+    assert world.in_region("us-west-1").zones == ["us-west-1a", "us-west-1b"]
+
+
+def test_a_type_a_region_does_not_sell_is_offered_in_none_of_its_zones(tmp_path):
+    world = load_world(write_world(tmp_path, {"instance_types": {"g6e.xlarge": {"sold": False}}}))
+
+    assert (world.offered_zones("g6e.xlarge"), world.unsold()) == ([], {"g6e.xlarge"})

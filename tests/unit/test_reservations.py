@@ -106,17 +106,32 @@ def test_a_job_too_long_for_a_capacity_blocks_remaining_time_is_not_placed_on_it
 
 
 def test_a_job_that_fits_before_a_blocks_end_is_placed_on_it() -> None:
-    result = plan_with([block()], reservation="cr-0123456789abcdef0", timeout_minutes=60)
+    # 3 tries of 30 min, each with 10 min to start: the two hours left before 11:00
+    result = plan_with([block()], reservation="cr-0123456789abcdef0", timeout_minutes=30)
 
     assert [c.reservation for c in result.candidates] == ["cr-0123456789abcdef0"]
 
 
+def test_a_job_whose_one_try_fits_a_block_but_whose_retries_do_not_is_not_placed_on_it() -> None:
+    # Given the two hours left before 11:00 / When a job of 60 minutes names the block (70 min once, 210 with Batch's
+    # retries of a failed host)
+    result = plan_with([block()], reservation="cr-0123456789abcdef0", timeout_minutes=60)
+
+    # Then it is not placed on it, and the rejection counts the tries
+    assert result.candidates == []
+    [rejected] = result.rejected
+    assert rejected.field == "timeout_minutes" and "each of the 3 tries Batch may make (210 min)" in rejected.reason
+
+
 def test_the_block_fit_allows_for_ec2s_half_hour_and_an_instances_start() -> None:
     # 110 min + 10 min to start = 120 min: exactly the two hours left before 11:00
-    assert fit_problem(block(), 110, NOW) is None
-    assert fit_problem(block(), 111, NOW) is not None
+    assert fit_problem(block(), 110, 1, NOW) is None
+    assert fit_problem(block(), 111, 1, NOW) is not None
+    # 3 tries of 30 min + 10 min each = 120 min
+    assert fit_problem(block(), 30, 3, NOW) is None
+    assert fit_problem(block(), 31, 3, NOW) is not None
     # An ODCR's instances outlive it: no fit to make
-    assert fit_problem(reservation(), 10_000, NOW) is None
+    assert fit_problem(reservation(), 10_000, 3, NOW) is None
 
 
 def test_a_reservation_fallback_lets_a_reserved_job_go_on_to_on_demand() -> None:

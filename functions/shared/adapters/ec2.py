@@ -39,12 +39,20 @@ def load_snapshot() -> dict[str, GpuType]:
 
 
 class Ec2Catalog(ClientAdapter):
-    """Implements ports.Catalog: live, with an in-memory TTL cache; the snapshot when EC2 fails."""
+    """Implements ports.Catalog: live, with an in-memory TTL cache; the snapshot when EC2 fails. Per region:
+    DescribeInstanceTypes "Describes the specified instance types" of the Region it is asked in, and each region sells
+    its own (a type may be sold in a capacity region and not at home)."""
 
     service = "ec2"
 
-    def __init__(self, ec2: Any | None = None, ttl_seconds: float = LIVE_TTL_SECONDS, live: bool = True) -> None:
-        super().__init__(ec2)
+    def __init__(
+        self,
+        ec2: Any | None = None,
+        ttl_seconds: float = LIVE_TTL_SECONDS,
+        live: bool = True,
+        region: str | None = None,
+    ) -> None:
+        super().__init__(ec2, region)
         self._live = live
         self._ttl = ttl_seconds
         self._cached: dict[str, GpuType] | None = None

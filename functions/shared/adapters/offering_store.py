@@ -17,7 +17,7 @@ from functions.shared import constants as c
 from functions.shared.adapters.dynamodb_codec import deserialize_item, serialize
 from functions.shared.adapters.job_store import is_conditional_failure
 from functions.shared.adapters.table_store import _Table
-from functions.shared.domain.reservations.reservation import BlockOffering
+from functions.shared.domain.reservations.offerings import BlockOffering
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
 IAM_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")

@@ -18,14 +18,14 @@ from botocore.exceptions import ClientError
 from functions.shared.adapters.base import AWS_ERRORS, ClientAdapter, TtlCache, signal_unavailable
 from functions.shared.adapters.clients import client
 from functions.shared.domain.core.errors import RequestRefused
+from functions.shared.domain.reservations.offerings import BlockOffering, offering_of
 from functions.shared.domain.reservations.reservation import (
     ACTIVE,
+    LINUX,
     PURCHASED_BY_TAG,
     RESERVATION_TAG,
     SCHEDULED,
-    BlockOffering,
     Reservation,
-    offering_of,
     reservation_launch_data,
     reservation_launch_template,
     reservation_of,
@@ -55,7 +55,7 @@ RESERVATIONS_TTL_SECONDS = 60
 # The states GPU Pilot may use or wait for (a block being paid for is listed too): the others are over.
 LIVE_STATES = (ACTIVE, SCHEDULED, "payment-pending")
 # Capacity Blocks run Linux here: the Batch NVIDIA AMIs are Amazon Linux.
-INSTANCE_PLATFORM = "Linux/UNIX"
+INSTANCE_PLATFORM = LINUX
 # DescribeCapacityBlockOfferings refuses a question (a duration, a count, a type it does not sell in blocks) with these.
 REFUSED_QUESTIONS = ("InvalidParameterValue", "InvalidParameterCombination", "InvalidParameter", "MissingParameter")
 
@@ -105,10 +105,13 @@ class Ec2Reservations(ClientAdapter):
                 raise
         versions = ec2.describe_launch_template_versions(LaunchTemplateName=base, Versions=[str(base_version)])
         data = versions["LaunchTemplateVersions"][0]["LaunchTemplateData"]
+        request_shape = ec2.meta.service_model.operation_model("CreateLaunchTemplate").input_shape
         try:
             ec2.create_launch_template(
                 LaunchTemplateName=name,
-                LaunchTemplateData=reservation_launch_data(data, reservation),
+                LaunchTemplateData=request_fields(
+                    reservation_launch_data(data, reservation), request_shape.members["LaunchTemplateData"]
+                ),
                 TagSpecifications=[
                     {
                         "ResourceType": "launch-template",
@@ -122,12 +125,14 @@ class Ec2Reservations(ClientAdapter):
                 raise
         return name
 
-    def block_offerings(self, instance_type: str, count: int, hours: int) -> list[BlockOffering]:
+    def block_offerings(self, instance_type: str, count: int, days: int) -> list[BlockOffering]:
         try:
+            # "You must specify the duration in 1-day increments up 14 days, and in 7-day increments up to 182 days"
+            # (DescribeCapacityBlockOfferings, CapacityDurationHours): whole days, in hours.
             pages = self._standard.get_paginator("describe_capacity_block_offerings").paginate(
-                InstanceType=instance_type, InstanceCount=count, CapacityDurationHours=hours
+                InstanceType=instance_type, InstanceCount=count, CapacityDurationHours=days * 24
             )
-            return [offering_of(item) for page in pages for item in page.get("CapacityBlockOfferings", [])]
+            return [offering_of(item, days) for page in pages for item in page.get("CapacityBlockOfferings", [])]
         except ClientError as error:
             details = error.response.get("Error", {})
             if details.get("Code") not in REFUSED_QUESTIONS:
@@ -138,7 +143,8 @@ class Ec2Reservations(ClientAdapter):
             raise RequestRefused(field, f"EC2 refused the question: {message}") from error
 
     def purchase_block(self, offering_id: str, tags: dict[str, str]) -> Reservation:
-        once = self._given or client(self.service, once=True)
+        # Bought where it is offered: an offering id is regional.
+        once = self._given or client(self.service, self._region, once=True)
         answer = once.purchase_capacity_block(
             CapacityBlockOfferingId=offering_id,
             InstancePlatform=INSTANCE_PLATFORM,
@@ -153,3 +159,16 @@ class Ec2Reservations(ClientAdapter):
     def _standard(self) -> Any:
         """A provisioning or API call's client: what it reads is no hint, it takes the standard retries."""
         return self._given or client(self.service, self._region)
+
+
+def request_fields(data: Any, shape: Any) -> Any:
+    """`data` (a DescribeLaunchTemplateVersions answer's) keeping only what CreateLaunchTemplate's request takes
+    (`shape`: botocore's model of it). The response carries fields the request refuses, whatever the template holds
+    (ResponseLaunchTemplateData against RequestLaunchTemplateData, EC2 API Reference: MetadataOptions.State,
+    Operator.Managed and Operator.HiddenByDefault, NetworkInterfaces[].Ipv6Addresses[].IsPrimaryIpv6), and botocore's
+    parameter validation refuses an unknown field before the call is sent."""
+    if shape.type_name == "structure" and isinstance(data, dict):
+        return {k: request_fields(v, shape.members[k]) for k, v in data.items() if k in shape.members}
+    if shape.type_name == "list" and isinstance(data, list):
+        return [request_fields(item, shape.member) for item in data]
+    return data

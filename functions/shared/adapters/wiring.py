@@ -155,12 +155,10 @@ class LivePorts(Ports):
 
     @cached_property
     def catalog(self) -> Catalog:
-        # Cached per process with its ports: the catalog's cache lives across invocations.
-        if self._home is not None:
-            return self._home.catalog
+        # Cached per process with its ports: the catalog's cache lives across invocations. Each region sells its own.
         from functions.shared.adapters.ec2 import Ec2Catalog
 
-        return Ec2Catalog()
+        return Ec2Catalog(region=self._region)
 
     @cached_property
     def spot_market(self) -> Ec2SpotMarket:

@@ -14,7 +14,7 @@ from functions.shared.domain.diagnosis.findings import HealthReport, SweepStarte
 from functions.shared.domain.jobs.logs import JobLogs
 from functions.shared.domain.jobs.views import JobList, JobView, SubmitResponse
 from functions.shared.domain.requests.job_request import JobRequest
-from functions.shared.domain.reservations.reservation import MAX_BLOCK_DAYS, MAX_BLOCK_INSTANCES
+from functions.shared.domain.reservations.offerings import MAX_BLOCK_DAYS, MAX_BLOCK_INSTANCES
 from functions.shared.domain.reservations.views import OfferingList, PurchaseRequest, ReservationList, ReservationView
 
 # A health sweep id: what POST /sweep returns, and what GET /health?sweep_id= takes.

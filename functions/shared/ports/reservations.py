@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:  # annotations only: a handler imports the domain modules it uses, not all of them
-    from functions.shared.domain.reservations.reservation import BlockOffering, Reservation
+    from functions.shared.domain.reservations.offerings import BlockOffering
+    from functions.shared.domain.reservations.reservation import Reservation
 
 
 class Reservations(Protocol):
@@ -27,9 +28,9 @@ class Reservations(Protocol):
         launch template `base` when it does not exist yet (its version is 1)."""
         ...
 
-    def block_offerings(self, instance_type: str, count: int, hours: int) -> list[BlockOffering]:
-        """The Capacity Blocks of `count` instances for `hours` EC2 offers now (RequestRefused when it refuses the
-        question)."""
+    def block_offerings(self, instance_type: str, count: int, days: int) -> list[BlockOffering]:
+        """The Capacity Blocks of `count` instances for `days` whole days EC2 offers now in the region, each with the
+        days asked (RequestRefused when EC2 refuses the question)."""
         ...
 
     def purchase_block(self, offering_id: str, tags: dict[str, str]) -> Reservation:

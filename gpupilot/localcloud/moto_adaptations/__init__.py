@@ -26,6 +26,8 @@ the local cloud makes moto behave like AWS:
 20. EC2's reserved capacity: ec2_reservations.py
 21. Capacity regions: regions.py
 22. DynamoDB index pages: dynamodb.py
+23. EC2 DescribeLaunchTemplateVersions: ec2.py
+24. EC2 DescribeInstanceTypes per region: ec2.py
 
 Each module's docstring says what its adaptations do and the AWS documentation they follow; patches.py holds the
 replacements' machinery.
@@ -58,7 +60,14 @@ from gpupilot.localcloud.moto_adaptations.dynamodb import (
     item_level_transactions,
     pick_projected_attributes,
 )
-from gpupilot.localcloud.moto_adaptations.ec2 import SpotMarket, instance_consoles, world_offerings, world_spot_market
+from gpupilot.localcloud.moto_adaptations.ec2 import (
+    SpotMarket,
+    instance_consoles,
+    launch_template_response_fields,
+    regional_instance_types,
+    world_offerings,
+    world_spot_market,
+)
 from gpupilot.localcloud.moto_adaptations.ec2_reservations import world_reservations
 from gpupilot.localcloud.moto_adaptations.ecs import (
     container_instance_health,
@@ -93,6 +102,7 @@ def adapted_moto(
     regions: Mapping[str, RegionWorldView] | None = None,
     reservations: ReservationBook | None = None,
     console_of: Callable[[str], str | None] | None = None,
+    unsold: Mapping[str, set[str]] | None = None,
 ) -> Iterator[None]:
     """moto, behaving like AWS where GPU Pilot depends on it, until the block ends."""
     patches = Patches()
@@ -105,6 +115,8 @@ def adapted_moto(
         compute_environment_lifecycle(patches, lifecycle)
         if offerings is not None:
             world_offerings(patches, *offerings)
+        regional_instance_types(patches, unsold or {})
+        launch_template_response_fields(patches)
         for region, view in (regions or {}).items():
             world_offerings(patches, region, view.zones, view.offered)
         world_quotas(patches, quotas or {}, {region: view.quotas for region, view in (regions or {}).items()})

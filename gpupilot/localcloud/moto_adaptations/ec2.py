@@ -15,6 +15,17 @@
    check's verdict, its kernel's GPU errors), the latest 64 KB, as EC2 keeps "Only the most recent 64 KB of console
    output" (GetConsoleOutput); other instances keep moto's sample.
 
+23. EC2 DescribeLaunchTemplateVersions: moto answers a version's LaunchTemplateData as it was created. EC2 answers
+   it in its response shape (ResponseLaunchTemplateData, EC2 API Reference), with fields the request shape
+   (RequestLaunchTemplateData) does not have: `MetadataOptions.State` ("pending" or "applied": "The state of the
+   metadata option changes"), `Operator.Managed` and `Operator.HiddenByDefault`, and
+   `NetworkInterfaces[].Ipv6Addresses[].IsPrimaryIpv6`; here too, so a copy of one version into CreateLaunchTemplate
+   that keeps them fails as botocore's parameter validation fails it against AWS.
+
+24. EC2 DescribeInstanceTypes per region: moto describes every type it knows in every region. EC2 describes the
+   types of the region asked ("Describes the specified instance types": each region sells its own); here a type the
+   world's region does not sell (`instance_types.<type>.sold: false`) is not described there.
+
 tests/integration/test_moto_adaptations.py holds a test per adaptation that fails if moto changes under it.
 """
 
@@ -144,3 +155,49 @@ def instance_consoles(patches: Patches, console_of: Callable[[str], str | None])
         )
 
     patches.replace(General, "get_console_output", get_console_output)
+
+
+def launch_template_response_fields(patches: Patches) -> None:
+    """23. DescribeLaunchTemplateVersions answers each version's data with EC2's response-only fields."""
+    from moto.core.responses import ActionResult
+    from moto.ec2.responses.launch_templates import LaunchTemplates
+
+    original = LaunchTemplates.describe_launch_template_versions
+
+    def describe_launch_template_versions(self: Any) -> ActionResult:
+        answer = original(self)
+        result = answer.result
+        assert isinstance(result, dict)
+        for version in result["LaunchTemplateVersions"]:
+            version["LaunchTemplateData"] = _as_described(version["LaunchTemplateData"])
+        return ActionResult(result)
+
+    patches.replace(LaunchTemplates, "describe_launch_template_versions", describe_launch_template_versions)
+
+
+def _as_described(data: dict[str, Any]) -> dict[str, Any]:
+    """A version's data as EC2 describes it: with the response's own fields (a copy: moto's stored data unchanged)."""
+    described = dict(data)
+    if isinstance(described.get("MetadataOptions"), dict):
+        described["MetadataOptions"] = described["MetadataOptions"] | {"State": "applied"}
+    described["Operator"] = {"Managed": False, "HiddenByDefault": False}
+    interfaces = []
+    for interface in described.get("NetworkInterfaces") or []:
+        addresses = [a | {"IsPrimaryIpv6": False} for a in interface.get("Ipv6Addresses") or []]
+        interfaces.append(interface | ({"Ipv6Addresses": addresses} if addresses else {}))
+    if interfaces:
+        described["NetworkInterfaces"] = interfaces
+    return described
+
+
+def regional_instance_types(patches: Patches, unsold: Mapping[str, set[str]]) -> None:
+    """24. DescribeInstanceTypes in a region leaves out the types the world's region does not sell."""
+    from moto.ec2.models.instance_types import InstanceTypeBackend
+
+    original = InstanceTypeBackend.describe_instance_types
+
+    def describe_instance_types(self: Any, instance_types: list[str] | None = None, filters: Any = None) -> Any:
+        gone = unsold.get(self.region_name, set())
+        return [t for t in original(self, instance_types, filters) if t.get("InstanceType") not in gone]
+
+    patches.replace(InstanceTypeBackend, "describe_instance_types", describe_instance_types)

@@ -7,7 +7,11 @@
    (scheduled, active, expired), its AvailableInstanceCount drops as the fleet launches instances into it, the
    `state`, `instance-type`, `availability-zone` and `instance-match-criteria` filters and MaxResults/NextToken
    paging are honoured, an unknown id is InvalidCapacityReservationId.NotFound, and an offering is bought once
-   (a targeted Capacity Block reservation from the offering's start).
+   (a targeted Capacity Block reservation from the offering's start). A reservation carries its InstancePlatform and
+   Tenancy. DescribeCapacityBlockOfferings takes durations in whole days, as EC2 does ("You must specify the
+   duration in 1-day increments up 14 days, and in 7-day increments up to 182 days": CapacityDurationHours), refusing
+   any other with InvalidParameterValue, and answers each offering with its hours and minutes
+   (CapacityBlockDurationHours, CapacityBlockDurationMinutes) to a question of the days it begins in.
 
 tests/integration/test_moto_adaptations.py holds a test per adaptation that fails if moto changes under it.
 """
@@ -17,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from functions.shared.domain.reservations.offerings import block_days_problem
 from gpupilot.localcloud.moto_adaptations.patches import Patches
 from gpupilot.localcloud.reservations import ReservationBook
 
@@ -72,6 +77,13 @@ def world_reservations(patches: Patches, book: ReservationBook) -> None:
         hours = self._get_param("CapacityDurationHours")
         if hours is None:
             raise _ec2_error("MissingParameter", "The request must contain the parameter CapacityDurationHours")
+        days, rest = divmod(int(hours), 24)
+        if rest or block_days_problem(days):
+            raise _ec2_error(
+                "InvalidParameterValue",
+                f"The capacity duration {hours} hours is not supported: specify the duration in 1-day increments up to "
+                "14 days, and in 7-day increments up to 182 days",
+            )
         wanted_type = self._get_param("InstanceType")
         count = self._get_param("InstanceCount")
         offered = [
@@ -79,7 +91,7 @@ def world_reservations(patches: Patches, book: ReservationBook) -> None:
             for o in book.offered(self.region)
             if (not wanted_type or o.instance_type == wanted_type)
             and (count is None or o.count == int(count))
-            and int(o.hours) == int(hours)
+            and o.days == days
         ]
         page, token = _page(offered, self._get_param("NextToken"), self._get_param("MaxResults"))
         return ActionResult({"CapacityBlockOfferings": page, "NextToken": token})

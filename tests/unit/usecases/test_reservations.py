@@ -13,7 +13,8 @@ from functions.shared.domain.core.clock import iso, now_iso, parse_iso
 from functions.shared.domain.core.errors import NoCandidate, PurchaseDisabled, PurchaseInProgress, RequestRefused
 from functions.shared.domain.core.vocabulary import JobStatus
 from functions.shared.domain.jobs.steps import EnsureQueueInput, Selection, Timeouts
-from functions.shared.domain.reservations.reservation import FEE_TAG, PURCHASED_BY_TAG, BlockOffering, Reservation
+from functions.shared.domain.reservations.offerings import BlockOffering
+from functions.shared.domain.reservations.reservation import FEE_TAG, PURCHASED_BY_TAG, Reservation
 from functions.shared.domain.reservations.views import PurchaseRequest
 from functions.shared.ports import Ports
 from functions.shared.usecases.capacity.select import check_plannable, plan_request
@@ -105,9 +106,9 @@ def test_a_job_for_a_block_not_begun_waits_until_its_start_with_the_reason_in_st
 
 
 def test_a_block_the_job_no_longer_fits_when_its_attempt_begins_is_left_and_the_job_falls_back() -> None:
-    # Given a Capacity Block with hours left when the job was planned (a 60-minute job fits)
+    # Given a Capacity Block with hours left when the job was planned (a 60-minute job fits, each of Batch's 3 tries)
     now = parse_iso(now_iso())
-    block = held(capacity_block=True, match="targeted", ends_at=iso(now + timedelta(hours=3)))
+    block = held(capacity_block=True, match="targeted", ends_at=iso(now + timedelta(hours=5)))
     ports = ports_with(block)
     parsed = create_job(ports, reservation=CR, reservation_fallback=True, timeout_minutes=60)
     selection = Selection(candidates=plan_request(parsed, ports).candidates[:6], index=0)
@@ -222,3 +223,75 @@ def test_the_account_s_reservations_are_listed_from_every_capacity_region_each_w
     # Then both are, each named with the region that holds it
     regions = {view.reservation_id: view.region for view in listed.reservations}
     assert regions == {CR: ports.settings.region, "cr-0123456789abcdef1": west}
+
+
+def test_a_capacity_region_whose_reservations_cannot_be_read_is_left_out_of_the_list_with_aws_words() -> None:
+    from functions.shared.domain.core.errors import SignalUnavailable
+    from tests.fakes.ports import with_regions
+
+    # Given us-west-2, where EC2 throttles DescribeCapacityReservations past the retries
+    west = "us-west-2"
+    throttled = FakeReservations()
+    throttled.unavailable = SignalUnavailable("DescribeCapacityReservations", "RequestLimitExceeded")
+    ports = with_regions(ports_with(held()), {west: {"reservations": throttled}})
+
+    # When the account's reservations are listed
+    listed = list_reservations(ports)
+
+    # Then home's are, and us-west-2 is left out saying why
+    assert [view.reservation_id for view in listed.reservations] == [CR]
+    assert listed.left_out == {west: "could not be read (DescribeCapacityReservations: RequestLimitExceeded)"}
+
+
+def test_the_sweep_charges_only_reservations_gpu_pilot_could_launch_into_billed_to_whom_pays_for_them() -> None:
+    # Given an ODCR whose idle hours are billed to another account of the organization, a Windows one, a dedicated
+    # one, and one of a type that is not a GPU type
+    ports = ports_with(
+        held(billed_to="111122223333"),
+        held(reservation_id="cr-windows", platform="Windows"),
+        held(reservation_id="cr-dedicated", tenancy="dedicated"),
+        held(reservation_id="cr-cpu", instance_type="m5.large"),
+    )
+    at = now_iso()
+
+    # When the sweep charges their idle hours
+    record_reservation_waste(lambda: iso(parse_iso(at) - timedelta(hours=1)), at, ports)
+
+    # Then only the first is GPU Pilot's waste, said billed to that account
+    charged = {(e.instance_id, e.billed_to) for e in ports.waste.entries.values()}
+    assert charged == {(CR, "111122223333")}
+
+
+def test_offerings_are_listed_in_every_capacity_region_and_one_is_bought_in_its_own() -> None:
+    from tests.fakes.ports import with_regions
+
+    # Given an offering at home and another in us-west-2, in a deployment that allows purchases
+    west = "us-west-2"
+    there = OFFERING.model_copy(update={"offering_id": "cb-0123456789abcdef1", "zone": f"{west}a"})
+    home = ports_with(allow_capacity_block_purchase=True)
+    ports = with_regions(home, {west: {"reservations": FakeReservations([], [there])}})
+
+    # When the offerings are listed, and us-west-2's bought
+    listed = block_offerings("g5.xlarge", 2, 3, ports)
+    bought = purchase_block(PurchaseRequest(offering_id=there.offering_id, max_upfront_usd=1500.0, confirm=True), ports)
+
+    # Then each is listed with its region and the days asked, and the purchase was made in us-west-2 only
+    assert {(o.offering_id, o.region, o.days) for o in listed.offerings} == {
+        (OFFERING.offering_id, home.settings.region, 3), (there.offering_id, west, 3)}  # fmt: skip
+    assert [o for o, _ in ports.in_region(west).reservations.purchased] == [there.offering_id]
+    assert home.reservations.purchased == [] and bought.region == west
+
+
+def test_an_offering_is_asked_for_again_with_the_days_it_was_listed_for() -> None:
+    # Given a block that begins today: 71 h 30 min, offered to a question of 3 days
+    short = OFFERING.model_copy(update={"hours": 71.5})
+    ports = fake_ports(reservations=FakeReservations([], [short]))
+    ports = replace(ports, settings=ports.settings.model_copy(update={"allow_capacity_block_purchase": True}))
+    block_offerings("g5.xlarge", 2, 3, ports)
+
+    # When it is bought
+    purchase_block(PurchaseRequest(offering_id=short.offering_id, max_upfront_usd=1500.0, confirm=True), ports)
+
+    # Then EC2 was asked again for 3 days (as listed), and the offering bought
+    assert ports.reservations.asked_days == [3, 3]
+    assert [o for o, _ in ports.reservations.purchased] == [short.offering_id]

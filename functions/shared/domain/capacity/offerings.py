@@ -47,7 +47,11 @@ def find_offerings(request: JobRequest, signals: Signals) -> Found:
     found = Found([], [], [])
     allowed_zones = [z for z in availability.zones if not request.zones or z in request.zones]
     for instance_type in request.instance_types or []:
-        if instance_type not in signals.catalog:
+        if instance_type in signals.sold_elsewhere:
+            # EC2 does not describe the type in this region: another region of the plan sells it.
+            reason = f"not offered in {signals.region}: EC2 does not sell it there"
+            found.rejections.append(rejection(BLOCKED, instance_type, reason, None, float("inf")))
+        elif instance_type not in signals.catalog:
             reason = "not an NVIDIA GPU instance type GPU Pilot knows (CUDA needs one)"
             found.rejections.append(rejection(UNKNOWN, instance_type, reason, "instance_types"))
     if not capacities_for(request):

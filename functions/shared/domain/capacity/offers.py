@@ -77,6 +77,9 @@ class Signals(DomainModel):
         default_factory=list, description="The account's Capacity Reservations and Capacity Blocks in the region"
     )
     now: str = Field(default="", description="When the plan is made (ISO): reservations begin and end in time")
+    sold_elsewhere: set[str] = Field(
+        default_factory=set, description="GPU types the plan's other regions sell and this one does not"
+    )
 
 
 class Candidate(DomainModel):

@@ -2,8 +2,9 @@
 others cannot. Pure rules of the planning walk (planning.py): its offerings step (offerings.py) offers them first,
 and the ranking (ranking.py) tries them first.
 
-A reservation is used for an on-demand job when it is active, `open`, has room, is in one of the deployment's zones
-and, for a Capacity Block, the job's timeout fits before EC2 takes its instances back; a `targeted` one, or one that
+A reservation is used for an on-demand job when it is active, `open`, has room, reserves Linux/UNIX instances of
+default tenancy (what GPU Pilot launches), is in one of the deployment's zones and, for a Capacity Block, every try
+Batch may make of the job fits before EC2 takes its instances back; a `targeted` one, or one that
 has not begun (a Capacity Block bought for later), only when the request names it (`reservation`) or asks for
 reserved capacity (`capacity: reserved`): then the job waits for it to begin.
 """
@@ -18,6 +19,7 @@ from functions.shared.domain.capacity.offers import Candidate, Signals
 from functions.shared.domain.core.clock import seconds_between
 from functions.shared.domain.core.money import PriceQuote
 from functions.shared.domain.core.vocabulary import CapacityPreference, CapacityType
+from functions.shared.domain.fleet.batch import RETRY_ATTEMPTS
 from functions.shared.domain.requests.job_request import JobRequest
 from functions.shared.domain.reservations.reservation import (
     ACTIVE,
@@ -80,6 +82,9 @@ def _reservation_problem(
     """Why the reservation cannot take the request now (the request field at fault, if one is), or None."""
     asked = request.asks_reserved
     which = "reservation" if request.reservation else "capacity" if asked else "reservation"
+    never = reservation.launch_problem()
+    if never is not None:
+        return which, never
     if reservation.match == TARGETED and not asked:
         return "reservation", (
             "targeted: GPU Pilot uses it only for a request that names it (reservation) or asks capacity: reserved"
@@ -104,7 +109,8 @@ def _reservation_problem(
         return "reservation", f"in {reservation.zone}, where this deployment has no subnet (zones: {zones})"
     if request.zones and reservation.zone not in request.zones:
         return "zones", f"in {reservation.zone}, not among the request's zones"
-    too_long = block_fit_problem(reservation, request.timeout_minutes, at) if at else None
+    # A reserved attempt is on-demand: Batch may run it RETRY_ATTEMPTS times, each up to its timeout.
+    too_long = block_fit_problem(reservation, request.timeout_minutes, RETRY_ATTEMPTS, at) if at else None
     return ("timeout_minutes", too_long) if too_long else None
 
 

@@ -39,6 +39,11 @@ class Waste(DomainModel):
     by_reservation: dict[str, float] = Field(
         default_factory=dict, description="reservation_idle by reservation (cr-...): reserved hours no instance used"
     )
+    billed_to: dict[str, str] = Field(
+        default_factory=dict,
+        description="Whose bill each reservation of by_reservation is on: the account its idle hours are billed to "
+        "(its owner's, unless the owner assigned them to another account of its organization)",
+    )
 
 
 class CostReport(DomainModel):

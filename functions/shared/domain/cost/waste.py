@@ -50,6 +50,7 @@ class WasteEntry(DomainModel):
     pricing: str
     started_at: str = Field(default="", description="When this waste began (empty in entries stored before)")
     at: str = Field(default="", description="When the sweep saw it (empty in entries stored before)")
+    billed_to: str = Field(default="", description="reservation_idle: the account the reservation's idle hours are on")
 
 
 class InstanceWaste(DomainModel):
@@ -65,6 +66,7 @@ class InstanceWaste(DomainModel):
     charged_until: str
     seconds: dict[str, float] = Field(default_factory=dict, description="Seconds charged, by reason")
     usd: dict[str, float] = Field(default_factory=dict, description="USD charged, by reason")
+    billed_to: str = ""
 
     def entries(self) -> list[WasteEntry]:
         """What it was charged, one entry per reason."""
@@ -72,7 +74,7 @@ class InstanceWaste(DomainModel):
             WasteEntry(
                 instance_id=self.instance_id, reason=reason, pool=self.pool, instance_type=self.instance_type,
                 day=self.day, seconds=self.seconds.get(reason, 0.0), hourly_usd=self.hourly_usd, usd=usd,
-                pricing=self.pricing, started_at=self.charged_from, at=self.charged_until,
+                pricing=self.pricing, started_at=self.charged_from, at=self.charged_until, billed_to=self.billed_to,
             )
             for reason, usd in sorted(self.usd.items())
         ]  # fmt: skip
@@ -89,6 +91,7 @@ def charge(ledger: InstanceWaste | None, entry: WasteEntry) -> tuple[InstanceWas
         ledger = InstanceWaste(
             instance_id=entry.instance_id, pool=entry.pool, instance_type=entry.instance_type, day=entry.day,
             hourly_usd=entry.hourly_usd, pricing=entry.pricing, charged_from=start, charged_until=end,
+            billed_to=entry.billed_to,
         )  # fmt: skip
     else:
         before = seconds_between(start, min(end, ledger.charged_from, key=parse_iso))
@@ -179,7 +182,7 @@ def reservation_idle(reservation: Reservation, rate: PriceQuote, since: str, at:
             WasteEntry(
                 instance_id=reservation.reservation_id, reason=RESERVATION_IDLE, pool="",
                 instance_type=reservation.instance_type, day=start[:10], seconds=seconds, hourly_usd=quote.hourly_usd,
-                usd=cost.usd, pricing=quote.pricing, started_at=start, at=end,
+                usd=cost.usd, pricing=quote.pricing, started_at=start, at=end, billed_to=reservation.billed_to or "",
             )
         )  # fmt: skip
         start = end

@@ -71,11 +71,26 @@ class BatchAttempt(DomainModel):
 PREFLIGHT_NAME = "gpupilot-preflight"
 # Its exit code when the host's GPU is broken (nvidia-smi did not answer): Batch retries it on another host.
 PREFLIGHT_EXIT_CODE = 75
+# The CUDA smoke test (payloads/cuda_smoke.py) runs as `python3 -c <payload> gpupilot-cuda-smoke` (`submit --smoke`):
+# its argument names it, as the preflight's $0 does. Only then are its exits 10 to 14 its verdict on the host; any
+# other program's are its own.
+SMOKE_NAME = "gpupilot-cuda-smoke"
+# Batch runs an on-demand attempt up to this many times (the job definition's retryStrategy.attempts: a host that
+# failed, a GPU check that failed it), each up to the attempt's timeout.
+RETRY_ATTEMPTS = 3
 
 
 def runs_preflight(container: dict[str, Any]) -> bool:
     command = container.get("command")
     return isinstance(command, list) and command[:2] == ["sh", "-c"] and command[3:4] == [PREFLIGHT_NAME]
+
+
+def runs_smoke(container: dict[str, Any]) -> bool:
+    """Whether the command is the CUDA smoke test, wrapped by the preflight or not."""
+    command = container.get("command")
+    if runs_preflight(container) and isinstance(command, list):
+        command = command[4:]
+    return isinstance(command, list) and command[1:2] == ["-c"] and command[3:4] == [SMOKE_NAME]
 
 
 # What Batch says of an attempt whose instance went away under it (a spot reclaim, or a host failure):
@@ -106,6 +121,7 @@ class BatchJobState(DomainModel):
     host_terminated: bool = Field(default=False, description="Its last attempt ended with its host's termination")
     log_stream: str | None = Field(default=None, description="Its last attempt's log stream, named at RUNNING")
     preflight: bool = Field(default=False, description="Its command runs GPU Pilot's GPU preflight first")
+    smoke: bool = Field(default=False, description="Its command is GPU Pilot's CUDA smoke test")
 
     @classmethod
     def from_batch(cls, job: dict[str, Any]) -> BatchJobState:
@@ -133,6 +149,7 @@ class BatchJobState(DomainModel):
             host_terminated=bool(reasons) and reasons[-1].startswith(HOST_TERMINATED_PREFIX),
             log_stream=container.get("logStreamName") or last_attempt.get("logStreamName") or None,
             preflight=runs_preflight(container),
+            smoke=runs_smoke(container),
         )
 
 

@@ -22,9 +22,10 @@ from functions.shared.domain.jobs.lifecycle import parse_batch_job_name
 # Exit codes GPU Pilot's GPU checks reserve: the CUDA smoke test's (payloads/cuda_smoke.py, README "CUDA smoke
 # test": 10 no NVIDIA driver, 11 the driver sees no GPU, 12 a kernel's result is wrong, 13 out of GPU memory,
 # 14 any other CUDA error) and the preflight's (batch.PREFLIGHT_EXIT_CODE: nvidia-smi did not answer).
-# A job that exits with one of them says its host's GPU failed it: GPU Pilot reserves 10 to 14 for every job (its
-# docs say a job's own command should not use them, and Batch's retry strategy retries 14 for any job); 75 only
-# from a job that runs the preflight (`BatchJobState.preflight`), since 75 is also sysexits' EX_TEMPFAIL.
+# A job that exits with one of them says its host's GPU failed it only when that check gave the code: 10 to 14 from a
+# job that runs the smoke test (`BatchJobState.smoke`), 75 from one that runs the preflight (`BatchJobState.preflight`;
+# 75 is also sysexits' EX_TEMPFAIL). Any other program exiting so is its own failure: two user programs exiting 11 on
+# one host are not evidence against a healthy one.
 HOST_EXIT_CODES = {
     10: "no NVIDIA driver could be loaded",
     11: "the driver sees no GPU",
@@ -55,7 +56,7 @@ RUNTIME_ERRORS = (
 # on the container instance is full (ECS Developer Guide, CannotCreateContainerError).
 DISK_FULL_MARKERS = ("devmapper", "thin pool", "no space left on device")
 # The attempt's host went away (a spot reclaim, a termination: ours included): "Host EC2 (instance i-...)
-# terminated." Not a bad GPU; Batch retries it (job_definitions.RETRY_STRATEGY).
+# terminated." Not a bad GPU; Batch retries it (job_definitions.retry_strategy).
 HOST_GONE = "host ec2"
 # A job's own failures: its memory ("OutOfMemoryError: Container killed due to memory usage", exit 137,
 # aws/amazon-ecs-agent#1187), an image it names that cannot be pulled (CannotPullContainerError: image name,
@@ -94,9 +95,9 @@ class Attribution(DomainModel):
     why: str = ""
 
 
-def attribute(attempt: BatchAttempt, preflight: bool = False) -> Attribution:
+def attribute(attempt: BatchAttempt, preflight: bool = False, smoke: bool = False) -> Attribution:
     """Whose fault one Batch attempt's end was, and what it showed: from the container's reason, the attempt's
-    statusReason and its exit code (the preflight's only when the job runs it: `preflight`)."""
+    statusReason and its exit code (a GPU check's only when the job runs that check: `preflight`, `smoke`)."""
     reason = attempt.reason or ""
     lowered = reason.lower()
     if any(marker in lowered for marker in NVIDIA_RUNTIME_MARKERS):
@@ -109,7 +110,8 @@ def attribute(attempt: BatchAttempt, preflight: bool = False) -> Attribution:
         return Attribution(blame=Blame.HOST_GONE, why=attempt.status_reason or "")
     if reason.startswith(JOB_ERRORS) or attempt.exit_code == OUT_OF_MEMORY_EXIT_CODE:
         return Attribution(blame=Blame.JOB, why=reason or f"exit code {attempt.exit_code}")
-    if attempt.exit_code in HOST_EXIT_CODES and (attempt.exit_code != PREFLIGHT_EXIT_CODE or preflight):
+    checked = preflight if attempt.exit_code == PREFLIGHT_EXIT_CODE else smoke
+    if attempt.exit_code in HOST_EXIT_CODES and checked:
         why = f"exit code {attempt.exit_code}: {HOST_EXIT_CODES[attempt.exit_code]}"
         return Attribution(blame=Blame.HOST, symptom=Symptom.GPU_CHECK_EXIT, why=why)
     if attempt.exit_code == 0:
@@ -139,7 +141,7 @@ def host_faults(job: BatchJobState, at: str) -> list[HostFault]:
     for number, attempt in enumerate(job.attempts, start=1):
         if not attempt.container_instance_arn or (attempt.stopped_at is None and attempt.exit_code is None):
             continue  # not placed, or not ended yet
-        blamed = attribute(attempt, job.preflight)
+        blamed = attribute(attempt, job.preflight, job.smoke)
         if blamed.blame == Blame.HOST and blamed.symptom is not None:
             faults.append(
                 HostFault(

@@ -9,7 +9,7 @@ from typing import Any
 from functions.shared.domain.capacity.fit import HOST_MEMORY_RESERVE
 from functions.shared.domain.capacity.offers import Candidate
 from functions.shared.domain.core.vocabulary import CapacityType
-from functions.shared.domain.fleet.batch import PREFLIGHT_EXIT_CODE, PREFLIGHT_NAME
+from functions.shared.domain.fleet.batch import PREFLIGHT_EXIT_CODE, PREFLIGHT_NAME, RETRY_ATTEMPTS, runs_smoke
 from functions.shared.domain.requests.job_request import JobRequest
 
 NVIDIA_ENVIRONMENT = {"NVIDIA_DRIVER_CAPABILITIES": "compute,utility"}
@@ -17,7 +17,6 @@ PREFLIGHT = (
     'nvidia-smi -L >/dev/null 2>&1 || { echo "gpupilot: no working NVIDIA GPU on this host" >&2; '
     f'exit {PREFLIGHT_EXIT_CODE}; }}; exec "$@"'
 )
-RETRY_ATTEMPTS = 3
 # The CUDA-error exit code of the smoke test (payloads/cuda_smoke.py): the one of its host codes Batch retries
 # (an Xid or an ECC error shows as a CUDA error); evaluateOnExit holds five conditions at most.
 SMOKE_CUDA_ERROR_EXIT_CODE = 14
@@ -26,38 +25,45 @@ SMOKE_CUDA_ERROR_EXIT_CODE = 14
 # "can contain letters, numbers, periods (.), colons (:), and white space ... It can optionally end with an asterisk",
 # and "The values aren't case sensitive"; "If none of the EvaluateOnExit conditions in a RetryStrategy match, then the
 # job is retried", hence the last entry that exits for any reason. That the first entry that matches decides is
-# assumed (no AWS page states the order), so the catch-all is last.
+# assumed (no AWS page states the order), so the catch-all is last. An exit code is retried only where GPU Pilot's own
+# GPU check gave it (the preflight's 75, the smoke test's 14): a job's own program exiting so is its own failure, and
+# three runs of it would only bill it three times.
 
 
-def _evaluate_on_exit(on_host_terminated: str) -> list[dict[str, str]]:
-    return [
+def _evaluate_on_exit(on_host_terminated: str, request: JobRequest | None) -> list[dict[str, str]]:
+    entries = [
         # Spot reclaim, host failure, or a host the sweep quarantined and terminated: the job did nothing wrong.
         {"onStatusReason": "Host EC2*", "action": on_host_terminated},
         # The container runtime could not create, start or inspect the container on that host: the NVIDIA runtime's
         # hook failing (driver not loaded, NVML), a full thin pool. An image that cannot be pulled or a command that
         # cannot start is retried too (seconds each): Batch's patterns cannot tell them apart (no '-' or '/').
         {"onReason": "Cannot*", "action": "RETRY"},
-        {"onExitCode": str(PREFLIGHT_EXIT_CODE), "action": "RETRY"},
-        {"onExitCode": str(SMOKE_CUDA_ERROR_EXIT_CODE), "action": "RETRY"},
-        {"onReason": "*", "action": "EXIT"},
     ]
+    if request is not None and request.preflight:
+        entries.append({"onExitCode": str(PREFLIGHT_EXIT_CODE), "action": "RETRY"})
+    if request is not None and runs_smoke({"command": container_command(request)}):
+        entries.append({"onExitCode": str(SMOKE_CUDA_ERROR_EXIT_CODE), "action": "RETRY"})
+    return [*entries, {"onReason": "*", "action": "EXIT"}]
 
 
-RETRY_STRATEGY = {"attempts": RETRY_ATTEMPTS, "evaluateOnExit": _evaluate_on_exit("RETRY")}
+# A plain on-demand job's: no GPU check of GPU Pilot's runs in it.
+RETRY_STRATEGY = {"attempts": RETRY_ATTEMPTS, "evaluateOnExit": _evaluate_on_exit("RETRY", None)}
 
 
-def retry_strategy(capacity: CapacityType, reclaims_before_fallback: int = 1) -> dict[str, Any]:
+def retry_strategy(
+    capacity: CapacityType, reclaims_before_fallback: int = 1, request: JobRequest | None = None
+) -> dict[str, Any]:
     """Batch's retries within an attempt. On-demand: a failed host (terminated, its container runtime failing, its
-    GPU failing the preflight or the smoke) is retried on another host. Spot: the attempt ends at its
+    GPU failing the request's preflight or smoke test) is retried on another host. Spot: the attempt ends at its
     `reclaims_before_fallback`-th reclaim (the job then goes to its next candidate), so Batch's retries are not spent
     waiting for spot again in a market that took it back. Batch counts every retry alike: at 1 a reclaim ends the
     attempt and a bad host's failure is still retried; above 1 the attempt gets that many Batch attempts in all,
     whatever ended each."""
     if capacity != CapacityType.SPOT:
-        return RETRY_STRATEGY
+        return {"attempts": RETRY_ATTEMPTS, "evaluateOnExit": _evaluate_on_exit("RETRY", request)}
     if reclaims_before_fallback <= 1:
-        return {"attempts": RETRY_ATTEMPTS, "evaluateOnExit": _evaluate_on_exit("EXIT")}
-    return {"attempts": reclaims_before_fallback, "evaluateOnExit": _evaluate_on_exit("RETRY")}
+        return {"attempts": RETRY_ATTEMPTS, "evaluateOnExit": _evaluate_on_exit("EXIT", request)}
+    return {"attempts": reclaims_before_fallback, "evaluateOnExit": _evaluate_on_exit("RETRY", request)}
 
 
 def batch_attempts(request: JobRequest) -> int:
@@ -161,7 +167,7 @@ def job_definition_spec(
         "type": "container",
         "containerProperties": container,
         "timeout": {"attemptDurationSeconds": max(60, request.timeout_minutes * 60)},
-        "retryStrategy": retry_strategy(candidate.capacity, request.spot_reclaims_before_fallback),
+        "retryStrategy": retry_strategy(candidate.capacity, request.spot_reclaims_before_fallback, request),
         "propagateTags": True,
         "tags": {JOB_TAG: job_id},
     }

@@ -38,9 +38,12 @@ REQUESTED_QUANTITY_TAG = "aws:ec2capacityreservation:incrementalRequestedQuantit
 RESERVATION_TAG = "gpupilot:reservation"
 # The tag of a Capacity Block GPU Pilot bought (its purchase grant requires it).
 PURCHASED_BY_TAG = "gpupilot:purchased-by"
-# Capacity Blocks last 1 to 14 days in 1-day steps, then up to 182 days in 7-day steps, of 1 to 64 instances.
-MAX_BLOCK_INSTANCES = 64
-MAX_BLOCK_DAYS = 182
+# What GPU Pilot launches: Batch's ECS GPU AMI is Amazon Linux, on shared hardware. "You can only launch an instance
+# into a Capacity Reservation that has matching attributes (instance type, platform, Availability Zone, and tenancy)"
+# (EC2 User Guide, "Launch instances into an existing Capacity Reservation"): one whose InstancePlatform is another
+# (Windows, Red Hat Enterprise Linux, ...) or whose Tenancy is dedicated (DescribeCapacityReservations) takes none.
+LINUX = "Linux/UNIX"
+DEFAULT_TENANCY = "default"
 
 
 class Reservation(DomainModel):
@@ -58,6 +61,9 @@ class Reservation(DomainModel):
     match: str = Field(default=OPEN, description="open: matching on-demand launches use it; targeted: only those "
                        "that name it")  # fmt: skip
     upfront_usd: float | None = Field(default=None, description="A Capacity Block's fee, when known (its tag)")
+    platform: str = Field(default=LINUX, description="EC2's InstancePlatform: the operating system it reserves for")
+    tenancy: str = Field(default=DEFAULT_TENANCY, description="default (shared hardware) or dedicated")
+    billed_to: str | None = Field(default=None, description="The account its unused capacity is billed to")
 
     @property
     def kind(self) -> str:
@@ -84,19 +90,13 @@ class Reservation(DomainModel):
             return None
         return iso(parse_iso(self.ends_at) - BLOCK_RECLAIM)
 
-
-class BlockOffering(DomainModel):
-    """A Capacity Block for ML that can be bought (DescribeCapacityBlockOfferings)."""
-
-    offering_id: str = Field(description="cb-...: what `gpupilot reserve` buys")
-    instance_type: str
-    zone: str
-    count: int
-    starts_at: str
-    ends_at: str
-    hours: float
-    upfront_usd: float = Field(description="The total price, paid up front")
-    currency: str = "USD"
+    def launch_problem(self) -> str | None:
+        """Why no GPU Pilot instance can ever launch into it (its platform or tenancy), or None."""
+        if self.platform != LINUX:
+            return f"reserves {self.platform} instances: GPU Pilot launches {LINUX} ones (Batch's ECS GPU AMI)"
+        if self.tenancy != DEFAULT_TENANCY:
+            return f"{self.tenancy} tenancy: GPU Pilot launches instances of {DEFAULT_TENANCY} tenancy"
+        return None
 
 
 def moment(at: str) -> str:
@@ -104,7 +104,7 @@ def moment(at: str) -> str:
     return f"{parse_iso(at):%Y-%m-%d %H:%M} UTC"
 
 
-def _time(value: Any) -> str | None:
+def described_time(value: Any) -> str | None:
     if value is None or value == "":
         return None
     return iso(value) if hasattr(value, "astimezone") else iso(parse_iso(str(value)))
@@ -129,54 +129,37 @@ def reservation_of(described: dict[str, Any]) -> Reservation:
         state=str(described.get("State", "")),
         total=total,
         available=int(described.get("AvailableInstanceCount") or 0),
-        starts_at=_time(described.get("StartDate")),
-        ends_at=_time(described.get("EndDate")) if described.get("EndDateType", "limited") != "unlimited" else None,
+        starts_at=described_time(described.get("StartDate")),
+        ends_at=None if described.get("EndDateType") == "unlimited" else described_time(described.get("EndDate")),
         capacity_block=described.get("ReservationType") == CAPACITY_BLOCK,
         match=str(described.get("InstanceMatchCriteria") or OPEN),
         upfront_usd=fee,
+        platform=str(described.get("InstancePlatform") or LINUX),
+        tenancy=str(described.get("Tenancy") or DEFAULT_TENANCY),
+        # "The ID of the AWS account to which billing of the unused capacity of the Capacity Reservation is assigned"
+        # (UnusedReservationBillingOwnerId), else its owner's (OwnerId): whose idle hours they are.
+        billed_to=described.get("UnusedReservationBillingOwnerId") or described.get("OwnerId") or None,
     )
 
 
-def offering_of(described: dict[str, Any]) -> BlockOffering:
-    """A Capacity Block offering from DescribeCapacityBlockOfferings (its fee is a string: read as a number)."""
-    start, end = _time(described["StartDate"]), _time(described["EndDate"])
-    assert start is not None and end is not None
-    hours = described.get("CapacityBlockDurationHours") or seconds_between(start, end) / 3600
-    return BlockOffering(
-        offering_id=str(described["CapacityBlockOfferingId"]),
-        instance_type=str(described.get("InstanceType", "")),
-        zone=str(described.get("AvailabilityZone", "")),
-        count=int(described.get("InstanceCount") or 0),
-        starts_at=start,
-        ends_at=end,
-        hours=float(hours),
-        upfront_usd=float(described.get("UpfrontFee") or 0),
-        currency=str(described.get("CurrencyCode") or "USD"),
-    )
-
-
-def block_days_problem(days: int) -> str | None:
-    """Why a Capacity Block of `days` cannot be offered: 1 to 14 days, then whole weeks up to 182 days."""
-    if days < 1 or days > MAX_BLOCK_DAYS or (days > 14 and days % 7):
-        return f"a Capacity Block lasts 1 to 14 days, or whole weeks up to {MAX_BLOCK_DAYS} days"
-    return None
-
-
-def fit_problem(reservation: Reservation, timeout_minutes: int, at: str) -> str | None:
+def fit_problem(reservation: Reservation, timeout_minutes: int, attempts: int, at: str) -> str | None:
     """Why a job of `timeout_minutes` starting at `at` (or when the block begins) cannot finish on a Capacity Block
-    before EC2 takes its instances back; None when it can (and for an ODCR, whose instances outlive it)."""
+    before EC2 takes its instances back, counting every one of the `attempts` Batch may run it (each up to its timeout
+    after an instance starts); None when it can (and for an ODCR, whose instances outlive it)."""
     until = reservation.usable_until()
     if until is None:
         return None
     start = max(at, reservation.starts_at or at, key=parse_iso)
-    needed = timedelta(minutes=timeout_minutes) + START_MARGIN
+    needed = (timedelta(minutes=timeout_minutes) + START_MARGIN) * attempts
     if parse_iso(start) + needed <= parse_iso(until):
         return None
     left = max(0.0, seconds_between(start, until) / 60)
+    tries = f", for each of the {attempts} tries Batch may make" if attempts > 1 else ""
     return (
-        f"timeout_minutes {timeout_minutes} (and {START_MARGIN.seconds // 60} min for an instance to start) does not "
-        f"fit in the {left:.0f} min left on Capacity Block {reservation.reservation_id} before EC2 takes its "
-        f"instances back at {moment(until)} (30 min before it ends at {moment(reservation.ends_at or until)})"
+        f"timeout_minutes {timeout_minutes} and {START_MARGIN.seconds // 60} min for an instance to start{tries} "
+        f"({needed.total_seconds() / 60:.0f} min) does not fit in the {left:.0f} min left on Capacity Block "
+        f"{reservation.reservation_id} before EC2 takes its instances back at {moment(until)} "
+        f"(30 min before it ends at {moment(reservation.ends_at or until)})"
     )
 
 

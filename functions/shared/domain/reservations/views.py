@@ -7,7 +7,8 @@ from pydantic import ConfigDict, Field, StrictBool, StrictFloat
 
 from functions.shared.domain.core.model import DomainModel
 from functions.shared.domain.core.money import PriceQuote
-from functions.shared.domain.reservations.reservation import BlockOffering, Reservation, room_words
+from functions.shared.domain.reservations.offerings import BlockOffering
+from functions.shared.domain.reservations.reservation import Reservation, room_words
 
 # An offering id as DescribeCapacityBlockOfferings gives them (cb-...): what a purchase names.
 OFFERING_ID = r"^cb-[0-9a-z]{1,64}$"
@@ -23,6 +24,8 @@ class ReservationView(DomainModel):
     state: str = Field(description="EC2's: active, scheduled, payment-pending, ...")
     capacity_block: bool
     match: str = Field(description="open or targeted")
+    platform: str = Field(default="Linux/UNIX", description="The instances' operating system (GPU Pilot's: Linux/UNIX)")
+    tenancy: str = Field(default="default", description="default or dedicated (GPU Pilot's: default)")
     total: int
     available: int = Field(description="Instances that can be launched into it now")
     in_use: int
@@ -44,12 +47,18 @@ class ReservationList(DomainModel):
 
     reservations: list[ReservationView]
     idle_usd: float = Field(description="The idle hours of all of them, as the sweeps recorded")
+    left_out: dict[str, str] = Field(
+        default_factory=dict, description="Each capacity region that could not be read, and why (AWS's words)"
+    )
 
 
 class OfferingList(DomainModel):
     """Body of `GET /reservations/offerings`: what `gpupilot reserve` may buy (listed for an hour)."""
 
     offerings: list[BlockOffering]
+    left_out: dict[str, str] = Field(
+        default_factory=dict, description="Each capacity region that could not be read, and why (AWS's words)"
+    )
 
 
 class PurchaseRequest(DomainModel):
@@ -80,6 +89,8 @@ def reservation_view(
         state=reservation.state,
         capacity_block=reservation.capacity_block,
         match=reservation.match,
+        platform=reservation.platform,
+        tenancy=reservation.tenancy,
         total=reservation.total,
         available=reservation.available,
         in_use=reservation.in_use,

@@ -41,24 +41,28 @@ def plan_request(request: JobRequest, ports: Ports) -> Plan:
     RequestRefused when the request names what this deployment does not know (a GPU model, a zone, a region). A
     market signal AWS will not give (a quota, a price, placement scores) is a warning, never a failure."""
     allowed, left_out = request_regions(request, ports)
-    gpu_types = ports.catalog.gpu_types()
-    known_models = sorted({gpu.gpu_model for gpu in gpu_types.values()})
-    unknown = [m for m in request.gpu_models or [] if m.lower() not in {k.lower() for k in known_models}]
-    if unknown:
-        raise RequestRefused("gpu_models", f"unknown GPU model {', '.join(unknown)}; known: {', '.join(known_models)}")
     # A request may retry on purpose what the memory of unavailable offerings would leave out.
     remembered = {} if request.ignore_unavailable else ports.offerings.unavailable_offerings()
+    catalogs: dict[str, dict[str, GpuType]] = {}
     snapshots: dict[str, AvailabilitySnapshot] = {}
     unreadable: dict[str, str] = {}
     for region in allowed:
         try:
-            snapshots[region] = _snapshot(ports.in_region(region), sorted(gpu_types), remembered)
+            regional = ports.in_region(region)
+            # Each region sells its own GPU types (DescribeInstanceTypes answers for the region it is asked in): a
+            # type sold only in a capacity region is planned there.
+            catalogs[region] = regional.catalog.gpu_types()
+            snapshots[region] = _snapshot(regional, sorted(catalogs[region]), remembered)
         except Exception as error:
             if region == ports.settings.home:
                 raise
             # A capacity region that cannot be read (its stack not deployed, the region not enabled, a grant
             # missing) is left out of the plan, saying why; the others are planned.
             unreadable[region] = aws_failure_words(error)
+    known_models = sorted({gpu.gpu_model for catalog in catalogs.values() for gpu in catalog.values()})
+    unknown = [m for m in request.gpu_models or [] if m.lower() not in {k.lower() for k in known_models}]
+    if unknown:
+        raise RequestRefused("gpu_models", f"unknown GPU model {', '.join(unknown)}; known: {', '.join(known_models)}")
     left_out |= {region: f"could not be read ({failure})" for region, failure in unreadable.items()}
     zones = {zone for snapshot in snapshots.values() for zone in snapshot.zones}
     outside = [z for z in request.zones or [] if z not in zones]
@@ -74,7 +78,9 @@ def plan_request(request: JobRequest, ports: Ports) -> Plan:
         if request.zones and not set(request.zones) & set(snapshot.zones):
             left_out[region] = "none of the request's zones is in it"
             continue
-        regions.append(_signals(request, ports.in_region(region), gpu_types, snapshot, region))
+        signals = _signals(request, ports.in_region(region), catalogs[region], snapshot, region)
+        signals.sold_elsewhere = {t for other in catalogs.values() for t in other} - set(catalogs[region])
+        regions.append(signals)
     _check_reservation(request, regions)
     planned = plan_across(request, regions, left_out)
     gaps = [gap for signals in regions for gap in signals.market.unavailable]

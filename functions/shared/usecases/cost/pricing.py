@@ -66,7 +66,7 @@ def price_attempt(
     quote = quote_for(attempt, ports, host)
     if quote is None:
         return None
-    gpu = ports.catalog.gpu_types().get(attempt.instance_type)
+    gpu = ports.in_region(attempt.region).catalog.gpu_types().get(attempt.instance_type)
     if gpu is None:
         share = gpu_share(request.gpus, attempt.instance_gpus), "gpus"
     else:

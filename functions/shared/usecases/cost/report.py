@@ -129,6 +129,7 @@ def waste_report(date_from: str, date_to: str, ports: Ports) -> Waste:
         by_reason=by("reason"),
         by_pool=by("pool"),
         by_reservation=by("instance_id", RESERVATION_IDLE),
+        billed_to={e.instance_id: e.billed_to for e in entries if e.reason == RESERVATION_IDLE and e.billed_to},
     )
 
 

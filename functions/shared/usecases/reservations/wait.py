@@ -16,6 +16,7 @@ from functions.shared.domain.capacity.offers import Candidate
 from functions.shared.domain.core.clock import now_iso, parse_iso
 from functions.shared.domain.core.vocabulary import DiagnosisCategory, JobStatus
 from functions.shared.domain.diagnosis.runnable import Diagnosis
+from functions.shared.domain.fleet.batch import RETRY_ATTEMPTS
 from functions.shared.domain.jobs.records import ReservationWait
 from functions.shared.domain.jobs.steps import EnsureQueueInput
 from functions.shared.domain.pools.specs import QueueStatus, pool_for
@@ -70,8 +71,9 @@ def reservation_over(planned: Reservation, live: Reservation | None) -> Diagnosi
 
 def block_too_short(live: Reservation, timeout_minutes: int) -> Diagnosis | None:
     """Why the job can no longer finish on the Capacity Block it reached (its earlier candidates took the time the plan
-    counted on), or None while it still fits: the plan's fit, asked again when the attempt begins."""
-    problem = fit_problem(live, timeout_minutes, now_iso())
+    counted on), or None while it still fits: the plan's fit (every try Batch may make), asked again when the attempt
+    begins."""
+    problem = fit_problem(live, timeout_minutes, RETRY_ATTEMPTS, now_iso())
     if problem is None:
         return None
     return Diagnosis(
