@@ -27,6 +27,9 @@ NAME = "faults"
 JOBS = 10
 SWEEP_SECONDS = 3.0
 TIMEOUT_SECONDS = 600
+# The jobs' start wait outlasts the run: a job the events miss is moved on by the sweep's replay, never by the
+# stuck-job diagnosis, which would otherwise rescue it after its stuck_after and hide a sweep that no longer replays.
+STUCK_AFTER_MINUTES = 30.0
 FAULTS: dict[str, Any] = {
     "throttle": {"batch": 0.3, "ec2": 0.3, "dynamodb": 0.3, "stepfunctions": 0.3},
     "events": {"drop": 1.0, "duplicate": 0.2, "reorder": True},
@@ -83,7 +86,7 @@ def scenario(
         cloud = LocalCloud(world, port=0, sweep_seconds=SWEEP_SECONDS, log_file=Path(tmp) / "bench.log").start()
         try:
             started = time.perf_counter()
-            accounting = run_jobs(cloud.api_url, cloud.aws_url, jobs, "bench", timeout)
+            accounting = run_jobs(cloud.api_url, cloud.aws_url, jobs, "bench", timeout, STUCK_AFTER_MINUTES)
             wall = time.perf_counter() - started
             injected = dict(cloud.faults.injected) if cloud.faults else {}
         finally:
@@ -115,10 +118,13 @@ def run(jobs: int = JOBS) -> dict[str, Any]:
         "measured_at": utc_now(),
         "summary": SUMMARY,
         "notes": NOTES,
-        "method": f"{jobs} jobs (1 s runtime each), each POSTed with an Idempotency-Key and retried on 5xx/409, "
-        f"through the local cloud with the world's faults {FAULTS} and a sweep every {SWEEP_SECONDS:g} s, then "
-        "every record checked against Batch (a record lost: missing, not finished while Batch ended its job, or "
-        "SUCCEEDED while Batch says otherwise) and for duplicates; baseline: the same jobs without faults, same run",
+        "method": f"{jobs} jobs (1 s runtime each, stuck_after_minutes {STUCK_AFTER_MINUTES:g}: longer than the run, "
+        "so no stuck-job diagnosis can stand in for the sweep), each POSTed with an Idempotency-Key and retried on "
+        f"5xx/409, through the local cloud with the world's faults {FAULTS} and a sweep every {SWEEP_SECONDS:g} s, "
+        "then every record checked against Batch (a record lost: missing, not finished while Batch ended its job, or "
+        "SUCCEEDED while Batch says otherwise) and for duplicates, and each finished job's execution history read "
+        "for how it got past its waits (details.with_faults.finished_by: every wait resumed, or a start wait timed "
+        "out and diagnosed); baseline: the same jobs without faults, same run",
         "environment": environment(),
         "metrics": {
             "jobs_submitted": metric(faulty["accepted"], "jobs", jobs),
