@@ -34,6 +34,8 @@ WORLD = {"instance_types": {FIRST: {"capacity": "none"}}, "jobs": {"runtime_seco
 # Each job tries the first choice again on purpose: the first fallback left it in the memory of unavailable offerings.
 JOB = {"name": "fallback", "image": "nvidia/cuda:12.4.1-base-ubuntu22.04", "command": ["nvidia-smi", "-L"],
        "ignore_unavailable": True}  # fmt: skip
+# How the first start wait ended (first_start_wait_ended_by).
+VERDICT, TIMEOUT, STARTED = "verdict", "timeout", "started"
 SUMMARY = (
     "Seconds from the moment Batch says a job cannot start (the local Batch's CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY "
     "verdict) to the job's next attempt, as its timeline shows them, against the old path that waited for the start "
@@ -49,26 +51,60 @@ def wait_for_timeouts() -> None:
     track.pending_verdict = lambda attempt, wait: None
 
 
-def moments(job: dict[str, Any]) -> dict[str, float]:
-    """Seconds from the first attempt's verdict to the next attempt's PROVISIONING and RUNNABLE entries."""
+def moments(job: dict[str, Any]) -> dict[str, float | None]:
+    """Seconds from the first attempt's verdict to the next attempt's PROVISIONING and RUNNABLE entries (None: the
+    job has no such entry)."""
     from functions.shared.domain.clock import seconds_between
 
     entries = job["timeline"]
-    runnable = next(i for i, e in enumerate(entries) if e["status"] == "RUNNABLE")
+    runnable = next((i for i, e in enumerate(entries) if e["status"] == "RUNNABLE"), None)
+    if runnable is None:
+        return {"next_attempt": None, "next_batch_job": None}
     verdict = entries[runnable]["reason_at"] or entries[runnable]["at"]
     following = entries[runnable + 1 :]
-    provisioning = next(e for e in following if e["status"] == "PROVISIONING")
-    submitted = next(e for e in following if e["status"] == "RUNNABLE")
+    provisioning = next((e for e in following if e["status"] == "PROVISIONING"), None)
+    submitted = next((e for e in following if e["status"] == "RUNNABLE"), None)
     return {
-        "next_attempt": seconds_between(verdict, provisioning["at"]),
-        "next_batch_job": seconds_between(verdict, submitted["at"]),
+        "next_attempt": seconds_between(verdict, provisioning["at"]) if provisioning else None,
+        "next_batch_job": seconds_between(verdict, submitted["at"]) if submitted else None,
     }
+
+
+def first_start_wait_ended_by(history: list[dict[str, Any]]) -> str | None:
+    """How the workflow's first WaitForJobToStart ended, from its execution history: VERDICT (resumed with Batch's
+    verdict), TIMEOUT (its stuck_after ran out), STARTED (resumed by the job's start), or None (still waiting)."""
+    waiting = False
+    for event in history:
+        if event.get("stateEnteredEventDetails", {}).get("name") == "WaitForJobToStart":
+            waiting = True
+        elif waiting and event["type"] == "TaskTimedOut":
+            return TIMEOUT
+        elif waiting and event["type"] == "TaskSucceeded":
+            output = json.loads(event["taskSucceededEventDetails"]["output"])
+            return VERDICT if output.get("verdict") else STARTED
+    return None
+
+
+def execution_history(aws_url: str, execution_arn: str) -> list[dict[str, Any]]:
+    import boto3
+
+    sfn = boto3.client("stepfunctions", endpoint_url=aws_url, region_name="us-east-1")
+    kwargs: dict[str, Any] = {"executionArn": execution_arn, "maxResults": 1000}
+    events: list[dict[str, Any]] = []
+    while True:
+        page = sfn.get_execution_history(**kwargs)
+        events += page["events"]
+        if not page.get("nextToken"):
+            return events
+        kwargs["nextToken"] = page["nextToken"]
 
 
 def scenario(
     jobs: int = JOBS, stuck_after_minutes: float | None = None, fast: bool = True, timeout: float = TIMEOUT_SECONDS
 ) -> dict[str, Any]:
-    """`jobs` jobs whose first choice Batch has no capacity for, one after another, through a local cloud."""
+    """`jobs` jobs whose first choice Batch has no capacity for, one after another, through a local cloud: each job's
+    moments, how its first start wait ended, its status and attempts (a job still waiting after `timeout` seconds
+    is reported as it stands)."""
     from gpupilot.cli.client import ApiClient
     from gpupilot.localcloud.server import LocalCloud
     from gpupilot.localcloud.world import World
@@ -76,7 +112,7 @@ def scenario(
     if not fast:
         wait_for_timeouts()
     body = JOB | ({"stuck_after_minutes": stuck_after_minutes} if stuck_after_minutes else {})
-    measured: list[dict[str, float]] = []
+    measured: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="gpupilot-bench-") as tmp:
         cloud = LocalCloud(World.model_validate(WORLD), port=0, log_file=Path(tmp) / "bench.log").start()
         try:
@@ -88,9 +124,15 @@ def scenario(
                 while job["status"] not in ("SUCCEEDED", "FAILED", "CANCELLED") and time.monotonic() < deadline:
                     time.sleep(0.5)
                     job = api.request("GET", f"/jobs/{job_id}").body
-                if job["status"] != "SUCCEEDED" or len(job["attempts"]) < 2:
-                    raise RuntimeError(f"job {job_id} did not fall back and succeed: {job['status']}, {job['error']}")
-                measured.append(moments(job))
+                history = execution_history(cloud.aws_url, job["execution_arn"])
+                measured.append(
+                    moments(job)
+                    | {
+                        "first_start_wait_ended_by": first_start_wait_ended_by(history),
+                        "status": job["status"],
+                        "attempts": len(job["attempts"]),
+                    }
+                )
         finally:
             cloud.stop()
     return {"jobs": measured, "stuck_after_minutes": body.get("stuck_after_minutes"), "fast": fast}
@@ -114,9 +156,18 @@ def worst(found: dict[str, Any], moment: str) -> float:
     return max(job[moment] for job in found["jobs"])
 
 
+def fell_back(found: dict[str, Any]) -> None:
+    """Raise unless every job of the scenario fell back and succeeded (its moments are then measured)."""
+    for job in found["jobs"]:
+        if job["status"] != "SUCCEEDED" or job["attempts"] < 2 or job["next_batch_job"] is None:
+            raise RuntimeError(f"a job did not fall back and succeed: {job}")
+
+
 def run(jobs: int = JOBS) -> dict[str, Any]:
     fast = in_own_process(jobs)
     old = in_own_process(jobs, stuck_after_minutes=OLD_PATH_STUCK_AFTER_MINUTES, fast=False)
+    fell_back(fast)
+    fell_back(old)
     return {
         "benchmark": NAME,
         "measured_at": utc_now(),
