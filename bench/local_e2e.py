@@ -22,7 +22,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -233,6 +233,13 @@ def held_terminal_events(seconds: float) -> type[Any]:
     return LateCloud
 
 
+def _since(now: Mapping[str, float], before: Mapping[str, float]) -> dict[str, float]:
+    """Seconds asleep per handler since `before`, of the handlers that slept."""
+    return {
+        key: round(seconds - before.get(key, 0.0), 3) for key, seconds in now.items() if seconds > before.get(key, 0.0)
+    }
+
+
 def _median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
@@ -251,8 +258,12 @@ def run(
         cloud = cloud_type(world, port=0, sweep_seconds=0, log_file=Path(tmp) / "bench.log").start()
         try:
             one_at_a_time(cloud.api_url, len(types), types, "pool")  # each GPU type's pool made: not measured
+            before = dict(cloud.dispatcher.asleep_seconds)
             alone_phase = one_at_a_time(cloud.api_url, alone, types)
+            alone_asleep = _since(cloud.dispatcher.asleep_seconds, before)
+            before = dict(cloud.dispatcher.asleep_seconds)
             load_phase = concurrent(cloud.api_url, jobs, types) if jobs else None
+            load_asleep = _since(cloud.dispatcher.asleep_seconds, before)
             batch = boto3.client(
                 "batch", endpoint_url=cloud.aws_url, region_name="us-east-1",
                 aws_access_key_id="testing", aws_secret_access_key="testing",
@@ -268,6 +279,7 @@ def run(
         "local_cloud_cpu_seconds_per_job_one_at_a_time": metric(
             alone_phase.cloud_cpu_seconds / max(alone, 1), "CPU s", 1.0
         ),
+        "handler_seconds_asleep_one_at_a_time": metric(sum(alone_asleep.values()), "s", alone_phase.wall_seconds),
     }
     if load_phase is not None:
         found = load_phase.overheads()
@@ -287,6 +299,9 @@ def run(
             # One process: its threads share one interpreter lock, so its CPU time is its bound on any number of cores.
             f"wall_seconds_{jobs}_concurrent_vs_local_cloud_cpu_seconds": metric(
                 load_phase.wall_seconds, "s", load_phase.cloud_cpu_seconds, digits=1
+            ),
+            f"handler_seconds_asleep_{jobs}_concurrent": metric(
+                sum(load_asleep.values()), "s", load_phase.wall_seconds
             ),
         }
     per_type = Counter(next((t for t in types if t.replace(".", "-") in name), "other") for name in pools)
@@ -311,14 +326,17 @@ def run(
             "second one at a time, the one-at-a-time figure for the concurrent phase). The local cloud is one Python "
             "process whose threads share one interpreter lock: wall_seconds_..._vs_local_cloud_cpu_seconds compares "
             "the concurrent phase's wall time with that CPU time (ratio near 1: one core's worth of CPU is what bounds "
-            f"it, whatever the machine's {cpus} cores)."
+            f"it, whatever the machine's {cpus} cores). Handler seconds asleep = the seconds the handlers' "
+            "invocations spent in time.sleep during the phase (the local cloud counts them per handler: details), "
+            "against the phase's wall time: a sleep on the path every job takes is latency whatever the machine."
             + (f" Terminal Batch events held back {hold_terminal_events:g} s." if hold_terminal_events else "")
         ),
         "environment": environment(),
         "metrics": metrics,
         "details": {
-            "one_at_a_time": alone_phase.summary() | {"overheads": [round(o, 2) for o in alone_overheads]},
-            "concurrent": load_phase.summary() if load_phase else None,
+            "one_at_a_time": alone_phase.summary()
+            | {"overheads": [round(o, 2) for o in alone_overheads], "asleep_seconds_by_handler": alone_asleep},
+            "concurrent": load_phase.summary() | {"asleep_seconds_by_handler": load_asleep} if load_phase else None,
             "pools": sorted(pools),
             "poll_seconds": POLL_SECONDS,
             "hold_terminal_events_seconds": hold_terminal_events,
