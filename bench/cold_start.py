@@ -66,6 +66,21 @@ sys.stdout.write("\\nCOLD_START_MS=%.3f %.3f\\n" % (_wall * 1000, _cpu * 1000))
 """
 
 
+# The same cold start, listing the modules it leaves imported (with the source lines of each of ours) instead of
+# timing it.
+_LISTING = """\
+import json, sys
+{body}
+_lines = {{}}
+for _name, _module in list(sys.modules.items()):
+    if _name == "functions" or _name.startswith("functions."):
+        with open(_module.__file__, encoding="utf-8") as _source:
+            _lines[_name] = len(_source.read().splitlines())
+_found = {{"modules": sorted(sys.modules), "lines": _lines}}
+sys.stdout.write("\\nMODULES=" + json.dumps(_found) + "\\n")
+"""
+
+
 @dataclass(frozen=True)
 class Candidate:
     name: str
@@ -74,6 +89,10 @@ class Candidate:
     @property
     def code(self) -> str:
         return _CHILD.format(body=self.body)
+
+    @property
+    def listing(self) -> str:
+        return _LISTING.format(body=self.body)
 
 
 def _clients_via_product(services: tuple[str, ...] = SERVICES) -> str:
@@ -284,6 +303,57 @@ def sample(candidate: Candidate, env: dict[str, str]) -> tuple[float, float]:
     raise RuntimeError(f"cold start of {candidate.name} printed no timing: {done.stdout[-500:]!r}")
 
 
+def imported(candidate: Candidate, env: dict[str, str]) -> dict[str, Any]:
+    """What one cold start of `candidate` leaves in sys.modules, in a fresh interpreter: `modules`, every name, and
+    `lines`, the source lines of each module of ours."""
+    done = subprocess.run(
+        [sys.executable, "-c", candidate.listing],
+        cwd=LAMBDA_CODE if LAMBDA_CODE.exists() else REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"cold start of {candidate.name} failed: {done.stderr.strip()[-2000:]}")
+    for line in reversed(done.stdout.splitlines()):
+        if line.startswith("MODULES="):
+            return dict(json.loads(line.split("=", 1)[1]))
+    raise RuntimeError(f"cold start of {candidate.name} listed no modules: {done.stdout[-500:]!r}")
+
+
+def _ours(module: str) -> bool:
+    return module == "functions" or module.startswith("functions.")
+
+
+def modules_beyond_libraries(
+    reached: dict[str, Reach] | None = None, keys: list[str] | None = None, heavy_import: str | None = None
+) -> dict[str, dict[str, Any]]:
+    """Per handler (`keys`, else every one), what its cold start imports beyond its libraries floor: the library
+    and standard-library modules by name; of ours, how many modules and their source lines (not their names: they
+    move between packages, and a module split in two keeps its lines). Counts, unlike times, are the same on any
+    machine."""
+    chosen = candidates(reached, keys, heavy_import, full=False)
+    specs = [spec for spec in LAMBDAS if keys is None or spec.key in keys]
+    floors = [Candidate(LIBRARIES, f"{_PAUSED}\n{_LIBRARIES}\n{_clients_via_boto3()}")]
+    floors.append(Candidate(LIBRARIES_API, f"{_PAUSED}\n{_LIBRARIES}\n{_EVENT_HANDLER}\n{_clients_via_boto3()}"))
+    found: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory(prefix="gpupilot-bench-") as home:
+        env = child_environment(home)
+        floor = {candidate.name: set(imported(candidate, env)["modules"]) for candidate in floors}
+        by_name = {candidate.name: candidate for candidate in chosen}
+        for spec in specs:
+            listed = imported(by_name[spec.key], env)
+            modules = set(listed["modules"])
+            found[spec.key] = {
+                "libraries": sorted(m for m in modules - floor[library_floor(spec.key)] if not _ours(m)),
+                "ours": sum(1 for m in modules if _ours(m)),
+                "our_source_lines": sum(listed["lines"].values()),
+            }
+    return found
+
+
 def measure(runs: int = DEFAULT_RUNS, chosen: list[Candidate] | None = None) -> dict[str, list[tuple[float, float]]]:
     """`runs` samples (wall, CPU) of every candidate, interleaved; one discarded warm-up round first."""
     chosen = chosen or candidates()
@@ -378,6 +448,7 @@ def run(runs: int = DEFAULT_RUNS, keys: list[str] | None = None, heavy_import: s
     ours = max((spec.key for spec in LAMBDAS), key=lambda key: medians[key] / medians[library_floor(key)])
     metrics["worst_handler_ratio_vs_its_libraries_floor"] = metric(medians[ours], "ms", medians[library_floor(ours)])
     code = {c.name: c.body for c in chosen}
+    modules = modules_beyond_libraries(reached)
     return {
         "benchmark": NAME,
         "measured_at": utc_now(),
@@ -435,6 +506,7 @@ def run(runs: int = DEFAULT_RUNS, keys: list[str] | None = None, heavy_import: s
             "services_reached": {key: found.services for key, found in reached.items()},
             "candidates_cpu": {name: summary(values) for name, values in cpu.items()},
             "candidates_wall": {name: summary(values) for name, values in wall.items()},
+            "modules_beyond_libraries_floor": modules,
             "code": code,
             "wall_seconds": round(time.perf_counter() - started, 1),
         },
