@@ -15,7 +15,7 @@ of it against one ListJobs page of 100 jobs.
 Behind the jobs, what a sweep meets in an account: 80% of the live jobs are GPU Pilot's, each with its record in
 the index of unfinished jobs (its attempt RUNNABLE, its workflow parked on the start); the others were submitted
 into the queues by someone else. Before each round, a few more records are the sweep's per-record work: jobs
-that finished in Batch while their records missed the event (0.1% of the jobs: the sweep records the end, prices
+that finished in Batch while their records never got the event (0.1% of the jobs: the sweep records the end, prices
 the attempt and resumes the workflow), and jobs whose Batch job is gone (0.02%: the sweep fails them and stops
 their workflow); between rounds their workflows finish them. The jobs were created an hour ago, so every one is
 past its stuck_after and is diagnosed (from its pool's snapshot, read once per pool) and grouped into one finding
@@ -41,7 +41,7 @@ from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Any
 
-from bench import emit, environment, metric, utc_now
+from bench import at_most, emit, environment, metric, utc_now
 
 NAME = "sweep"
 JOBS = 10_000
@@ -54,6 +54,7 @@ VANISHED_SHARE = 0.0002
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
 PREFIX = "gpupilot"
+WALL_GOAL = 1.5  # the fleet issue's: a sweep at most this many times the time it takes merely to list the jobs
 SUMMARY = (
     "The health sweep over 10,000 RUNNABLE jobs in 20 GPU Pilot queues with 200 instances, with GPU Pilot's records "
     "behind 80% of the jobs and a few records each round whose Batch job finished unnoticed or vanished. Goals "
@@ -62,9 +63,9 @@ SUMMARY = (
 )
 NOTES = (
     "Calls (2026-11-24): each sweep reads the index of unfinished jobs (8 shards; it now projects only what the "
-    "sweep reads of a job) and replays what the events missed for many jobs at once: the attempts' ends with the "
-    "vanished jobs' failures in one TransactWriteItems, the records read back in one BatchGetItem, the prices and "
-    "the spent tokens in one TransactWriteItems each; each workflow is resumed (SendTaskSuccess) or stopped "
+    "sweep reads of a job) and replays the events its records never got, for many jobs at once: the attempts' ends "
+    "with the vanished jobs' failures in one TransactWriteItems, the records read back in one BatchGetItem, the "
+    "prices and the spent tokens in one TransactWriteItems each; each workflow is resumed (SendTaskSuccess) or stopped "
     "(StopExecution) by a call of its own. The 10 ended and 2 vanished records of a round cost 16 calls where they "
     "cost 54 (an update, a read of the record to price it, the price and the spent token per ended record), and the "
     "report is stored by its id and as the latest in one transaction (details.calls_by_operation_per_round): 210 "
@@ -373,46 +374,69 @@ def run(
     parsed = moto["index_read_seconds"] - moto["index_read_moto_handling_seconds"] - moto["index_read_decode_seconds"]
     warm_ratio = statistics.median(warm_ratios)
     moto_warm = statistics.median(moto_queries[1:] or moto_queries)
-    over = max(warm_calls) - budget
-    found = (
-        f"Calls: a warm sweep makes {max(warm_calls)} against the budget of {budget} "
-        + (f"(MISSED by {over}), " if over > 0 else "(met), ")
-        + f"the cold one {totals[0]}. "
-        f"Wall time: the goal of 1.5x is MISSED. A warm sweep is {warm_ratio:.1f}x its listing "
-        f"({warm_ratio / 1.5:.1f} times the goal), the cold one {ratios[0]:.1f}x; less moto's own handling of its "
-        f"DynamoDB Queries, measured in the same rounds, a warm sweep is still {less_moto:.1f}x: missed too. Most "
-        f"of the gap is moto's DynamoDB, a cost AWS does not have: moto spent a median {moto_warm:.1f} s of a warm "
-        f"sweep's {warm_sweep:.1f} s handling its Queries (it evaluates a Query in Python: for each shard it walks "
-        "every item of the table, sizes twice and deep-copies each entry of the index it matches, then turns its "
-        "answer into plain data and JSON), and a Query page of 100 index items took it "
-        f"{moto['query_page_of_100_seconds'] * 1000:.0f} ms against "
-        f"{moto['list_jobs_page_of_100_seconds'] * 1000:.0f} ms for a ListJobs page of 100 jobs (details.moto). "
-        "What is left is ours or botocore's: the sweep's own listing (1x: it lists the queues as the listing does), "
-        f"the index's {round(jobs * OWNED_SHARE):,} items parsed (botocore's parser, with the glue between botocore "
-        f"and moto's handler: {parsed:.1f} s, a client's cost on AWS too) and decoded into the "
-        f"sweep's view (GPU Pilot, {moto['index_read_decode_seconds']:.1f} s), and the other calls (ECS per pool, "
-        "the replays, the report) with moto's handling of them. Decoding only the records that need work would "
-        f"save at most the decoding ({moto['index_read_decode_seconds'] / warm_listing:.1f}x the listing): telling "
-        "them apart needs each record's latest attempt (its Batch status and reason, against the listing) and its "
-        "waits with their attempts' statuses, reasons and verdicts (a lost SendTaskSuccess, a verdict not acted on) "
-        "- most of what the index projects - so the saving would be a fraction of that, bought by restating the "
-        "wait rules on a partial view; not done. Wall figures on the shared machine move by a factor of two "
-        "between runs (details.listing_seconds_per_round)."
+    calls_warm, calls_cold = (
+        f"api_calls_warm_sweep_{jobs}_jobs_{queues}_queues",
+        f"api_calls_cold_sweep_{jobs}_jobs_{queues}_queues",
     )
+    # The run's words, chosen by its figures; the figures are left to the page (placeholders bench/render.py fills from
+    # the metrics and details.cited), so words and table cannot disagree.
+    found = [
+        f"Calls: a warm sweep makes {{{calls_warm}}} against the budget of {{{calls_warm}.baseline}} (the goal is "
+        f"{{{calls_warm}.verdict}}), the cold one {{{calls_cold}}} ({{{calls_cold}.verdict}}).",
+        "Wall time: a warm sweep is {wall_ratio_vs_listing_warm_median}x its listing against the goal of "
+        "{wall_ratio_vs_listing_warm_median.target}x ({wall_ratio_vs_listing_warm_median.verdict}), the cold one "
+        "{wall_ratio_vs_listing_cold_sweep}x ({wall_ratio_vs_listing_cold_sweep.verdict}); less moto's own handling "
+        "of its DynamoDB Queries, measured in the same rounds, a warm sweep is "
+        "{wall_ratio_vs_listing_warm_median_less_moto_s_query_handling}x "
+        "({wall_ratio_vs_listing_warm_median_less_moto_s_query_handling.verdict}).",
+    ]
+    if warm_ratio > WALL_GOAL:
+        found.append(
+            "Most of the gap is moto's DynamoDB, a cost AWS does not have: moto spent a median "
+            "{details.cited.moto_query_seconds_warm_median} s of a warm sweep's {sweep_seconds_warm_median} s "
+            "handling its Queries (it evaluates a Query in Python: for each shard it walks every item of the table, "
+            "sizes twice and deep-copies each entry of the index it matches, then turns its answer into plain data "
+            "and JSON), and a Query page of 100 index items took it {details.cited.query_page_of_100_ms} ms against "
+            "{details.cited.list_jobs_page_of_100_ms} ms for a ListJobs page of 100 jobs (details.moto). What is "
+            "left is ours or botocore's: the sweep's own listing (as long as the listing: it lists the queues as the "
+            "listing does), the index's {details.cited.index_items} items parsed (botocore's parser, with the glue "
+            "between botocore and moto's handler: {details.cited.index_parse_seconds} s, a client's cost on AWS too) "
+            "and decoded into the sweep's view (GPU Pilot, {details.cited.index_decode_seconds} s), and the other "
+            "calls (ECS per pool, the replays, the report) with moto's handling of them. Decoding only the records "
+            "that need work would save at most the decoding ({details.cited.decode_vs_listing}x the listing): "
+            "telling them apart needs each record's latest attempt (its Batch status and reason, against the "
+            "listing) and its waits with their attempts' statuses, reasons and verdicts (a lost SendTaskSuccess, a "
+            "verdict not acted on) - most of what the index projects - so the saving would be a fraction of that, "
+            "bought by restating the wait rules on a partial view; not done."
+        )
+    found.append(
+        "Wall figures on the shared machine move by a factor of two between runs (details.listing_seconds_per_round)."
+    )
+    cited = {
+        "moto_query_seconds_warm_median": round(moto_warm, 1),
+        "query_page_of_100_ms": round(moto["query_page_of_100_seconds"] * 1000),
+        "list_jobs_page_of_100_ms": round(moto["list_jobs_page_of_100_seconds"] * 1000),
+        "index_items": round(jobs * OWNED_SHARE),
+        "index_parse_seconds": round(parsed, 1),
+        "index_decode_seconds": round(moto["index_read_decode_seconds"], 1),
+        "decode_vs_listing": round(moto["index_read_decode_seconds"] / warm_listing, 1),
+    }
     return {
         "benchmark": NAME,
         "measured_at": utc_now(),
         "summary": SUMMARY,
-        "notes": NOTES + found,
+        "notes": NOTES + " ".join(found),
         "method": __doc__.split("\n\n    python")[0].strip() if __doc__ else "",
         "environment": environment(),
         "metrics": {
-            f"api_calls_cold_sweep_{jobs}_jobs_{queues}_queues": metric(totals[0], "AWS calls", budget),
-            f"api_calls_warm_sweep_{jobs}_jobs_{queues}_queues": metric(max(warm_calls), "AWS calls", budget),
-            "wall_ratio_vs_listing_cold_sweep": metric(ratios[0], "x", 1.5),
-            "wall_ratio_vs_listing_warm_median": metric(warm_ratio, "x", 1.5),
+            calls_cold: metric(totals[0], "AWS calls", budget, goal=at_most(budget)),
+            calls_warm: metric(max(warm_calls), "AWS calls", budget, goal=at_most(budget)),
+            "wall_ratio_vs_listing_cold_sweep": metric(ratios[0], "x", WALL_GOAL, goal=at_most(WALL_GOAL)),
+            "wall_ratio_vs_listing_warm_median": metric(warm_ratio, "x", WALL_GOAL, goal=at_most(WALL_GOAL)),
             "sweep_seconds_warm_median": metric(warm_sweep, "s", warm_listing),
-            "wall_ratio_vs_listing_warm_median_less_moto_s_query_handling": metric(less_moto, "x", 1.5),
+            "wall_ratio_vs_listing_warm_median_less_moto_s_query_handling": metric(
+                less_moto, "x", WALL_GOAL, goal=at_most(WALL_GOAL)
+            ),
         },
         "details": {
             "jobs": jobs,
@@ -434,6 +458,7 @@ def run(
             "wall_ratio_per_round": [round(r, 3) for r in ratios],
             "moto_query_handling_seconds_per_round": [round(s, 3) for s in moto_queries],
             "moto": {name: round(value, 4) for name, value in moto.items()},
+            "cited": cited,
             "describe_each_listed_job": describe_each_listed_job,
         },
     }
