@@ -4,6 +4,7 @@ no more CPU against the boto3 floor than the committed figure and a margin; the 
 from __future__ import annotations
 
 import json
+import statistics
 from typing import Any
 
 import pytest
@@ -15,9 +16,11 @@ pytestmark = pytest.mark.bench
 HEADLINE = "worst_handler_ratio_vs_boto3_floor"
 HANDLERS = [spec.key for spec in LAMBDAS]
 RUNS = 3
-# The fastest of a few interleaved CPU-time samples, each handler's over the floor's: on the shared 2-core machine,
-# idle or under a second test run, it came within 0.08 of the committed figure. 0.2 of the floor (about 40 ms of
-# CPU) is well above that noise and well below the 100 ms of import work an audit once added to one handler
+# Each handler's CPU over the floor's, sample by sample in the rounds they were measured side by side (each round
+# takes one sample of every candidate), the median of those ratios: the machine's load at a moment touches both of a
+# pair, and one lucky sample cannot move a median as it moves a minimum. On the shared 2-core machine, idle or under
+# a load of 8 to 14 runnable processes, three rounds came within 0.1 of the committed eleven. 0.2 of the floor
+# (about 40 ms of CPU) is twice that noise and well below the 100 ms of import work an audit once added to one handler
 # unnoticed.
 MARGIN = 0.2
 # Of our own code a handler loads, counted in source lines (names move between packages; a module split in two keeps
@@ -43,11 +46,14 @@ def listed() -> dict[str, dict[str, Any]]:
     return cold_start.modules_beyond_libraries()
 
 
-def fastest_ratios(result: dict[str, Any]) -> dict[str, float]:
-    """Each handler's fastest CPU sample over the paused floor's fastest."""
+def paired_ratios(result: dict[str, Any]) -> dict[str, float]:
+    """Each handler's median, over the rounds, of its CPU sample over the paused floor's in the same round."""
     cpu = result["details"]["candidates_cpu"]
-    floor = cpu[cold_start.FLOOR_PAUSED]["min_ms"]
-    return {key: cpu[key]["min_ms"] / floor for key in HANDLERS}
+    floor = cpu[cold_start.FLOOR_PAUSED]["samples_ms"]
+    return {
+        key: statistics.median(ms / floor_ms for ms, floor_ms in zip(cpu[key]["samples_ms"], floor, strict=True))
+        for key in HANDLERS
+    }
 
 
 def test_no_handler_imports_a_library_module_its_committed_cold_start_did_not(
@@ -84,12 +90,12 @@ def test_a_heavy_import_in_a_handler_is_named_by_the_module_check() -> None:
 def test_no_handler_cold_start_takes_more_cpu_against_the_floor_than_committed(
     committed: dict[str, Any], measured: dict[str, Any]
 ) -> None:
-    # Given each handler's committed fastest-sample ratio to the boto3 floor, and the same measured now
-    before, now = fastest_ratios(committed), fastest_ratios(measured)
-    # Then none exceeds its committed figure by more than the margin (CPU time, so the machine's other load moves
-    # it little; the fastest sample, which that load only ever slows)
+    # Given each handler's committed CPU ratio to the boto3 floor, round by round, and the same measured now
+    before, now = paired_ratios(committed), paired_ratios(measured)
+    # Then none exceeds its committed figure by more than the margin (CPU time, which the machine's other load moves
+    # little, against a floor measured beside it)
     over = {key: (round(now[key], 2), round(before[key], 2)) for key in HANDLERS if now[key] > before[key] + MARGIN}
-    assert not over, f"(now, committed) fastest-sample ratio to the floor, margin {MARGIN}: {over}"
+    assert not over, f"(now, committed) CPU ratio to the floor, median of the rounds, margin {MARGIN}: {over}"
 
 
 def test_the_headline_compares_the_handlers_with_a_floor_that_pauses_the_collector_as_they_do(
