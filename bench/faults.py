@@ -21,12 +21,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import REPO_ROOT, emit, environment, metric, utc_now
+from bench import REPO_ROOT, at_least, at_most, emit, environment, metric, utc_now
 
 NAME = "faults"
 JOBS = 10
 SWEEP_SECONDS = 3.0
 TIMEOUT_SECONDS = 600
+# The jobs' start wait outlasts the run: a job the events miss is moved on by the sweep's replay, never by the
+# stuck-job diagnosis, which would otherwise rescue it after its stuck_after and hide a sweep that no longer replays.
+STUCK_AFTER_MINUTES = 30.0
 FAULTS: dict[str, Any] = {
     "throttle": {"batch": 0.3, "ec2": 0.3, "dynamodb": 0.3, "stepfunctions": 0.3},
     "events": {"drop": 1.0, "duplicate": 0.2, "reorder": True},
@@ -83,7 +86,7 @@ def scenario(
         cloud = LocalCloud(world, port=0, sweep_seconds=SWEEP_SECONDS, log_file=Path(tmp) / "bench.log").start()
         try:
             started = time.perf_counter()
-            accounting = run_jobs(cloud.api_url, cloud.aws_url, jobs, "bench", timeout)
+            accounting = run_jobs(cloud.api_url, cloud.aws_url, jobs, "bench", timeout, STUCK_AFTER_MINUTES)
             wall = time.perf_counter() - started
             injected = dict(cloud.faults.injected) if cloud.faults else {}
         finally:
@@ -107,6 +110,8 @@ def in_own_process(
 
 
 def run(jobs: int = JOBS) -> dict[str, Any]:
+    from tests.e2e.faults.drive import DIAGNOSED
+
     calm, calm_wall, _ = in_own_process(None, jobs=jobs)
     faulty, faulty_wall, injected = in_own_process("all", jobs=jobs)
     submitted = max(faulty["accepted"], 1)
@@ -115,16 +120,23 @@ def run(jobs: int = JOBS) -> dict[str, Any]:
         "measured_at": utc_now(),
         "summary": SUMMARY,
         "notes": NOTES,
-        "method": f"{jobs} jobs (1 s runtime each), each POSTed with an Idempotency-Key and retried on 5xx/409, "
-        f"through the local cloud with the world's faults {FAULTS} and a sweep every {SWEEP_SECONDS:g} s, then "
-        "every record checked against Batch (a record lost: missing, not finished while Batch ended its job, or "
-        "SUCCEEDED while Batch says otherwise) and for duplicates; baseline: the same jobs without faults, same run",
+        "method": f"{jobs} jobs (1 s runtime each, stuck_after_minutes {STUCK_AFTER_MINUTES:g}: longer than the run, "
+        "so no stuck-job diagnosis can stand in for the sweep), each POSTed with an Idempotency-Key and retried on "
+        f"5xx/409, through the local cloud with the world's faults {FAULTS} and a sweep every {SWEEP_SECONDS:g} s, "
+        "then every record checked against Batch (a record lost: missing, not finished while Batch ended its job, or "
+        "SUCCEEDED while Batch says otherwise) and for duplicates, and each finished job's execution history read "
+        "for how it got past its waits (details.with_faults.finished_by: every wait resumed, or a start wait timed "
+        "out and diagnosed); baseline: the same jobs without faults, same run",
         "environment": environment(),
         "metrics": {
-            "jobs_submitted": metric(faulty["accepted"], "jobs", jobs),
-            "jobs_not_terminal": metric(len(faulty["not_terminal"]), "jobs", submitted),
-            "records_lost": metric(len(faulty["lost"]), "records", submitted),
-            "records_duplicated": metric(len(faulty["duplicated"]), "records", submitted),
+            "jobs_submitted": metric(faulty["accepted"], "jobs", jobs, goal=at_least(jobs)),
+            "jobs_not_terminal": metric(len(faulty["not_terminal"]), "jobs", submitted, goal=at_most(0)),
+            "records_lost": metric(len(faulty["lost"]), "records", submitted, goal=at_most(0)),
+            "records_duplicated": metric(len(faulty["duplicated"]), "records", submitted, goal=at_most(0)),
+            # Finished by the stuck-job diagnosis rather than by the sweep: none, as the start wait outlasts the run.
+            "jobs_finished_by_diagnosis": metric(
+                faulty["finished_by"].get(DIAGNOSED, 0), "jobs", submitted, goal=at_most(0)
+            ),
             "wall_seconds_vs_no_faults": metric(faulty_wall, "s", calm_wall, digits=1),
         },
         "details": {"with_faults": faulty, "without_faults": calm, "faults_injected": injected},

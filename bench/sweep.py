@@ -16,7 +16,7 @@ the calls alone: `tests/bench/test_sweep.py` holds the product to the budgets wi
 Behind the jobs, what a sweep meets in an account: 80% of the live jobs are GPU Pilot's, each with its record in
 the index of unfinished jobs (its attempt RUNNABLE, its workflow parked on the start); the others were submitted
 into the queues by someone else. Before each round, a few more records are the sweep's per-record work: jobs
-that finished in Batch while their records missed the event (0.1% of the jobs: the sweep records the end, prices
+that finished in Batch while their records never got the event (0.1% of the jobs: the sweep records the end, prices
 the attempt and resumes the workflow), and jobs whose Batch job is gone (0.02%: the sweep fails them and stops
 their workflow); between rounds their workflows finish them. The jobs were created an hour ago, so every one is
 past its stuck_after and is diagnosed (from its pool's snapshot, read once per pool) and grouped into one finding
@@ -42,7 +42,7 @@ from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Any
 
-from bench import api_name, by_api, emit, environment, metric, utc_now
+from bench import api_name, at_most, by_api, emit, environment, metric, utc_now
 
 NAME = "sweep"
 JOBS = 10_000
@@ -55,6 +55,7 @@ VANISHED_SHARE = 0.0002
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
 PREFIX = "gpupilot"
+WALL_GOAL = 1.5  # the fleet issue's: a sweep at most this many times the time it takes merely to list the jobs
 SUMMARY = (
     "The health sweep over 10,000 RUNNABLE jobs in 20 GPU Pilot queues with 200 instances, with GPU Pilot's records "
     "behind 80% of the jobs and a few records each round whose Batch job finished unnoticed or vanished. Goals "
@@ -478,45 +479,74 @@ def run(
     index_pages = statistics.median(
         round_calls.get("dynamodb:Scan", 0) for round_calls in (measured.calls[1:] or measured.calls)
     )
-    over, cold_over = max(warm_calls) - warm_budget, totals[0] - cold_budget(jobs, queues)
-    found = (
-        f"Calls: a warm sweep makes {max(warm_calls)} against the budget of {warm_budget} "
-        + (f"(MISSED by {over}), " if over > 0 else "(met), ")
-        + f"the cold one {totals[0]} against {cold_budget(jobs, queues)} "
-        + (f"(MISSED by {cold_over}); " if cold_over > 0 else "(met); ")
-        + f"the index of {round(jobs * OWNED_SHARE):,} unfinished jobs is read in {index_pages:g} Scan pages. "
-        f"Wall time: the goal of 1.5x is {'MISSED' if warm_ratio > 1.5 else 'met'}. A warm sweep is "
-        f"{warm_ratio:.1f}x its listing ({warm_ratio / 1.5:.1f} times the goal), the cold one {ratios[0]:.1f}x; "
-        f"less moto's own handling of its DynamoDB reads of the index and the ledgers, measured in the same rounds, a "
-        f"warm sweep is {less_moto:.1f}x. Much of the gap is moto's DynamoDB, a cost AWS does not have: moto spent a "
-        f"median {moto_warm:.1f} s of a warm sweep's {warm_sweep:.1f} s handling those reads (it evaluates them in "
-        "Python, walking the table's items and deep-copying each entry it returns, then turns its answer into "
-        "plain data and JSON), and a Scan page of 100 index items took it "
-        f"{moto['scan_page_of_100_seconds'] * 1000:.0f} ms against "
-        f"{moto['list_jobs_page_of_100_seconds'] * 1000:.0f} ms for a ListJobs page of 100 jobs (details.moto). "
-        "What is left is ours or botocore's: the sweep's own listing (1x: it lists the queues as the listing does), "
-        f"the index's {round(jobs * OWNED_SHARE):,} items parsed (botocore's parser, with the glue between botocore "
-        f"and moto's handler: {parsed:.1f} s, a client's cost on AWS too) and decoded into the "
-        f"sweep's view (GPU Pilot, {moto['index_read_decode_seconds']:.1f} s), and the other calls (ECS per pool, "
-        "the replays, the report) with moto's handling of them. Wall figures on the shared machine move by a factor "
-        "of two between runs (details.listing_seconds_per_round)."
+    calls_warm, calls_cold = (
+        f"api_calls_warm_sweep_{jobs}_jobs_{queues}_queues",
+        f"api_calls_cold_sweep_{jobs}_jobs_{queues}_queues",
     )
+    # The run's words, chosen by its figures; the figures are left to the page (placeholders bench/render.py fills from
+    # the metrics and details.cited), so words and table cannot disagree.
+    found = [
+        f"Calls: a warm sweep makes {{{calls_warm}}} against the budget of {{{calls_warm}.baseline}} (the goal is "
+        f"{{{calls_warm}.verdict}}), the cold one {{{calls_cold}}} against {{{calls_cold}.baseline}} "
+        f"({{{calls_cold}.verdict}}); the index of {{details.cited.index_items}} unfinished jobs is read in "
+        "{details.cited.index_scan_pages} Scan pages.",
+        "Wall time: a warm sweep is {wall_ratio_vs_listing_warm_median}x its listing against the goal of "
+        "{wall_ratio_vs_listing_warm_median.target}x ({wall_ratio_vs_listing_warm_median.verdict}), the cold one "
+        "{wall_ratio_vs_listing_cold_sweep}x ({wall_ratio_vs_listing_cold_sweep.verdict}); less moto's own handling "
+        "of its DynamoDB reads of the index and the ledgers, measured in the same rounds, a warm sweep is "
+        "{wall_ratio_vs_listing_warm_median_less_moto_s_reads}x "
+        "({wall_ratio_vs_listing_warm_median_less_moto_s_reads.verdict}).",
+    ]
+    if warm_ratio > WALL_GOAL:
+        found.append(
+            "Most of the gap is moto's DynamoDB, a cost AWS does not have: moto spent a median "
+            "{details.cited.moto_read_seconds_warm_median} s of a warm sweep's {sweep_seconds_warm_median} s "
+            "handling those reads (it evaluates them in Python, walking the table's items and deep-copying each entry "
+            "it returns, then turns its answer into plain data and JSON), and a Scan page of 100 index items took it "
+            "{details.cited.scan_page_of_100_ms} ms against "
+            "{details.cited.list_jobs_page_of_100_ms} ms for a ListJobs page of 100 jobs (details.moto). What is "
+            "left is ours or botocore's: the sweep's own listing (as long as the listing: it lists the queues as the "
+            "listing does), the index's {details.cited.index_items} items parsed (botocore's parser, with the glue "
+            "between botocore and moto's handler: {details.cited.index_parse_seconds} s, a client's cost on AWS too) "
+            "and decoded into the sweep's view (GPU Pilot, {details.cited.index_decode_seconds} s), and the other "
+            "calls (ECS per pool, the replays, the report) with moto's handling of them. Decoding only the records "
+            "that need work would save at most the decoding ({details.cited.decode_vs_listing}x the listing): "
+            "telling them apart needs each record's latest attempt (its Batch status and reason, against the "
+            "listing) and its waits with their attempts' statuses, reasons and verdicts (a lost SendTaskSuccess, a "
+            "verdict not acted on) - most of what the index projects - so the saving would be a fraction of that, "
+            "bought by restating the wait rules on a partial view; not done."
+        )
+    found.append(
+        "Wall figures on the shared machine move by a factor of two between runs (details.listing_seconds_per_round)."
+    )
+    cited = {
+        "moto_read_seconds_warm_median": round(moto_warm, 1),
+        "scan_page_of_100_ms": round(moto["scan_page_of_100_seconds"] * 1000),
+        "index_scan_pages": index_pages,
+        "list_jobs_page_of_100_ms": round(moto["list_jobs_page_of_100_seconds"] * 1000),
+        "index_items": round(jobs * OWNED_SHARE),
+        "index_parse_seconds": round(parsed, 1),
+        "index_decode_seconds": round(moto["index_read_decode_seconds"], 1),
+        "decode_vs_listing": round(moto["index_read_decode_seconds"] / warm_listing, 1),
+    }
     return {
         "benchmark": NAME,
         "measured_at": utc_now(),
         "summary": SUMMARY,
-        "notes": NOTES + found,
+        "notes": NOTES + " ".join(found),
         "method": __doc__.split("\n\n    python")[0].strip() if __doc__ else "",
         "environment": environment(),
         "metrics": {
-            f"api_calls_cold_sweep_{jobs}_jobs_{queues}_queues": metric(
-                totals[0], "AWS calls", cold_budget(jobs, queues)
+            calls_cold: metric(
+                totals[0], "AWS calls", cold_budget(jobs, queues), goal=at_most(cold_budget(jobs, queues))
             ),
-            f"api_calls_warm_sweep_{jobs}_jobs_{queues}_queues": metric(max(warm_calls), "AWS calls", warm_budget),
-            "wall_ratio_vs_listing_cold_sweep": metric(ratios[0], "x", 1.5),
-            "wall_ratio_vs_listing_warm_median": metric(warm_ratio, "x", 1.5),
+            calls_warm: metric(max(warm_calls), "AWS calls", warm_budget, goal=at_most(warm_budget)),
+            "wall_ratio_vs_listing_cold_sweep": metric(ratios[0], "x", WALL_GOAL, goal=at_most(WALL_GOAL)),
+            "wall_ratio_vs_listing_warm_median": metric(warm_ratio, "x", WALL_GOAL, goal=at_most(WALL_GOAL)),
             "sweep_seconds_warm_median": metric(warm_sweep, "s", warm_listing),
-            "wall_ratio_vs_listing_warm_median_less_moto_s_reads": metric(less_moto, "x", 1.5),
+            "wall_ratio_vs_listing_warm_median_less_moto_s_reads": metric(
+                less_moto, "x", WALL_GOAL, goal=at_most(WALL_GOAL)
+            ),
         },
         "details": {
             "jobs": jobs,
@@ -541,6 +571,7 @@ def run(
             "wall_ratio_per_round": [round(r, 3) for r in ratios],
             "moto_read_handling_seconds_per_round": [round(s, 3) for s in moto_reads],
             "moto": {name: round(value, 4) for name, value in moto.items()},
+            "cited": cited,
             "describe_each_listed_job": describe_each_listed_job,
         },
     }

@@ -5,7 +5,8 @@ environment), under its own name (so an AWS call is attributed to the function t
 stdout captured: Powertools' EMF lines become CloudWatch `PutMetricData` calls on the embedded cloud and
 log lines go to a log file, so the console shows only the product. An asynchronous invocation runs in
 the background, is retried twice on error as Lambda does, and then lands in the function's on-failure
-queue, when the template gives it one.
+queue, when the template gives it one. The seconds each handler spends in `time.sleep` are counted: a sleep
+on the path every job takes is latency a Lambda would bill, whatever the machine's speed.
 """
 
 from __future__ import annotations
@@ -21,11 +22,11 @@ import threading
 import time
 import traceback
 import uuid
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, SupportsIndex
 
 from functions.shared.adapters.config import function_environment
 
@@ -33,6 +34,34 @@ ALLOWED_HANDLER_PREFIX = "functions."
 ASYNC_RETRIES = 2  # Lambda retries a failed asynchronous invocation twice
 # The function whose handler this thread (or task) is running: AWS calls are attributed to it.
 current_function: contextvars.ContextVar[str | None] = contextvars.ContextVar("gpupilot_function", default=None)
+_real_sleep = time.sleep
+# The seconds the handler invocation this thread runs has spent in time.sleep so far (None: no invocation).
+_asleep: contextvars.ContextVar[list[float] | None] = contextvars.ContextVar("gpupilot_asleep", default=None)
+
+
+def counted_sleep(seconds: float | SupportsIndex) -> None:
+    """time.sleep, adding the time it blocks to the tally of the handler invocation that calls it (if any; a sleep of
+    0, which only yields the interpreter, is not counted)."""
+    tally = _asleep.get()
+    if tally is None or float(seconds) <= 0:
+        _real_sleep(seconds)
+        return
+    began = time.monotonic()
+    try:
+        _real_sleep(seconds)
+    finally:
+        tally[0] += time.monotonic() - began
+
+
+def install_sleep_accounting() -> None:
+    """time.sleep counted from now on, also where a module of the functions already bound it by name (`from time
+    import sleep`). A library that bound it at its import (botocore's retry backoff) keeps the real one."""
+    time.sleep = counted_sleep
+    for name, module in list(sys.modules.items()):
+        if name == "functions" or name.startswith(ALLOWED_HANDLER_PREFIX):
+            for attribute, value in list(vars(module).items()):
+                if value is _real_sleep:
+                    setattr(module, attribute, counted_sleep)
 
 
 @dataclass(frozen=True)
@@ -163,6 +192,11 @@ class HandlerDispatcher:
     ) -> None:
         self.functions: dict[str, LocalFunction] = dict(functions or {})
         self.invocations: Counter[str] = Counter()
+        # Per handler: the seconds its invocations spent in time.sleep, and how many invocations slept at all.
+        self.asleep_seconds: defaultdict[str, float] = defaultdict(float)
+        self.sleeping_invocations: Counter[str] = Counter()
+        self._sleep_lock = threading.Lock()
+        install_sleep_accounting()
         self._log_file = log_file
         self._metric_sink = metric_sink
         self._failure_sink = failure_sink
@@ -204,6 +238,8 @@ class HandlerDispatcher:
         _function_logs_to(stdout)
         buffer = stdout.capture()
         token = current_function.set(function.key)
+        tally = [0.0]
+        asleep = _asleep.set(tally)
         try:
             with function_environment(function.environment):
                 return handler(event, context), False
@@ -214,7 +250,12 @@ class HandlerDispatcher:
                 "stackTrace": traceback.format_exception(error)[-5:],
             }, True
         finally:
+            _asleep.reset(asleep)
             current_function.reset(token)
+            if tally[0]:
+                with self._sleep_lock:
+                    self.asleep_seconds[function.handler] += tally[0]
+                    self.sleeping_invocations[function.handler] += 1
             stdout.release(buffer)
             self._drain(buffer.getvalue())
 

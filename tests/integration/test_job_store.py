@@ -107,6 +107,19 @@ def test_out_of_order_batch_events_do_not_move_an_attempt_backwards(store: JobSt
     assert store.get_job("job00000006").attempts[1].batch_status == BatchStatus.SUCCEEDED
 
 
+def test_a_batch_event_delivered_twice_is_applied_once_and_keeps_batchs_later_words(store: JobStore) -> None:
+    # Given an attempt whose RUNNABLE event was recorded, and Batch's later reason for the job still RUNNABLE
+    store.create_job("job000000dd", REQUEST)
+    store.put_attempt("job000000dd", 1, attempt())
+    first = {"batch_status": BatchStatus.RUNNABLE, "status_reason": "waiting for an instance"}
+    assert store.update_attempt("job000000dd", 1, first) is not None
+    assert store.note_reason("job000000dd", 1, BatchStatus.RUNNABLE, "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY")
+    # When the same event is delivered again (EventBridge delivers at least once; the local cloud's faults too)
+    # Then the copy is refused (its handler takes the stale path), and the later words stay
+    assert store.update_attempt("job000000dd", 1, first) is None
+    assert store.get_job("job000000dd").attempts[1].status_reason == "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY"
+
+
 def test_a_field_set_only_if_missing_keeps_the_first_value(store: JobStore) -> None:
     store.create_job("job00000007", REQUEST)
     store.put_attempt("job00000007", 1, attempt())

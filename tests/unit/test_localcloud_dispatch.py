@@ -9,6 +9,7 @@ import json
 import logging
 import sys
 import threading
+import time
 
 import pytest
 from aws_lambda_powertools import Metrics
@@ -133,6 +134,31 @@ def test_an_asynchronous_invocation_that_keeps_failing_goes_to_the_failure_desti
     [(key, record)] = failed
     assert key == "f" and record["requestPayload"] == {"x": 1}
     assert record["responsePayload"]["errorType"] == "RuntimeError"
+
+
+def nap(event, context):
+    """A stand-in handler that sleeps as product code would: through the time module."""
+    time.sleep(event["seconds"])
+    return "rested"
+
+
+def test_the_seconds_a_handler_spends_in_time_sleep_are_counted_per_handler(monkeypatch):
+    # Given a dispatcher (it counts time.sleep from now on; monkeypatch puts the real one back afterwards) and a
+    # handler that sleeps when asked to
+    monkeypatch.setattr(sys, "stdout", sys.stdout)
+    monkeypatch.setattr(time, "sleep", time.sleep)
+    monkeypatch.setattr("functions.api.handler.nap", nap, raising=False)
+    dispatcher = HandlerDispatcher({"f": function("f", "functions.api.handler.nap")})
+
+    # When it runs once without sleeping, twice sleeping 50 ms, and a sleep happens outside any invocation
+    for seconds in (0, 0.05, 0.05):
+        assert dispatcher.invoke("f", {"seconds": seconds}) == ("rested", False)
+    time.sleep(0.01)
+
+    # Then the two invocations that slept are counted, with at least the time they asked for, and nothing else is
+    assert dispatcher.sleeping_invocations == {"functions.api.handler.nap": 2}
+    assert dispatcher.asleep_seconds["functions.api.handler.nap"] >= 0.1
+    assert set(dispatcher.asleep_seconds) == {"functions.api.handler.nap"}
 
 
 # -- ThreadStdout ---------------------------------------------------------------------------------

@@ -81,6 +81,24 @@ def test_a_missed_batch_event_is_replayed_and_its_wait_resumed(ports):
     assert ports.metrics.total(MetricName.RECONCILED_EVENTS) == 1
 
 
+def test_a_workflow_whose_resume_was_lost_is_resumed_by_the_sweep(ports):
+    # Given a job whose RUNNING event was recorded but whose SendTaskSuccess never reached its parked start wait
+    # (throttled past its retries, or the event's invocation failing after its write)
+    submitted(ports)
+    (batch_job_id,) = ports.batch.jobs
+    ports.batch.set_status(batch_job_id, "RUNNING", startedAt=1_800_000_000_000)
+    ports.jobs.update_attempt(JOB_ID, 1, {"batch_status": BatchStatus.RUNNING, "status": AttemptStatus.RUNNING})
+    ports.jobs.store_wait(JOB_ID, WaitPhase.START, Wait(attempt=1, token="tok-start"))
+
+    # When the sweep runs
+    result = run_sweep(None, ports)
+
+    # Then it sends the token the record's status satisfies, forgets it, and counts it
+    assert [token for token, _ in ports.workflow.sent] == ["tok-start"]
+    assert ports.jobs.get_job(JOB_ID).waits == {}
+    assert result.summary["reconciled_events"] == 1
+
+
 def test_a_missed_queue_blocked_verdict_is_seen_by_the_sweep_and_resumes_the_start_wait(ports):
     # Given a job parked waiting to start, RUNNABLE, whose queue-blocked event (insufficient capacity) never came
     submitted(ports)
