@@ -31,7 +31,9 @@ def handler(event: dict[str, Any], context: LambdaContext, ports: Ports | None =
     ports = ports or live_ports()
     recorded = record_batch_event(parsed, ports)
     # Batch says its verdict of the job heading a queue: the jobs behind it wait for the same cause.
-    recorded["told_behind"] = tell_queue(parsed, ports)
+    told = tell_queue(parsed, ports)
+    if told:
+        recorded["told_behind"] = told
     # Foreign jobs in GPU Pilot's queues are evidence against a host too.
     note_host_faults(parsed, ports)
     return recorded
