@@ -532,8 +532,11 @@ def function_grants(arns: Arns, owned: Owned, allow_purchase: bool = False) -> d
         # Parks its token and clears spent ones: both are updates that return the record.
         "wait_for_job": [owned.items("UpdateItem"), RESUME_WAITS],
         "job_events": [
-            owned.items("GetItem", "PutItem", "UpdateItem"),
+            owned.items("GetItem", "PutItem", "UpdateItem", "BatchGetItem"),
             RESUME_WAITS,
+            # Batch's verdict on the job heading a queue holds the jobs behind it: they are listed and read back, and a
+            # job joining the queue later asks whether its head still waits for that verdict.
+            describe("AWS Batch", "batch:ListJobs", "batch:DescribeJobs"),
             *pricing,
             # The evidence against GPU hosts: each host-side failure kept, the host's failures read back; a host with
             # failures of enough different jobs gets a sweep at once (asynchronously), which quarantines it.

@@ -16,6 +16,7 @@ from functions.shared.domain.fleet.batch import BatchJobEvent
 from functions.shared.observability import logger
 from functions.shared.ports import Ports
 from functions.shared.usecases.hosts.evidence import note_host_faults
+from functions.shared.usecases.jobs.queue_verdicts import tell_queue
 from functions.shared.usecases.jobs.track import record_batch_event
 
 
@@ -29,6 +30,10 @@ def handler(event: dict[str, Any], context: LambdaContext, ports: Ports | None =
         return {"ignored": event.get("detail-type") or "not a Batch job state change"}
     ports = ports or live_ports()
     recorded = record_batch_event(parsed, ports)
+    # Batch says its verdict of the job heading a queue: the jobs behind it wait for the same cause.
+    told = tell_queue(parsed, ports)
+    if told:
+        recorded["told_behind"] = told
     # Foreign jobs in GPU Pilot's queues are evidence against a host too.
     note_host_faults(parsed, ports)
     return recorded

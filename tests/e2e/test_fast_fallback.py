@@ -55,6 +55,34 @@ def test_with_batch_reporting_insufficient_capacity_the_job_reaches_its_second_c
     assert not [e for e in history if e["type"] == "TaskTimedOut"]
 
 
+def test_a_job_waiting_behind_a_blocked_queue_head_falls_back_on_batch_s_verdict_on_that_head(
+    cloud_factory: Callable[..., RunningCloud],
+) -> None:
+    # Given the cheapest GPU type has no capacity, a job that may run on it alone heading its queue, and a job with a
+    # fallback queued behind it, both waiting up to an hour before a diagnosis of their own
+    cloud = cloud_factory({"instance_types": {FIRST: {"capacity": "none"}}, "jobs": {"runtime_seconds": 1}})
+    patient = {"stuck_after_minutes": 60, "price_band": 1000}
+    head_id = cloud.api.request("POST", "/jobs", JOB | patient | {"instance_types": [FIRST]}).body["job_id"]
+    head = cloud.wait_for(head_id, {"RUNNABLE"}, 60)
+    behind_id = cloud.api.request("POST", "/jobs", JOB | patient | {"name": "behind"}).body["job_id"]
+
+    # When Batch says why the queue is blocked (of its head job only, as AWS does)
+    behind = cloud.wait_for(behind_id, {"SUCCEEDED", "FAILED"}, 120)
+
+    # Then the job behind it fell back on that verdict, long before its own hour, and says whose words they were
+    first, second = behind["attempts"]
+    assert behind["status"] == "SUCCEEDED", behind
+    assert (first["instance_type"], first["diagnosis"]["category"]) == (FIRST, "INSUFFICIENT_CAPACITY")
+    assert first["diagnosis"]["evidence"]["queue_head_job"] == head["attempts"][0]["batch_job_id"]
+    assert second["instance_type"] != FIRST
+    runnable = next(e for e in behind["timeline"] if e["status"] == "RUNNABLE")
+    said = ("CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY", head["attempts"][0]["batch_job_id"])
+    assert all(words in runnable["reason"] for words in said), behind["timeline"]
+    assert verdict_to_next_attempt(behind) <= 10
+    # And the head, with no other GPU type to try, still waits for capacity
+    assert cloud.api.request("GET", f"/jobs/{head_id}").body["status"] == "RUNNABLE"
+
+
 def test_a_spot_first_job_whose_spot_hosts_are_reclaimed_finishes_on_on_demand_with_both_attempts_priced(
     cloud_factory: Callable[..., RunningCloud],
 ) -> None:

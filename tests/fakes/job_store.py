@@ -11,16 +11,8 @@ from functions.shared.domain.core.clock import now_iso
 from functions.shared.domain.core.errors import JobAlreadyExists, JobNotFound
 from functions.shared.domain.core.vocabulary import BatchStatus, JobStatus, WaitPhase
 from functions.shared.domain.jobs.lifecycle import batch_rank, status_rank
-from functions.shared.domain.jobs.records import (
-    ActiveJob,
-    AttemptRecord,
-    AttemptUpdate,
-    JobFinish,
-    JobRecord,
-    JobWrite,
-    TimelineEntry,
-    Wait,
-)
+from functions.shared.domain.jobs.records import ActiveJob, AttemptRecord, JobRecord, TimelineEntry, Wait
+from functions.shared.domain.jobs.writes import AttemptUpdate, JobFinish, JobWrite
 from functions.shared.domain.requests.job_request import JobRequest
 
 

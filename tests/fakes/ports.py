@@ -67,6 +67,7 @@ class FakePoolStates:
 
     def __init__(self) -> None:
         self.states: dict[str, PoolState] = {}
+        self.verdicts: dict[str, tuple[str, str]] = {}
 
     def pool_states(self) -> dict[str, PoolState]:
         return dict(self.states)
@@ -96,6 +97,12 @@ class FakePoolStates:
     def finish_retiring(self, pool: str) -> None:
         if pool in self.states and self.states[pool].retiring_since:
             del self.states[pool]
+
+    def note_queue_verdict(self, pool: str, head: str, reason: str, at: str) -> None:
+        self.verdicts[pool] = (head, reason)
+
+    def queue_verdict(self, pool: str) -> tuple[str, str] | None:
+        return self.verdicts.get(pool)
 
 
 class FakeWasteLedger:

@@ -324,9 +324,11 @@ def test_batchs_reason_for_a_blocked_queue_comes_in_one_queue_blocked_event_for_
     for second_after in (0.2, 0.3, 0.4):
         fleet.at(second_after)
 
-    # Then both show Batch's reason when described, no state change event says it, and one queue-blocked event
-    # (the job at the head of the queue, as DescribeJobs shows it) does
-    assert all(fleet.job(j)["statusReason"].startswith("CAPACITY:INSUFFICIENT") for j in (first, second))
+    # Then the job at the head of the queue shows Batch's reason when described, the job behind it none (AWS says it of
+    # the head alone), no state change event says it, and one queue-blocked event (of the head, as DescribeJobs shows
+    # it) does
+    assert fleet.job(first)["statusReason"].startswith("CAPACITY:INSUFFICIENT")
+    assert not fleet.job(second).get("statusReason")
     blocked = [e for e in fleet.emitted() if e["detail-type"] == "Batch Job Queue Blocked"]
     changes = [e for e in fleet.emitted() if e["detail-type"] == "Batch Job State Change"]
     assert [e["detail"]["jobId"] for e in blocked] == [first]
@@ -339,9 +341,10 @@ def test_batchs_reason_for_a_blocked_queue_comes_in_one_queue_blocked_event_for_
     for second_after in (0.5, 0.6):
         fleet.at(second_after)
 
-    # Then the job now at the head gets its queue-blocked event
+    # Then the job now at the head gets Batch's reason and its queue-blocked event
     blocked = [e for e in fleet.emitted() if e["detail-type"] == "Batch Job Queue Blocked"]
     assert [e["detail"]["jobId"] for e in blocked] == [first, second]
+    assert fleet.job(second)["statusReason"].startswith("CAPACITY:INSUFFICIENT")
 
 
 def test_a_pool_whose_launch_template_targets_a_capacity_block_runs_in_it_until_ec2_takes_it_back(fleet_in) -> None:

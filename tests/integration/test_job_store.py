@@ -18,7 +18,8 @@ from functions.shared.domain.capacity.unavailable import remembered
 from functions.shared.domain.core.clock import now_iso, seconds_between
 from functions.shared.domain.core.errors import InvalidPageToken, JobAlreadyExists, JobNotFound
 from functions.shared.domain.core.vocabulary import BatchStatus, CapacityType, DiagnosisCategory, JobStatus, WaitPhase
-from functions.shared.domain.jobs.records import AttemptRecord, AttemptUpdate, JobFinish, Wait, WaitClear
+from functions.shared.domain.jobs.records import AttemptRecord, Wait
+from functions.shared.domain.jobs.writes import AttemptUpdate, JobFinish, WaitClear
 from functions.shared.domain.requests.job_request import JobRequest
 from functions.shared.ports.jobs import JobStore
 from gpupilot.localcloud.deploy import Deployment

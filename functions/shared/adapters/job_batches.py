@@ -12,7 +12,8 @@ from botocore.exceptions import ClientError
 from functions.shared.adapters.job_lists import JobLists, job_key, record_of
 from functions.shared.adapters.job_updates import update_of
 from functions.shared.adapters.transient import TransientAwsError
-from functions.shared.domain.jobs.records import JobRecord, JobWrite
+from functions.shared.domain.jobs.records import JobRecord
+from functions.shared.domain.jobs.writes import JobWrite
 
 # What this module's calls are authorized against (the IAM drift check holds it to that). A transaction's updates
 # are authorized as dynamodb:UpdateItem each ("Using IAM with DynamoDB transactions").

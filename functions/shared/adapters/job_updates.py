@@ -11,7 +11,8 @@ from functions.shared.adapters.dynamodb_codec import serialize
 from functions.shared.domain.core.clock import now_iso
 from functions.shared.domain.core.vocabulary import JobStatus, WaitPhase
 from functions.shared.domain.jobs.lifecycle import batch_rank, status_rank
-from functions.shared.domain.jobs.records import AttemptRecord, AttemptUpdate, JobFinish, JobWrite, TimelineEntry
+from functions.shared.domain.jobs.records import AttemptRecord, TimelineEntry
+from functions.shared.domain.jobs.writes import AttemptUpdate, JobFinish, JobWrite
 
 
 def update_of(write: JobWrite) -> dict[str, Any]:

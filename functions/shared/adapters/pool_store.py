@@ -4,7 +4,9 @@ compute environments per region).
 An item holds two things written by different hands, each conditionally and without touching the other:
 the sweep's memory of the pool (`state`, versioned), and its use (`last_used_at`, written by each workflow that
 claims the pool, and `retiring_since`, written by whoever starts its retirement). A claim fails once a
-retirement started, and a retirement starts only if nobody claimed the pool since it was read.
+retirement started, and a retirement starts only if nobody claimed the pool since it was read. job_events also keeps
+there Batch's last verdict on the job heading the pool's queue (`blocked_head`, `blocked_reason`), last writer wins:
+whoever reads it asks Batch whether that job still waits for it.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from functions.shared.adapters.table_store import _Table
 from functions.shared.domain.pools.states import USE_FIELDS, PoolState
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
-IAM_ACTIONS = ("dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
+IAM_ACTIONS = ("dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:GetItem")
 POOLS_PARTITION = "POOLS"
 
 
@@ -96,6 +98,25 @@ class DynamoPoolStates(_Table):
         except ClientError as error:
             if not is_conditional_failure(error):
                 raise
+
+    def note_queue_verdict(self, pool: str, head: str, reason: str, at: str) -> None:
+        self._aws.update_item(
+            TableName=self._table,
+            Key=self._key(pool),
+            UpdateExpression="SET blocked_head = :head, blocked_reason = :reason, blocked_at = :at",
+            ExpressionAttributeValues={":head": {"S": head}, ":reason": {"S": reason}, ":at": {"S": at}},
+        )
+
+    def queue_verdict(self, pool: str) -> tuple[str, str] | None:
+        item = (
+            self._aws.get_item(
+                TableName=self._table, Key=self._key(pool), ProjectionExpression="blocked_head, blocked_reason"
+            ).get("Item")
+            or {}
+        )
+        if "blocked_head" not in item or "blocked_reason" not in item:
+            return None
+        return item["blocked_head"]["S"], item["blocked_reason"]["S"]
 
     def _update(
         self, pool: str, update: str, condition: str, values: dict[str, Any], names: dict[str, str] | None = None

@@ -12,7 +12,8 @@ if TYPE_CHECKING:  # annotations only: a handler imports the domain modules it u
     from functions.shared.domain.core.vocabulary import BatchStatus, JobStatus, WaitPhase
     from functions.shared.domain.fleet.batch import BatchJobState
     from functions.shared.domain.jobs.logs import LogPage
-    from functions.shared.domain.jobs.records import ActiveJob, AttemptRecord, JobRecord, JobWrite, Wait
+    from functions.shared.domain.jobs.records import ActiveJob, AttemptRecord, JobRecord, Wait
+    from functions.shared.domain.jobs.writes import JobWrite
     from functions.shared.domain.requests.job_request import JobRequest
 
 

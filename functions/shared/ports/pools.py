@@ -41,6 +41,15 @@ class PoolStates(Protocol):
         """Forget a retired pool (both its queue and its compute environment are gone)."""
         ...
 
+    def note_queue_verdict(self, pool: str, head: str, reason: str, at: str) -> None:
+        """Remember Batch's verdict on the job heading the pool's queue (its Batch job id, Batch's words), for the
+        jobs that join the queue after it was said."""
+        ...
+
+    def queue_verdict(self, pool: str) -> tuple[str, str] | None:
+        """(the head's Batch job id, Batch's words) last remembered of the pool's queue, if any."""
+        ...
+
 
 class BatchPools(Protocol):
     """AWS Batch compute environments and job queues."""

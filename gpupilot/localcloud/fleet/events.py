@@ -22,10 +22,15 @@ class FleetEvents(FleetState):
     """Batch's events, a job's state and reason, and its log stream."""
 
     def _reason(self, sim: SimJob, reason: str) -> None:
-        """Batch's reason for a RUNNABLE job that cannot start: DescribeJobs and ListJobs show it at once; no state
-        change event says it (the state did not change), a queue-blocked event does once the job heads its queue."""
+        """Batch's reason for a RUNNABLE job that cannot start, as AWS gives it: of the job heading its queue alone
+        (DescribeJobs and ListJobs show it, and a queue-blocked event says it; no state change event does). A job
+        behind it has none until it heads the queue ("If AWS Batch detects that you have a RUNNABLE job at the head
+        and blocking the queue [...] the same reason is also updated into the statusReason field": the Batch user
+        guide, Jobs stuck in a RUNNABLE status)."""
+        if not self._heads_queue(sim):
+            return
         sim.job.job_stopped_reason = reason
-        if sim.blocked_for != reason and self._heads_queue(sim):
+        if sim.blocked_for != reason:
             sim.blocked_for = reason
             self._emit(sim.job, QUEUE_BLOCKED, resources=[sim.job.arn, sim.job.job_queue.arn])
 

@@ -18,6 +18,7 @@ from functions.shared.domain.diagnosis.recommendations import (
     INVALID_RECOMMENDATION,
     UNREGISTERED_RECOMMENDATION,
 )
+from functions.shared.domain.diagnosis.verdicts import FALLBACK_CATEGORIES, batch_verdict
 from functions.shared.domain.fleet.analysis import (
     LAUNCH_GRACE_SECONDS,
     REGISTRATION_GRACE_SECONDS,
@@ -37,42 +38,12 @@ class Diagnosis(DomainModel):
     recommendation: str
 
 
-# Causes that another GPU type can cure: fall back.
-FALLBACK_CATEGORIES = frozenset(
-    {
-        Category.INSUFFICIENT_CAPACITY,
-        Category.NOT_OFFERED,
-        Category.ECS_AGENT_NOT_REGISTERED,
-        Category.GPU_NOT_REGISTERED,
-        Category.AGENT_DISCONNECTED,
-        Category.NO_INSTANCES_LAUNCHED,
-        Category.COMPUTE_ENVIRONMENT_INVALID,
-        Category.JOB_TOO_LARGE,
-        Category.POOL_DISABLED,
-        Category.POOL_LIMIT,
-    }
-)
 # Causes that time can cure: keep waiting, a bounded number of times.
 WAIT_CATEGORIES = frozenset(
     {Category.WAITING_FOR_SCALE_UP, Category.MAX_VCPUS_REACHED, Category.VCPU_QUOTA_REACHED, Category.UNDETERMINED}
 )
 MAX_WAIT_CHECKS = 3
 SCALE_UP_GRACE_SECONDS = 1800
-
-
-def batch_category(status_reason: str | None) -> DiagnosisCategory | None:
-    """The category of Batch's own reason for a RUNNABLE job (its statusReason's prefix), if it gives one we know."""
-    reason = status_reason or ""
-    return next((category for prefix, category, _ in BATCH_REASONS if reason.startswith(prefix)), None)
-
-
-def batch_verdict(status_reason: str | None) -> DiagnosisCategory | None:
-    """Batch's reason when it is a verdict another GPU type cures (insufficient capacity, a job too large for the
-    pool, a type not offered, an INVALID compute environment): the workflow diagnoses it at once instead of
-    waiting for stuck_after. Causes time may cure (the pool's maxvCpus, Batch undetermined) and causes Batch does
-    not state keep their timing."""
-    category = batch_category(status_reason)
-    return category if category in FALLBACK_CATEGORIES else None
 
 
 class StuckJobSnapshot(DomainModel):
@@ -126,6 +97,22 @@ def disabled_queue(queue: JobQueueState) -> Diagnosis:
         evidence={"job_queue": queue.name, "job_queue_state": queue.state, "job_queue_status": queue.status},
         recommendation=DISABLED_RECOMMENDATION.format(queue=queue.name),
     )
+
+
+def as_queued(job: BatchJobState, verdict: str | None, head: str | None) -> tuple[BatchJobState, str | None]:
+    """The job as diagnosis reads it, and whose words it reads: Batch's verdict on the job heading its queue (`head`)
+    stands for Batch's words when Batch gives none of its own (AWS says it of the head alone)."""
+    if verdict is None or head is None or batch_verdict(job.status_reason) is not None:
+        return job, None
+    return job.model_copy(update={"status_reason": verdict}), head
+
+
+def behind(diagnosis: Diagnosis, head: str | None) -> Diagnosis:
+    """A diagnosis read from the verdict on the job heading the queue says whose words they are."""
+    if head is None:
+        return diagnosis
+    said = f"{diagnosis.reason} (said of job {head}, which heads the queue this job waits in)"
+    return diagnosis.model_copy(update={"reason": said, "evidence": diagnosis.evidence | {"queue_head_job": head}})
 
 
 def diagnose(snapshot: StuckJobSnapshot) -> Diagnosis:

@@ -220,6 +220,7 @@ class BatchJobEvent(DomainModel):
 
     at: str
     job: BatchJobState
+    queue_blocked: bool = Field(default=False, description="Batch's verdict on the job heading its queue")
 
     @classmethod
     def from_eventbridge(cls, event: dict[str, Any]) -> BatchJobEvent | None:
@@ -230,4 +231,5 @@ class BatchJobEvent(DomainModel):
         if not isinstance(detail.get("jobName"), str) or not isinstance(detail.get("status"), str):
             return None
         at = normalize_iso(event["time"]) if isinstance(event.get("time"), str) else now_iso()
-        return cls(at=at, job=BatchJobState.from_batch(detail))
+        blocked = event["detail-type"] == JOB_EVENT_TYPES[1]
+        return cls(at=at, job=BatchJobState.from_batch(detail), queue_blocked=blocked)

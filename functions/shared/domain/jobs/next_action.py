@@ -12,7 +12,8 @@ from functions.shared.domain.capacity.unavailable import clock_minute
 from functions.shared.domain.core.clock import iso, parse_iso, seconds_between
 from functions.shared.domain.core.model import DomainModel
 from functions.shared.domain.core.vocabulary import DiagnosisCategory, NextStep, WaitPhase
-from functions.shared.domain.diagnosis.runnable import FALLBACK_CATEGORIES, Diagnosis, batch_category
+from functions.shared.domain.diagnosis.runnable import Diagnosis
+from functions.shared.domain.diagnosis.verdicts import FALLBACK_CATEGORIES, batch_category
 from functions.shared.domain.jobs.records import JobRecord, NextCandidate
 
 # The undated promise some recommendations end with ("GPU Pilot falls back [to the next GPU type] meanwhile.").

@@ -7,7 +7,6 @@ so every reader goes through these types rather than string keys.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import Field
@@ -110,6 +109,10 @@ class AttemptRecord(DomainModel):
     verdict: str | None = Field(
         default=None, description="Batch's reason that resumed the start wait early (a verdict resumes it once)"
     )
+    queue_verdict: str | None = Field(
+        default=None, description="Batch's verdict on the job heading its queue, which holds this one too (its words)"
+    )
+    queue_head: str | None = Field(default=None, description="That job (its Batch job id)")
     reservation: str | None = Field(default=None, description="The Capacity Reservation or Block (cr-...) it ran in")
     reserved: Reservation | None = Field(default=None, description="That reservation, as the plan saw it: its price")
     log_stream: str | None = Field(
@@ -222,36 +225,3 @@ class ActiveJob(DomainModel):
             return None
         number = max(self.attempts)
         return number, self.attempts[number]
-
-
-# Writes to many jobs at once (JobStore.write_many), each as conditional as its single form.
-@dataclass(frozen=True)
-class AttemptUpdate:
-    """JobStore.update_attempt, as one of many writes."""
-
-    job_id: str
-    number: int
-    fields: dict[str, Any]
-    if_missing: dict[str, Any] | None = None
-
-
-@dataclass(frozen=True)
-class JobFinish:
-    """JobStore.finish, as one of many writes."""
-
-    job_id: str
-    status: JobStatus
-    fields: dict[str, Any] | None = None
-    reason: str | None = None
-
-
-@dataclass(frozen=True)
-class WaitClear:
-    """JobStore.clear_wait, as one of many writes."""
-
-    job_id: str
-    phase: WaitPhase
-    token: str
-
-
-JobWrite = AttemptUpdate | JobFinish | WaitClear

@@ -12,7 +12,8 @@ from functions.shared.domain.core.vocabulary import (
     Remedy,
 )
 from functions.shared.domain.diagnosis.reclaims import reclaim_diagnosis
-from functions.shared.domain.diagnosis.runnable import Diagnosis, batch_category, diagnose, remedy
+from functions.shared.domain.diagnosis.runnable import Diagnosis, as_queued, behind, diagnose, remedy
+from functions.shared.domain.diagnosis.verdicts import batch_category
 from functions.shared.domain.fleet.batch import BatchJobEvent, BatchJobState
 from functions.shared.domain.jobs.records import AttemptRecord, DiagnosisOutcome, JobRecord
 from functions.shared.domain.jobs.steps import DiagnoseInput
@@ -62,7 +63,9 @@ def diagnose_stuck_job(payload: DiagnoseInput, ports: Ports) -> DiagnosisOutcome
             next_index=payload.selection.index,
             checks=checks_spent,
         )
-    diagnosis = diagnose(pool_evidence(job, payload.queue.compute_environment, at, ports))
+    # A job behind the one heading its queue: Batch's verdict on that one holds it too (jobs/queue_verdicts.py).
+    job, head = as_queued(job, recorded.queue_verdict, recorded.queue_head) if recorded else (job, None)
+    diagnosis = behind(diagnose(pool_evidence(job, payload.queue.compute_environment, at, ports)), head)
     chosen, next_index = remedy(diagnosis, payload.selection.index, len(payload.selection.candidates), checks_spent)
     return _act(payload, record, diagnosis, chosen, next_index, checks_spent, job, at, ports)
 

@@ -11,13 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from functions.shared.domain.core.vocabulary import BatchStatus, JobStatus
+from functions.shared.domain.diagnosis.verdicts import queue_verdict
 from functions.shared.domain.fleet.batch import BatchJobEvent, BatchJobState
 from functions.shared.domain.health.sweep import missed_event
-from functions.shared.domain.jobs.records import ActiveJob, AttemptRecord, JobFinish
+from functions.shared.domain.jobs.records import ActiveJob, AttemptRecord
+from functions.shared.domain.jobs.writes import JobFinish
 from functions.shared.observability import logger
 from functions.shared.ports import Ports
 from functions.shared.usecases.health.replay import replay_batch_events
 from functions.shared.usecases.hosts.evidence import note_host_faults
+from functions.shared.usecases.jobs.queue_verdicts import share_queue_verdict
 from functions.shared.usecases.jobs.track import resume
 
 LIVE_STATUSES = (BatchStatus.RUNNABLE, BatchStatus.STARTING, BatchStatus.RUNNING)
@@ -89,6 +92,7 @@ def sweep_jobs(queues: list[str], at: str, ports: Ports, records: list[ActiveJob
             note_host_faults(event, ports)
         except Exception:
             logger.exception("could not note the job's host faults", extra={"batch_job_id": event.job.job_id})
+    _share_queue_verdicts(swept, {job.job_id: job for job, _ in latest.values()}, ports)
     for (job, _), error, recorded in zip(vanished, errors, failed, strict=True):
         swept.vanished.append(job.job_id)
         if recorded and job.execution_arn:
@@ -104,3 +108,18 @@ def _read_stuck_after(latest: dict[str, tuple[ActiveJob, AttemptRecord]], ports:
     unknown = {job.job_id: job for job, _ in latest.values() if job.stuck_after_minutes is None}
     for job_id, record in ports.jobs.get_jobs(list(unknown)).items() if unknown else ():
         unknown[job_id].stuck_after_minutes = record.request.stuck_after_minutes
+
+
+def _share_queue_verdicts(swept: SweptJobs, records: dict[str, ActiveJob], ports: Ports) -> None:
+    """A verdict on the job heading a queue whose event was missed: the jobs waiting behind it are told now (no call
+    for a queue whose jobs were told already)."""
+    queued: dict[str, list[BatchJobState]] = {}
+    for job in swept.live.values():
+        if job.status == BatchStatus.RUNNABLE.value:
+            queued.setdefault(job.job_queue, []).append(job)
+    for jobs in queued.values():
+        for head in (job for job in jobs if queue_verdict(job.status_reason)):
+            try:
+                swept.reconciled += len(share_queue_verdict(head, jobs, ports, records))
+            except Exception:
+                logger.exception("could not share a queue's verdict", extra={"batch_job_id": head.job_id})

@@ -9,7 +9,8 @@ from collections.abc import Sequence
 
 from functions.shared.domain.core.vocabulary import WaitPhase
 from functions.shared.domain.fleet.batch import BatchJobEvent
-from functions.shared.domain.jobs.records import ActiveJob, AttemptUpdate, JobRecord, JobWrite
+from functions.shared.domain.jobs.records import ActiveJob, JobRecord
+from functions.shared.domain.jobs.writes import AttemptUpdate, JobWrite
 from functions.shared.observability import logger
 from functions.shared.ports import Ports
 from functions.shared.usecases.cost.pricing import unpriced_cost

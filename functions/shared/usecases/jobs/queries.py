@@ -5,7 +5,7 @@ from __future__ import annotations
 from functions.shared.domain.core.clock import now_iso
 from functions.shared.domain.core.errors import JobAlreadyFinished
 from functions.shared.domain.core.vocabulary import JobStatus
-from functions.shared.domain.diagnosis.runnable import diagnose
+from functions.shared.domain.diagnosis.runnable import as_queued, behind, diagnose
 from functions.shared.domain.jobs.next_action import next_action, with_next_action
 from functions.shared.domain.jobs.views import JobList, JobView, job_view
 from functions.shared.ports import Ports
@@ -38,7 +38,8 @@ def explain_job(job_id: str, ports: Ports) -> JobView:
     # Imported here: only ?explain=true reads a pool's fleet, and an api cold start that serves a read need not.
     from functions.shared.usecases.fleet.evidence import pool_evidence
 
-    explanation = diagnose(pool_evidence(described[0], attempt.job_queue, now_iso(), regional))
+    job, head = as_queued(described[0], attempt.queue_verdict, attempt.queue_head)
+    explanation = behind(diagnose(pool_evidence(job, attempt.job_queue, now_iso(), regional)), head)
     # What the workflow will do about this cause, and when: a fallback it promises is dated.
     action = next_action(record, explanation.category) or view.next_action
     return view.model_copy(update={"explanation": with_next_action(explanation, action), "next_action": action})

@@ -12,11 +12,12 @@ from typing import Any
 from functions.shared.domain.core.clock import now_iso
 from functions.shared.domain.core.errors import JobNotFound
 from functions.shared.domain.core.vocabulary import AttemptStatus, BatchStatus, DiagnosisCategory, WaitPhase
-from functions.shared.domain.diagnosis.runnable import batch_verdict
+from functions.shared.domain.diagnosis.verdicts import batch_verdict, queue_verdict
 from functions.shared.domain.fleet.batch import BatchJobEvent
 from functions.shared.domain.jobs.lifecycle import job_status_for_batch, parse_batch_job_name, wait_satisfied
-from functions.shared.domain.jobs.records import ActiveJob, AttemptRecord, AttemptUpdate, JobRecord, Wait, WaitClear
+from functions.shared.domain.jobs.records import ActiveJob, AttemptRecord, JobRecord, Wait
 from functions.shared.domain.jobs.steps import WaitInput, WaitResult
+from functions.shared.domain.jobs.writes import AttemptUpdate, WaitClear
 from functions.shared.ports import Ports
 from functions.shared.usecases.cost.pricing import record_attempt_cost
 
@@ -39,13 +40,20 @@ def wait_result(
     )
 
 
-def pending_verdict(attempt: AttemptRecord, wait: Wait) -> DiagnosisCategory | None:
-    """Batch's verdict on a waiting attempt (see diagnosis.batch_verdict) that the start wait can act on now: it has
-    not resumed the wait yet, and the job has a next candidate to fall back to (with none, the wait keeps its
-    stuck_after: capacity may come back)."""
-    if attempt.batch_status is None or attempt.batch_status.started or attempt.verdict == attempt.status_reason:
+def pending_verdict(attempt: AttemptRecord, wait: Wait) -> tuple[DiagnosisCategory, str] | None:
+    """Batch's verdict on a waiting attempt that the start wait can act on now, and its words: Batch's reason for the
+    attempt's own job (verdicts.batch_verdict), else its verdict on the job heading the attempt's queue
+    (verdicts.queue_verdict, queue_verdicts.py); one it has not acted on yet, for a job with a next candidate to fall
+    back to (with none, the wait keeps its stuck_after: capacity may come back)."""
+    if attempt.batch_status is None or attempt.batch_status.started or wait.next_candidate is None:
         return None
-    return batch_verdict(attempt.status_reason) if wait.next_candidate is not None else None
+    own = batch_verdict(attempt.status_reason)
+    category, reason = (
+        (own, attempt.status_reason) if own else (queue_verdict(attempt.queue_verdict), attempt.queue_verdict)
+    )
+    if category is None or reason is None or attempt.verdict == reason:
+        return None
+    return category, reason
 
 
 def resume(record: JobRecord | ActiveJob, ports: Ports) -> list[WaitPhase]:
@@ -74,11 +82,12 @@ def send_satisfied(
         verdict = pending_verdict(attempt, wait) if phase == WaitPhase.START else None
         if not wait_satisfied(phase, attempt.batch_status) and verdict is None:
             continue
-        if ports.workflow.send_task_success(wait.token, wait_result(attempt, phase, verdict).model_dump_json()):
+        category = verdict[0] if verdict else None
+        if ports.workflow.send_task_success(wait.token, wait_result(attempt, phase, category).model_dump_json()):
             resumed.append(phase)
         if verdict is not None:
             # Written after the token is sent, so a failed send is retried by the next event or the sweep.
-            writes.append(AttemptUpdate(record.job_id, wait.attempt, {"verdict": attempt.status_reason}))
+            writes.append(AttemptUpdate(record.job_id, wait.attempt, {"verdict": verdict[1]}))
         writes.append(WaitClear(record.job_id, phase, wait.token))
     return resumed, writes
 
