@@ -89,7 +89,7 @@ def test_a_job_on_an_open_reservation_is_planned_at_the_rate_it_is_billed_adding
 
     # Then the plan's first candidate is the reservation at g5.xlarge's on-demand rate, adding nothing to the bill
     assert (first["reservation"], first["capacity_type"]) == (reserved_job["reservation"], "reserved")
-    assert (first["hourly_usd"], first["marginal_hourly_usd"]) == (1.006, 0.0)
+    assert (first["hourly_usd"], first["marginal_hourly_usd"], first["marginal_usd"]) == (1.006, 0.0, 0.0)
     # And the attempt ran there and was billed at the very rate the plan showed, adding nothing
     assert (job["status"], attempt["reservation"], attempt["capacity_type"]) == (
         "SUCCEEDED", reserved_job["reservation"], "reserved")  # fmt: skip

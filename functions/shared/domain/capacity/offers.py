@@ -138,6 +138,14 @@ class Candidate(DomainModel):
     def family(self) -> str:
         return self.instance_type.split(".", 1)[0]
 
+    @computed_field(
+        description="What running the job on it adds to the bill, per hour (marginal_hourly_usd, by the name "
+        "an attempt's cost gives it): 0 in a reservation with room"
+    )  # type: ignore[prop-decorator]
+    @property
+    def marginal_usd(self) -> float | None:
+        return self.marginal_hourly_usd
+
 
 class Rejected(DomainModel):
     instance_type: str
