@@ -82,6 +82,12 @@ class Signals(DomainModel):
     )
 
 
+MARGINAL_USD = (
+    "What running the job on it adds to the bill, per hour (marginal_hourly_usd, by the name an attempt's cost gives "
+    "it): 0 in a reservation with room"
+)
+
+
 class Candidate(DomainModel):
     """A GPU offering that can run the request, with why it ranks where it does."""
 
@@ -138,10 +144,7 @@ class Candidate(DomainModel):
     def family(self) -> str:
         return self.instance_type.split(".", 1)[0]
 
-    @computed_field(
-        description="What running the job on it adds to the bill, per hour (marginal_hourly_usd, by the name "
-        "an attempt's cost gives it): 0 in a reservation with room"
-    )  # type: ignore[prop-decorator]
+    @computed_field(description=MARGINAL_USD)  # type: ignore[prop-decorator]
     @property
     def marginal_usd(self) -> float | None:
         return self.marginal_hourly_usd
