@@ -4,10 +4,13 @@ that waits for its start wait to time out (stuck_after) before it diagnoses, in 
 
 Metrics: verdict_to_next_attempt_seconds (the largest of the jobs': the verdict, the RUNNABLE entry's `reason_at`,
 to the next attempt's PROVISIONING entry), verdict_to_next_batch_job_seconds (to the next attempt's RUNNABLE entry:
-its Batch job submitted), each against the old path; and the first against the goal, 10 s.
+its Batch job submitted), each against the old path; and the first against the goal, 10 s. The same for jobs second
+in their queue: each waits behind a job that may run on the first choice alone, so Batch says its verdict of that
+job, which heads the queue, and not of them; their wait counts from when they became RUNNABLE behind it.
 
     python -m bench.fallback                                       # the result JSON
-    python -m bench.fallback --scenario [--jobs N] [--stuck-after-minutes M] [--wait-for-timeout] --output FILE
+    python -m bench.fallback --scenario [--jobs N] [--stuck-after-minutes M] [--wait-for-timeout] [--behind]
+                             --output FILE
 """
 
 from __future__ import annotations
@@ -51,16 +54,16 @@ def wait_for_timeouts() -> None:
     track.pending_verdict = lambda attempt, wait: None
 
 
-def moments(job: dict[str, Any]) -> dict[str, float | None]:
-    """Seconds from the first attempt's verdict to the next attempt's PROVISIONING and RUNNABLE entries (None: the
-    job has no such entry)."""
+def moments(job: dict[str, Any], behind: bool = False) -> dict[str, float | None]:
+    """Seconds from the first attempt's verdict (`behind`: from when it became RUNNABLE behind the job Batch said its
+    verdict of) to the next attempt's PROVISIONING and RUNNABLE entries (None: the job has no such entry)."""
     from functions.shared.domain.core.clock import seconds_between
 
     entries = job["timeline"]
     runnable = next((i for i, e in enumerate(entries) if e["status"] == "RUNNABLE"), None)
     if runnable is None:
         return {"next_attempt": None, "next_batch_job": None}
-    verdict = entries[runnable]["reason_at"] or entries[runnable]["at"]
+    verdict = entries[runnable]["at"] if behind else entries[runnable]["reason_at"] or entries[runnable]["at"]
     following = entries[runnable + 1 :]
     provisioning = next((e for e in following if e["status"] == "PROVISIONING"), None)
     submitted = next((e for e in following if e["status"] == "RUNNABLE"), None)
@@ -100,11 +103,15 @@ def execution_history(aws_url: str, execution_arn: str) -> list[dict[str, Any]]:
 
 
 def scenario(
-    jobs: int = JOBS, stuck_after_minutes: float | None = None, fast: bool = True, timeout: float = TIMEOUT_SECONDS
+    jobs: int = JOBS,
+    stuck_after_minutes: float | None = None,
+    fast: bool = True,
+    timeout: float = TIMEOUT_SECONDS,
+    behind: bool = False,
 ) -> dict[str, Any]:
-    """`jobs` jobs whose first choice Batch has no capacity for, one after another, through a local cloud: each job's
-    moments, how its first start wait ended, its status and attempts (a job still waiting after `timeout` seconds
-    is reported as it stands)."""
+    """`jobs` jobs whose first choice Batch has no capacity for, one after another, through a local cloud (`behind`:
+    each queued behind a job that may run on it alone, which heads the queue): each job's moments, how its first start
+    wait ended, its status and attempts (a job still waiting after `timeout` seconds is reported as it stands)."""
     from gpupilot.cli.client import ApiClient
     from gpupilot.localcloud.server import LocalCloud
     from gpupilot.localcloud.world import World
@@ -117,6 +124,8 @@ def scenario(
         cloud = LocalCloud(World.model_validate(WORLD), port=0, log_file=Path(tmp) / "bench.log").start()
         try:
             api = ApiClient(cloud.api_url)
+            if behind:
+                head(api, body, timeout)
             for number in range(jobs):
                 job_id = api.request("POST", "/jobs", body | {"name": f"fallback-{number}"}).body["job_id"]
                 deadline = time.monotonic() + timeout
@@ -126,7 +135,7 @@ def scenario(
                     job = api.request("GET", f"/jobs/{job_id}").body
                 history = execution_history(cloud.aws_url, job["execution_arn"])
                 measured.append(
-                    moments(job)
+                    moments(job, behind)
                     | {
                         "first_start_wait_ended_by": first_start_wait_ended_by(history),
                         "status": job["status"],
@@ -135,11 +144,29 @@ def scenario(
                 )
         finally:
             cloud.stop()
-    return {"jobs": measured, "stuck_after_minutes": body.get("stuck_after_minutes"), "fast": fast}
+    return {"jobs": measured, "stuck_after_minutes": body.get("stuck_after_minutes"), "fast": fast, "behind": behind}
+
+
+def head(api: Any, body: dict[str, Any], timeout: float) -> None:
+    """A job that may run on the first choice alone, at the head of its queue once Batch has said its verdict of it:
+    it waits there for capacity (it has no other type to try) while the measured jobs queue behind it."""
+    job_id = api.request("POST", "/jobs", body | {"name": "head", "instance_types": [FIRST]}).body["job_id"]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        job = api.request("GET", f"/jobs/{job_id}").body
+        said = [e for e in job["timeline"] if e["status"] == "RUNNABLE" and (e["reason"] or "").startswith("CAPACITY")]
+        if said:
+            return
+        time.sleep(0.5)
+    raise RuntimeError(f"Batch said no verdict of the head job in {timeout:g} s: {job}")
 
 
 def in_own_process(
-    jobs: int = JOBS, stuck_after_minutes: float | None = None, fast: bool = True, timeout: float = TIMEOUT_SECONDS
+    jobs: int = JOBS,
+    stuck_after_minutes: float | None = None,
+    fast: bool = True,
+    timeout: float = TIMEOUT_SECONDS,
+    behind: bool = False,
 ) -> dict[str, Any]:
     """moto's state is global to a process: each scenario runs in a fresh interpreter."""
     with tempfile.TemporaryDirectory(prefix="gpupilot-bench-") as tmp:
@@ -147,7 +174,7 @@ def in_own_process(
         command = [sys.executable, "-m", "bench.fallback", "--scenario", "--output", str(output), "--jobs", str(jobs),
                    "--timeout", f"{timeout:g}",
                    *(["--stuck-after-minutes", f"{stuck_after_minutes:g}"] if stuck_after_minutes else []),
-                   *([] if fast else ["--wait-for-timeout"])]  # fmt: skip
+                   *([] if fast else ["--wait-for-timeout"]), *(["--behind"] if behind else [])]  # fmt: skip
         subprocess.run(command, cwd=REPO_ROOT, check=True, timeout=timeout * jobs + 120, stdout=subprocess.DEVNULL)
         return dict(json.loads(output.read_text()))
 
@@ -166,8 +193,10 @@ def fell_back(found: dict[str, Any]) -> None:
 def run(jobs: int = JOBS) -> dict[str, Any]:
     fast = in_own_process(jobs)
     old = in_own_process(jobs, stuck_after_minutes=OLD_PATH_STUCK_AFTER_MINUTES, fast=False)
-    fell_back(fast)
-    fell_back(old)
+    fast_behind = in_own_process(jobs, behind=True)
+    old_behind = in_own_process(jobs, stuck_after_minutes=OLD_PATH_STUCK_AFTER_MINUTES, fast=False, behind=True)
+    for found in (fast, old, fast_behind, old_behind):
+        fell_back(found)
     return {
         "benchmark": NAME,
         "measured_at": utc_now(),
@@ -186,7 +215,11 @@ def run(jobs: int = JOBS) -> dict[str, Any]:
         "the jobs; stuck_after_minutes left at its default (15). From each job's execution history, how its first "
         "start wait ended (details: first_start_wait_ended_by, 'verdict' when Batch's verdict resumed it, 'timeout' "
         "when its stuck_after ran out). Baseline: the same jobs on the old path (the verdict does not resume the "
-        f"start wait) with stuck_after_minutes {OLD_PATH_STUCK_AFTER_MINUTES:g}, same run.",
+        f"start wait) with stuck_after_minutes {OLD_PATH_STUCK_AFTER_MINUTES:g}, same run. Second in the queue "
+        "(second_in_queue_*): the same, each job queued behind a job that may run on the first choice alone, submitted "
+        "first and left waiting at the head of the queue once Batch said its verdict of it (AWS says it of the head "
+        "alone); each measured job's wait counts from its RUNNABLE entry (when it began waiting behind the head) to "
+        "its next attempt's PROVISIONING entry.",
         "environment": environment(),
         "metrics": {
             "verdict_to_next_attempt_seconds": metric(worst(fast, "next_attempt"), "s", worst(old, "next_attempt"), 1),
@@ -203,8 +236,25 @@ def run(jobs: int = JOBS) -> dict[str, Any]:
                 jobs,
                 goal=at_least(jobs),
             ),
+            "second_in_queue_to_next_attempt_seconds": metric(
+                worst(fast_behind, "next_attempt"), "s", worst(old_behind, "next_attempt"), 1
+            ),
+            "second_in_queue_to_next_attempt_vs_goal": metric(
+                worst(fast_behind, "next_attempt"), "s", GOAL_SECONDS, 1, goal=at_most(GOAL_SECONDS)
+            ),
+            "second_in_queue_jobs_moved_on_by_verdict": metric(
+                sum(job["first_start_wait_ended_by"] == VERDICT for job in fast_behind["jobs"]),
+                "jobs",
+                jobs,
+                goal=at_least(jobs),
+            ),
         },
-        "details": {"fast": fast, "old_path": old},
+        "details": {
+            "fast": fast,
+            "old_path": old,
+            "second_in_queue": fast_behind,
+            "second_in_queue_old_path": old_behind,
+        },
     }
 
 
@@ -219,10 +269,11 @@ def main(argv: list[str] | None = None) -> None:
         help="the old path: Batch's verdict does not resume the start wait (the bench's own test)",
     )
     parser.add_argument("--timeout", type=float, default=TIMEOUT_SECONDS, help="seconds each job has to end")
+    parser.add_argument("--behind", action="store_true", help="each job queued behind a job Batch said its verdict of")
     parser.add_argument("--output", type=Path)
     args = parser.parse_args(argv)
     if args.scenario:
-        found = scenario(args.jobs, args.stuck_after_minutes, not args.wait_for_timeout, args.timeout)
+        found = scenario(args.jobs, args.stuck_after_minutes, not args.wait_for_timeout, args.timeout, args.behind)
     else:
         found = run(args.jobs)
     emit(found, args.output)
