@@ -29,7 +29,8 @@ def call(
     cloud: Cloud, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
 ) -> tuple[int, Any]:
     raw = body if isinstance(body, str) or body is None else json.dumps(body)
-    response = cloud.invoke("api", proxy_event(method, path, headers or {}, raw))
+    sent = ({"Content-Type": "application/json"} if raw is not None else {}) | (headers or {})
+    response = cloud.invoke("api", proxy_event(method, path, sent, raw))
     return response["statusCode"], json.loads(response["body"])
 
 
