@@ -955,15 +955,21 @@ def test_an_api_refusal_of_a_field_set_in_the_job_file_names_the_file_s_key(tmp_
 
 
 # -- plan: no candidate is bad input, as for submit -------------------------------------------------------------
-def test_a_plan_with_no_candidate_prints_the_first_reasons_and_exits_2(capsys):
-    rejected = [{"instance_type": "g5.xlarge", "reason": "has 24 GiB per GPU, not 80"},
+def test_a_plan_with_no_candidate_prints_the_first_reasons_and_exits_2_with_the_refusal_submit_would_give(capsys):
+    rejected = [{"instance_type": "g5.xlarge", "reason": "has 24 GiB per GPU, not 80", "field": "min_gpu_memory_gib"},
                 {"instance_type": "p4d.24xlarge", "reason": "not offered in the deployment's zones"}]  # fmt: skip
-    with ScriptedApi(Answer(200, {"candidates": [], "rejected": rejected, "warnings": []})) as api:
+    refusal = {"error": "NoCandidate", "field": "min_gpu_memory_gib",
+               "message": "no GPU offering can serve this request: g5.xlarge: has 24 GiB per GPU, not 80"}  # fmt: skip
+    plan = {"candidates": [], "rejected": rejected, "warnings": [], "refusal": refusal}
+    with ScriptedApi(Answer(200, plan)) as api:
         code = main(["--endpoint", api.url, "plan", "--name", "n", "--image", "i", "--", "true"])
     out, err = capsys.readouterr()
     assert code == 2
     assert "g5.xlarge" in out and "has 24 GiB per GPU, not 80" in out
-    assert err.startswith("gpupilot: no GPU offering can serve this request (2 rejected; first: g5.xlarge: has 24")
+    assert err == (
+        "gpupilot: NoCandidate [--min-gpu-memory-gib]: no GPU offering can serve this request: g5.xlarge: has 24 GiB "
+        "per GPU, not 80\n"
+    )
 
 
 # -- job files ------------------------------------------------------------------------------------------------------

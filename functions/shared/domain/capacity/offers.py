@@ -156,6 +156,14 @@ class OutsideBand(DomainModel):
     blocked_by: list[str] = Field(description="What keeps the cheaper types from starting, cheapest fix first")
 
 
+class PlanRefusal(DomainModel):
+    """Why `POST /jobs` refuses the request this plan is for: its 400, less the `rejected` the plan lists already."""
+
+    error: str = Field(default="NoCandidate", description="The error POST /jobs answers with")
+    field: str = Field(description="The request field that kept the offerings out")
+    message: str
+
+
 class Plan(DomainModel):
     """Answer of `POST /plan`: candidates in attempt order, why the others were left out (the cheapest fix first),
     what may go wrong."""
@@ -170,6 +178,11 @@ class Plan(DomainModel):
         default=None,
         description="Set when the cheaper types that fit are all blocked and the first choice costs more than the "
         "default price_band times the cheapest of them (refused: POST /jobs refuses it unless price_band is widened)",
+    )
+    refusal: PlanRefusal | None = Field(
+        default=None,
+        description="Set when POST /jobs refuses this request (the same check): no candidate, or a first choice beyond "
+        "the price band; null when it would start it",
     )
 
 
