@@ -262,7 +262,7 @@ def list_jobs() -> BaseModel:
 
 
 def plan() -> BaseModel:
-    return select.plan_request(_request_body(), _ports())
+    return select.checked_plan(_request_body(), _ports())
 
 
 def costs_report() -> BaseModel | Response:
