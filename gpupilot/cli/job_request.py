@@ -123,7 +123,8 @@ def job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--give-up-after-minutes",
         type=float,
-        help="fail the job if it has not started by then (default: never; it keeps falling back)",
+        help="fail the job if it has not started by then (default: no time limit; the job still fails once its last "
+        "candidate, of --max-attempts, has waited --stuck-after-minutes and been diagnosed stuck)",
     )
 
 

@@ -926,6 +926,16 @@ def test_submit_help_marks_name_image_and_the_command_required_and_shows_stuck_a
     assert "(default 15;" in " ".join(text.split())
 
 
+def test_give_up_after_minutes_help_says_what_a_job_without_it_does():
+    # Given submit's help / When reading --give-up-after-minutes
+    text = subcommands()["submit"].format_help()
+    own = text[text.index("  --give-up-after-minutes") :].split("\n  -", 1)[0]
+    words = " ".join(own.split())
+    # Then it says the job still fails once its candidates are spent (it never waits forever), not "never"
+    assert "never" not in words
+    assert "once its last candidate, of --max-attempts, has waited --stuck-after-minutes" in words
+
+
 @pytest.mark.parametrize(
     ("argv", "said"),
     [
