@@ -95,13 +95,16 @@ def _utc(at: str) -> str:
 
 def next_action(job: dict[str, Any]) -> str | None:
     """What the workflow does next unless the job starts: `falls back to g6.xlarge (on-demand) at 12:41:07 UTC
-    unless it starts`, `gives up at ...`, or `diagnoses at ...` while the cause is not known to be curable."""
+    unless it starts` (`... (on-demand) in us-west-2 at ...` when it leaves the region the job waits in), `gives up
+    at ...`, or `diagnoses at ...` while the cause is not known to be curable."""
     action = job.get("next_action")
     if not action:
         return None
     when = f"at {_utc(action['at'])} unless it starts"
     candidate = action.get("candidate")
     following = f"{candidate['instance_type']} ({candidate['capacity']})" if candidate else None
+    if candidate and candidate.get("region") and job.get("region") and candidate["region"] != job["region"]:
+        following = f"{following} in {candidate['region']}"
     if action["action"] == "fall_back" and following:
         return f"falls back to {following} {when}"
     if action["action"] == "give_up":

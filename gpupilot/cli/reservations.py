@@ -9,7 +9,7 @@ from typing import Any
 
 from gpupilot.cli.arguments import CommandAdder, UsageError, checked, positive_integer
 from gpupilot.cli.client import ApiClient
-from gpupilot.cli.render import table
+from gpupilot.cli.render import table, wrapped
 
 EXAMPLES = {
     "reservations": """
@@ -85,4 +85,14 @@ def offerings_table(found: dict[str, Any]) -> str:
     if not rows:
         return "no Capacity Block offerings for that type, count and duration"
     headers = ["OFFERING", "TYPE", "ZONE", "COUNT", "STARTS (UTC)", "ENDS (UTC)", "HOURS", "UPFRONT"]
-    return table(headers, rows) + "\nbuy one with: gpupilot reserve OFFERING --yes --max-upfront-usd USD"
+    return table(headers, rows) + "\n" + wrapped(how_to_buy(found), "  ", "")
+
+
+def how_to_buy(found: dict[str, Any]) -> str:
+    """The next step: the command that buys one, where the deployment buys Capacity Blocks; else how to let it."""
+    if found.get("purchase_allowed"):
+        return "buy one with: gpupilot reserve OFFERING --yes --max-upfront-usd USD"
+    return (
+        "this deployment does not buy Capacity Blocks (gpupilot reserve is refused): deploy it with the context "
+        "allow_capacity_block_purchase true (cdk.json) to buy them here, or buy one in the EC2 console"
+    )

@@ -884,7 +884,7 @@ def test_logs_of_an_attempt_that_has_not_run_says_so_on_stderr(capsys):
     # Then nothing on stdout, and why on stderr
     out, err = capsys.readouterr()
     assert code == 0 and out == ""
-    assert "has not run yet (RUNNABLE): no log stream" in err
+    assert "has not run yet (RUNNABLE; --follow waits for it): no log stream" in err
 
 
 def test_logs_json_prints_one_json_object_per_line(capsys):

@@ -50,6 +50,11 @@ class OfferingList(DomainModel):
     """Body of `GET /reservations/offerings`: what `gpupilot reserve` may buy (listed for an hour)."""
 
     offerings: list[BlockOffering]
+    purchase_allowed: bool = Field(
+        default=False,
+        description="Whether this deployment buys Capacity Blocks (POST /reservations/purchase): its context switch "
+        "allow_capacity_block_purchase",
+    )
 
 
 class PurchaseRequest(DomainModel):

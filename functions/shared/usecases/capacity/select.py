@@ -33,6 +33,7 @@ from functions.shared.domain.jobs.steps import NoGpuTypeAvailable, SelectInput, 
 from functions.shared.domain.requests.job_request import JobRequest
 from functions.shared.domain.reservations.reservation import Reservation
 from functions.shared.ports import Ports
+from functions.shared.usecases.capacity.elsewhere import other_regions_words
 
 # The workflow carries its candidates in every state's input: a bound on the attempts, whatever is asked.
 MAX_WORKFLOW_CANDIDATES = 20
@@ -206,12 +207,22 @@ def check_plannable(request: JobRequest, ports: Ports) -> Plan:
 
 def checked_plan(request: JobRequest, ports: Ports) -> Plan:
     """POST /plan: the plan, with the refusal POST /jobs answers the same request with (`refusal`), by the same check
-    as check_plannable, so that a plan and a submit never disagree."""
+    as check_plannable, so that a plan and a submit never disagree; and a warning naming the capacity regions the
+    request may not use that could serve it."""
     found, refused = _checked(request, ports)
+    elsewhere = _elsewhere(request, ports)
+    if elsewhere:
+        found = found.model_copy(update={"warnings": [*found.warnings, elsewhere]})
     if refused is None:
         return found
     said = PlanRefusal(field=refused.field, message=f"{refused.headline}: {refused.message}")
     return found.model_copy(update={"refusal": said})
+
+
+def _elsewhere(request: JobRequest, ports: Ports) -> str | None:
+    """The capacity regions the request may not use that could serve it, and how to allow them (None: none)."""
+    allowed, _ = request_regions(request, ports)
+    return other_regions_words(request, allowed, ports.settings.regions, partial(plan_request, ports=ports))
 
 
 def _checked(request: JobRequest, ports: Ports) -> tuple[Plan, NoCandidate | None]:
@@ -224,10 +235,13 @@ def select_gpu_type(payload: SelectInput, ports: Ports) -> Selection:
     """SelectGpuType: the ranked offerings the workflow will try in order, at most `max_attempts`."""
     ports.jobs.advance(payload.job_id, JobStatus.SELECTING, attempt=0)
     ranked = plan_request(payload.request, ports)
+    # Kept for the job's error, should it fail: where else it could have run, and how to allow it.
+    elsewhere = _elsewhere(payload.request, ports)
     if not ranked.candidates:
-        raise NoGpuTypeAvailable(f"no GPU instance type fits the request ({rejections_summary(ranked)})")
+        also = f" | {elsewhere}" if elsewhere else ""
+        raise NoGpuTypeAvailable(f"no GPU instance type fits the request ({rejections_summary(ranked)}){also}")
     if ranked.outside_band is not None and ranked.outside_band.refused:
         # Submitted within its band, the cheaper types were blocked since: the job never runs at a price it refused.
         raise NoGpuTypeAvailable(f"no GPU offering within price_band can start ({beyond_band(ranked)})")
     bound = min(payload.request.max_attempts, MAX_WORKFLOW_CANDIDATES)
-    return Selection(candidates=ranked.candidates[:bound], index=0, catalog=ports.catalog.source)
+    return Selection(candidates=ranked.candidates[:bound], index=0, catalog=ports.catalog.source, elsewhere=elsewhere)

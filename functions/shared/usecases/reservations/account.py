@@ -69,7 +69,10 @@ def block_offerings(instance_type: str, count: int, days: int, ports: Ports) -> 
         raise RequestRefused("instance_type", f"{instance_type} is not an NVIDIA GPU instance type GPU Pilot knows")
     offerings = ports.reservations.block_offerings(instance_type, count, days * 24)
     ports.listed_offerings.remember_offerings(offerings)
-    return OfferingList(offerings=sorted(offerings, key=lambda o: (o.starts_at, o.upfront_usd, o.offering_id)))
+    return OfferingList(
+        offerings=sorted(offerings, key=lambda o: (o.starts_at, o.upfront_usd, o.offering_id)),
+        purchase_allowed=ports.settings.allow_capacity_block_purchase,
+    )
 
 
 def purchase_block(request: PurchaseRequest, ports: Ports) -> ReservationView:
