@@ -374,7 +374,7 @@ def logs(client: ApiClient, args: argparse.Namespace) -> int:
 
     def note(text: str) -> None:
         if not args.json:
-            print(text, file=sys.stderr, flush=True)
+            print(render.wrapped(text, "  ", ""), file=sys.stderr, flush=True)
 
     print_logs(client, args.job_id, args.attempt, args.follow, line, note)
     return EXIT_OK

@@ -9,7 +9,7 @@ from typing import Any
 
 from gpupilot.cli.arguments import CommandAdder, UsageError, checked, positive_integer
 from gpupilot.cli.client import ApiClient
-from gpupilot.cli.render import table, wrapped
+from gpupilot.cli.layout import table, wrapped
 
 EXAMPLES = {
     "reservations": """
