@@ -213,7 +213,7 @@ def plan_table(plan: dict[str, Any], top: int = 10) -> str:
         )
         for position, c in enumerate(plan["candidates"][:top], start=1)
     ]  # fmt: skip
-    headers = ("#", "instance type", *(["region"] if several else []), "GPUs", "GiB/GPU", "vCPU", "capacity",
+    headers = ("#", "GPU type", *(["region"] if several else []), "GPUs", "GiB/GPU", "vCPU", "capacity",
                "$/hour", "score", "why")  # fmt: skip
     out = table(headers, rows, beneath="why")
     more = len(plan["candidates"]) - top
@@ -224,7 +224,7 @@ def plan_table(plan: dict[str, Any], top: int = 10) -> str:
     for region in plan.get("regions") or []:
         if region.get("left_out"):
             lines.append(wrapped(f"region {region['region']} left out: {region['left_out']}", "    ", "  "))
-    lines.append(f"  {len(plan['rejected'])} instance types rejected (see --json for reasons)")
+    lines.append(f"  {len(plan['rejected'])} GPU offerings rejected (see --json for reasons)")
     lines.extend(wrapped(warning, "    ", "  warning: ") for warning in plan.get("warnings", []))
     return "\n".join(lines)
 

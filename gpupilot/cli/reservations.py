@@ -72,7 +72,7 @@ def reservations_table(held: dict[str, Any]) -> str:
     ]  # fmt: skip
     if not rows:
         return "no Capacity Reservations or Capacity Blocks in this region"
-    headers = ["RESERVATION", "KIND", "TYPE", "ZONE", "STATE", "IN USE", "IDLE", "ENDS (UTC)", "IDLE COST"]
+    headers = ["reservation", "kind", "GPU type", "zone", "state", "in use", "idle", "ends (UTC)", "idle cost"]
     return table(headers, rows) + f"\nidle cost recorded: ${held['idle_usd']:,.2f}"
 
 
@@ -84,7 +84,7 @@ def offerings_table(found: dict[str, Any]) -> str:
     ]  # fmt: skip
     if not rows:
         return "no Capacity Block offerings for that type, count and duration"
-    headers = ["OFFERING", "TYPE", "ZONE", "COUNT", "STARTS (UTC)", "ENDS (UTC)", "HOURS", "UPFRONT"]
+    headers = ["offering", "GPU type", "zone", "count", "starts (UTC)", "ends (UTC)", "hours", "upfront"]
     return table(headers, rows) + "\n" + wrapped(how_to_buy(found), "  ", "")
 
 

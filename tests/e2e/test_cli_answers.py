@@ -55,7 +55,7 @@ def test_plan_refuses_what_submit_refuses_in_the_same_words_and_exit_code(
     assert (planned.returncode, submitted.returncode) == (2, 2), (planned.stderr, submitted.stderr)
     assert planned.stderr == submitted.stderr, (planned.stderr, submitted.stderr)
     assert planned.stderr.startswith("gpupilot: NoCandidate [--price-band]: no GPU offering within price_band 3")
-    assert "instance type" in planned.stdout and cloud.api.request("GET", "/jobs").body["jobs"] == []
+    assert "GPU type" in planned.stdout and cloud.api.request("GET", "/jobs").body["jobs"] == []
     # And the API's plan carries that refusal, as the submit's 400 says it
     plan = cloud.api.request("POST", "/plan", JOB).body
     refused = cloud.api.request("POST", "/jobs", JOB).body

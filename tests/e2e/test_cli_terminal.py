@@ -71,7 +71,7 @@ def test_at_80_columns_the_plan_fits_the_terminal_and_wide_shows_it_in_full(
     # Then every fitted line is at most 80 columns, each candidate's why under its row, and --wide goes beyond
     lines = [line for line in fitted.shown.splitlines() if line.strip()]
     assert max(map(len, lines)) <= COLUMNS, fitted.shown
-    assert lines[0].split()[:3] == ["#", "instance", "type"] and lines[3].startswith("    why: $"), fitted.shown
+    assert lines[0].split()[:3] == ["#", "GPU", "type"] and lines[3].startswith("    why: $"), fitted.shown
     assert max(map(len, wide.shown.splitlines())) > COLUMNS
 
 

@@ -97,7 +97,7 @@ def test_a_spot_first_job_whose_spot_hosts_are_reclaimed_finishes_on_on_demand_w
     plan = cloud.api.request("POST", "/plan", request).body
     assert [c["capacity"] for c in plan["candidates"]] == ["on-demand"]
     [rejected] = [r for r in plan["rejected"] if r["instance_type"] == "g6.xlarge"]
-    assert rejected["reason"].startswith("spot: EC2 reclaimed spot instances 1 time(s)"), rejected
+    assert rejected["reason"].startswith("spot: EC2 reclaimed spot instances 1 time,"), rejected
     assert "remembered until" in rejected["reason"]
 
 

@@ -151,3 +151,13 @@ def test_a_refused_value_is_said_in_words_not_a_library_prefix_or_a_regular_expr
         assert (status, error["field"].split(".")[0]) == (400, field), error
         assert "Value error" not in error["message"] and "pattern" not in error["message"], error
         assert "^" not in error["message"] and "$" not in error["message"], error
+
+
+def test_a_plan_counts_in_words_not_with_a_plural_in_parentheses(cloud: RunningCloud) -> None:
+    # Given a job of four GPUs, which every one-GPU type fails to fit
+    status, plan = exchange(cloud, post_json("/plan", JOB | {"gpus": 4}))
+
+    # When its rejections are read / Then each count reads in its own number
+    reasons = {rejected["instance_type"]: rejected["reason"] for rejected in plan["rejected"]}
+    assert status == 200 and reasons["g4dn.xlarge"] == "1 GPU, request needs 4", reasons["g4dn.xlarge"]
+    assert not [reason for reason in reasons.values() if "(s)" in reason]

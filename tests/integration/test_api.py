@@ -166,7 +166,7 @@ def test_plan_ranks_candidates_and_explains_rejections(cloud: Cloud) -> None:
     assert status == 200
     assert first["gpu_model"] == "A10G" and first["gpus"] >= 4
     assert plan["candidates"] and all(c["gpu_model"] in ("A10G", "L4") for c in plan["candidates"])
-    assert "1 GPU(s), request needs 4" in rejected["g5.xlarge"]
+    assert "1 GPU, request needs 4" in rejected["g5.xlarge"]
     assert rejected["g5g.xlarge"].startswith("arm64 instance")
 
 

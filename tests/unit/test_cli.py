@@ -741,6 +741,30 @@ def test_serve_refuses_a_missing_or_invalid_world_file_in_one_line(tmp_path, cap
     assert_refused_in_one_line(capsys, argv, *words)
 
 
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        ('{"instance_types": {"g9.xlarge": {}, "g8.xlarge": {}}}', "unknown GPU type g8.xlarge, g9.xlarge;"),
+        ('{"quotas": {"L-0": 1}}', "quotas: unknown code L-0;"),
+        ('{"regions": {"us-west-2": {"zones": ["eu-west-1a"]}}}', "zones: eu-west-1a not in region us-west-2"),
+        (
+            '{"instance_types": {"g5.xlarge": {"zones": ["us-east-1z"]}}}',
+            "us-east-1z not in the world's zones (us-east-1a",
+        ),
+        ('{"faults": {"throttle": {"batch": 2, "ec2": 3}}}', "throttle: batch, ec2 must be probabilities"),
+    ],
+)
+def test_serve_says_a_world_file_s_mistakes_in_words_not_python_lists(tmp_path, capsys, content, said):
+    # Given a world file with a mistake in a list of names / When served
+    world = tmp_path / "world.json"
+    world.write_text(content)
+    err = assert_refused_in_one_line(
+        capsys, ["serve", "--world", str(world), "--log-file", str(tmp_path / "log")], said
+    )
+    # Then the names read as words: no Python list, no "(s)"
+    assert "['" not in err and "(s)" not in err, err
+
+
 def test_serve_refuses_an_aws_port_in_use_in_one_line(tmp_path, capsys):
     # Given a port someone listens on
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:

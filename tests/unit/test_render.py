@@ -161,7 +161,7 @@ def test_the_plan_table_shows_price_capacity_score_why_and_warnings():
     lines = printed.splitlines()
     assert lines[0].split() == [
         "#",
-        "instance",
+        "GPU",
         "type",
         "GPUs",
         "GiB/GPU",

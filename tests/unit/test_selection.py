@@ -132,7 +132,7 @@ def test_gpu_types_with_fewer_gpus_than_requested_are_rejected_with_the_reason()
 
     # Then only the 4-GPU type fits
     assert candidate_types(result) == ["g5.12xlarge"]
-    assert rejection(result, "g5.xlarge") == "1 GPU(s), request needs 4"
+    assert rejection(result, "g5.xlarge") == "1 GPU, request needs 4"
 
 
 def test_gpu_types_below_requested_memory_are_rejected_with_the_reason():

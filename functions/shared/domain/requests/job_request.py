@@ -171,8 +171,8 @@ class JobRequest(DomainModel):
     reservation_fallback: StrictBool = Field(
         default=False,
         description="With reservation or capacity reserved: when the reservation cannot run the job (full, too short "
-        "for timeout_minutes, ended, or Batch cannot start it there), go on to on-demand offerings; default: only the "
-        "reservation(s)",
+        "for timeout_minutes, ended, or Batch cannot start it there), go on to on-demand offerings; default: reserved "
+        "capacity only",
     )
 
     @field_validator("gpus", "vcpus", "timeout_minutes", "max_attempts", "spot_reclaims_before_fallback", mode="before")

@@ -21,6 +21,7 @@ from pydantic import Field
 from functions.shared.domain.core.clock import iso, parse_iso, seconds_between
 from functions.shared.domain.core.model import DomainModel
 from functions.shared.domain.core.money import PriceQuote
+from functions.shared.domain.core.vocabulary import counted
 
 ACTIVE = "active"
 SCHEDULED = "scheduled"
@@ -207,7 +208,7 @@ def hourly_rate(reservation: Reservation, on_demand: PriceQuote | None) -> Price
         return PriceQuote(
             hourly_usd=round(rate, 6),
             pricing=f"Capacity Block {reservation.reservation_id}: ${reservation.upfront_usd:g} up front over "
-            f"{reservation.total} instance(s) x {hours:g} h",
+            f"{counted(reservation.total, 'instance')} x {hours:g} h",
         )
     if on_demand is None:
         return None

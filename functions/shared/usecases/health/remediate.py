@@ -19,7 +19,7 @@ from functions.shared.domain.capacity.unavailable import (
     remembered,
 )
 from functions.shared.domain.core.clock import now_iso
-from functions.shared.domain.core.vocabulary import CapacityType, FindingKind, MetricName
+from functions.shared.domain.core.vocabulary import CapacityType, FindingKind, MetricName, counted
 from functions.shared.domain.diagnosis.findings import Finding
 from functions.shared.domain.fleet.batch import BatchJobState, ComputeEnvironmentState, JobQueueState
 from functions.shared.domain.pools.states import REGISTRATION_FAILURES
@@ -37,19 +37,19 @@ def remediate_fleet(finding: Finding, pool: ComputeEnvironmentState, zones: dict
             done.append(f"remembered {pool.name}'s offerings as unavailable")
         if finding.kind == FindingKind.ECS_AGENT_NOT_REGISTERED and settings.terminate_unregistered:
             ports.fleet.terminate_instances(finding.instances)
-            done.append(f"terminated {len(finding.instances)} instance(s) that never registered")
+            done.append(f"terminated {counted(len(finding.instances), 'instance')} that never registered")
         if finding.kind == FindingKind.AGENT_DISCONNECTED and settings.deregister_disconnected and pool.ecs_cluster_arn:
             deregistered = []
             for item in finding.evidence.get("instances", []):
                 if item.get("container_instance"):
                     ports.fleet.deregister_container_instance(pool.ecs_cluster_arn, item["container_instance"])
                     deregistered.append(item["instance_id"])
-            done.append(f"deregistered {len(deregistered)} container instance(s) whose agent disconnected")
+            done.append(f"deregistered {counted(len(deregistered), 'container instance')} whose agent disconnected")
             if deregistered:
                 # Deregistered, an instance can never run a job again: left alive it would only cost money (and
                 # read, to the next sweep, as an instance that never registered).
                 ports.fleet.terminate_instances(deregistered)
-                done.append(f"terminated {len(deregistered)} deregistered instance(s)")
+                done.append(f"terminated {counted(len(deregistered), 'deregistered instance')}")
     except Exception as error:
         logger.exception("remediation failed", extra={"pool": pool.name, "kind": finding.kind.value})
         done.append(f"remediation failed: {type(error).__name__}")
@@ -85,7 +85,7 @@ def cancel_past_limit(finding: Finding, jobs: list[BatchJobState], ports: Ports)
         except Exception:
             logger.exception("could not cancel a stuck job", extra={"batch_job_id": job.job_id})
     if cancelled:
-        _record(finding, [f"cancelled {cancelled} job(s) RUNNABLE past {limit_minutes:g} minutes"], ports)
+        _record(finding, [f"cancelled {counted(cancelled, 'job')} RUNNABLE past {limit_minutes:g} minutes"], ports)
 
 
 def _remember_offerings(finding: Finding, pool: ComputeEnvironmentState, zones: dict[str, str], ports: Ports) -> None:
