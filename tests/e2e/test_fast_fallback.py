@@ -119,7 +119,7 @@ def test_the_cause_of_a_wait_shows_in_plain_status_within_seconds_with_the_time_
 
     # Then plain status names the cause with its evidence, and when the job falls back, to what
     job = cloud.api.request("GET", f"/jobs/{job_id}").body
-    assert "ECS_AGENT_NOT_REGISTERED: 1 instance(s) running but never registered with ECS" in shown, shown
+    assert "ECS_AGENT_NOT_REGISTERED: 1 instance running but never registered with ECS" in shown, shown
     action = job["next_action"]
     assert action["candidate"]["instance_type"] != FIRST
     words = f"falls back to {action['candidate']['instance_type']} (on-demand) at {action['at'][11:19]} UTC unless"
