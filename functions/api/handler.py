@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 from functions.shared.adapters.idempotency import IN_PROGRESS_RETRY_SECONDS, submit_idempotently
 from functions.shared.adapters.wiring import live_ports
 from functions.shared.api.contract import ROUTES, SWEEP_ID_PATTERN
-from functions.shared.api.refusals import NumberTooLong, read_json, validation_refusal
+from functions.shared.api.refusals import MAX_INTEGER_DIGITS, NumberTooLong, read_json, validation_refusal
 from functions.shared.api.routes import Route
 from functions.shared.coldstart import ends_cold_start
 from functions.shared.domain.core.errors import (
@@ -239,9 +239,12 @@ def get_job(job_id: str) -> BaseModel:
 
 def job_logs(job_id: str) -> BaseModel:
     raw_attempt = app.current_event.get_query_string_value("attempt")
-    attempt = None if raw_attempt is None else _digits(raw_attempt)
-    if raw_attempt is not None and not (attempt and attempt >= 1):
-        raise BadRequest("attempt", f"attempt must be a whole number, 1 or more, of at most {MAX_QUERY_DIGITS} digits")
+    if raw_attempt is not None and not (raw_attempt.isascii() and raw_attempt.isdecimal() and raw_attempt.strip("0")):
+        raise BadRequest("attempt", "attempt must be a whole number, 1 or more")
+    if raw_attempt is not None and len(raw_attempt) > MAX_INTEGER_DIGITS:
+        raise BadRequest("attempt", NumberTooLong("attempt", len(raw_attempt)).message)
+    # Any other whole number is an attempt the job may not have: a 404 naming it, as the OpenAPI document allows.
+    attempt = int(raw_attempt) if raw_attempt is not None else None
     token = app.current_event.get_query_string_value("next_token")
     if token is not None and not (1 <= len(token) <= MAX_LOG_TOKEN and token.isprintable()):
         raise BadRequest("next_token", "next_token is not one this API issued")
