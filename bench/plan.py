@@ -105,7 +105,8 @@ def run(runs: int = RUNS, cache: bool = True) -> dict[str, Any]:
         if not cache:
             reset_ports()
         began = time.perf_counter()
-        event = proxy_event(method, path, {}, json.dumps(body) if body else None)
+        headers = {"Content-Type": "application/json"} if body else {}
+        event = proxy_event(method, path, headers, json.dumps(body) if body else None)
         answer = handler(event, LocalContext("api", f"arn:aws:lambda:{REGION}:123456789012:function:api"))
         elapsed = time.perf_counter() - began
         if answer["statusCode"] >= 300:

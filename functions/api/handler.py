@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
@@ -16,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 from functions.shared.adapters.idempotency import IN_PROGRESS_RETRY_SECONDS, submit_idempotently
 from functions.shared.adapters.wiring import live_ports
 from functions.shared.api.contract import ROUTES, SWEEP_ID_PATTERN
+from functions.shared.api.refusals import MAX_INTEGER_DIGITS, NumberTooLong, read_json, validation_refusal
 from functions.shared.api.routes import Route
 from functions.shared.coldstart import ends_cold_start
 from functions.shared.domain.core.errors import (
@@ -50,6 +50,8 @@ SWEEP_ID = re.compile(SWEEP_ID_PATTERN)
 MAX_PAGE = 100
 # CloudWatch Logs' forward tokens are short (`f/` and 56 digits); a longer one is none it issued.
 MAX_LOG_TOKEN = 512
+# No whole number a query parameter takes has more digits (Python will not read one of more than 4300).
+MAX_QUERY_DIGITS = 9
 COSTS_WINDOW_DAYS = 30
 
 
@@ -72,7 +74,7 @@ def _json(status: int, body: BaseModel, headers: dict[str, str] | None = None) -
     return Response(
         status_code=status,
         content_type=content_types.APPLICATION_JSON,
-        body=body.model_dump_json(by_alias=True),
+        body=body.wire_json() if isinstance(body, ErrorBody) else body.model_dump_json(by_alias=True),
         headers=headers,
     )
 
@@ -88,13 +90,15 @@ def _request_body() -> JobRequest:
 def _json_object() -> dict[str, Any]:
     """The request's body: a JSON object (415 when it is not JSON, 400 when it is not an object)."""
     raw = app.current_event.body
-    content_type = (app.current_event.headers.get("Content-Type") or "application/json").split(";")[0].strip()
+    content_type = (app.current_event.headers.get("Content-Type") or "").split(";")[0].strip()
     if content_type.lower() != "application/json":
-        raise UnsupportedMediaType(content_type)
+        raise UnsupportedMediaType(content_type or "none")
     if not raw:
         raise BadRequest("body", "a JSON object body is required")
     try:
-        body = json.loads(raw)
+        body = read_json(raw)
+    except NumberTooLong as error:
+        raise BadRequest(error.field, error.message) from error
     except ValueError as error:
         raise BadRequest("body", f"body is not valid JSON: {error}") from error
     except RecursionError as error:
@@ -106,9 +110,8 @@ def _json_object() -> dict[str, Any]:
 
 @app.exception_handler(ValidationError)
 def _invalid(error: ValidationError) -> Response:
-    first = error.errors()[0]
-    field = ".".join(str(part) for part in first["loc"]) or "body"
-    return _error(400, "ValidationError", f"{field}: {first['msg']}", field)
+    field, message = validation_refusal(error)
+    return _error(400, "ValidationError", message, field)
 
 
 @app.exception_handler(BadRequest)
@@ -236,12 +239,16 @@ def get_job(job_id: str) -> BaseModel:
 
 def job_logs(job_id: str) -> BaseModel:
     raw_attempt = app.current_event.get_query_string_value("attempt")
-    if raw_attempt is not None and not (raw_attempt.isascii() and raw_attempt.isdecimal() and int(raw_attempt) >= 1):
+    if raw_attempt is not None and not (raw_attempt.isascii() and raw_attempt.isdecimal() and raw_attempt.strip("0")):
         raise BadRequest("attempt", "attempt must be a whole number, 1 or more")
+    if raw_attempt is not None and len(raw_attempt) > MAX_INTEGER_DIGITS:
+        raise BadRequest("attempt", NumberTooLong("attempt", len(raw_attempt)).message)
+    # Any other whole number is an attempt the job may not have: a 404 naming it, as the OpenAPI document allows.
+    attempt = int(raw_attempt) if raw_attempt is not None else None
     token = app.current_event.get_query_string_value("next_token")
     if token is not None and not (1 <= len(token) <= MAX_LOG_TOKEN and token.isprintable()):
         raise BadRequest("next_token", "next_token is not one this API issued")
-    return logs.job_logs(job_id, int(raw_attempt) if raw_attempt else None, token, _ports())
+    return logs.job_logs(job_id, attempt, token, _ports())
 
 
 def cancel_job(job_id: str) -> BaseModel:
@@ -252,15 +259,13 @@ def list_jobs() -> BaseModel:
     status = app.current_event.get_query_string_value("status")
     if status is not None and status not in JobStatus.__members__:
         raise BadRequest("status", f"status must be one of {', '.join(JobStatus.__members__)}")
-    raw_limit = app.current_event.get_query_string_value("limit") or "20"
-    if not (raw_limit.isascii() and raw_limit.isdecimal()) or not 1 <= int(raw_limit) <= MAX_PAGE:
-        raise BadRequest("limit", f"limit must be a whole number from 1 to {MAX_PAGE}")
+    limit = _whole("limit", 20, 1, MAX_PAGE)
     token = app.current_event.get_query_string_value("next_token")
-    return queries.list_jobs(JobStatus(status) if status else None, int(raw_limit), token, _ports())
+    return queries.list_jobs(JobStatus(status) if status else None, limit, token, _ports())
 
 
 def plan() -> BaseModel:
-    return select.plan_request(_request_body(), _ports())
+    return select.checked_plan(_request_body(), _ports())
 
 
 def costs_report() -> BaseModel | Response:
@@ -342,9 +347,15 @@ def list_block_offerings() -> BaseModel:
 def _whole(name: str, default: int, low: int, high: int) -> int:
     """A whole-number query parameter from `low` to `high`."""
     raw = app.current_event.get_query_string_value(name) or str(default)
-    if not (raw.isascii() and raw.isdecimal()) or not low <= int(raw) <= high:
+    number = _digits(raw)
+    if number is None or not low <= number <= high:
         raise BadRequest(name, f"{name} must be a whole number from {low} to {high}")
-    return int(raw)
+    return number
+
+
+def _digits(raw: str) -> int | None:
+    """A whole number written in at most MAX_QUERY_DIGITS ASCII digits, else None."""
+    return int(raw) if raw.isascii() and raw.isdecimal() and len(raw) <= MAX_QUERY_DIGITS else None
 
 
 def purchase_block() -> BaseModel:
@@ -390,7 +401,7 @@ def handler(event: dict[str, Any], context: LambdaContext, ports: Ports | None =
         # Powertools matches routes with `$`, which also matches before a final newline: "/jobs/\n" would be
         # GET /jobs. No route has a control character; answered as any unknown path is.
         body = ErrorBody(error="NotFound", field="path", message="no route for a path with control characters")
-        return {"statusCode": 404, "headers": {"Content-Type": "application/json"}, "body": body.model_dump_json()}
+        return {"statusCode": 404, "headers": {"Content-Type": "application/json"}, "body": body.wire_json()}
     app.append_context(ports=ports or live_ports())
     try:
         return app.resolve(event, context)

@@ -9,6 +9,7 @@ import math
 import os
 import re
 import sys
+import textwrap
 from typing import Any, NoReturn, Protocol
 from urllib.parse import urlsplit
 
@@ -90,6 +91,56 @@ def wants_json(argv: list[str]) -> bool:
     """--json among the CLI's own arguments (not after the `--` that starts a job's command)."""
     own = argv[: argv.index("--")] if "--" in argv else argv
     return "--json" in own
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's help at the terminal's width: prose (a description, the exit codes) filled, each example on one line
+    where it fits (else its comment goes under it, and a command too long for a line goes on below, shell-continued
+    with a backslash), and no flag broken at its hyphens."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False, break_long_words=False)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        lines: list[str] = []
+        prose: list[str] = []
+
+        def end_paragraph() -> None:
+            if prose:
+                lines.extend(self._split_lines(" ".join(prose), width))
+                prose.clear()
+
+        for line in text.splitlines():
+            if line.startswith("  "):
+                end_paragraph()
+                lines.extend(example_lines(line, width))
+            elif not line.strip():
+                end_paragraph()
+                lines.append("")
+            else:
+                prose.append(line)
+        end_paragraph()
+        return "\n".join(indent + line for line in lines)
+
+
+def example_lines(line: str, width: int) -> list[str]:
+    """An example (`  gpupilot ...   # what it does`) in lines of at most `width`: whole when it fits, else its comment
+    under it, and the command itself continued with a backslash when it does not fit either."""
+    if len(line) <= width:
+        return [line]
+    command, hashed, comment = line.partition("  # ")
+    command = command.rstrip()
+    lead = " " * (len(command) - len(command.lstrip()))
+    words = textwrap.wrap(
+        command.strip(), width - len(lead) - 6, break_on_hyphens=False, break_long_words=False
+    )  # room for the continuation's indent and its backslash
+    shown = [f"{lead}{words[0]}"] + [f"{lead}    {part}" for part in words[1:]]
+    shown = [f"{part} \\" for part in shown[:-1]] + shown[-1:]
+    if hashed:
+        shown += textwrap.wrap(
+            comment, width - len(lead) - 6, initial_indent=f"{lead}  # ", subsequent_indent=f"{lead}  # "
+        )
+    return shown
 
 
 class Parser(argparse.ArgumentParser):

@@ -130,7 +130,8 @@ def job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--give-up-after-minutes",
         type=float,
-        help="fail the job if it has not started by then (default: never; it keeps falling back)",
+        help="fail the job if it has not started by then (default: no time limit; the job still fails once its last "
+        "candidate, of --max-attempts, has waited --stuck-after-minutes and been diagnosed stuck)",
     )
 
 
@@ -207,14 +208,18 @@ def require_fields(body: dict[str, Any], job_file: str | None) -> None:
 
 
 def in_cli_terms(error: CliError, args: argparse.Namespace) -> CliError:
-    """An API refusal of a request field, said as the flag (or the job file's key) the field came from."""
+    """An API refusal of a request field, said as the flag (or the job file's key) the field came from; a refusal of
+    the whole request (NoCandidate) names it beside its kind."""
     field = (error.field or "").split(".")[0]
     flag = FIELD_FLAGS.get(field)
-    if flag is None or not isinstance(error, UsageError) or error.kind == "NoCandidate":
+    if flag is None or not isinstance(error, UsageError):
         return error
     message = error.message.removeprefix(f"{error.field}: ")
     from_flag = (flag == "COMMAND" and bool(args.command)) or getattr(args, field, None) not in (None, [])
     said = flag if from_flag or not args.file else f"{field} in {args.file}"
-    line = f"{said} is required" if message == "Field required" else f"{said}: {message}"
+    if error.kind == "NoCandidate":
+        line = f"{error.kind} [{said}]: {message}"
+    else:
+        line = f"{said} is required" if message == "Field required" else f"{said}: {message}"
     # The JSON error keeps the API's field name: what a script reads does not change with the words.
     return UsageError(line, kind=error.kind, field=error.field, message=line, details=error.details)

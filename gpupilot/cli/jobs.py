@@ -30,6 +30,8 @@ from gpupilot.cli.job_request import REQUEST_DEFAULTS, in_cli_terms, job_argumen
 from gpupilot.cli.plan import planned
 
 FINISHED = {"SUCCEEDED", "FAILED", "CANCELLED"}
+# An attempt's statuses once it has ended (an attempt a job fell back from ended FAILED).
+ATTEMPT_ENDED = {"SUCCEEDED", "FAILED", "NOT_SUBMITTED"}
 SMOKE_IMAGE = "python:3.12-slim"
 JOB_STATUSES = [
     "SUBMITTED", "SELECTING", "PROVISIONING", "RUNNABLE", "STARTING", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED"
@@ -246,12 +248,23 @@ def print_logs(
                 continue
         for event in page["events"]:
             out(event)
-        ended = page["status"] in FINISHED
+        # The job has ended, or the attempt asked for has (the job going on to another): nothing more will come.
+        attempt_over = attempt is not None and page["attempt_status"] in ATTEMPT_ENDED
+        ended = page["status"] in FINISHED or attempt_over
         read_all = page.get("next_token") == token or not page.get("next_token")
         if read_all and (not follow_job or ended):
             if not stream:
-                state = "ended without running" if ended else f"has not run yet ({page['attempt_status']})"
-                say(f"attempt {page['attempt']} of job {job_id} {state}: no log stream (--follow waits for it)")
+                state = (
+                    f"ended ({page['attempt_status']}) without running"
+                    if attempt_over
+                    else f"did not run before the job ended {page['status']}"
+                    if ended
+                    else f"has not run yet ({page['attempt_status']}; --follow waits for it)"
+                )
+                say(f"attempt {page['attempt']} of job {job_id} {state}: no log stream")
+            elif follow_job and attempt_over and page["status"] not in FINISHED:
+                over = f"has ended ({page['attempt_status']}): nothing more to follow"
+                say(f"attempt {page['attempt']} of job {job_id} {over}")
             return dict(page)
         token = page.get("next_token") or token
         if read_all:
@@ -338,11 +351,21 @@ def list_jobs(client: ApiClient, args: argparse.Namespace) -> int:
 
 
 def cancel(client: ApiClient, args: argparse.Namespace) -> int:
-    """`gpupilot cancel`: cancel a job."""
+    """`gpupilot cancel`: cancel a job; one cancelled already is said so, exit 0 (what was asked is so)."""
     job_path = f"/jobs/{quote(args.job_id, safe='')}"
-    job = checked(client.request("DELETE", job_path))
+    response = client.request("DELETE", job_path)
+    if (
+        response.status == 409
+        and isinstance(response.body, dict)
+        and response.body.get("error") == "JobAlreadyFinished"
+    ):
+        job = checked(client.request("GET", job_path))
+        if job["status"] == "CANCELLED":
+            print(json.dumps(job, indent=2) if args.json else f"{job['job_id']} was already cancelled")
+            return EXIT_OK
+    job = checked(response)
     print(json.dumps(job, indent=2) if args.json else f"cancelled {job['job_id']} ({job['status']})")
-    return 0
+    return EXIT_OK
 
 
 def logs(client: ApiClient, args: argparse.Namespace) -> int:
@@ -353,7 +376,7 @@ def logs(client: ApiClient, args: argparse.Namespace) -> int:
 
     def note(text: str) -> None:
         if not args.json:
-            print(text, file=sys.stderr, flush=True)
+            print(render.wrapped(text, "  ", ""), file=sys.stderr, flush=True)
 
     print_logs(client, args.job_id, args.attempt, args.follow, line, note)
     return EXIT_OK

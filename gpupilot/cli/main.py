@@ -22,6 +22,7 @@ from gpupilot.cli.arguments import (
     LOCAL_ENDPOINT_HELP,
     WIDE_HELP,
     CliError,
+    HelpFormatter,
     Interrupted,
     Parser,
     ServiceError,
@@ -67,7 +68,7 @@ def build_parser(json_errors: bool = False) -> Parser:
         prog="gpupilot",
         description="Run CUDA jobs on GPUs that exist, and know why they wait.",
         epilog="Examples:" + TOP_EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
         json_errors=json_errors,
     )
     parser.add_argument("--endpoint", help=ENDPOINT_HELP)
@@ -83,7 +84,7 @@ def build_parser(json_errors: bool = False) -> Parser:
     own_cloud.add_argument("--endpoint", default=argparse.SUPPRESS, help=LOCAL_ENDPOINT_HELP)
     own_cloud.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help=JSON_HELP)
     own_cloud.add_argument("--wide", action="store_true", default=argparse.SUPPRESS, help=WIDE_HELP)
-    commands = parser.add_subparsers(dest="action", required=True, parser_class=Parser)
+    commands = parser.add_subparsers(dest="action", required=True, parser_class=Parser, metavar="COMMAND")
 
     def command(name: str, help: str) -> argparse.ArgumentParser:
         return commands.add_parser(
@@ -93,7 +94,7 @@ def build_parser(json_errors: bool = False) -> Parser:
             help=help,
             description=help[:1].upper() + help[1:] + ".",
             epilog="Examples:" + EXAMPLES[name],
-            formatter_class=argparse.RawDescriptionHelpFormatter,
+            formatter_class=HelpFormatter,
             json_errors=json_errors,
         )
 

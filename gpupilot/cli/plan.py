@@ -26,23 +26,27 @@ def add_command(command: CommandAdder) -> None:
 
 
 def planned(client: ApiClient, body: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
-    """The plan of a request, with the first reasons said and exit 2 when no GPU offering can serve it (as submit
-    refuses the same request)."""
+    """The plan of a request; exit 2 with the API's refusal when submit would refuse the same request (the plan
+    carries it: one check for both), after the plan itself."""
     try:
         plan = checked(client.request("POST", "/plan", body))
     except CliError as error:
         raise in_cli_terms(error, args) from error
-    if not plan["candidates"]:
+    refusal = plan.get("refusal")
+    if refusal:
         if args.json and args.action == "plan":
             print(json.dumps(plan, indent=2))
         elif not args.json:
             print(render.plan_table(plan))
-        first = "; ".join(f"{r['instance_type']}: {r['reason']}" for r in plan["rejected"][:2])
-        raise UsageError(
-            f"no GPU offering can serve this request ({len(plan['rejected'])} rejected; first: {first})",
-            kind="NoCandidate",
+        line = f"{refusal['error']} [{refusal['field']}]: {refusal['message']}"
+        refused = UsageError(
+            line,
+            kind=refusal["error"],
+            field=refusal["field"],
+            message=refusal["message"],
             details={"rejected": plan["rejected"]},
         )
+        raise in_cli_terms(refused, args)
     return dict(plan)
 
 

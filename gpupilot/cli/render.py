@@ -4,71 +4,12 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from gpupilot.cli import money
-
-# The width tables are fitted to: the terminal's (set by the CLI), or None for no limit (a pipe, a file, CI logs, or
-# --wide: every cell in full).
-_width: int | None = None
-
-
-def fit_to(width: int | None) -> None:
-    """Fit tables and lists from now on to `width` columns (None: no limit, every cell in full)."""
-    global _width
-    _width = width
-
-
-def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], flexible: str | None = None) -> str:
-    """Plain text columns; wider than the terminal, the `flexible` column (free text) is cut to fit, with an
-    ellipsis, so that each row stays one line (--wide shows it in full)."""
-    cells = [[str(h) for h in headers]] + [["" if v is None else str(v) for v in row] for row in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = ["  ".join(value.ljust(widths[i]) for i, value in enumerate(row)).rstrip() for row in cells]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    if _width is None or max(map(len, lines)) <= _width or flexible not in headers:
-        return "\n".join(lines)
-    return _fitted(headers, cells[1:], flexible, _width, widths)
-
-
-# The least a cut column keeps (with its ellipsis): a name cut shorter tells nothing.
-FLEXIBLE_MIN_WIDTH = 8
-
-
-def _fitted(headers: Sequence[str], rows: list[list[str]], flexible: str | None, width: int, widths: list[int]) -> str:
-    """The table at `width` columns, laid out by rich: every column as wide as its content, but the flexible one,
-    which takes what is left and is cut with an ellipsis."""
-    import io
-
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
-    fitted = Table(box=None, pad_edge=False, padding=(0, 2, 0, 0), expand=True, show_header=True)
-    for index, header in enumerate(headers):
-        if header == flexible:
-            fitted.add_column(header, no_wrap=True, overflow="ellipsis", ratio=1, min_width=FLEXIBLE_MIN_WIDTH)
-        else:
-            # Never cut (its full width, `widths`): a job id, a status or a price read in part is worse than a line
-            # a little too wide.
-            fitted.add_column(header, no_wrap=True, min_width=widths[index])
-    for row in rows:
-        fitted.add_row(*(Text(cell) for cell in row))
-    out = io.StringIO()
-    Console(file=out, width=width, color_system=None, highlight=False, emoji=False).print(fitted)
-    return "\n".join(line.rstrip() for line in out.getvalue().splitlines()) + f"\n  (--wide for the full {flexible})"
-
-
-def wrapped(text: str, indent: str, lead: str | None = None) -> str:
-    """`text` after `lead` (default: `indent`), its next lines indented, wrapped at the terminal's width (in full,
-    on one line, when there is none)."""
-    import textwrap
-
-    first = indent if lead is None else lead
-    if _width is None:
-        return first + text
-    return textwrap.fill(text, width=max(_width, len(indent) + 20), initial_indent=first, subsequent_indent=indent)
+from gpupilot.cli.layout import fit_to as fit_to  # the CLI sets the width here, as before the layout had a module
+from gpupilot.cli.layout import listed, table, wrapped
 
 
 def _clock(at: str) -> str:
@@ -84,7 +25,8 @@ def progress_line(entry: dict[str, Any], job: dict[str, Any]) -> str:
 
 def reason_line(reason: str, elapsed_seconds: float, then: str | None = None) -> str:
     """Why the job waits, said while it waits (and what happens next, if it is known)."""
-    return f"  {'':12}  waiting {elapsed_seconds:.0f} s: {reason}" + (f"; {then}" if then else "")
+    said = f"waiting {elapsed_seconds:.0f} s: {reason}" + (f"; {then}" if then else "")
+    return wrapped(said, " " * 18, " " * 16)
 
 
 def _utc(at: str) -> str:
@@ -94,13 +36,16 @@ def _utc(at: str) -> str:
 
 def next_action(job: dict[str, Any]) -> str | None:
     """What the workflow does next unless the job starts: `falls back to g6.xlarge (on-demand) at 12:41:07 UTC
-    unless it starts`, `gives up at ...`, or `diagnoses at ...` while the cause is not known to be curable."""
+    unless it starts` (`... (on-demand) in us-west-2 at ...` when it leaves the region the job waits in), `gives up
+    at ...`, or `diagnoses at ...` while the cause is not known to be curable."""
     action = job.get("next_action")
     if not action:
         return None
     when = f"at {_utc(action['at'])} unless it starts"
     candidate = action.get("candidate")
     following = f"{candidate['instance_type']} ({candidate['capacity']})" if candidate else None
+    if candidate and candidate.get("region") and job.get("region") and candidate["region"] != job["region"]:
+        following = f"{following} in {candidate['region']}"
     if action["action"] == "fall_back" and following:
         return f"falls back to {following} {when}"
     if action["action"] == "give_up":
@@ -270,9 +215,9 @@ def plan_table(plan: dict[str, Any], top: int = 10) -> str:
     ]  # fmt: skip
     # $/hour: what the account pays for an hour of the instance; marginal: what that adds to its bill (a reservation
     # with room: nothing, it is paid for either way).
-    headers = ("#", "instance type", *(["region"] if several else []), "GPUs", "GiB/GPU", "vCPU", "capacity",
+    headers = ("#", "GPU type", *(["region"] if several else []), "GPUs", "GiB/GPU", "vCPU", "capacity",
                "$/hour", "marginal", "score", "why")  # fmt: skip
-    out = table(headers, rows, "why")
+    out = table(headers, rows, beneath="why")
     more = len(plan["candidates"]) - top
     lines = [out]
     if more > 0:
@@ -280,8 +225,8 @@ def plan_table(plan: dict[str, Any], top: int = 10) -> str:
     # Each capacity region the plan weighed or left out, and why one gave no candidate.
     for region in plan.get("regions") or []:
         if region.get("left_out"):
-            lines.append(f"  region {region['region']} left out: {region['left_out']}")
-    lines.append(f"  {len(plan['rejected'])} instance types rejected (see --json for reasons)")
+            lines.append(wrapped(f"region {region['region']} left out: {region['left_out']}", "    ", "  "))
+    lines.append(f"  {len(plan['rejected'])} GPU offerings rejected (see --json for reasons)")
     lines.extend(wrapped(warning, "    ", "  warning: ") for warning in plan.get("warnings", []))
     return "\n".join(lines)
 
@@ -305,7 +250,8 @@ def launch_summary(candidates: list[dict[str, Any]], warnings: list[str], max_at
     # The first choice's region always; each fallback's when they are in several regions.
     several = len({c.get("region") for c in tried}) > 1
     region = tried[0].get("region")
-    lines = [f"first choice  {_offering(tried[0])} for this job" + (f", in {region}" if region else "")]
+    first = f"{_offering(tried[0])} for this job" + (f", in {region}" if region else "")
+    lines = [wrapped(first, " " * 14, "first choice  ")]
     fallbacks = tried[1:]
     shown = fallbacks[:3]
     if shown:
@@ -326,7 +272,7 @@ def submitted(answer: dict[str, Any]) -> str:
         if answer.get("already_submitted")
         else ""
     )
-    lines = [f"submitted {answer['job_id']}{again}"]
+    lines = [wrapped(f"submitted {answer['job_id']}{again}", "  ", "")]
     if answer.get("candidates"):
         lines.append(launch_summary(answer["candidates"], answer.get("warnings", [])))
     else:
@@ -389,9 +335,13 @@ def job_summary(job: dict[str, Any], explain: bool = False) -> str:
         shown = attempt_row.get("host_terminations") or attempt_row.get("reservation")
         if shown or len(job.get("attempts") or []) > 1:
             rows.append((f"attempt {number}", attempt_line(attempt_row, regional(job))))
-    rows.append(("timeline", " -> ".join(f"{e['status']} {_clock(e['at'])}" for e in job.get("timeline") or [])))
-    width = max(len(k) for k, _ in rows)
-    return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
+    width = max(len(k) for k, _ in [*rows, ("timeline", "")])
+    under = " " * (width + 2)
+    # Each value wraps under its own start, after its label; the timeline between its entries.
+    lines = [wrapped(v, under, f"{k.ljust(width)}  ") for k, v in rows]
+    entries = [f"{e['status']} {_clock(e['at'])}" for e in job.get("timeline") or []]
+    lines.append(listed(entries, " -> ", under, f"{'timeline'.ljust(width)}  "))
+    return "\n".join(lines)
 
 
 def cost_rows(job: dict[str, Any], cost: dict[str, Any]) -> list[tuple[str, str]]:
@@ -485,12 +435,15 @@ def health(report: dict[str, Any]) -> str:
     if not report.get("swept_at"):
         return "no sweep has run yet (run `gpupilot sweep`)"
     several = report["summary"].get("regions", 1) > 1
-    lines = [f"sweep {report.get('sweep_id') or '-'} at {report['swept_at']}: {summary_words(report['summary'])}"]
+    said = f"sweep {report.get('sweep_id') or '-'} at {report['swept_at']}: {summary_words(report['summary'])}"
+    lines = [wrapped(said, "  ", "")]
     for finding in report["findings"]:
         jobs = f"  jobs {', '.join(finding['jobs'])}" if finding.get("jobs") else ""
         # A deployment of several regions says the region of each finding's resource.
         where = f" ({finding['region']})" if finding.get("region") and several else ""
-        lines.append(f"  {finding['severity']:<8}  {finding['kind']}  {finding['resource']}{where}{jobs}")
+        lines.append(
+            wrapped(f"{finding['severity']:<8}  {finding['kind']}  {finding['resource']}{where}{jobs}", "      ", "  ")
+        )
         lines.append(wrapped(finding["recommendation"], "      "))
         if finding.get("action"):
             lines.append(wrapped(f"done: {finding['action']}", "      "))
@@ -518,7 +471,7 @@ def costs(report: dict[str, Any]) -> str:
     total = f"total ${report.get('total_usd', 0):.6f}  marginal ${_marginal(report)}"
     if _marginal(report) != f"{report.get('total_usd', 0):.6f}":
         total += "  (reserved capacity is paid for whether used or not: its idle hours are reservation_idle waste)"
-    return out + f"\n{total}\n{waste_line}"
+    return out + "\n" + wrapped(total, "  ", "") + "\n" + wrapped(waste_line, "  ", "")
 
 
 def _marginal(row: dict[str, Any]) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 
 from gpupilot.cli.arguments import CommandAdder, UsageError, checked, positive_integer
 from gpupilot.cli.client import ApiClient
-from gpupilot.cli.render import table
+from gpupilot.cli.layout import table, wrapped
 
 EXAMPLES = {
     "reservations": """
@@ -72,7 +72,7 @@ def reservations_table(held: dict[str, Any]) -> str:
     ]  # fmt: skip
     if not rows:
         return "no Capacity Reservations or Capacity Blocks in this region"
-    headers = ["RESERVATION", "KIND", "TYPE", "ZONE", "STATE", "IN USE", "IDLE", "ENDS (UTC)", "IDLE COST"]
+    headers = ["reservation", "kind", "GPU type", "zone", "state", "in use", "idle", "ends (UTC)", "idle cost"]
     return table(headers, rows) + f"\nidle cost recorded: ${held['idle_usd']:,.2f}"
 
 
@@ -84,8 +84,18 @@ def offerings_table(found: dict[str, Any]) -> str:
     ]  # fmt: skip
     if not rows:
         return "no Capacity Block offerings for that type, count and duration"
-    headers = ["OFFERING", "TYPE", "ZONE", "COUNT", "STARTS (UTC)", "ENDS (UTC)", "HOURS", "UPFRONT"]
-    return table(headers, rows) + "\nbuy one with: gpupilot reserve OFFERING --yes --max-upfront-usd USD"
+    headers = ["offering", "GPU type", "zone", "count", "starts (UTC)", "ends (UTC)", "hours", "upfront"]
+    return table(headers, rows) + "\n" + wrapped(how_to_buy(found), "  ", "")
+
+
+def how_to_buy(found: dict[str, Any]) -> str:
+    """The next step: the command that buys one, where the deployment buys Capacity Blocks; else how to let it."""
+    if found.get("purchase_allowed"):
+        return "buy one with: gpupilot reserve OFFERING --yes --max-upfront-usd USD"
+    return (
+        "this deployment does not buy Capacity Blocks (gpupilot reserve is refused): deploy it with the context "
+        "allow_capacity_block_purchase true (cdk.json) to buy them here, or buy one in the EC2 console"
+    )
 
 
 def left_out_lines(answer: dict[str, Any]) -> str:

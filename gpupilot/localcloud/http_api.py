@@ -163,7 +163,12 @@ def _handler_class(invoke: ApiInvoker) -> type[BaseHTTPRequestHandler]:
                 if coding.strip().lower() != "chunked":
                     raise BodyRefused(400, "BadRequest", "Transfer-Encoding", f"only chunked is read, not {coding!r}")
                 return self._read_chunked()
-            raw_length = (self.headers.get("Content-Length") or "0").strip()
+            lengths = {value.strip() for value in self.headers.get_all("Content-Length") or []}
+            if len(lengths) > 1:
+                # Two lengths: which one ends the body is how requests are smuggled past a proxy (RFC 9112, 6.3).
+                said = ", ".join(sorted(lengths))
+                raise BodyRefused(400, "BadRequest", "Content-Length", f"two different lengths: {said}")
+            raw_length = lengths.pop() if lengths else "0"
             if not (raw_length.isascii() and raw_length.isdecimal()):
                 raise BodyRefused(400, "BadRequest", "Content-Length", "not a length")
             # (Python refuses to read an integer of more than 4300 digits: no length that long is read.)
@@ -226,6 +231,16 @@ def _handler_class(invoke: ApiInvoker) -> type[BaseHTTPRequestHandler]:
                 length -= len(data)
 
         # -- answers ---------------------------------------------------------------------------------------
+        def parse_request(self) -> bool:
+            if len(self.raw_requestline.split()) == 2:
+                # HTTP/0.9 (`GET /jobs`: no version, and no headers to follow): http.server would go on to read
+                # headers that never come, holding the connection until its read timeout. Refused at once.
+                self.command, self.request_version = None, self.default_request_version  # type: ignore[assignment]
+                self.requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
+                self.send_error(400, "an HTTP/0.9 request line (no HTTP version): send HTTP/1.1")
+                return False
+            return bool(super().parse_request())
+
         def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
             """http.server's own refusals (malformed request line, headers too long or too many): the API's
             JSON error shape instead of its HTML page."""

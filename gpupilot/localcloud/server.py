@@ -429,7 +429,8 @@ class LocalCloud:
     def _invoke_api(self, event: dict[str, Any]) -> dict[str, Any]:
         result, errored = self.dispatcher.invoke("api", event)
         if errored:
-            return {"statusCode": 500, "body": json.dumps({"error": "InternalError", "message": "see the log"})}
+            failed = {"error": "InternalError", "field": None, "message": "see the log"}
+            return {"statusCode": 500, "body": json.dumps(failed)}
         return dict(result)
 
     def deliver_event(self, event: dict[str, Any]) -> None:

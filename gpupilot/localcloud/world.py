@@ -124,7 +124,7 @@ class FaultsWorld(_Strict):
     def _probabilities(self) -> FaultsWorld:
         wrong = sorted(service for service, p in self.throttle.items() if not 0 <= p <= 1)
         if wrong:
-            raise ValueError(f"throttle: {wrong} must be probabilities from 0 to 1")
+            raise ValueError(f"throttle: {', '.join(wrong)} must be probabilities from 0 to 1")
         for operation, code in self.refuse.items():
             if operation not in REFUSABLE:
                 raise ValueError(f"refuse: unknown operation {operation!r}; valid: {', '.join(REFUSABLE)}")
@@ -275,7 +275,7 @@ class World(_Strict):
                 )
             zones = self.zones if region == self.region else self.regions[region].zones
             if item.zone is not None and item.zone not in zones:
-                raise ValueError(f"{where}.zone: {item.zone!r} not in the world's zones {zones}")
+                raise ValueError(f"{where}.zone: {item.zone!r} not in the world's zones ({', '.join(zones)})")
 
     def instance(self, instance_type: str) -> InstanceTypeWorld:
         """The type's behaviour in this region (see in_region for another's)."""
@@ -318,19 +318,22 @@ def _check_region(where: str, name: str, region: World | RegionWorld) -> None:
     for section, names in (("instance_types", region.instance_types), ("spot", region.spot)):
         unknown = sorted(set(names) - set(known))
         if unknown:
-            raise ValueError(f"{where}{section}: unknown GPU type(s) {unknown}; valid: {', '.join(sorted(known))}")
+            raise ValueError(
+                f"{where}{section}: unknown GPU type {', '.join(unknown)}; valid: {', '.join(sorted(known))}"
+            )
     for instance_type, spec in region.instance_types.items():
         strange = sorted(set(spec.zones or []) - set(region.zones))
         if strange:
             raise ValueError(
-                f"{where}instance_types.{instance_type}.zones: {strange} not in the world's zones {region.zones}"
+                f"{where}instance_types.{instance_type}.zones: {', '.join(strange)} not in the world's zones "
+                f"({', '.join(region.zones)})"
             )
     foreign = [zone for zone in region.zones if not zone.startswith(name)]
     if foreign:
-        raise ValueError(f"{where}zones: {foreign} are not zones of region {name}")
+        raise ValueError(f"{where}zones: {', '.join(foreign)} not in region {name}")
     codes = sorted(set(region.quotas) - set(QUOTA_CODES))
     if codes:
-        raise ValueError(f"{where}quotas: unknown code(s) {codes}; valid: {', '.join(QUOTA_CODES)}")
+        raise ValueError(f"{where}quotas: unknown code {', '.join(codes)}; valid: {', '.join(QUOTA_CODES)}")
     if any(value < 0 for value in region.quotas.values()):
         raise ValueError(f"{where}quotas: a vCPU quota is a number of vCPUs, 0 or more")
 

@@ -3,59 +3,16 @@ tables fit the terminal's width."""
 
 from __future__ import annotations
 
-import fcntl
-import os
-import pty
-import select
-import struct
-import subprocess
-import termios
-import time
 from collections.abc import Callable
 
 import pytest
 
-from tests.e2e.conftest import GPUPILOT, RunningCloud
+from tests.e2e.conftest import RunningCloud
+from tests.e2e.terminal import COLUMNS, Terminal
 
 pytestmark = pytest.mark.e2e
-COLUMNS = 80
 QUESTION = "Submit this job? [Y/n] "
 JOB = ["--name", "asked", "--image", "nvidia/cuda:12.4.1-base-ubuntu22.04", "--", "nvidia-smi", "-L"]
-
-
-class Terminal:
-    """A command run at a pseudo-terminal of COLUMNS columns: what it shows, and what is typed into it."""
-
-    def __init__(self, cloud: RunningCloud, *args: str) -> None:
-        self.master, slave = pty.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, COLUMNS, 0, 0))
-        env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-        env |= {"GPUPILOT_ENDPOINT": cloud.api_url, "TERM": "xterm"}
-        self.process = subprocess.Popen([GPUPILOT, *args], stdin=slave, stdout=slave, stderr=slave, env=env)
-        os.close(slave)
-        self.shown = ""
-
-    def read_until(self, text: str, timeout: float = 60) -> str:
-        """What the terminal shows once `text` appears (or the command ends)."""
-        deadline = time.monotonic() + timeout
-        while text not in self.shown and time.monotonic() < deadline:
-            ready, _, _ = select.select([self.master], [], [], 0.2)
-            if ready:
-                try:
-                    self.shown += os.read(self.master, 4096).decode(errors="replace").replace("\r\n", "\n")
-                except OSError:  # the command ended and closed the terminal
-                    break
-        return self.shown
-
-    def type(self, keys: str) -> None:
-        os.write(self.master, keys.encode())
-
-    def finish(self, timeout: float = 60) -> int:
-        self.read_until("\0never\0", timeout=2)
-        code = self.process.wait(timeout=timeout)
-        self.read_until("\0never\0", timeout=0.5)
-        os.close(self.master)
-        return code
 
 
 def test_at_a_terminal_submit_shows_the_first_choice_price_and_fallbacks_then_asks_and_submits_on_yes(
@@ -111,10 +68,10 @@ def test_at_80_columns_the_plan_fits_the_terminal_and_wide_shows_it_in_full(
     wide = Terminal(cloud, "--wide", *plan)
     assert wide.finish() == 0
 
-    # Then every fitted line is at most 80 columns, each candidate on one line, and --wide goes beyond
+    # Then every fitted line is at most 80 columns, each candidate's why under its row, and --wide goes beyond
     lines = [line for line in fitted.shown.splitlines() if line.strip()]
     assert max(map(len, lines)) <= COLUMNS, fitted.shown
-    assert lines[0].split()[:3] == ["#", "instance", "type"] and "(--wide for the full why)" in fitted.shown
+    assert lines[0].split()[:3] == ["#", "GPU", "type"] and lines[3].startswith("    why: $"), fitted.shown
     assert max(map(len, wide.shown.splitlines())) > COLUMNS
 
 

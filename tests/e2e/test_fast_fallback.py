@@ -125,7 +125,7 @@ def test_a_spot_first_job_whose_spot_hosts_are_reclaimed_finishes_on_on_demand_w
     plan = cloud.api.request("POST", "/plan", request).body
     assert [c["capacity"] for c in plan["candidates"]] == ["on-demand"]
     [rejected] = [r for r in plan["rejected"] if r["instance_type"] == "g6.xlarge"]
-    assert rejected["reason"].startswith("spot: EC2 reclaimed spot instances 1 time(s)"), rejected
+    assert rejected["reason"].startswith("spot: EC2 reclaimed spot instances 1 time,"), rejected
     assert "remembered until" in rejected["reason"]
 
 
@@ -147,7 +147,7 @@ def test_the_cause_of_a_wait_shows_in_plain_status_within_seconds_with_the_time_
 
     # Then plain status names the cause with its evidence, and when the job falls back, to what
     job = cloud.api.request("GET", f"/jobs/{job_id}").body
-    assert "ECS_AGENT_NOT_REGISTERED: 1 instance(s) running but never registered with ECS" in shown, shown
+    assert "ECS_AGENT_NOT_REGISTERED: 1 instance running but never registered with ECS" in shown, shown
     action = job["next_action"]
     assert action["candidate"]["instance_type"] != FIRST
     words = f"falls back to {action['candidate']['instance_type']} (on-demand) at {action['at'][11:19]} UTC unless"

@@ -108,7 +108,7 @@ def test_a_job_limited_to_a_zone_runs_in_a_pool_on_that_zones_subnets_only(
         ({"max_hourly_usd": 0.01}, "max_hourly_usd", "exceeds max_hourly_usd $0.01"),
         ({"zones": ["us-east-1f"]}, "zones", "not a zone of this deployment"),
         ({"zones": []}, "zones", "at least 1 item"),
-        ({"gpus": 8, "instance_types": ["g5.xlarge"]}, "gpus", "1 GPU(s), request needs 8"),
+        ({"gpus": 8, "instance_types": ["g5.xlarge"]}, "gpus", "1 GPU, request needs 8"),
     ],
 )
 def test_a_request_that_could_never_start_is_refused_at_once_naming_the_field(

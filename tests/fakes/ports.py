@@ -14,7 +14,7 @@ from botocore.exceptions import ClientError
 from functions.shared.adapters.ec2 import load_snapshot
 from functions.shared.adapters.prices import SnapshotPrices
 from functions.shared.domain.capacity.catalog import GpuType
-from functions.shared.domain.capacity.offers import AvailabilitySnapshot
+from functions.shared.domain.capacity.market import AvailabilitySnapshot
 from functions.shared.domain.capacity.quotas import QUOTA_NAMES, QuotaState, RunningInstances
 from functions.shared.domain.capacity.unavailable import UnavailableOffering
 from functions.shared.domain.core.clock import now_iso, parse_iso

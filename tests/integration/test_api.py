@@ -29,7 +29,8 @@ def call(
     cloud: Cloud, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
 ) -> tuple[int, Any]:
     raw = body if isinstance(body, str) or body is None else json.dumps(body)
-    response = cloud.invoke("api", proxy_event(method, path, headers or {}, raw))
+    sent = ({"Content-Type": "application/json"} if raw is not None else {}) | (headers or {})
+    response = cloud.invoke("api", proxy_event(method, path, sent, raw))
     return response["statusCode"], json.loads(response["body"])
 
 
@@ -165,7 +166,7 @@ def test_plan_ranks_candidates_and_explains_rejections(cloud: Cloud) -> None:
     assert status == 200
     assert first["gpu_model"] == "A10G" and first["gpus"] >= 4
     assert plan["candidates"] and all(c["gpu_model"] in ("A10G", "L4") for c in plan["candidates"])
-    assert "1 GPU(s), request needs 4" in rejected["g5.xlarge"]
+    assert "1 GPU, request needs 4" in rejected["g5.xlarge"]
     assert rejected["g5g.xlarge"].startswith("arm64 instance")
 
 

@@ -376,7 +376,7 @@ def test_a_spot_attempt_whose_host_ec2_reclaimed_falls_back_and_is_remembered_in
     remembered = DynamoOfferingMemory(cloud.deployment.table_name).unavailable_offerings()
     key = f"spot:us-east-1:g5.xlarge:{ZONES[-1]}"
     assert set(remembered) == {key}
-    assert remembered[key].cause.startswith("EC2 reclaimed spot instances 1 time(s)")
+    assert remembered[key].cause.startswith("EC2 reclaimed spot instances 1 time,")
 
 
 # -- RecordCost, RecordFailure, the sweep -----------------------------------------------------------
@@ -488,7 +488,7 @@ def test_the_sweep_cancels_a_foreign_job_stuck_past_the_hard_limit_and_reads_the
     [finding] = [f for f in report["findings"] if f["jobs"]]
     assert (finding["kind"], finding["resource"], finding["jobs"]) == ("NO_INSTANCES_LAUNCHED", queue, [foreign])
     assert finding["evidence"]["quota_code"] == "L-DB2E81BA" and finding["evidence"]["foreign_jobs"] == 1
-    assert "cancelled 1 job(s)" in finding["action"]
+    assert "cancelled 1 job " in finding["action"]
     assert job.stop is True and "NO_INSTANCES_LAUNCHED" in job.job_stopped_reason
 
 

@@ -6,7 +6,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from functions.shared.domain.capacity.catalog import GpuType
-from functions.shared.domain.capacity.offers import AvailabilitySnapshot, Candidate, MarketSignals, Signals
+from functions.shared.domain.capacity.market import AvailabilitySnapshot, MarketSignals, Signals
+from functions.shared.domain.capacity.offers import Candidate
 from functions.shared.domain.core.money import PriceQuote
 from functions.shared.domain.requests.job_request import JobRequest
 

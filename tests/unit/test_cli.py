@@ -741,6 +741,30 @@ def test_serve_refuses_a_missing_or_invalid_world_file_in_one_line(tmp_path, cap
     assert_refused_in_one_line(capsys, argv, *words)
 
 
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        ('{"instance_types": {"g9.xlarge": {}, "g8.xlarge": {}}}', "unknown GPU type g8.xlarge, g9.xlarge;"),
+        ('{"quotas": {"L-0": 1}}', "quotas: unknown code L-0;"),
+        ('{"regions": {"us-west-2": {"zones": ["eu-west-1a"]}}}', "zones: eu-west-1a not in region us-west-2"),
+        (
+            '{"instance_types": {"g5.xlarge": {"zones": ["us-east-1z"]}}}',
+            "us-east-1z not in the world's zones (us-east-1a",
+        ),
+        ('{"faults": {"throttle": {"batch": 2, "ec2": 3}}}', "throttle: batch, ec2 must be probabilities"),
+    ],
+)
+def test_serve_says_a_world_file_s_mistakes_in_words_not_python_lists(tmp_path, capsys, content, said):
+    # Given a world file with a mistake in a list of names / When served
+    world = tmp_path / "world.json"
+    world.write_text(content)
+    err = assert_refused_in_one_line(
+        capsys, ["serve", "--world", str(world), "--log-file", str(tmp_path / "log")], said
+    )
+    # Then the names read as words: no Python list, no "(s)"
+    assert "['" not in err and "(s)" not in err, err
+
+
 def test_serve_refuses_an_aws_port_in_use_in_one_line(tmp_path, capsys):
     # Given a port someone listens on
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
@@ -884,7 +908,7 @@ def test_logs_of_an_attempt_that_has_not_run_says_so_on_stderr(capsys):
     # Then nothing on stdout, and why on stderr
     out, err = capsys.readouterr()
     assert code == 0 and out == ""
-    assert "has not run yet (RUNNABLE): no log stream" in err
+    assert "has not run yet (RUNNABLE; --follow waits for it): no log stream" in err
 
 
 def test_logs_json_prints_one_json_object_per_line(capsys):
@@ -926,6 +950,16 @@ def test_submit_help_marks_name_image_and_the_command_required_and_shows_stuck_a
     assert "(default 15;" in " ".join(text.split())
 
 
+def test_give_up_after_minutes_help_says_what_a_job_without_it_does():
+    # Given submit's help / When reading --give-up-after-minutes
+    text = subcommands()["submit"].format_help()
+    own = text[text.index("  --give-up-after-minutes") :].split("\n  -", 1)[0]
+    words = " ".join(own.split())
+    # Then it says the job still fails once its candidates are spent (it never waits forever), not "never"
+    assert "never" not in words
+    assert "once its last candidate, of --max-attempts, has waited --stuck-after-minutes" in words
+
+
 @pytest.mark.parametrize(
     ("argv", "said"),
     [
@@ -955,15 +989,21 @@ def test_an_api_refusal_of_a_field_set_in_the_job_file_names_the_file_s_key(tmp_
 
 
 # -- plan: no candidate is bad input, as for submit -------------------------------------------------------------
-def test_a_plan_with_no_candidate_prints_the_first_reasons_and_exits_2(capsys):
-    rejected = [{"instance_type": "g5.xlarge", "reason": "has 24 GiB per GPU, not 80"},
+def test_a_plan_with_no_candidate_prints_the_first_reasons_and_exits_2_with_the_refusal_submit_would_give(capsys):
+    rejected = [{"instance_type": "g5.xlarge", "reason": "has 24 GiB per GPU, not 80", "field": "min_gpu_memory_gib"},
                 {"instance_type": "p4d.24xlarge", "reason": "not offered in the deployment's zones"}]  # fmt: skip
-    with ScriptedApi(Answer(200, {"candidates": [], "rejected": rejected, "warnings": []})) as api:
+    refusal = {"error": "NoCandidate", "field": "min_gpu_memory_gib",
+               "message": "no GPU offering can serve this request: g5.xlarge: has 24 GiB per GPU, not 80"}  # fmt: skip
+    plan = {"candidates": [], "rejected": rejected, "warnings": [], "refusal": refusal}
+    with ScriptedApi(Answer(200, plan)) as api:
         code = main(["--endpoint", api.url, "plan", "--name", "n", "--image", "i", "--", "true"])
     out, err = capsys.readouterr()
     assert code == 2
     assert "g5.xlarge" in out and "has 24 GiB per GPU, not 80" in out
-    assert err.startswith("gpupilot: no GPU offering can serve this request (2 rejected; first: g5.xlarge: has 24")
+    assert err == (
+        "gpupilot: NoCandidate [--min-gpu-memory-gib]: no GPU offering can serve this request: g5.xlarge: has 24 GiB "
+        "per GPU, not 80\n"
+    )
 
 
 # -- job files ------------------------------------------------------------------------------------------------------

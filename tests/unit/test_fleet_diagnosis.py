@@ -97,7 +97,7 @@ def test_instances_running_past_the_grace_without_registering_are_an_ecs_agent_f
 
     # Then the diagnosis names them, their ages, and the likely causes (the user-data deadlock first)
     assert result.category == Category.ECS_AGENT_NOT_REGISTERED
-    assert "2 instance(s) running but never registered with ECS (oldest 900 s)" in result.reason
+    assert "2 instances running but never registered with ECS (oldest 900 s)" in result.reason
     assert [i["instance_id"] for i in result.evidence["instances_unregistered"]] == ["i-aaa", "i-bbb"]
     assert result.evidence["instances_unregistered"][1]["age_seconds"] == 900
     assert "cloud-init deadlock" in result.recommendation and "ECS endpoint" in result.recommendation

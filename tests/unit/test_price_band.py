@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from functions.shared.adapters.ec2 import load_snapshot
-from functions.shared.domain.capacity.offers import MarketSignals, Plan
+from functions.shared.domain.capacity.market import MarketSignals
+from functions.shared.domain.capacity.offers import Plan
 from functions.shared.domain.capacity.planning import plan
 from functions.shared.domain.capacity.quotas import QUOTA_NAMES, QuotaState
 from functions.shared.domain.capacity.unavailable import offering_key

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 
-from functions.shared.domain.capacity.offers import MarketSignals, SignalGap
+from functions.shared.domain.capacity.market import MarketSignals, SignalGap
 from functions.shared.domain.capacity.quotas import QuotaState
 from functions.shared.domain.capacity.signals import placement_score_types
 from functions.shared.domain.capacity.unavailable import offering_key

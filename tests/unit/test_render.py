@@ -196,7 +196,7 @@ def test_the_plan_table_shows_price_capacity_score_why_and_warnings():
     lines = printed.splitlines()
     assert lines[0].split() == [
         "#",
-        "instance",
+        "GPU",
         "type",
         "GPUs",
         "GiB/GPU",
@@ -342,14 +342,16 @@ def terminal_of():
     render.fit_to(None)
 
 
-def test_at_80_columns_the_plan_s_why_is_cut_to_fit_and_wide_is_offered(terminal_of):
+def test_at_80_columns_the_plan_s_why_goes_under_its_row_in_full_wrapped(terminal_of):
     from gpupilot.cli.render import plan_table
 
     terminal_of(80)
     lines = plan_table(WIDE_PLAN).splitlines()
     assert max(map(len, lines)) <= 80
-    assert "g4dn.12xlarge" in lines[1] and "4x T4" in lines[1] and "3.9120" in lines[1] and lines[1].endswith("…")
-    assert "(--wide for the full why)" in lines[2]
+    assert lines[0].split()[-1] == "score" and lines[2].split()[:4] == ["1", "g4dn.12xlarge", "4x", "T4"]
+    assert "3.9120" in lines[2] and "…" not in lines[2]
+    assert lines[3].startswith("    why: $3.912/h for this job") and lines[4].startswith("      ")
+    assert " ".join(" ".join(lines[3:]).split()).startswith("why: " + " ".join(LONG_WHY.split()))
 
 
 def test_without_a_terminal_width_the_plan_s_why_is_in_full(terminal_of):
@@ -375,10 +377,10 @@ def test_at_80_columns_the_job_list_cuts_only_the_name_never_an_id_a_status_or_a
     terminal_of(80)
     lines = job_list(LISTED).splitlines()
     assert max(map(len, lines)) <= 80
-    assert lines[1].split()[0] == "cd2bbd832282e6e965b6" and lines[1].split()[1].endswith("…")
-    assert lines[1].split()[2:] == ["SUCCEEDED", "g4dn.12xlarge", "0.000224", "11-27", "08:45Z"]
-    assert lines[2].split() == ["0123456789abcdef0123", "short", "RUNNABLE", "p4de.24xlarge", "-", "11-27", "09:01Z"]
-    assert "(--wide for the full name)" in lines[3]
+    assert lines[2].split()[0] == "cd2bbd832282e6e965b6" and lines[2].split()[1].endswith("…")
+    assert lines[2].split()[2:] == ["SUCCEEDED", "g4dn.12xlarge", "0.000224", "11-27", "08:45Z"]
+    assert lines[3].split() == ["0123456789abcdef0123", "short", "RUNNABLE", "p4de.24xlarge", "-", "11-27", "09:01Z"]
+    assert "(--wide for the full name)" in lines[4]
 
 
 def test_at_80_columns_costs_grouped_by_job_name_cut_only_the_name(terminal_of):
@@ -386,8 +388,8 @@ def test_at_80_columns_costs_grouped_by_job_name_cut_only_the_name(terminal_of):
     report = COSTS | {"group_by": "job_name", "total_usd": 1.5,
                       "groups": [{"key": "n" * 120, "attempts": 2, "usd": 1.5}]}  # fmt: skip
     lines = costs(report).splitlines()
-    assert max(map(len, lines[:2])) <= 80 and lines[1].split()[1:] == ["2", "1.500000", "1.500000"]
-    assert lines[1].endswith("1.500000") and "(--wide for the full job_name)" in lines[2]
+    assert max(map(len, lines)) <= 80 and lines[2].split()[1:] == ["2", "1.500000", "1.500000"]
+    assert lines[2].endswith("1.500000") and "(--wide for the full job_name)" in lines[3]
 
 
 SWEEP = {
@@ -417,9 +419,11 @@ def test_each_finding_is_a_line_with_its_recommendation_under_it_wrapped_to_the_
 
     terminal_of(80)
     lines = health(SWEEP).splitlines()
-    assert lines[1].split() == ["CRITICAL", "ECS_AGENT_NOT_REGISTERED", "gpupilot-od-x8664-g5-xlarge", "jobs", "job-1"]
-    assert lines[2].startswith("      Check the instance role")
-    assert max(map(len, lines[1:])) <= 80
+    critical = next(i for i, line in enumerate(lines) if line.startswith("  CRITICAL"))
+    assert lines[critical].split() == ["CRITICAL", "ECS_AGENT_NOT_REGISTERED", "gpupilot-od-x8664-g5-xlarge", "jobs",
+                                       "job-1"]  # fmt: skip
+    assert lines[critical + 1].startswith("      Check the instance role")
+    assert max(map(len, lines)) <= 80
     assert lines[-1] == "      Nothing to do: it is retired after its idle hours."
 
 

@@ -6,7 +6,8 @@ import itertools
 
 from functions.shared.adapters.ec2 import load_snapshot
 from functions.shared.adapters.prices import SnapshotPrices
-from functions.shared.domain.capacity.offers import AvailabilitySnapshot, MarketSignals, Plan
+from functions.shared.domain.capacity.market import AvailabilitySnapshot, MarketSignals
+from functions.shared.domain.capacity.offers import Plan
 from functions.shared.domain.capacity.planning import plan
 from functions.shared.domain.capacity.unavailable import offering_key
 from functions.shared.domain.capacity.warnings import plan_warnings, signal_warnings
@@ -132,7 +133,7 @@ def test_gpu_types_with_fewer_gpus_than_requested_are_rejected_with_the_reason()
 
     # Then only the 4-GPU type fits
     assert candidate_types(result) == ["g5.12xlarge"]
-    assert rejection(result, "g5.xlarge") == "1 GPU(s), request needs 4"
+    assert rejection(result, "g5.xlarge") == "1 GPU, request needs 4"
 
 
 def test_gpu_types_below_requested_memory_are_rejected_with_the_reason():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from functions.shared.adapters.ec2 import load_snapshot
-from functions.shared.domain.capacity.offers import MarketSignals
+from functions.shared.domain.capacity.market import MarketSignals
 from functions.shared.domain.capacity.quotas import QUOTA_NAMES, QuotaState, vcpu_quota_code
 from functions.shared.domain.diagnosis.runnable import diagnose
 from tests.unit.builders import gpu_type

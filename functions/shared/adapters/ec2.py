@@ -16,7 +16,7 @@ from botocore.exceptions import ClientError
 from functions.shared.adapters.base import ClientAdapter, TtlCache
 from functions.shared.adapters.spot import Ec2SpotMarket
 from functions.shared.domain.capacity.catalog import GpuType, catalog_from_descriptions
-from functions.shared.domain.capacity.offers import AvailabilitySnapshot
+from functions.shared.domain.capacity.market import AvailabilitySnapshot
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
 IAM_ACTIONS = (

@@ -15,6 +15,7 @@ from typing import Any
 from functions.shared.adapters.base import AWS_ERRORS, ClientAdapter, TtlCache, signal_unavailable
 from functions.shared.adapters.clients import client
 from functions.shared.domain.core.money import PriceQuote, time_weighted
+from functions.shared.domain.core.vocabulary import counted
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
 IAM_ACTIONS = ("ec2:DescribeSpotPriceHistory", "ec2:GetSpotPlacementScores", "ec2:DescribeAvailabilityZones")
@@ -87,7 +88,8 @@ class Ec2SpotMarket(ClientAdapter):
         zone = min(priced, key=lambda z: (priced[z], z))
         return PriceQuote(
             hourly_usd=priced[zone],
-            pricing=f"spot price history, {zone}, time-weighted over the attempt ({len(points[zone])} price point(s))",
+            pricing=f"spot price history, {zone}, time-weighted over the attempt "
+            f"({counted(len(points[zone]), 'price point')})",
         )
 
     @property

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:  # annotations only: a handler imports the domain modules it uses, not all of them
     from functions.shared.domain.capacity.catalog import GpuType
-    from functions.shared.domain.capacity.offers import AvailabilitySnapshot
+    from functions.shared.domain.capacity.market import AvailabilitySnapshot
     from functions.shared.domain.capacity.quotas import QuotaState
     from functions.shared.domain.capacity.unavailable import UnavailableOffering
     from functions.shared.domain.core.errors import SignalUnavailable

@@ -236,7 +236,7 @@ def test_a_spot_attempt_whose_host_ec2_reclaimed_falls_back_and_remembers_the_sp
     remembered = ports.offerings.unavailable_offerings()
     key = "spot:us-east-1:g6.xlarge:us-east-1b"
     assert set(remembered) == {key}
-    assert remembered[key].cause.startswith("EC2 reclaimed spot instances 1 time(s), the last")
+    assert remembered[key].cause.startswith("EC2 reclaimed spot instances 1 time, the last")
 
 
 def test_a_reclaimed_spot_attempt_with_no_candidate_left_gives_up(ports):

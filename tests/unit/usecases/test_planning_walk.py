@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from functions.shared.domain.capacity import planning
-from functions.shared.domain.capacity.offers import MarketSignals
+from functions.shared.domain.capacity.market import MarketSignals
 from functions.shared.domain.capacity.planning import plan_across
 from functions.shared.domain.capacity.quotas import QuotaState
 from functions.shared.domain.core.money import PriceQuote

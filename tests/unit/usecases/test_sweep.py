@@ -201,7 +201,7 @@ def test_instances_that_never_registered_are_a_finding_terminated_and_their_offe
     # Then it is named, terminated, its offering skipped by new selections, and counted for the pool
     [finding] = [f for f in result.findings if f.kind == "ECS_AGENT_NOT_REGISTERED"]
     assert (finding.resource, finding.instances) == (POOL, ["i-never"])
-    assert "terminated 1 instance(s)" in finding.action
+    assert "terminated 1 instance that never registered" in finding.action
     assert ports.fleet.terminated == ["i-never"]
     assert "on-demand:us-east-1:g4dn.xlarge:us-east-1a" in ports.offerings.unavailable_offerings()
     assert ports.metrics.total(MetricName.UNREGISTERED_INSTANCES) == 1
@@ -259,7 +259,7 @@ def test_a_job_someone_else_submitted_into_a_gpupilot_queue_is_swept_and_cancell
     [finding] = [f for f in result.findings if f.jobs]
     assert (finding.kind, finding.resource, finding.jobs) == ("INSUFFICIENT_CAPACITY", POOL, ["foreign-1"])
     assert finding.evidence["foreign_jobs"] == 1
-    assert "cancelled 1 job(s)" in finding.action
+    assert "cancelled 1 job RUNNABLE" in finding.action
     assert ports.batch.terminated == [("foreign-1", "GPU Pilot: RUNNABLE past 1440 minutes: INSUFFICIENT_CAPACITY")]
     assert ports.metrics.total(MetricName.STUCK_JOBS) == 1
 

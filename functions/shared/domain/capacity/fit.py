@@ -5,7 +5,7 @@ maxvCpus); and on which capacity types the request runs. Pure rules of the plann
 from __future__ import annotations
 
 from functions.shared.domain.capacity.catalog import GpuType
-from functions.shared.domain.core.vocabulary import Arch, CapacityPreference, CapacityType
+from functions.shared.domain.core.vocabulary import Arch, CapacityPreference, CapacityType, counted
 from functions.shared.domain.requests.job_request import JobRequest
 
 # ECS and the OS keep some host memory; a job asking for all of it would never be placed.
@@ -32,7 +32,7 @@ def fit_problem(request: JobRequest, gpu: GpuType) -> Problem | None:
     if problem:
         return problem
     if gpu.gpus < request.gpus:
-        return "gpus", f"{gpu.gpus} GPU(s), request needs {request.gpus}"
+        return "gpus", f"{counted(gpu.gpus, 'GPU')}, request needs {request.gpus}"
     if request.min_gpu_memory_gib and gpu.gpu_memory_gib < request.min_gpu_memory_gib:
         return "min_gpu_memory_gib", f"{gpu.gpu_memory_gib} GiB per GPU, request needs {request.min_gpu_memory_gib}"
     if request.vcpus and gpu.vcpus < request.vcpus:

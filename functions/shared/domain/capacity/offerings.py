@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from functions.shared.domain.capacity.catalog import GpuType
 from functions.shared.domain.capacity.fit import capacities_for, filter_problem, type_problem
+from functions.shared.domain.capacity.market import Signals
 from functions.shared.domain.capacity.offers import (
     BLOCKED,
     FILTER,
@@ -20,7 +21,6 @@ from functions.shared.domain.capacity.offers import (
     Candidate,
     Found,
     Rejection,
-    Signals,
     rejection,
 )
 from functions.shared.domain.capacity.quotas import QuotaState, quota_reason, vcpu_quota_code

@@ -8,15 +8,16 @@
     plan.py         the plan out: candidates, rejections, each region's outcome, the first choice's band
     warnings.py     what may keep the job waiting, in words (the use case adds them)
 
-The steps' rules (fit.py, quotas.py, unavailable.py, reserved.py, prices.py) and data (offers.py, catalog.py) call no
+The steps' rules (fit.py, quotas.py, unavailable.py, reserved.py, prices.py) and data (market.py, offers.py, catalog.py) call no
 step. A spot request walks twice: a first walk, without placement scores, names the spot types worth a score
 (signals.placement_score_types). Pure."""
 
 from __future__ import annotations
 
 from functions.shared.domain.capacity.band import hold
+from functions.shared.domain.capacity.market import Signals
 from functions.shared.domain.capacity.offerings import offerings
-from functions.shared.domain.capacity.offers import Plan, Signals
+from functions.shared.domain.capacity.offers import Plan
 from functions.shared.domain.capacity.plan import plan_out
 from functions.shared.domain.capacity.ranking import rank
 from functions.shared.domain.capacity.rejections import in_order

@@ -15,7 +15,8 @@ from typing import NamedTuple
 
 from functions.shared.domain.capacity.catalog import GpuType
 from functions.shared.domain.capacity.fit import fit_problem, type_problem
-from functions.shared.domain.capacity.offers import Candidate, Signals
+from functions.shared.domain.capacity.market import Signals
+from functions.shared.domain.capacity.offers import Candidate
 from functions.shared.domain.core.clock import seconds_between
 from functions.shared.domain.core.money import PriceQuote
 from functions.shared.domain.core.vocabulary import CapacityPreference, CapacityType

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from functions.shared.domain.capacity.catalog import GpuType
 from functions.shared.domain.capacity.fit import capacities_for, fit_problem
-from functions.shared.domain.capacity.offers import SignalNeeds, Signals
+from functions.shared.domain.capacity.market import SignalNeeds, Signals
 from functions.shared.domain.capacity.planning import plan
 from functions.shared.domain.capacity.quotas import vcpu_quota_code
 from functions.shared.domain.core.vocabulary import CapacityType

@@ -10,7 +10,7 @@ from pydantic import Field
 
 from functions.shared.domain.core.clock import iso, parse_iso
 from functions.shared.domain.core.model import DomainModel
-from functions.shared.domain.core.vocabulary import CapacityType, DiagnosisCategory
+from functions.shared.domain.core.vocabulary import CapacityType, DiagnosisCategory, counted
 
 # How long an offering that failed (no capacity, a broken pool) is left out of selection, across executions.
 UNAVAILABLE_TTL_SECONDS = 1800
@@ -72,7 +72,7 @@ def diagnosis_cause(category: DiagnosisCategory, reason: str, evidence: dict[str
         return line
     reclaims = evidence.get("host_terminations")
     if isinstance(reclaims, list) and reclaims:
-        return f"EC2 reclaimed spot instances {len(reclaims)} time(s), the last at {clock_minute(at)}"
+        return f"EC2 reclaimed spot instances {counted(len(reclaims), 'time')}, the last at {clock_minute(at)}"
     said = evidence.get("status_reason")
     if isinstance(said, str) and said and reason.startswith("AWS Batch says"):
         # Batch's verdict in its own words, without the instance type list it repeats.

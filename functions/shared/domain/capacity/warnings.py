@@ -13,7 +13,8 @@ from functions.shared.domain.core.vocabulary import MarketSignal
 from functions.shared.domain.reservations.reservation import SCHEDULED, waiting_words
 
 if TYPE_CHECKING:
-    from functions.shared.domain.capacity.offers import Plan, SignalGap
+    from functions.shared.domain.capacity.market import SignalGap
+    from functions.shared.domain.capacity.offers import Plan
     from functions.shared.domain.requests.job_request import JobRequest
 
 LOW_PLACEMENT_SCORE = 3  # AWS: scores of 1-3 mean a spot request is unlikely to succeed

@@ -18,7 +18,7 @@ from pydantic import Field
 
 from functions.shared.domain.core.clock import seconds_between
 from functions.shared.domain.core.model import DomainModel
-from functions.shared.domain.core.vocabulary import BilledCapacity
+from functions.shared.domain.core.vocabulary import BilledCapacity, counted
 
 SECONDS_PER_HOUR = Decimal(3600)
 
@@ -51,8 +51,8 @@ def reserved_rate(
     if capacity_block and upfront_usd is not None and hours and instances:
         return PriceQuote(
             hourly_usd=round(upfront_usd / (instances * hours), 6),
-            pricing=f"Capacity Block {reservation_id}: ${upfront_usd:g} up front over {instances} instance(s) x "
-            f"{hours:g} h",
+            pricing=f"Capacity Block {reservation_id}: ${upfront_usd:g} up front over "
+            f"{counted(instances, 'instance')} x {hours:g} h",
             marginal_hourly_usd=0.0,
         )
     if on_demand is None:

@@ -209,3 +209,8 @@ class MetricName(StrEnum):
     WASTE_USD = "WasteUsd"
     QUARANTINED_HOSTS = "QuarantinedHosts"
     UNHEALTHY_POOLS = "UnhealthyPools"
+
+
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """`1 instance`, `2 instances`: a count and its noun in the number it takes (never `instance(s)`)."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"

@@ -22,6 +22,7 @@ from pydantic import Field
 from functions.shared.domain.core.clock import iso, parse_iso, seconds_between
 from functions.shared.domain.core.model import DomainModel
 from functions.shared.domain.core.money import PriceQuote, usd_sum
+from functions.shared.domain.core.vocabulary import counted
 from functions.shared.domain.cost.attempts import attempt_cost
 from functions.shared.domain.fleet.analysis import FleetAnalysis
 from functions.shared.domain.fleet.batch import Ec2InstanceState, FleetState
@@ -172,7 +173,7 @@ def reservation_idle(reservation: Reservation, rate: PriceQuote, since: str, at:
     start = max(since, reservation.starts_at or since, key=parse_iso)
     entries: list[WasteEntry] = []
     idle = reservation.available
-    quote = PriceQuote(hourly_usd=rate.hourly_usd * idle, pricing=f"{idle} idle instance(s) x {rate.pricing}")
+    quote = PriceQuote(hourly_usd=rate.hourly_usd * idle, pricing=f"{counted(idle, 'idle instance')} x {rate.pricing}")
     while parse_iso(start) < parse_iso(at):
         midnight = parse_iso(start).replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1)
         end = min(at, iso(midnight), key=parse_iso)

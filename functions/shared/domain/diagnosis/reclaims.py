@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functions.shared.domain.core.vocabulary import DiagnosisCategory
+from functions.shared.domain.core.vocabulary import DiagnosisCategory, counted
 from functions.shared.domain.diagnosis.runnable import Diagnosis
 
 
@@ -21,7 +21,7 @@ def reclaim_diagnosis(
     then = f"GPU Pilot moves on to {next_type} ({next_capacity})" if next_type else "No candidate is left to move to"
     return Diagnosis(
         category=DiagnosisCategory.INSUFFICIENT_CAPACITY,
-        reason=f"EC2 reclaimed the spot {instance_type}{where} {reclaims} time(s): "
+        reason=f"EC2 reclaimed the spot {instance_type}{where} {counted(reclaims, 'time')}: "
         f"{host_terminations[-1] if host_terminations else 'Host EC2 terminated.'}",
         evidence={
             "host_terminations": host_terminations,

@@ -9,7 +9,7 @@ from pydantic import Field
 from functions.shared.domain.capacity.quotas import QuotaState, quota_advice, vcpu_quota_code
 from functions.shared.domain.core.clock import seconds_between
 from functions.shared.domain.core.model import DomainModel
-from functions.shared.domain.core.vocabulary import DiagnosisCategory, Remedy
+from functions.shared.domain.core.vocabulary import DiagnosisCategory, Remedy, counted
 from functions.shared.domain.diagnosis.recommendations import (
     BATCH_REASONS,
     DISABLED_RECOMMENDATION,
@@ -158,8 +158,8 @@ def _from_fleet(snapshot: StuckJobSnapshot, fleet: FleetAnalysis, evidence: dict
                 consoles, quoted = printed(snapshot.consoles, [i.instance_id for i in instances])
                 return Diagnosis(
                     category=category,
-                    reason=f"{len(instances)} instance(s) {what} (oldest {oldest} s): {ids}; Batch gives no reason"
-                    + "".join(f"; {instance} printed: {line}" for instance, line in quoted[:2]),
+                    reason=f"{counted(len(instances), 'instance')} {what} (oldest {oldest} s): {ids}; "
+                    "Batch gives no reason" + "".join(f"; {instance} printed: {line}" for instance, line in quoted[:2]),
                     evidence=evidence | ({"console": consoles} if consoles else {}),
                     recommendation=recommendation,
                 )

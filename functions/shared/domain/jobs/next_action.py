@@ -27,10 +27,13 @@ class NextAction(DomainModel):
     at: str = Field(description="When (ISO): the end of the start wait (stuck_after_minutes)")
     candidate: NextCandidate | None = Field(default=None, description="The offering it falls back to, if any")
 
-    def words(self) -> str:
-        """`falls back to g6.xlarge (on-demand) at 12:41 UTC unless it starts`."""
+    def words(self, region: str | None = None) -> str:
+        """`falls back to g6.xlarge (on-demand) at 12:41 UTC unless it starts`; `... (on-demand) in us-west-2 ...` when
+        the candidate is in another region than `region` (the waiting attempt's)."""
         when = f"at {clock_minute(self.at)} unless it starts"
         following = f"{self.candidate.instance_type} ({self.candidate.capacity.value})" if self.candidate else None
+        if following and self.candidate and self.candidate.region and region and self.candidate.region != region:
+            following += f" in {self.candidate.region}"
         if self.action == NextStep.FALL_BACK and following:
             return f"falls back to {following} {when}"
         if self.action == NextStep.GIVE_UP:
@@ -67,10 +70,10 @@ def next_action(record: JobRecord, cause: DiagnosisCategory | None = None) -> Ne
     return NextAction(action=step, at=at, candidate=wait.next_candidate)
 
 
-def with_next_action(diagnosis: Diagnosis, action: NextAction | None) -> Diagnosis:
+def with_next_action(diagnosis: Diagnosis, action: NextAction | None, region: str | None = None) -> Diagnosis:
     """The diagnosis, its recommendation saying when the workflow acts rather than promising a fallback 'meanwhile'
-    that may be minutes away."""
+    that may be minutes away (and where, when it leaves `region`, the waiting attempt's)."""
     if action is None:
         return diagnosis
     recommendation = MEANWHILE.sub("", diagnosis.recommendation).rstrip()
-    return diagnosis.model_copy(update={"recommendation": f"{recommendation} GPU Pilot {action.words()}."})
+    return diagnosis.model_copy(update={"recommendation": f"{recommendation} GPU Pilot {action.words(region)}."})

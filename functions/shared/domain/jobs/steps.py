@@ -44,6 +44,9 @@ class Selection(DomainModel):
     candidates: list[Candidate]
     index: int = 0
     catalog: str = Field(default="snapshot", description="Where the GPU catalog came from: live or snapshot")
+    elsewhere: str | None = Field(
+        default=None, description="The capacity regions the request may not use that could serve it (said on failure)"
+    )
 
     def current(self) -> Candidate:
         if self.index >= len(self.candidates):

@@ -96,8 +96,15 @@ class ErrorBody(DomainModel):
     field: str | None = None
     message: str
     rejected: list[Rejected] | None = Field(
-        default=None, description="NoCandidate only: every GPU offering left out, with its reason (as /plan)"
+        default=None,
+        description="NoCandidate only (absent from every other error): every GPU offering left out, with its reason "
+        "(as /plan)",
     )
+
+    def wire_json(self) -> str:
+        """The body as the API sends it: `error`, `field` and `message` always, `rejected` only where it is set (a
+        NoCandidate), so that every other error has the keys of the router's and API Gateway's own."""
+        return self.model_dump_json(exclude=None if self.rejected is not None else {"rejected"})
 
 
 def ordered_timeline(entries: list[TimelineEntry]) -> list[TimelineEntry]:

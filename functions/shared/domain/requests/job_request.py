@@ -64,8 +64,9 @@ class JobRequest(DomainModel):
         description="Container image with the CUDA payload: [registry[:port]/]repository[:tag][@digest]",
         json_schema_extra=schema_keywords(pattern=IMAGE_REFERENCE.pattern),
     )
-    command: list[Annotated[str, Field(min_length=1)]] = Field(
-        min_length=1, description="Command and arguments, as a list of non-empty strings"
+    # NUL cannot reach a process in an argument, as in a variable (NUL ends the string): refused at the edge.
+    command: list[Annotated[str, Field(min_length=1, pattern=ENVIRONMENT_VALUE.pattern)]] = Field(
+        min_length=1, description="Command and arguments, as a list of non-empty strings without NUL"
     )
     gpus: StrictInt = Field(default=1, ge=1, le=8, description="Physical GPUs for the job")
     min_gpu_memory_gib: StrictFloat | None = Field(default=None, ge=0.001, le=1024, description="Per GPU")
@@ -164,8 +165,8 @@ class JobRequest(DomainModel):
     reservation_fallback: StrictBool = Field(
         default=False,
         description="With reservation or capacity reserved: when the reservation cannot run the job (full, too short "
-        "for timeout_minutes, ended, or Batch cannot start it there), go on to on-demand offerings; default: only the "
-        "reservation(s)",
+        "for timeout_minutes, ended, or Batch cannot start it there), go on to on-demand offerings; default: reserved "
+        "capacity only",
     )
 
     @field_validator("gpus", "vcpus", "timeout_minutes", "max_attempts", "spot_reclaims_before_fallback", mode="before")
@@ -212,8 +213,8 @@ class JobRequest(DomainModel):
         for key, item in value.items():
             if not ENVIRONMENT_NAME.fullmatch(key) or key.startswith("AWS_BATCH"):
                 raise ValueError(
-                    f"environment name {key!r} must be letters, digits and '_', not starting with a digit, and not "
-                    "start AWS_BATCH (reserved by AWS Batch)"
+                    f"environment name {key!r} must be a variable name (letters, digits and '_', not starting with a "
+                    "digit) that does not start with AWS_BATCH (reserved by AWS Batch)"
                 )
             if not ENVIRONMENT_VALUE.fullmatch(item):
                 raise ValueError(f"environment value of {key} must not contain NUL")
@@ -233,7 +234,7 @@ class JobRequest(DomainModel):
             raise ValueError(f"at most {MAX_SECRETS} secrets")
         for name, arn in value.items():
             if not ENVIRONMENT_NAME.fullmatch(name) or name.startswith("AWS_BATCH"):
-                raise ValueError(f"secret name {name!r} must be an environment variable name not starting AWS_BATCH")
+                raise ValueError(f"secret name {name!r} must be a variable name that does not start with AWS_BATCH")
             if not SECRET_ARN.fullmatch(arn):
                 raise ValueError(
                     f"secret {name!r} must be the full ARN of a Secrets Manager secret or an SSM parameter"

@@ -59,6 +59,11 @@ class OfferingList(DomainModel):
     left_out: dict[str, str] = Field(
         default_factory=dict, description="Each capacity region that could not be read, and why (AWS's words)"
     )
+    purchase_allowed: bool = Field(
+        default=False,
+        description="Whether this deployment buys Capacity Blocks (POST /reservations/purchase): its context switch "
+        "allow_capacity_block_purchase",
+    )
 
 
 class PurchaseRequest(DomainModel):

@@ -13,9 +13,10 @@ from functools import partial
 from typing import TypeVar
 
 from functions.shared.domain.capacity.catalog import GpuType
-from functions.shared.domain.capacity.offers import AvailabilitySnapshot, MarketSignals, Plan, SignalGap, Signals
-from functions.shared.domain.capacity.plan import outside_band_words
+from functions.shared.domain.capacity.market import AvailabilitySnapshot, MarketSignals, SignalGap, Signals
+from functions.shared.domain.capacity.offers import Plan, PlanRefusal
 from functions.shared.domain.capacity.planning import plan_across
+from functions.shared.domain.capacity.refusal import beyond_band, refusal, rejections_summary
 from functions.shared.domain.capacity.signals import placement_score_types, signal_needs
 from functions.shared.domain.capacity.unavailable import UnavailableOffering
 from functions.shared.domain.capacity.warnings import plan_warnings, signal_warnings
@@ -26,11 +27,10 @@ from functions.shared.domain.jobs.steps import NoGpuTypeAvailable, SelectInput, 
 from functions.shared.domain.requests.job_request import JobRequest
 from functions.shared.domain.reservations.reservation import Reservation
 from functions.shared.ports import Ports
+from functions.shared.usecases.capacity.elsewhere import other_regions_words
 
 # The workflow carries its candidates in every state's input: a bound on the attempts, whatever is asked.
 MAX_WORKFLOW_CANDIDATES = 20
-# How many rejections the message of a refusal names (all are in its `rejected`).
-NAMED_REJECTIONS = 5
 T = TypeVar("T")
 
 
@@ -202,51 +202,49 @@ def _note_gap(
 def check_plannable(request: JobRequest, ports: Ports) -> Plan:
     """POST /jobs: the plan a job would start with. NoCandidate (a 400, nothing started) when it is empty, or when
     its first choice lies beyond the price band of the cheaper types that fit but are blocked."""
-    found = plan_request(request, ports)
-    if not found.candidates and request.asks_reserved and not found.rejected:
-        what = f"reservation {request.reservation}" if request.reservation else "Capacity Reservation"
-        raise NoCandidate([], "capacity", f"no {what} of the account in {ports.settings.region} fits the request")
-    if not found.candidates:
-        raise NoCandidate(found.rejected, _telling_field(found), _summary(found))
-    if found.outside_band is not None and found.outside_band.refused:
-        raise NoCandidate(
-            found.rejected,
-            "price_band",
-            _beyond_band(found),
-            headline=f"no GPU offering within price_band {request.price_band:g} can start",
-        )
+    found, refused = _checked(request, ports)
+    if refused is not None:
+        raise refused
     return found
+
+
+def checked_plan(request: JobRequest, ports: Ports) -> Plan:
+    """POST /plan: the plan, with the refusal POST /jobs answers the same request with (`refusal`), by the same check
+    as check_plannable, so that a plan and a submit never disagree; and a warning naming the capacity regions the
+    request may not use that could serve it."""
+    found, refused = _checked(request, ports)
+    elsewhere = _elsewhere(request, ports)
+    if elsewhere:
+        found = found.model_copy(update={"warnings": [*found.warnings, elsewhere]})
+    if refused is None:
+        return found
+    said = PlanRefusal(field=refused.field, message=f"{refused.headline}: {refused.message}")
+    return found.model_copy(update={"refusal": said})
+
+
+def _elsewhere(request: JobRequest, ports: Ports) -> str | None:
+    """The capacity regions the request may not use that could serve it, and how to allow them (None: none)."""
+    allowed, _ = request_regions(request, ports)
+    return other_regions_words(request, allowed, ports.settings.regions, partial(plan_request, ports=ports))
+
+
+def _checked(request: JobRequest, ports: Ports) -> tuple[Plan, NoCandidate | None]:
+    """The plan, and why POST /jobs refuses it (None when a job would start with it)."""
+    found = plan_request(request, ports)
+    return found, refusal(request, found, ports.settings.region)
 
 
 def select_gpu_type(payload: SelectInput, ports: Ports) -> Selection:
     """SelectGpuType: the ranked offerings the workflow will try in order, at most `max_attempts`."""
     ports.jobs.advance(payload.job_id, JobStatus.SELECTING, attempt=0)
     ranked = plan_request(payload.request, ports)
+    # Kept for the job's error, should it fail: where else it could have run, and how to allow it.
+    elsewhere = _elsewhere(payload.request, ports)
     if not ranked.candidates:
-        raise NoGpuTypeAvailable(f"no GPU instance type fits the request ({_summary(ranked)})")
+        also = f" | {elsewhere}" if elsewhere else ""
+        raise NoGpuTypeAvailable(f"no GPU instance type fits the request ({rejections_summary(ranked)}){also}")
     if ranked.outside_band is not None and ranked.outside_band.refused:
         # Submitted within its band, the cheaper types were blocked since: the job never runs at a price it refused.
-        raise NoGpuTypeAvailable(f"no GPU offering within price_band can start ({_beyond_band(ranked)})")
+        raise NoGpuTypeAvailable(f"no GPU offering within price_band can start ({beyond_band(ranked)})")
     bound = min(payload.request.max_attempts, MAX_WORKFLOW_CANDIDATES)
-    return Selection(candidates=ranked.candidates[:bound], index=0, catalog=ports.catalog.source)
-
-
-def _summary(found: Plan) -> str:
-    """The first rejections (the plan lists the cheapest fix first), in one line."""
-    return "; ".join(f"{r.instance_type}: {r.reason}" for r in found.rejected[:NAMED_REJECTIONS])
-
-
-def _telling_field(found: Plan) -> str:
-    """The request field the most telling rejections point at ("body" when none does)."""
-    fields = [r.field for r in found.rejected if r.field]
-    return fields[0] if fields else "body"
-
-
-def _beyond_band(found: Plan) -> str:
-    """Why the first choice is refused, and the two ways out: the cheapest fix of what blocks the cheaper types
-    (the plan's first rejection), or a wider price_band."""
-    outside = found.outside_band
-    assert outside is not None
-    fix = next((r for r in found.rejected if r.field == "capacity" and "--quota-code" in r.reason), None)
-    quota = f"; or let {fix.instance_type} start: {fix.reason.split(': ', 1)[-1]}" if fix else ""
-    return f"{outside_band_words(outside)}. Send price_band {outside.needed_band:g} or more to run it{quota}"
+    return Selection(candidates=ranked.candidates[:bound], index=0, catalog=ports.catalog.source, elsewhere=elsewhere)

@@ -20,7 +20,7 @@ from functions.shared.domain.capacity.unavailable import (
 )
 from functions.shared.domain.core.clock import now_iso
 from functions.shared.domain.core.errors import call_failure_words
-from functions.shared.domain.core.vocabulary import CapacityType, FindingKind, MetricName
+from functions.shared.domain.core.vocabulary import CapacityType, FindingKind, MetricName, counted
 from functions.shared.domain.diagnosis.findings import Finding
 from functions.shared.domain.fleet.batch import BatchJobState, ComputeEnvironmentState, JobQueueState
 from functions.shared.domain.pools.states import REGISTRATION_FAILURES
@@ -41,7 +41,7 @@ def remediate_fleet(finding: Finding, pool: ComputeEnvironmentState, zones: dict
         if finding.kind == FindingKind.ECS_AGENT_NOT_REGISTERED and settings.terminate_unregistered:
             step = f"terminating {', '.join(finding.instances)}"
             ports.fleet.terminate_instances(finding.instances)
-            done.append(f"terminated {len(finding.instances)} instance(s) that never registered")
+            done.append(f"terminated {counted(len(finding.instances), 'instance')} that never registered")
         if finding.kind == FindingKind.AGENT_DISCONNECTED and settings.deregister_disconnected and pool.ecs_cluster_arn:
             deregistered = []
             for item in finding.evidence.get("instances", []):
@@ -49,13 +49,13 @@ def remediate_fleet(finding: Finding, pool: ComputeEnvironmentState, zones: dict
                     step = f"deregistering {item['container_instance'].rsplit('/', 1)[-1]} from ECS"
                     ports.fleet.deregister_container_instance(pool.ecs_cluster_arn, item["container_instance"])
                     deregistered.append(item["instance_id"])
-            done.append(f"deregistered {len(deregistered)} container instance(s) whose agent disconnected")
+            done.append(f"deregistered {counted(len(deregistered), 'container instance')} whose agent disconnected")
             if deregistered:
                 # Deregistered, an instance can never run a job again: left alive it would only cost money (and
                 # read, to the next sweep, as an instance that never registered).
                 step = f"terminating {', '.join(deregistered)}"
                 ports.fleet.terminate_instances(deregistered)
-                done.append(f"terminated {len(deregistered)} deregistered instance(s)")
+                done.append(f"terminated {counted(len(deregistered), 'deregistered instance')}")
     except Exception as error:
         logger.exception("remediation failed", extra={"pool": pool.name, "kind": finding.kind.value})
         # The finding says which step AWS refused and why (a missing grant names its action and resource).
@@ -93,9 +93,9 @@ def cancel_past_limit(finding: Finding, jobs: list[BatchJobState], ports: Ports)
         except Exception as error:
             logger.exception("could not cancel a stuck job", extra={"batch_job_id": job.job_id})
             failures.append(call_failure_words(f"cancelling Batch job {job.job_id}", error))
-    done = [f"cancelled {cancelled} job(s) RUNNABLE past {limit_minutes:g} minutes"] if cancelled else []
+    done = [f"cancelled {counted(cancelled, 'job')} RUNNABLE past {limit_minutes:g} minutes"] if cancelled else []
     if failures:
-        done.append(failures[0] + (f" (and {len(failures) - 1} more cancel(s))" if len(failures) > 1 else ""))
+        done.append(failures[0] + (f" (and {counted(len(failures) - 1, 'more cancel')})" if len(failures) > 1 else ""))
     _record(finding, done, ports)
 
 

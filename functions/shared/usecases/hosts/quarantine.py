@@ -15,7 +15,7 @@ from datetime import timedelta
 from functions.shared.constants import LAMBDAS_BY_KEY
 from functions.shared.domain.core.clock import iso, now_iso, parse_iso, seconds_between
 from functions.shared.domain.core.errors import call_failure_words
-from functions.shared.domain.core.vocabulary import MetricName
+from functions.shared.domain.core.vocabulary import MetricName, counted
 from functions.shared.domain.diagnosis.findings import Finding
 from functions.shared.domain.fleet.batch import ComputeEnvironmentState, ContainerInstanceState, FleetState
 from functions.shared.domain.fleet.consoles import boot_verdict, console_evidence
@@ -201,9 +201,9 @@ def _quarantine(
             done.append(f"terminated {case.instance_id}")
             record.terminated_at = now_iso()
         elif pool.spot:
-            done.append(f"{container.running_tasks} task(s) still running: terminated once they end (spot)")
+            done.append(f"{counted(container.running_tasks, 'task')} still running: terminated once they end (spot)")
         else:
-            done.append(f"{container.running_tasks} task(s) still running: terminated by the next sweep")
+            done.append(f"{counted(container.running_tasks, 'task')} still running: terminated by the next sweep")
     except Exception as error:
         logger.exception("quarantine failed", extra={"instance_id": case.instance_id, "pool": pool.name})
         # The finding says which step AWS refused and why (a missing grant names its action and resource).

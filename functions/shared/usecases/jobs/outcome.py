@@ -63,7 +63,11 @@ def failed_attempt_message(number: int, attempt: AttemptRecord | None, finished:
 def record_failure(payload: RecordFailureInput, ports: Ports) -> dict[str, Any]:
     """Say on the job record why the workflow could not run the job, attempt by attempt."""
     record = ports.jobs.get_job(payload.job_id)
-    message = failure_message(payload.state, record, ports.settings.several_regions)[:MAX_ERROR_CHARS]
+    # Where else the job could have run (SelectGpuType's words) is said last, kept whole however long the attempts run.
+    elsewhere = (payload.state.get("selection") or {}).get("elsewhere")
+    hint = f" | {elsewhere}" if elsewhere else ""
+    message = failure_message(payload.state, record, ports.settings.several_regions)[: MAX_ERROR_CHARS - len(hint)]
+    message += hint
     recorded = ports.jobs.finish(payload.job_id, JobStatus.FAILED, fields={"error": message}, reason=message)
     if recorded:
         ports.metrics.add(MetricName.JOBS_FAILED, 1)

@@ -42,7 +42,8 @@ def explain_job(job_id: str, ports: Ports) -> JobView:
     explanation = behind(diagnose(pool_evidence(job, attempt.job_queue, now_iso(), regional)), head)
     # What the workflow will do about this cause, and when: a fallback it promises is dated.
     action = next_action(record, explanation.category) or view.next_action
-    return view.model_copy(update={"explanation": with_next_action(explanation, action), "next_action": action})
+    explained = with_next_action(explanation, action, attempt.region)
+    return view.model_copy(update={"explanation": explained, "next_action": action})
 
 
 def list_jobs(status: JobStatus | None, limit: int, next_token: str | None, ports: Ports) -> JobList:

@@ -115,7 +115,9 @@ def block_offerings(instance_type: str, count: int, days: int, ports: Ports) -> 
         raise RequestRefused("instance_type", f"{instance_type} is not an NVIDIA GPU instance type GPU Pilot knows")
     ports.listed_offerings.remember_offerings(offerings)
     ordered = sorted(offerings, key=lambda o: (o.starts_at, o.upfront_usd, o.offering_id))
-    return OfferingList(offerings=ordered, left_out=left_out)
+    return OfferingList(
+        offerings=ordered, left_out=left_out, purchase_allowed=ports.settings.allow_capacity_block_purchase
+    )
 
 
 def purchase_block(request: PurchaseRequest, ports: Ports) -> ReservationView:
