@@ -8,9 +8,9 @@
     plan.py         the plan out: candidates, rejections, each region's outcome, the first choice's band
     warnings.py     what may keep the job waiting, in words (the use case adds them)
 
-The steps' rules (fit.py, quotas.py, unavailable.py, reserved.py, prices.py) and data (market.py, offers.py, catalog.py) call no
-step. A spot request walks twice: a first walk, without placement scores, names the spot types worth a score
-(signals.placement_score_types). Pure."""
+The steps' rules (fit.py, quotas.py, unavailable.py, reserved.py, prices.py) and data (market.py, offers.py,
+catalog.py) call no step. A spot request walks twice: a first walk, without placement scores, names the spot types
+worth a score (signals.placement_score_types). Pure."""
 
 from __future__ import annotations
 
