@@ -107,7 +107,7 @@ class FleetPlacement(FleetInstances):
             sim.simulated_seconds = min(sim.simulated_seconds, self.timeline.cuda_error_after * self._speedup)
         job = sim.job
         job.job_stopped_reason = None
-        job.job_started_at = datetime.now()
+        job.job_started_at = self.clock.local_now()
         job.log_stream_name = None  # each Batch attempt gets a stream of its own when it reaches RUNNING
         job._start_attempt()
         job.latest_attempt["container"]["containerInstanceArn"] = instance.container_instance_arn
@@ -184,11 +184,10 @@ class FleetPlacement(FleetInstances):
         instance.held_until = now + self.timeline.bad_host_hold
         self._attempt_ended(sim, now, exit_code, reason, status_reason)
 
-    @staticmethod
-    def _stopped_at(sim: SimJob, exit_code: int | None) -> datetime:
+    def _stopped_at(self, sim: SimJob, exit_code: int | None) -> datetime:
         """When an attempt that exited stopped in simulated time (its runtime after its start); else now."""
         if exit_code is None or not sim.runs:
-            return datetime.now()
+            return self.clock.local_now()
         return sim.job.job_started_at + timedelta(seconds=sim.simulated_seconds)
 
     @staticmethod

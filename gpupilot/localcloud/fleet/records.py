@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpupilot.localcloud.clock import LocalClock
 from gpupilot.localcloud.reservations import HeldReservation, ReservationBook
 from gpupilot.localcloud.world import World
 
@@ -187,6 +188,7 @@ class FleetState:
     world: World
     reservations: ReservationBook | None
     timeline: Timeline
+    clock: LocalClock
     events_delivered: int
     _deliver: EventSink
     _account_id: str
