@@ -54,6 +54,11 @@ LOCAL_DELETED_SECONDS = 30.0
 _FLEET_CLOCK = {"GPUPILOT_REGISTRATION_GRACE_SECONDS": "2", "GPUPILOT_LAUNCH_GRACE_SECONDS": "3"}
 # A workflow goes from claiming its pool to SubmitJob within a second here: a pool claimed 2 s ago can retire.
 _POOL_CLOCK = {"GPUPILOT_POOL_CLAIM_GRACE_SECONDS": "2"}
+# What the functions are told, by `timings`: "local" (the default) shortens the deployment's settings to the local
+# timeline's seconds above; "deployed" leaves each function the values the synthesized template gives it (the ones a
+# deployment runs with: 10 minutes' registration and launch grace, a 10 s pool poll, a 30-minute provisioning
+# deadline), which pass as the deployment's do unless the local cloud's clock is advanced (POST /local/clock).
+TIMINGS = ("local", "deployed")
 TIMELINE_OVERRIDES = {
     "api": {
         "GPUPILOT_QUEUE_POLL_SECONDS": LOCAL_QUEUE_POLL_SECONDS,
@@ -66,10 +71,12 @@ TIMELINE_OVERRIDES = {
 }
 
 
-def timeline_overrides(key: str, speedup: float = 1.0) -> dict[str, str]:
-    """The local timeline's settings for function `key` at `speedup`. The workflow's Wait states pass in simulated
-    time, `speedup` times faster: the pool poll it is told is stretched by as much, so that it stays a second of the
-    clock against a compute environment's half second of creation."""
+def timeline_overrides(key: str, speedup: float = 1.0, timings: str = "local") -> dict[str, str]:
+    """The local timeline's settings for function `key` at `speedup` (none with the deployed `timings`). The
+    workflow's Wait states pass in simulated time, `speedup` times faster: the pool poll it is told is stretched by
+    as much, so that it stays a second of the clock against a compute environment's half second of creation."""
+    if timings == "deployed":
+        return {}
     overrides = dict(TIMELINE_OVERRIDES.get(key, {}))
     if "GPUPILOT_QUEUE_POLL_SECONDS" in overrides:
         overrides["GPUPILOT_QUEUE_POLL_SECONDS"] = str(max(1, round(float(LOCAL_QUEUE_POLL_SECONDS) * speedup)))
@@ -232,7 +239,10 @@ class LocalCloud:
         sweep_seconds: float = DEFAULT_SWEEP_SECONDS,
         log_file: Path | None = None,
         aws_port: int = 0,
+        timings: str = "local",
     ) -> None:
+        if timings not in TIMINGS:
+            raise ValueError(f"timings: one of {', '.join(TIMINGS)}, not {timings!r}")
         self.world = world
         self.host = host
         self.port = port
@@ -240,6 +250,7 @@ class LocalCloud:
         self.speedup = speedup
         self.sweep_seconds = sweep_seconds
         self.log_file = log_file
+        self.timings = timings
         # The one time of the local cloud: the fleet, Batch's lifecycle, the reservations, the workflow, the sweep's
         # schedule and the handlers all read it; POST /local/clock advances it.
         self.clock = LocalClock()
@@ -292,6 +303,8 @@ class LocalCloud:
             create_seconds=LOCAL_CE_CREATE_SECONDS,
             invalid_reason=self.world.compute_environment_invalid,
             invalid_reason_in={region: world.compute_environment_invalid for region, world in others.items()},
+            creating_seconds=self.world.compute_environment_creating,
+            creating_seconds_in={region: world.compute_environment_creating for region, world in others.items()},
             delete_seconds=LOCAL_DELETE_SECONDS,
             deleted_seconds=LOCAL_DELETED_SECONDS,
             clock=self.clock.monotonic,
@@ -342,7 +355,7 @@ class LocalCloud:
         }
         self.dispatcher.functions = {
             key: dataclasses.replace(
-                function, environment={**function.environment, **timeline_overrides(key, self.speedup)}
+                function, environment={**function.environment, **timeline_overrides(key, self.speedup, self.timings)}
             )
             for key, function in self.deployment.functions.items()
         }

@@ -63,6 +63,12 @@ class InstanceTypeWorld(_Strict):
         min_length=1,
         description="A compute environment including this type goes INVALID with this statusReason",
     )
+    compute_environment_creating_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        description="A compute environment including this type is CREATING this long, in seconds of the local "
+        "cloud's clock (default: half a second; Batch takes tens of seconds to minutes)",
+    )
     bad_hosts: BadHostsWorld | None = Field(default=None, description="A share of its instances are bad GPU hosts")
 
 
@@ -269,6 +275,11 @@ class World(_Strict):
         """The statusReason of a compute environment of these types, if the world makes it INVALID."""
         reasons = [self.instance(t).compute_environment_invalid for t in instance_types]
         return next((reason for reason in reasons if reason), None)
+
+    def compute_environment_creating(self, instance_types: list[str]) -> float | None:
+        """How long a compute environment of these types is CREATING, if the world says (its slowest type's)."""
+        said = [s for t in instance_types if (s := self.instance(t).compute_environment_creating_seconds) is not None]
+        return max(said, default=None)
 
 
 def _check_region(where: str, name: str, region: World | RegionWorld) -> None:

@@ -81,8 +81,10 @@ def start_cloud(
     world: dict[str, Any] | None,
     speedup: float = 1.0,
     sweep_seconds: float = 0,
+    timings: str = "local",
 ) -> RunningCloud:
-    args = [GPUPILOT, "serve", "--port", "0", "--speedup", str(speedup), "--sweep-seconds", str(sweep_seconds)]
+    args = [GPUPILOT, "serve", "--port", "0", "--speedup", str(speedup), "--sweep-seconds", str(sweep_seconds),
+            "--timings", timings]  # fmt: skip
     if world is not None:
         world_file = tmp_path / "world.json"
         world_file.write_text(json.dumps(world))
@@ -119,8 +121,10 @@ def stop_cloud(cloud: RunningCloud) -> None:
 def cloud_factory(tmp_path: Path) -> Iterator[Callable[..., RunningCloud]]:
     started: list[RunningCloud] = []
 
-    def factory(world: dict[str, Any] | None = None, speedup: float = 1.0, sweep_seconds: float = 0) -> RunningCloud:
-        cloud = start_cloud(tmp_path, world, speedup, sweep_seconds)
+    def factory(
+        world: dict[str, Any] | None = None, speedup: float = 1.0, sweep_seconds: float = 0, timings: str = "local"
+    ) -> RunningCloud:
+        cloud = start_cloud(tmp_path, world, speedup, sweep_seconds, timings)
         started.append(cloud)
         return cloud
 
