@@ -36,6 +36,12 @@ class BadHostsWorld(_Strict):
         "fails (the console shows it) and the instance registers without GPUs"
     )
     seed: int = Field(default=0, description="Which of the instances are bad")
+    hold_seconds: float = Field(
+        default=10,
+        gt=0,
+        description="How long each job a bad host fails holds it (ECS stopping the task, the agent cleaning up, Batch "
+        "placing the next), in seconds of the local cloud's clock",
+    )
 
     def is_bad(self, index: int) -> bool:
         """Whether the type's `index`-th launch (from 0) is bad: exactly `share` of every run of launches, at offsets

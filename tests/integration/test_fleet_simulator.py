@@ -421,6 +421,27 @@ def test_a_host_whose_gpu_is_not_visible_fails_each_container_start_with_the_nvi
     assert "gpupilot-boot-check: PASS 1 GPUs visible (g4dn.xlarge)" in text and "RmInitAdapter failed" in text
 
 
+def test_a_job_a_bad_host_failed_holds_it_for_the_worlds_hold_seconds_on_the_fleets_clock(fleet_in) -> None:
+    # Given a pool whose only host cannot show its GPU to containers, each job it fails holding it a minute
+    world = bad("no_gpu_visible")
+    world["instance_types"]["g4dn.xlarge"]["bad_hosts"]["hold_seconds"] = 60
+    fleet = fleet_in(world)
+    job_id = fleet.submit()
+
+    # When the job's first attempt fails there, and the fleet's clock stands just short of the hold, then past it
+    for second in (0.2, 1.3, 1.4, 61.0):
+        fleet.at(second)
+    held = fleet.job(job_id)
+    for second in (61.5, 61.6):
+        fleet.at(second)
+
+    # Then the host took nothing while it was held (and Batch launched no other: it waits for the host it has), and
+    # failed the job's next attempt once the hold was over
+    assert (held["status"], len(held["attempts"])) == ("RUNNABLE", 1)
+    assert len(fleet.instances()) == 1
+    assert [a["statusReason"] for a in fleet.job(job_id)["attempts"]] == ["Task failed to start"] * 2
+
+
 def test_what_the_fleet_does_is_dated_on_its_clock_as_batch_ec2_and_ecs_show_it(fleet_in) -> None:
     # Given a fleet whose clock is a day ahead of real time
     fleet = fleet_in({"jobs": {"runtime_seconds": 2}})

@@ -181,7 +181,11 @@ class FleetPlacement(FleetInstances):
         line = KERNEL_LINES[instance.symptom].format(pid=4000 + len(instance.console))
         if not any(line.split(",")[0] in printed for printed in instance.console):
             instance.print(line)
-        instance.held_until = now + self.timeline.bad_host_hold
+        # A job a bad host failed holds it a while (the world's hold_seconds): a bad host fails a job every few seconds,
+        # not every tick (the published incident: 554 jobs in under two hours, one every 13 s).
+        bad = self.world.instance(instance.instance_type).bad_hosts
+        assert bad is not None  # a host has a symptom only by its type's bad_hosts
+        instance.held_until = now + bad.hold_seconds
         self._attempt_ended(sim, now, exit_code, reason, status_reason)
 
     def _stopped_at(self, sim: SimJob, exit_code: int | None) -> datetime:
