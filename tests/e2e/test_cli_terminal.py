@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.e2e.conftest import GPUPILOT, RunningCloud
+from tests.e2e.conftest import GPUPILOT, PATIENCE_SECONDS, RunningCloud
 
 pytestmark = pytest.mark.e2e
 COLUMNS = 80
@@ -35,7 +35,7 @@ class Terminal:
         os.close(slave)
         self.shown = ""
 
-    def read_until(self, text: str, timeout: float = 60) -> str:
+    def read_until(self, text: str, timeout: float = PATIENCE_SECONDS) -> str:
         """What the terminal shows once `text` appears (or the command ends)."""
         deadline = time.monotonic() + timeout
         while text not in self.shown and time.monotonic() < deadline:
@@ -50,10 +50,10 @@ class Terminal:
     def type(self, keys: str) -> None:
         os.write(self.master, keys.encode())
 
-    def finish(self, timeout: float = 60) -> int:
-        self.read_until("\0never\0", timeout=2)
+    def finish(self, timeout: float = PATIENCE_SECONDS) -> int:
+        """Everything the command shows until it ends (its side of the terminal closed), then its exit code."""
+        self.read_until("\0never\0", timeout=timeout)
         code = self.process.wait(timeout=timeout)
-        self.read_until("\0never\0", timeout=0.5)
         os.close(self.master)
         return code
 

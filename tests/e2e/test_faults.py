@@ -9,16 +9,15 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import RunningCloud
+from tests.e2e.conftest import PATIENCE_SECONDS, RunningCloud
 from tests.e2e.faults.drive import list_all, run_jobs
 
 pytestmark = pytest.mark.e2e
 JOBS = 3
-TIMEOUT_SECONDS = 150
 
 
 def accounted(cloud: RunningCloud, prefix: str, jobs: int = JOBS) -> dict[str, Any]:
-    accounting = run_jobs(cloud.api_url, cloud.aws_url, jobs, prefix, TIMEOUT_SECONDS)
+    accounting = run_jobs(cloud.api_url, cloud.aws_url, jobs, prefix, PATIENCE_SECONDS)
     summary = accounting.summary()
     assert summary["accepted"] == jobs, summary
     assert not summary["not_terminal"] and not summary["lost"] and not summary["duplicated"], summary
@@ -92,5 +91,5 @@ def test_market_signals_aws_refuses_are_warnings_and_the_job_still_runs(
     assert (first["capacity"], first["hourly_usd"], first["placement_score"]) == ("spot", None, None)
     assert second["capacity"] == "on-demand" and "price snapshot" in second["pricing"]
     # And the job runs to its end
-    job = cloud.wait_for(submitted.body["job_id"], {"SUCCEEDED", "FAILED"}, TIMEOUT_SECONDS)
+    job = cloud.wait_for(submitted.body["job_id"], {"SUCCEEDED", "FAILED"})
     assert job["status"] == "SUCCEEDED", job

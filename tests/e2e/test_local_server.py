@@ -6,7 +6,6 @@ from __future__ import annotations
 import http.client
 import json
 import socket
-import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urlsplit
@@ -67,13 +66,19 @@ def test_path_parameters_are_url_decoded(cloud: RunningCloud) -> None:
 
 
 def test_a_client_that_sends_less_than_its_content_length_holds_nobody_else(cloud: RunningCloud) -> None:
+    # Given a client that sent one byte of the hundred its Content-Length promised (the server waits for the rest)
     address = urlsplit(cloud.api_url)
     stalled = socket.create_connection((address.hostname, address.port), timeout=30)
     stalled.sendall(b"POST /plan HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
     try:
-        began = time.monotonic()
+        # When another client asks
         status, _, _ = raw(cloud, "GET", "/jobs?limit=1")
-        assert status == 200 and time.monotonic() - began < 5
+        # Then it is answered while the server still waits on the stalled one (which has had neither an answer nor
+        # its connection closed), not once the server has given up on it
+        stalled.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            stalled.recv(1)
+        assert status == 200
     finally:
         stalled.close()
 
