@@ -1026,3 +1026,56 @@ def test_adapted_block_offerings_are_listed_and_one_is_bought_once(aws):
     assert other["CapacityBlockOfferings"] == []
     assert (bought["ReservationType"], bought["State"], bought["InstanceMatchCriteria"]) == (
         "capacity-block", "scheduled", "targeted")  # fmt: skip
+
+
+# -- DynamoDB: one write at a time ---------------------------------------------------------------------------------
+def racing_writes(dynamodb: Any, b_waits_seconds: float) -> int:
+    """Writer A (rank to 1 if below 1) pauses once its condition has held; writer B (rank to 5 if below 5) writes
+    meanwhile, waited for up to `b_waits_seconds`; then A goes on. The rank left."""
+    import threading
+    from unittest import mock
+
+    from moto.dynamodb import models
+
+    dynamodb.put_item(TableName="ranks", Item={"pk": {"S": "job"}, "rank": {"N": "0"}})
+    execute = models.UpdateExpressionExecutor.execute
+    paused, go = threading.Event(), threading.Event()
+
+    def pause_the_first(executor: Any, *args: Any, **kwargs: Any) -> Any:
+        if not paused.is_set():
+            paused.set()
+            go.wait(60)
+        return execute(executor, *args, **kwargs)
+
+    def to(rank: int) -> None:
+        dynamodb.update_item(
+            TableName="ranks", Key={"pk": {"S": "job"}}, UpdateExpression="SET #r = :r", ConditionExpression="#r < :r",
+            ExpressionAttributeNames={"#r": "rank"}, ExpressionAttributeValues={":r": {"N": str(rank)}},
+        )  # fmt: skip
+
+    with mock.patch.object(models.UpdateExpressionExecutor, "execute", pause_the_first):
+        first = threading.Thread(target=to, args=(1,))
+        first.start()
+        assert paused.wait(60)
+        second = threading.Thread(target=to, args=(5,))
+        second.start()
+        second.join(b_waits_seconds)
+        go.set()
+        first.join(60)
+        second.join(60)
+    return int(dynamodb.get_item(TableName="ranks", Key={"pk": {"S": "job"}})["Item"]["rank"]["N"])
+
+
+def test_moto_alone_lets_a_write_undo_one_made_after_its_condition_held_and_adapted_each_write_waits_its_turn(aws):
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    dynamodb.create_table(
+        TableName="ranks", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST",
+    )  # fmt: skip
+    # moto alone: B writes while A is between its condition and its write (B is waited for until it has), and A then
+    # puts the rank back below B's: a status moved backwards
+    assert racing_writes(dynamodb, b_waits_seconds=60) == 1
+    # Adapted: B waits for A's write (its join gives up after a second: B cannot end while A holds the lock), then
+    # finds its own condition true of what A wrote
+    with adapted_moto():
+        assert racing_writes(dynamodb, b_waits_seconds=1) == 5
