@@ -9,9 +9,11 @@ that failed in each run are in its details (every one retried elsewhere: none).
     python -m bench.bad_host                                                   # the result JSON
     python -m bench.bad_host --scenario [--no-quarantine | --no-trigger] [--jobs N] [--hold-seconds S] --output FILE
 
-`--hold-seconds S` (a scenario's, for a test that counts): each job the bad host fails holds it S seconds of the local
-cloud's clock instead of 10, and the clock is moved past the hold once, at the host's first failure, so that its
-second comes at once and its third cannot come before a sweep has had S seconds to drain it, however busy the machine.
+`--hold-seconds S` (a scenario's, for a test that counts, whatever the machine's load): each job the bad host fails
+holds it S seconds of the local cloud's clock instead of 10, and the jobs run HELD_RUNTIME_SECONDS of it; the clock is
+moved past the hold once, at the host's first failure (jobs are still queued then: each host takes one, the bad host's
+second failure), and a third failure cannot come before a sweep has had S seconds to drain the host; once one has,
+the clock is moved a job's length each time the jobs running are new ones, until they have all ended.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from bench import REPO_ROOT, emit, environment, metric, utc_now
 NAME = "bad_host"
 JOBS = 40
 RUNTIME_SECONDS = 4
+HELD_RUNTIME_SECONDS = 300
 # The scheduled sweep of the runs without a sweep started by the evidence (deployed: every 5 minutes).
 SWEEP_SECONDS = 20.0
 TIMEOUT_SECONDS = 300
@@ -110,11 +113,11 @@ def _failed_starts(api: str, batch: Any, ids: list[str]) -> int:
 
 def measure(api: str, aws: str, jobs: int, timeout: float, hold_seconds: float | None = None) -> dict[str, Any]:
     """Run `jobs` jobs, then read from Batch which attempts ran on bad hosts, and from /health when each was drained.
-    With `hold_seconds`, the local cloud's clock is moved that far at the bad host's first failure."""
+    With `hold_seconds`, the local cloud's clock is moved as the module's docstring says."""
     import boto3
 
     body = {"name": "bench", "image": "nvidia/cuda:12.4.1-base-ubuntu22.04", "command": ["python3", "train.py"],
-            "instance_types": ["g4dn.xlarge"], "stuck_after_minutes": 30}  # fmt: skip
+            "instance_types": ["g4dn.xlarge"], "stuck_after_minutes": 1440}  # fmt: skip
     batch = boto3.client("batch", endpoint_url=aws, region_name="us-east-1", aws_access_key_id="local",
                          aws_secret_access_key="local")  # fmt: skip
     ids = [_post(f"{api}/jobs", body)["job_id"] for _ in range(jobs)]
@@ -123,13 +126,24 @@ def measure(api: str, aws: str, jobs: int, timeout: float, hold_seconds: float |
         while not _failed_starts(api, batch, ids) and time.monotonic() < deadline:
             time.sleep(0.5)
         _post(f"{api}/local/clock", {"advance_seconds": hold_seconds})
+        while not any(f["kind"] == "BAD_GPU_HOST" for f in _get(f"{api}/health")["findings"]):
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
     finished: dict[str, dict[str, Any]] = {}
+    moved_past: set[str] = set()
     while len(finished) < len(ids) and time.monotonic() < deadline:
+        running = set()
         for job_id in ids:
             if job_id not in finished:
                 job = _get(f"{api}/jobs/{job_id}")
                 if job["status"] in ("SUCCEEDED", "FAILED"):
                     finished[job_id] = job
+                elif job["status"] == "RUNNING":
+                    running.add(job_id)
+        if hold_seconds is not None and running and not running & moved_past:
+            _post(f"{api}/local/clock", {"advance_seconds": HELD_RUNTIME_SECONDS})
+            moved_past |= running
         time.sleep(1)
     batch_ids = [a["batch_job_id"] for job in finished.values() for a in job["attempts"] if a["batch_job_id"]]
     by_host: dict[str, list[dict[str, Any]]] = {}
@@ -173,6 +187,7 @@ def scenario(
     world = json.loads(json.dumps(WORLD))
     if hold_seconds is not None:
         world["instance_types"]["g4dn.xlarge"]["bad_hosts"]["hold_seconds"] = hold_seconds
+        world["jobs"]["runtime_seconds"] = HELD_RUNTIME_SECONDS
     with tempfile.TemporaryDirectory(prefix="gpupilot-bench-") as tmp:
         cloud = LocalCloud(World.model_validate(world), port=0, sweep_seconds=SWEEP_SECONDS,
                            log_file=Path(tmp) / "bench.log").start()  # fmt: skip

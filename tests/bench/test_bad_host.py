@@ -14,8 +14,9 @@ JOBS = 24
 # How long the scenarios wait for their jobs (they end in under a minute on an idle machine).
 WAIT_SECONDS = 240
 # The quarantined run's hold: each failure holds the bad host ten minutes of the local cloud's clock, which the bench
-# moves past once, at its first failure. Its third failure cannot then come before a sweep has had ten minutes to drain
-# it, however busy the machine: with quarantine it fails exactly two jobs.
+# moves past once, at its first failure (its jobs then run five minutes of the clock, which it moves too). Its third
+# failure cannot come before a sweep has had ten minutes to drain it, however busy the machine: with quarantine it
+# fails exactly two jobs.
 LONG_HOLD_SECONDS = 600
 
 
