@@ -7,7 +7,13 @@ seconds_second_failure_to_drain (from the end of the second job the host failed 
 that failed in each run are in its details (every one retried elsewhere: none).
 
     python -m bench.bad_host                                                   # the result JSON
-    python -m bench.bad_host --scenario [--no-quarantine | --no-trigger] [--jobs N] --output FILE
+    python -m bench.bad_host --scenario [--no-quarantine | --no-trigger] [--jobs N] [--hold-seconds S] --output FILE
+
+`--hold-seconds S` (a scenario's, for a test that counts, whatever the machine's load): each job the bad host fails
+holds it S seconds of the local cloud's clock instead of 10, and the jobs run HELD_RUNTIME_SECONDS of it; the clock is
+moved past the hold once, at the host's first failure (jobs are still queued then: each host takes one, the bad host's
+second failure), and a third failure cannot come before a sweep has had S seconds to drain the host; once one has,
+the clock is moved a job's length each time the jobs running are new ones, until they have all ended.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from bench import REPO_ROOT, at_most, emit, environment, metric, utc_now
 NAME = "bad_host"
 JOBS = 40
 RUNTIME_SECONDS = 4
+HELD_RUNTIME_SECONDS = 300
 # The scheduled sweep of the runs without a sweep started by the evidence (deployed: every 5 minutes).
 SWEEP_SECONDS = 20.0
 TIMEOUT_SECONDS = 300
@@ -98,24 +105,48 @@ def _swept(api: str, timeout: float = 120) -> dict[str, Any]:
     return dict(report)
 
 
-def measure(api: str, aws: str, jobs: int, timeout: float) -> dict[str, Any]:
-    """Run `jobs` jobs, then read from Batch which attempts ran on bad hosts, and from /health when each was drained."""
+def _failed_starts(api: str, batch: Any, ids: list[str]) -> int:
+    """How many of the jobs' Batch attempts so far failed to start."""
+    batch_ids = [a["batch_job_id"] for i in ids for a in _get(f"{api}/jobs/{i}")["attempts"] if a["batch_job_id"]]
+    described = [j for start in range(0, len(batch_ids), 100)
+                 for j in batch.describe_jobs(jobs=batch_ids[start : start + 100])["jobs"]]  # fmt: skip
+    return sum(a.get("statusReason") == FAILED_START for job in described for a in job["attempts"])
+
+
+def measure(api: str, aws: str, jobs: int, timeout: float, hold_seconds: float | None = None) -> dict[str, Any]:
+    """Run `jobs` jobs, then read from Batch which attempts ran on bad hosts, and from /health when each was drained.
+    With `hold_seconds`, the local cloud's clock is moved as the module's docstring says."""
     import boto3
 
     body = {"name": "bench", "image": "nvidia/cuda:12.4.1-base-ubuntu22.04", "command": ["python3", "train.py"],
-            "instance_types": ["g4dn.xlarge"], "stuck_after_minutes": 30}  # fmt: skip
+            "instance_types": ["g4dn.xlarge"], "stuck_after_minutes": 1440}  # fmt: skip
+    batch = boto3.client("batch", endpoint_url=aws, region_name="us-east-1", aws_access_key_id="local",
+                         aws_secret_access_key="local")  # fmt: skip
     ids = [_post(f"{api}/jobs", body)["job_id"] for _ in range(jobs)]
     deadline = time.monotonic() + timeout
+    if hold_seconds is not None:
+        while not _failed_starts(api, batch, ids) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        _post(f"{api}/local/clock", {"advance_seconds": hold_seconds})
+        while not any(f["kind"] == "BAD_GPU_HOST" for f in _get(f"{api}/health")["findings"]):
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
     finished: dict[str, dict[str, Any]] = {}
+    moved_past: set[str] = set()
     while len(finished) < len(ids) and time.monotonic() < deadline:
+        running = set()
         for job_id in ids:
             if job_id not in finished:
                 job = _get(f"{api}/jobs/{job_id}")
                 if job["status"] in ("SUCCEEDED", "FAILED"):
                     finished[job_id] = job
+                elif job["status"] == "RUNNING":
+                    running.add(job_id)
+        if hold_seconds is not None and running and not running & moved_past:
+            _post(f"{api}/local/clock", {"advance_seconds": HELD_RUNTIME_SECONDS})
+            moved_past |= running
         time.sleep(1)
-    batch = boto3.client("batch", endpoint_url=aws, region_name="us-east-1", aws_access_key_id="local",
-                         aws_secret_access_key="local")  # fmt: skip
     batch_ids = [a["batch_job_id"] for job in finished.values() for a in job["attempts"] if a["batch_job_id"]]
     by_host: dict[str, list[dict[str, Any]]] = {}
     for start in range(0, len(batch_ids), 100):
@@ -144,26 +175,38 @@ def measure(api: str, aws: str, jobs: int, timeout: float) -> dict[str, Any]:
 
 
 def scenario(
-    jobs: int = JOBS, quarantine: bool = True, trigger: bool = True, timeout: float = TIMEOUT_SECONDS
+    jobs: int = JOBS,
+    quarantine: bool = True,
+    trigger: bool = True,
+    timeout: float = TIMEOUT_SECONDS,
+    hold_seconds: float | None = None,
 ) -> dict[str, Any]:
     from gpupilot.localcloud.server import LocalCloud
     from gpupilot.localcloud.world import World
 
     if not trigger:
         without_trigger()
+    world = json.loads(json.dumps(WORLD))
+    if hold_seconds is not None:
+        world["instance_types"]["g4dn.xlarge"]["bad_hosts"]["hold_seconds"] = hold_seconds
+        world["jobs"]["runtime_seconds"] = HELD_RUNTIME_SECONDS
     with tempfile.TemporaryDirectory(prefix="gpupilot-bench-") as tmp:
-        cloud = LocalCloud(World.model_validate(WORLD), port=0, sweep_seconds=SWEEP_SECONDS,
+        cloud = LocalCloud(World.model_validate(world), port=0, sweep_seconds=SWEEP_SECONDS,
                            log_file=Path(tmp) / "bench.log").start()  # fmt: skip
         if not quarantine:
             without_quarantine(cloud)
         try:
-            return measure(cloud.api_url, cloud.aws_url, jobs, timeout)
+            return measure(cloud.api_url, cloud.aws_url, jobs, timeout, hold_seconds)
         finally:
             cloud.stop()
 
 
 def in_own_process(
-    jobs: int = JOBS, quarantine: bool = True, trigger: bool = True, timeout: float = TIMEOUT_SECONDS
+    jobs: int = JOBS,
+    quarantine: bool = True,
+    trigger: bool = True,
+    timeout: float = TIMEOUT_SECONDS,
+    hold_seconds: float | None = None,
 ) -> dict[str, Any]:
     """moto's state is global to a process: each scenario runs in a fresh interpreter; `timeout` bounds the wait for
     its jobs (those still unfinished then are left out of the counts, and `finished` says how many ended)."""
@@ -171,7 +214,8 @@ def in_own_process(
         output = Path(tmp) / "scenario.json"
         command = [sys.executable, "-m", "bench.bad_host", "--scenario", "--output", str(output), "--jobs", str(jobs),
                    *([] if quarantine else ["--no-quarantine"]), *([] if trigger else ["--no-trigger"]),
-                   "--timeout", str(timeout)]  # fmt: skip
+                   "--timeout", str(timeout),
+                   *([] if hold_seconds is None else ["--hold-seconds", str(hold_seconds)])]  # fmt: skip
         subprocess.run(command, cwd=REPO_ROOT, check=True, timeout=timeout + 180, stdout=subprocess.DEVNULL)
         return dict(json.loads(output.read_text()))
 
@@ -218,9 +262,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-trigger", action="store_true", help="a worse GPU Pilot: the scheduled sweep alone")
     parser.add_argument("--output", type=Path)
     parser.add_argument("--timeout", type=float, default=TIMEOUT_SECONDS, help="seconds to wait for the jobs")
+    parser.add_argument(
+        "--hold-seconds", type=float, help="a scenario's bad-host hold; the clock is moved past it at the first failure"
+    )
     args = parser.parse_args(argv)
     found = (
-        scenario(args.jobs, not args.no_quarantine, not args.no_trigger, args.timeout)
+        scenario(args.jobs, not args.no_quarantine, not args.no_trigger, args.timeout, args.hold_seconds)
         if args.scenario
         else run(args.jobs)
     )

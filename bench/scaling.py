@@ -336,6 +336,7 @@ def run(plain_jobs: int = PLAIN_JOBS) -> dict[str, Any]:
     sweep = per_sweep(swept["calls_by_api_per_round"][-1], job["record_bytes"]) | {
         "jobs": swept["jobs"],
         "queues": swept["queues"],
+        "budget": swept["budget"],
         "period_seconds": SWEEP_PERIOD_SECONDS,
     }
     rows = sustained(job, sweep)
@@ -391,14 +392,15 @@ def notes(job: dict[str, Any], sweep: dict[str, Any], rows: list[dict[str, Any]]
     return (
         f"A plain job makes {job['aws_calls']} AWS calls, {job['lambda_invocations']} Lambda invocations and "
         f"{job['state_transitions']} state transitions; a warm sweep of {sweep['jobs']:,} jobs makes "
-        f"{sweep['aws_calls']} calls every {SWEEP_PERIOD_SECONDS // 60} minutes. The first quota met is "
+        f"{sweep['aws_calls']} calls every {SWEEP_PERIOD_SECONDS // 60} minutes (its budget, {sweep['budget']} calls: "
+        "{aws_calls_per_warm_sweep.verdict}). The first quota reached is "
         f"{first['service']}: {first['name']}, at {first['jobs_per_minute']:,.0f} jobs a minute; the next, "
         f"{second['service']}: {second['name']}, at {second['jobs_per_minute']:,.0f}. A job makes "
         f"{sum(batch.values())} Batch calls, and EC2 reads, by function ("
         + "; ".join(f"{function}: {words}" for function, words in makers.items() if words)
         + "). AWS's knowledge-center article holds every Batch call of an account to 50 a second together, its "
-        f"quotas page names SubmitJob's 50 alone: read the second way, the first quota met is {alone['service']}: "
-        f"{alone['name']}, at {alone['jobs_per_minute']:,.0f} jobs a minute. Either way the first quotas met are "
+        f"quotas page names SubmitJob's 50 alone: read the second way, the first quota reached is {alone['service']}: "
+        f"{alone['name']}, at {alone['jobs_per_minute']:,.0f} jobs a minute. Either way the first quotas reached are "
         "calls a job makes to look at or register what the job before it had already found (its pool, its launch "
         "template, its job definition): fewer of them is the way to more jobs a minute. Lambda's row assumes each "
         f"invocation holds its concurrency for {LAMBDA_SECONDS_PER_INVOCATION:g} s (details.assumptions); "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
 from types import ModuleType
 from typing import Any
 
@@ -18,6 +18,7 @@ from functions.shared.api.contract import ROUTES, SWEEP_ID_PATTERN
 from functions.shared.api.refusals import MAX_INTEGER_DIGITS, NumberTooLong, read_json, validation_refusal
 from functions.shared.api.routes import Route
 from functions.shared.coldstart import ends_cold_start
+from functions.shared.domain.core import clock
 from functions.shared.domain.core.errors import (
     AttemptNotFound,
     IdempotencyInProgress,
@@ -274,7 +275,7 @@ def costs_report() -> BaseModel | Response:
     )
 
     # A window ends today unless `to` says otherwise, and spans the 30 days before its end unless `from` does.
-    date_to = _date_param("to", datetime.now(UTC).date().isoformat())
+    date_to = _date_param("to", clock.now().date().isoformat())
     date_from = _date_param("from", _days_before(date_to, COSTS_WINDOW_DAYS))
     if date_from > date_to:
         raise BadRequest("from", "from must not be after to")

@@ -69,7 +69,8 @@ EXAMPLES = {
     "serve": """
   gpupilot serve                                  # API on http://127.0.0.1:8765, AWS on any free port
   gpupilot serve --port 9000 --aws-port 5000 --world world.json --speedup 60 --sweep-seconds 30
-  gpupilot serve --port 0 --verbose               # any free port; server logs on the console too""",
+  gpupilot serve --port 0 --verbose               # any free port; server logs on the console too
+  gpupilot serve --timings deployed               # a deployment's graces and deadlines, clock advanced""",
 }
 
 
@@ -98,7 +99,15 @@ def add_commands(command: CommandAdder) -> None:
         "--sweep-seconds",
         type=seconds_or_zero,
         default=300.0,
-        help="health sweep period, seconds (0: off; default 300)",
+        help="health sweep period, seconds of the local cloud's clock (0: off; default 300)",
+    )
+    serve.add_argument(
+        "--timings",
+        choices=["local", "deployed"],
+        default="local",
+        help="local (default): the functions' grace periods, pool poll and provisioning deadline shortened to the "
+        "local cloud's seconds; deployed: the values a deployment runs with (10-minute graces, a 10 s poll, a "
+        "30-minute deadline), played out by advancing the local cloud's clock (POST /local/clock)",
     )
     serve.add_argument(
         "--log-file",
@@ -131,6 +140,7 @@ def _start_cloud(
     log_file: Path,
     aws_port: int = 0,
     verbose: bool = False,
+    timings: str = "local",
 ) -> Any:
     from gpupilot.localcloud.world import WorldError, load_world
 
@@ -167,6 +177,7 @@ def _start_cloud(
         speedup=speedup,
         sweep_seconds=sweep_seconds,
         log_file=log_file,
+        timings=timings,
     )
     try:
         return cloud.start()
@@ -185,6 +196,7 @@ def serve(args: argparse.Namespace) -> int:
         Path(args.log_file),
         aws_port=args.aws_port,
         verbose=args.verbose,
+        timings=args.timings,
     )
     print(f"listening on {cloud.api_url}", flush=True)
     print(f"aws endpoint {cloud.aws_url}", flush=True)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import threading
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -31,6 +33,15 @@ PROTOCOL_ERRORS = {
     431: (431, "RequestHeaderFieldsTooLarge", "headers"),
     505: (400, "BadRequest", "request"),
 }
+
+
+@dataclass(frozen=True)
+class LocalRoute:
+    """A route of the local cloud's own beside the API's (`/local/...`), served to loopback clients only (to anyone
+    else it is no route at all): `answer(method, body)` is (status, JSON answer) for each of its `methods`."""
+
+    methods: tuple[str, ...]
+    answer: Callable[[str, bytes | None], tuple[int, dict[str, Any]]]
 
 
 class BodyRefused(Exception):
@@ -88,7 +99,15 @@ def proxy_event(method: str, raw_path: str, headers: dict[str, str], body: str |
     }
 
 
-def _handler_class(invoke: ApiInvoker) -> type[BaseHTTPRequestHandler]:
+def _loopback(address: Any) -> bool:
+    host = address[0] if isinstance(address, tuple) and address else ""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _handler_class(invoke: ApiInvoker, local_routes: dict[str, LocalRoute]) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "GpuPilotLocal/1"
         timeout = READ_TIMEOUT_SECONDS
@@ -109,6 +128,9 @@ def _handler_class(invoke: ApiInvoker) -> type[BaseHTTPRequestHandler]:
 
         def _route(self) -> None:
             path = urlsplit(self.path).path
+            if path in local_routes and _loopback(self.client_address):
+                self._serve_local(local_routes[path])
+                return
             methods = allowed_methods(path)
             if methods is None:
                 self._reply(404, {"error": "NotFound", "field": "path", "message": f"no route {path}"})
@@ -150,6 +172,21 @@ def _handler_class(invoke: ApiInvoker) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             if self.command != "HEAD":
                 self.wfile.write(payload)
+
+        def _serve_local(self, route: LocalRoute) -> None:
+            if self.command not in route.methods:
+                allow = ", ".join(route.methods)
+                self._reply(405, {"error": "MethodNotAllowed", "field": "method",
+                                  "message": f"{self.command}: allowed {allow}"}, {"Allow": allow})  # fmt: skip
+                return
+            try:
+                raw_body = self._read_body()
+            except BodyRefused as refused:
+                self.close_connection = True
+                self._reply(refused.status, {"error": refused.error, "field": refused.field,
+                                             "message": refused.message})  # fmt: skip
+                return
+            self._reply(*route.answer(self.command, raw_body))
 
         # -- the body, framed by Content-Length or chunked (RFC 9112, 6 and 7.1) --------------------------------
         def _read_body(self) -> bytes | None:
@@ -280,9 +317,11 @@ SHUTDOWN_POLL_SECONDS = 0.05
 class ApiServer:
     """Serves the API on (host, port) in a background thread."""
 
-    def __init__(self, host: str, port: int, invoke: ApiInvoker) -> None:
+    def __init__(
+        self, host: str, port: int, invoke: ApiInvoker, local_routes: dict[str, LocalRoute] | None = None
+    ) -> None:
         server_class = type("ApiHttpServer", (ThreadingHTTPServer,), {"request_queue_size": LISTEN_BACKLOG})
-        self._server = server_class((host, port), _handler_class(invoke))
+        self._server = server_class((host, port), _handler_class(invoke, dict(local_routes or {})))
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever,

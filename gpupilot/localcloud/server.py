@@ -15,11 +15,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from gpupilot.localcloud.clock import LocalClock, handlers_read
 from gpupilot.localcloud.deploy import ACCOUNT_ID, Deployment, deploy, deploy_region
 from gpupilot.localcloud.dispatch import HandlerDispatcher, LocalFunction
 from gpupilot.localcloud.faults import Faults
 from gpupilot.localcloud.fleet import FleetSimulator
-from gpupilot.localcloud.http_api import ApiServer
+from gpupilot.localcloud.http_api import ApiServer, LocalRoute
 from gpupilot.localcloud.iam import IamEnforcer, enforcer_for
 from gpupilot.localcloud.moto_adaptations import (
     ComputeEnvironmentLifecycle,
@@ -53,6 +54,11 @@ LOCAL_DELETED_SECONDS = 30.0
 _FLEET_CLOCK = {"GPUPILOT_REGISTRATION_GRACE_SECONDS": "2", "GPUPILOT_LAUNCH_GRACE_SECONDS": "3"}
 # A workflow goes from claiming its pool to SubmitJob within a second here: a pool claimed 2 s ago can retire.
 _POOL_CLOCK = {"GPUPILOT_POOL_CLAIM_GRACE_SECONDS": "2"}
+# What the functions are told, by `timings`: "local" (the default) shortens the deployment's settings to the local
+# timeline's seconds above; "deployed" leaves each function the values the synthesized template gives it (the ones a
+# deployment runs with: 10 minutes' registration and launch grace, a 10 s pool poll, a 30-minute provisioning
+# deadline), which pass as the deployment's do unless the local cloud's clock is advanced (POST /local/clock).
+TIMINGS = ("local", "deployed")
 TIMELINE_OVERRIDES = {
     "api": {
         "GPUPILOT_QUEUE_POLL_SECONDS": LOCAL_QUEUE_POLL_SECONDS,
@@ -65,10 +71,12 @@ TIMELINE_OVERRIDES = {
 }
 
 
-def timeline_overrides(key: str, speedup: float = 1.0) -> dict[str, str]:
-    """The local timeline's settings for function `key` at `speedup`. The workflow's Wait states pass in simulated
-    time, `speedup` times faster: the pool poll it is told is stretched by as much, so that it stays a real second
-    against a compute environment's real half second of creation."""
+def timeline_overrides(key: str, speedup: float = 1.0, timings: str = "local") -> dict[str, str]:
+    """The local timeline's settings for function `key` at `speedup` (none with the deployed `timings`). The
+    workflow's Wait states pass in simulated time, `speedup` times faster: the pool poll it is told is stretched by
+    as much, so that it stays a second of the clock against a compute environment's half second of creation."""
+    if timings == "deployed":
+        return {}
     overrides = dict(TIMELINE_OVERRIDES.get(key, {}))
     if "GPUPILOT_QUEUE_POLL_SECONDS" in overrides:
         overrides["GPUPILOT_QUEUE_POLL_SECONDS"] = str(max(1, round(float(LOCAL_QUEUE_POLL_SECONDS) * speedup)))
@@ -231,7 +239,10 @@ class LocalCloud:
         sweep_seconds: float = DEFAULT_SWEEP_SECONDS,
         log_file: Path | None = None,
         aws_port: int = 0,
+        timings: str = "local",
     ) -> None:
+        if timings not in TIMINGS:
+            raise ValueError(f"timings: one of {', '.join(TIMINGS)}, not {timings!r}")
         self.world = world
         self.host = host
         self.port = port
@@ -239,6 +250,10 @@ class LocalCloud:
         self.speedup = speedup
         self.sweep_seconds = sweep_seconds
         self.log_file = log_file
+        self.timings = timings
+        # The one time of the local cloud: the fleet, Batch's lifecycle, the reservations, the workflow, the sweep's
+        # schedule and the handlers all read it; POST /local/clock advances it.
+        self.clock = LocalClock()
         self.deployment: Deployment | None = None
         self.dispatcher = HandlerDispatcher(
             log_file=log_file, metric_sink=self._put_metrics, failure_sink=self._send_to_failure_queue
@@ -288,14 +303,17 @@ class LocalCloud:
             create_seconds=LOCAL_CE_CREATE_SECONDS,
             invalid_reason=self.world.compute_environment_invalid,
             invalid_reason_in={region: world.compute_environment_invalid for region, world in others.items()},
+            creating_seconds=self.world.compute_environment_creating,
+            creating_seconds_in={region: world.compute_environment_creating for region, world in others.items()},
             delete_seconds=LOCAL_DELETE_SECONDS,
             deleted_seconds=LOCAL_DELETED_SECONDS,
+            clock=self.clock.monotonic,
         )
         faults = Faults(self.world.faults)
         self.faults = faults
         self.dispatcher.fails = faults.lambda_error
         # One book of the account's reservations, each in its region: every region's fleet launches into it.
-        self.reservations = ReservationBook(self.world)
+        self.reservations = ReservationBook(self.world, clock=self.clock.time)
         for region in self.world.all_regions:
             self.simulators[region] = FleetSimulator(
                 self.world.in_region(region),
@@ -304,6 +322,7 @@ class LocalCloud:
                 speedup=self.speedup,
                 compute_environment_status=lifecycle.status,
                 reservations=self.reservations,
+                clock=self.clock,
             )
         self.simulator = self.simulators[self.world.region]
         self._adaptations.enter_context(
@@ -315,7 +334,7 @@ class LocalCloud:
                 quotas=self.world.quotas,
                 spot_market=_spot_market(self.world),
                 # The workflow's Wait states and timeouts pass in simulated time, as the jobs do.
-                workflow_clock=WorkflowClock(self.speedup),
+                workflow_clock=WorkflowClock(self.speedup, clock=self.clock),
                 regions={
                     region: RegionWorldView(world.zones, self._offerings(world), world.quotas, _spot_market(world))
                     for region, world in others.items()
@@ -337,7 +356,7 @@ class LocalCloud:
         }
         self.dispatcher.functions = {
             key: dataclasses.replace(
-                function, environment={**function.environment, **timeline_overrides(key, self.speedup)}
+                function, environment={**function.environment, **timeline_overrides(key, self.speedup, self.timings)}
             )
             for key, function in self.deployment.functions.items()
         }
@@ -361,6 +380,7 @@ class LocalCloud:
         for fault in (faults.refuse, faults.throttle):
             observe_calls(fault, event="before-send")
             self._adaptations.callback(stop_observing, fault)
+        self._adaptations.enter_context(handlers_read(self.clock))
         reset_clients()
         reset_ports()
         from functions.shared.adapters.regions import forget_networks
@@ -368,7 +388,9 @@ class LocalCloud:
         forget_networks()
         for simulator in self.simulators.values():
             simulator.start()
-        self._api = ApiServer(self.host, self.port, self._invoke_api)
+        self._api = ApiServer(
+            self.host, self.port, self._invoke_api, {"/local/clock": LocalRoute(("GET", "POST"), self._clock_route)}
+        )
         self._api._server.handle_error = _log_request_error
         self._api.start()
         if self.sweep_seconds > 0:
@@ -464,11 +486,29 @@ class LocalCloud:
         """The sweep schedule, fired by the local cloud (moto does not fire schedules)."""
         assert self.deployment is not None
         targets = [key for rule in self.deployment.event_rules if rule.schedule for key in rule.targets]
-        while not self._stopping.wait(self.sweep_seconds):
+        while not self.clock.sleep(self.sweep_seconds, self._stopping):
             for key in targets:
                 self.dispatcher.invoke_async(
                     key, {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
                 )
+
+    def _clock_route(self, method: str, body: bytes | None) -> tuple[int, dict[str, Any]]:
+        """`/local/clock`: GET reads the local cloud's time; POST `{"advance_seconds": N}` moves it N seconds ahead
+        (N >= 0), with everything that waits on it. Both answer `{now, advanced_seconds}`."""
+        if method == "POST":
+            try:
+                seconds = json.loads(body or b"{}")["advance_seconds"]
+                if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+                    raise TypeError(seconds)
+                self.clock.advance(float(seconds))
+            except (ValueError, TypeError, KeyError, json.JSONDecodeError):
+                return 400, {
+                    "error": "BadRequest",
+                    "field": "advance_seconds",
+                    "message": 'the body is {"advance_seconds": N}, N a finite number of seconds, 0 or more',
+                }
+        now = self.clock.now().isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        return 200, {"now": now, "advanced_seconds": self.clock.advanced_seconds}
 
     def _put_metrics(self, namespace: str, data: list[dict[str, Any]]) -> None:
         import boto3

@@ -36,6 +36,12 @@ class BadHostsWorld(_Strict):
         "fails (the console shows it) and the instance registers without GPUs"
     )
     seed: int = Field(default=0, description="Which of the instances are bad")
+    hold_seconds: float = Field(
+        default=10,
+        gt=0,
+        description="How long each job a bad host fails holds it (ECS stopping the task, the agent cleaning up, Batch "
+        "placing the next), in seconds of the local cloud's clock",
+    )
 
     def is_bad(self, index: int) -> bool:
         """Whether the type's `index`-th launch (from 0) is bad: exactly `share` of every run of launches, at offsets
@@ -67,6 +73,12 @@ class InstanceTypeWorld(_Strict):
         default=None,
         min_length=1,
         description="A compute environment including this type goes INVALID with this statusReason",
+    )
+    compute_environment_creating_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        description="A compute environment including this type is CREATING this long, in seconds of the local "
+        "cloud's clock (default: half a second; Batch takes tens of seconds to minutes)",
     )
     bad_hosts: BadHostsWorld | None = Field(default=None, description="A share of its instances are bad GPU hosts")
 
@@ -300,6 +312,11 @@ class World(_Strict):
         """The statusReason of a compute environment of these types, if the world makes it INVALID."""
         reasons = [self.instance(t).compute_environment_invalid for t in instance_types]
         return next((reason for reason in reasons if reason), None)
+
+    def compute_environment_creating(self, instance_types: list[str]) -> float | None:
+        """How long a compute environment of these types is CREATING, if the world says (its slowest type's)."""
+        said = [s for t in instance_types if (s := self.instance(t).compute_environment_creating_seconds) is not None]
+        return max(said, default=None)
 
 
 def default_zones(region: str) -> list[str]:

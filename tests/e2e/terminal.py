@@ -12,7 +12,7 @@ import subprocess
 import termios
 import time
 
-from tests.e2e.conftest import GPUPILOT, RunningCloud
+from tests.e2e.conftest import GPUPILOT, PATIENCE_SECONDS, RunningCloud
 
 COLUMNS = 80
 
@@ -32,7 +32,7 @@ class Terminal:
         os.close(slave)
         self.shown = ""
 
-    def read_until(self, text: str, timeout: float = 60) -> str:
+    def read_until(self, text: str, timeout: float = PATIENCE_SECONDS) -> str:
         """What the terminal shows once `text` appears (or the command ends)."""
         deadline = time.monotonic() + timeout
         while text not in self.shown and time.monotonic() < deadline:
@@ -47,7 +47,7 @@ class Terminal:
     def type(self, keys: str) -> None:
         os.write(self.master, keys.encode())
 
-    def finish(self, timeout: float = 60) -> int:
+    def finish(self, timeout: float = PATIENCE_SECONDS) -> int:
         self.read_until("\0never\0", timeout=2)
         code = self.process.wait(timeout=timeout)
         self.read_until("\0never\0", timeout=0.5)

@@ -5,7 +5,6 @@ CLI and the local cloud's own Batch, ECS and EC2 endpoints."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -16,21 +15,67 @@ from tests.e2e.test_fleet_diagnosis import aws
 
 pytestmark = pytest.mark.e2e
 TYPE = "g4dn.xlarge"
+# (A day's wait for a GPU: however far a test moves the local cloud's clock, no job is diagnosed for waiting.)
 JOB = {"name": "fleet", "image": "nvidia/cuda:12.4.1-base-ubuntu22.04", "command": ["python3", "train.py"],
-       "instance_types": [TYPE], "stuck_after_minutes": 30}  # fmt: skip
+       "instance_types": [TYPE], "stuck_after_minutes": 1440}  # fmt: skip
 JOBS = 20
+# How long each job a bad host fails holds it, in the local cloud's time, when a test says (the world's default: 10 s).
+# Ten minutes: far longer than a sweep takes on any machine, however busy, so that a host is quarantined before it can
+# fail another job; the test moves the clock past a hold when it wants the host's next failure.
+LONG_HOLD_SECONDS = 600
+# Jobs of five minutes, when a test moves the clock itself: the jobs queued behind the first failure are still queued
+# when the test moves the clock past its hold, however long a busy machine took to see that failure.
+LONG_JOB_SECONDS = 300
 
 
-def world(symptom: str, share: float) -> dict[str, Any]:
+def world(symptom: str, share: float, hold_seconds: float | None = None, runtime_seconds: float = 3) -> dict[str, Any]:
     """A pool of four g4dn.xlarge (the account's on-demand G quota is 16 vCPUs), `share` of them bad, seed 1."""
-    return {"instance_types": {TYPE: {"bad_hosts": {"share": share, "symptom": symptom, "seed": 1}}},
-            "quotas": {"L-DB2E81BA": 16}, "jobs": {"runtime_seconds": 3}}  # fmt: skip
+    bad_hosts: dict[str, Any] = {"share": share, "symptom": symptom, "seed": 1}
+    if hold_seconds is not None:
+        bad_hosts["hold_seconds"] = hold_seconds
+    return {"instance_types": {TYPE: {"bad_hosts": bad_hosts}}, "quotas": {"L-DB2E81BA": 16},
+            "jobs": {"runtime_seconds": runtime_seconds}}  # fmt: skip
+
+
+def submit_jobs(cloud: RunningCloud, count: int = JOBS) -> list[str]:
+    return [cloud.api.request("POST", "/jobs", JOB).body["job_id"] for _ in range(count)]
+
+
+def ended(cloud: RunningCloud, ids: list[str]) -> list[dict[str, Any]]:
+    """Each job once it has ended."""
+    return [cloud.wait_for(job_id, {"SUCCEEDED", "FAILED"}) for job_id in ids]
+
+
+def run_out(cloud: RunningCloud, ids: list[str], job_seconds: float) -> list[dict[str, Any]]:
+    """Each job once it has ended, the local cloud's clock moved a job's length each time the jobs running are new
+    ones (they end, and the hosts take the next)."""
+    moved_past: set[str] = set()
+
+    def all_ended() -> list[dict[str, Any]] | None:
+        jobs = [dict(cloud.api.request("GET", f"/jobs/{job_id}").body) for job_id in ids]
+        if all(job["status"] in ("SUCCEEDED", "FAILED") for job in jobs):
+            return jobs
+        running = {job["job_id"] for job in jobs if job["status"] == "RUNNING"}
+        if running and not running & moved_past:
+            cloud.advance(job_seconds)
+            moved_past.update(running)
+        return None
+
+    return list(cloud.until("every job ended", all_ended, every=0.5))
 
 
 def run_jobs(cloud: RunningCloud, count: int = JOBS) -> list[dict[str, Any]]:
     """Submit `count` jobs at once and wait for each to end."""
-    ids = [cloud.api.request("POST", "/jobs", JOB).body["job_id"] for _ in range(count)]
-    return [cloud.wait_for(job_id, {"SUCCEEDED", "FAILED"}, 240) for job_id in ids]
+    return ended(cloud, submit_jobs(cloud, count))
+
+
+def failed_starts(cloud: RunningCloud, ids: list[str]) -> int:
+    """How many of the jobs' Batch attempts so far failed to start (what a host without a visible GPU does)."""
+    batch_ids = [a["batch_job_id"] for i in ids for a in cloud.api.request("GET", f"/jobs/{i}").body["attempts"]
+                 if a.get("batch_job_id")]  # fmt: skip
+    described = [j for start in range(0, len(batch_ids), 100)
+                 for j in aws(cloud, "batch").describe_jobs(jobs=batch_ids[start : start + 100])["jobs"]]  # fmt: skip
+    return sum(a.get("statusReason") == "Task failed to start" for job in described for a in job["attempts"])
 
 
 def attempts_by_host(cloud: RunningCloud, jobs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -62,25 +107,33 @@ def instance_state(cloud: RunningCloud, instance_id: str) -> str:
     return str(reservations[0]["Instances"][0]["State"]["Name"])
 
 
-def findings_of(cloud: RunningCloud, kind: str, timeout: float = 60) -> list[dict[str, Any]]:
-    """The latest sweep's findings of `kind`, once a sweep has made one (sweeps the evidence started, or none)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        found = [f for f in cloud.api.request("GET", "/health").body["findings"] if f["kind"] == kind]
-        if found or time.monotonic() > deadline:
-            return found
-        time.sleep(0.5)
+def findings_of(cloud: RunningCloud, kind: str) -> list[dict[str, Any]]:
+    """The latest sweep's findings of `kind`, once a sweep (one the evidence started) has made one."""
+    return list(
+        cloud.until(
+            f"a {kind} finding",
+            lambda: [f for f in cloud.api.request("GET", "/health").body["findings"] if f["kind"] == kind],
+            every=0.5,
+        )
+    )
 
 
 def test_one_bad_host_in_four_is_quarantined_after_its_second_failure_and_every_job_succeeds(
     cloud_factory: Callable[..., RunningCloud],
 ) -> None:
-    # Given four hosts, one whose GPU is not visible to containers, and no sweep on a timer: any sweep is one the
-    # evidence started
-    cloud = cloud_factory(world("no_gpu_visible", 0.25), sweep_seconds=0)
+    # Given four hosts, one whose GPU is not visible to containers (each job it fails holds it ten minutes), jobs of
+    # five minutes, and no sweep on a timer: any sweep is one the evidence started
+    world_ = world("no_gpu_visible", 0.25, hold_seconds=LONG_HOLD_SECONDS, runtime_seconds=LONG_JOB_SECONDS)
+    cloud = cloud_factory(world_, sweep_seconds=0)
 
-    # When twenty jobs run
-    jobs = run_jobs(cloud)
+    # When twenty jobs run: once the bad host has failed its first, the local cloud's clock moves past its hold (the
+    # jobs running end, and each host takes one of those queued), and once a sweep has dealt with the host, a job's
+    # length at a time until every job has ended
+    ids = submit_jobs(cloud)
+    cloud.until("the bad host's first failure", lambda: failed_starts(cloud, ids), every=0.5)
+    cloud.advance(LONG_HOLD_SECONDS)
+    findings_of(cloud, "BAD_GPU_HOST")
+    jobs = run_out(cloud, ids, LONG_JOB_SECONDS)
 
     # Then every job succeeded, each attempt the bad host failed retried elsewhere by Batch, no more than two of them
     assert [job["status"] for job in jobs] == ["SUCCEEDED"] * JOBS, [j["error"] for j in jobs if j["error"]]

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.e2e.conftest import GPUPILOT, RunningCloud
+from tests.e2e.conftest import GPUPILOT, PATIENCE_SECONDS, RunningCloud
 
 pytestmark = pytest.mark.e2e
 CONCURRENT_SUBMITS = 10
@@ -31,7 +31,8 @@ def test_concurrent_submits_with_one_idempotency_key_all_succeed_with_the_same_s
         subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         for _ in range(CONCURRENT_SUBMITS)
     ]
-    results = [(process.wait(timeout=120), *process.communicate()) for process in submits]
+    outputs = [process.communicate(timeout=PATIENCE_SECONDS) for process in submits]
+    results = [(process.returncode, out, err) for process, (out, err) in zip(submits, outputs, strict=True)]
 
     # Then every one succeeds and reports the same job
     assert [code for code, _, _ in results] == [0] * CONCURRENT_SUBMITS, [err for _, _, err in results]

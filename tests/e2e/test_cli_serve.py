@@ -19,7 +19,10 @@ from gpupilot.localcloud.server import free_port
 from tests.e2e.conftest import GPUPILOT, READY_TIMEOUT_SECONDS, RunningCloud, stop_cloud
 
 pytestmark = pytest.mark.e2e
-JOB = {"name": "quiet", "image": "img", "command": ["true"]}
+PLAN = {"name": "quiet", "image": "img", "command": ["true"]}
+# When a client hangs up: while it sends its request, once it has sent it (the server reads it and works on it), and
+# once the answer has begun to arrive (the server is writing it).
+HANG_UPS = ("mid-request", "after-request", "mid-answer")
 
 
 def serve(tmp_path: Path, *args: str) -> tuple[RunningCloud, Path]:
@@ -39,13 +42,19 @@ def serve(tmp_path: Path, *args: str) -> tuple[RunningCloud, Path]:
     raise AssertionError("gpupilot serve did not become ready:\n" + output.read_text())
 
 
-def hang_up(url: str, request: bytes, after_seconds: float) -> None:
-    """Send a request and reset the connection `after_seconds`, before the answer comes."""
+def hang_up(url: str, request: bytes, when: str) -> None:
+    """Send a request (half of it, `mid-request`) and reset the connection: at once, or once the answer has begun."""
     address = urlsplit(url)
-    with socket.create_connection((address.hostname, address.port), timeout=10) as client:
+    with socket.create_connection((address.hostname, address.port), timeout=60) as client:
         client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        client.sendall(request)
-        time.sleep(after_seconds)
+        client.sendall(request[: len(request) // 2] if when == "mid-request" else request)
+        if when == "mid-answer":
+            assert client.recv(1), "the server closed the connection without an answer"
+
+
+def threads(process: subprocess.Popen[str]) -> int:
+    """How many threads the process runs (each connection a server is handling is one)."""
+    return len(list(Path(f"/proc/{process.pid}/task").iterdir()))
 
 
 def test_serve_puts_the_aws_endpoint_on_the_asked_port_and_keeps_the_console_quiet(tmp_path: Path) -> None:
@@ -59,14 +68,17 @@ def test_serve_puts_the_aws_endpoint_on_the_asked_port_and_keeps_the_console_qui
         assert sqs.list_queues()["ResponseMetadata"]["HTTPStatusCode"] == 200
 
         # When clients hang up before their answers, on the API and on the embedded AWS
-        body = json.dumps(JOB).encode()
-        submit = b"POST /jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
-        for after_seconds in (0, 0.05, 0.2):  # before the request is read, while it is processed
-            hang_up(cloud.api_url, submit % len(body) + body, after_seconds)
-            hang_up(cloud.aws_url, b"GET /moto-api/data.json HTTP/1.1\r\nHost: x\r\n\r\n", after_seconds)
-        time.sleep(2)
+        body = json.dumps(PLAN).encode()
+        plan = b"POST /plan HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+        dump = b"GET /moto-api/data.json HTTP/1.1\r\nHost: x\r\n\r\n"
+        assert cloud.api.request("POST", "/plan", PLAN).status == 200  # (whatever a first plan starts, started)
+        serving = threads(cloud.process)
+        for when in HANG_UPS:
+            hang_up(cloud.api_url, plan % len(body) + body, when)
+            hang_up(cloud.aws_url, dump, when)
 
-        # Then the cloud still answers
+        # Then both servers finish with every connection (each had a thread of its own), and the cloud still answers
+        cloud.until("the servers done with the connections hung up", lambda: threads(cloud.process) <= serving)
         assert cloud.api.request("GET", "/jobs", query={"limit": 1}).status == 200
     finally:
         stop_cloud(cloud)

@@ -3,7 +3,6 @@ whose hosts EC2 reclaims moves to on-demand, and a wait's cause and next action 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -11,7 +10,7 @@ import boto3
 import pytest
 
 from functions.shared.domain.core.clock import seconds_between
-from tests.e2e.conftest import RunningCloud
+from tests.e2e.conftest import PATIENCE_SECONDS, RunningCloud
 
 pytestmark = pytest.mark.e2e
 JOB = {"name": "fallback", "image": "nvidia/cuda:12.4.1-base-ubuntu22.04", "command": ["nvidia-smi", "-L"]}
@@ -36,7 +35,7 @@ def test_with_batch_reporting_insufficient_capacity_the_job_reaches_its_second_c
 
     # When a job is submitted
     job_id = cloud.api.request("POST", "/jobs", JOB).body["job_id"]
-    job = cloud.wait_for(job_id, {"SUCCEEDED", "FAILED"}, 60)
+    job = cloud.wait_for(job_id, {"SUCCEEDED", "FAILED"})
 
     # Then it ran on its second candidate, its first attempt diagnosed from Batch's own words
     first, second = job["attempts"]
@@ -46,7 +45,8 @@ def test_with_batch_reporting_insufficient_capacity_the_job_reaches_its_second_c
     # And the timeline shows Batch's verdict (its words, and when) and the next attempt seconds after it
     runnable = next(e for e in job["timeline"] if e["status"] == "RUNNABLE")
     assert runnable["reason"].startswith("CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY"), job["timeline"]
-    assert verdict_to_next_attempt(job) <= 10
+    # (seconds, not the 15 minutes of the wait it cut short: a minute leaves a busy machine room)
+    assert verdict_to_next_attempt(job) < 60
     # And the workflow diagnosed at Batch's word, not at the wait's timeout
     sfn = boto3.client("stepfunctions", endpoint_url=cloud.aws_url, region_name="us-east-1")
     history = sfn.get_execution_history(executionArn=job["execution_arn"], maxResults=1000)["events"]
@@ -100,8 +100,8 @@ def test_a_spot_first_job_whose_spot_hosts_are_reclaimed_finishes_on_on_demand_w
     request = JOB | {"capacity": "spot-first", "instance_types": ["g6.xlarge"]}
     job_id = cloud.api.request("POST", "/jobs", request).body["job_id"]
     # (and its logs are followed from the start, without --attempt)
-    followed = cloud.cli("logs", job_id, "--follow", timeout=90)
-    job = cloud.wait_for(job_id, {"SUCCEEDED", "FAILED"}, 90)
+    followed = cloud.cli("logs", job_id, "--follow", timeout=PATIENCE_SECONDS)
+    job = cloud.wait_for(job_id, {"SUCCEEDED", "FAILED"})
 
     # Then it finished on on-demand after one reclaim (spot_reclaims_before_fallback's default)
     spot, on_demand = job["attempts"]
@@ -137,13 +137,12 @@ def test_the_cause_of_a_wait_shows_in_plain_status_within_seconds_with_the_time_
     job_id = cloud.api.request("POST", "/jobs", JOB).body["job_id"]
 
     # When a user asks its status, as the evidence builds up
-    deadline = time.monotonic() + 30
-    shown = ""
-    while "ECS_AGENT_NOT_REGISTERED" not in shown and time.monotonic() < deadline:
+    def status() -> str | None:
         result = cloud.cli("status", job_id)
         assert result.returncode == 0, result.stderr
-        shown = result.stdout
-        time.sleep(1)
+        return result.stdout if "ECS_AGENT_NOT_REGISTERED" in result.stdout else None
+
+    shown = cloud.until("plain status naming the cause", status, every=1)
 
     # Then plain status names the cause with its evidence, and when the job falls back, to what
     job = cloud.api.request("GET", f"/jobs/{job_id}").body
@@ -152,7 +151,8 @@ def test_the_cause_of_a_wait_shows_in_plain_status_within_seconds_with_the_time_
     assert action["candidate"]["instance_type"] != FIRST
     words = f"falls back to {action['candidate']['instance_type']} (on-demand) at {action['at'][11:19]} UTC unless"
     assert words in shown, shown
-    # 15 minutes after the wait began, not "meanwhile"
-    assert 14 * 60 < seconds_between(job["created_at"], action["at"]) <= 15 * 60 + 30
+    # 15 minutes after the wait began (after the job was made, before now), not "meanwhile"
+    assert seconds_between(job["created_at"], action["at"]) >= 15 * 60
+    assert seconds_between(cloud.clock()["now"], action["at"]) <= 15 * 60
     assert "meanwhile" not in shown
     cloud.api.request("DELETE", f"/jobs/{job_id}")

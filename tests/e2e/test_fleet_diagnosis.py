@@ -4,7 +4,6 @@ through the HTTP API, the CLI and the local cloud's own EC2 and ECS endpoints.""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -48,7 +47,7 @@ def test_a_fleet_that_cannot_run_the_job_is_diagnosed_with_evidence_and_the_job_
     cloud = cloud_factory({"instance_types": {FIRST: behaviour}, "jobs": {"runtime_seconds": 1}})
     # When a job that may wait 3 seconds is submitted
     job_id = cloud.api.request("POST", "/jobs", JOB | {"stuck_after_minutes": 0.05}).body["job_id"]
-    job = cloud.wait_for(job_id, {"SUCCEEDED", "FAILED"}, 90)
+    job = cloud.wait_for(job_id, {"SUCCEEDED", "FAILED"})
     # Then the first attempt says why, naming the instances, and the job ran on the next type
     first, last = job["attempts"][0], job["attempts"][-1]
     assert job["status"] == "SUCCEEDED", job
@@ -107,14 +106,13 @@ def test_explain_diagnoses_a_waiting_job_now_and_the_cli_prints_it(
         body |= {"instance_types": ["g5.xlarge"]}
         assert any("allows 1 g5.xlarge at once" in w for w in cloud.api.request("POST", "/plan", body).body["warnings"])
     job_id = cloud.api.request("POST", "/jobs", body).body["job_id"]
+
     # When the user asks why it waits (the fleet needs its launch or registration grace first)
-    deadline = time.monotonic() + 60
-    explanation: dict[str, Any] = {}
-    while time.monotonic() < deadline:
-        explanation = cloud.api.request("GET", f"/jobs/{job_id}", query={"explain": "true"}).body.get("explanation")
-        if explanation and explanation["category"] == category:
-            break
-        time.sleep(0.5)
+    def explained() -> dict[str, Any] | None:
+        found = cloud.api.request("GET", f"/jobs/{job_id}", query={"explain": "true"}).body.get("explanation")
+        return dict(found) if found and found["category"] == category else None
+
+    explanation = cloud.until(f"an explanation of {category}", explained, every=0.5)
     # Then the API answers with the diagnosis and its evidence, and so does the CLI
     assert explanation["category"] == category, explanation
     assert explanation["evidence"][evidence]
@@ -158,15 +156,13 @@ def test_a_job_waiting_for_capacity_shows_batchs_reason_within_seconds(
     cloud = cloud_factory({"instance_types": {FIRST: {"capacity": "none"}}})
     body = JOB | {"instance_types": [FIRST], "stuck_after_minutes": 30}
     job_id = cloud.api.request("POST", "/jobs", body).body["job_id"]
-    # When the user looks at it for a few seconds / Then Batch's own words are there, before any diagnosis
-    deadline = time.monotonic() + 15
-    job: dict[str, Any] = {}
-    while time.monotonic() < deadline:
+
+    # When the user looks at it / Then Batch's own words are there, before any diagnosis (the job waits 30 minutes)
+    def with_batchs_reason() -> dict[str, Any] | None:
         job = cloud.api.request("GET", f"/jobs/{job_id}").body
-        if (job.get("reason") or "").startswith("CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY"):
-            break
-        time.sleep(0.3)
-    assert (job["reason"] or "").startswith("CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY"), job
+        return dict(job) if (job.get("reason") or "").startswith("CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY") else None
+
+    job = cloud.until("Batch's reason on the job", with_batchs_reason)
     assert job["status"] == "RUNNABLE" and job["attempts"][0]["diagnosis"] is None
     printed = cloud.cli("status", job_id)
     assert "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY" in printed.stdout
@@ -181,7 +177,7 @@ def test_spot_reclaims_fail_the_attempt_with_batchs_host_terminated_reason_after
     cloud = cloud_factory(world)
     body = JOB | {"instance_types": [FIRST], "capacity": "spot"}
     # When it runs / Then each of Batch's attempts loses its host, and the job fails saying so
-    job = cloud.wait_for(cloud.api.request("POST", "/jobs", body).body["job_id"], {"SUCCEEDED", "FAILED"}, 90)
+    job = cloud.wait_for(cloud.api.request("POST", "/jobs", body).body["job_id"], {"SUCCEEDED", "FAILED"})
     [attempt] = job["attempts"]
     assert (job["status"], attempt["capacity"]) == ("FAILED", "spot"), job
     assert attempt["status_reason"].startswith("Host EC2 (instance i-") and "terminated" in attempt["status_reason"]
@@ -193,14 +189,15 @@ def test_a_pool_whose_instances_keep_failing_to_register_is_disabled_and_new_job
     # Given the cheapest type's instances never join ECS, and a job patient enough to stay in that pool
     cloud = cloud_factory({"instance_types": {FIRST: {"ecs_agent": "never_registers"}}, "jobs": {"runtime_seconds": 1}})
     patient = cloud.api.request("POST", "/jobs", JOB | {"stuck_after_minutes": 30}).body["job_id"]
+
     # When sweep after sweep finds its instances unregistered (Batch launches new ones for the waiting job)
-    findings: list[dict[str, Any]] = []
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not any(f["kind"] == "POOL_DISABLED" for f in findings):
+    def disabled_by_a_sweep() -> list[dict[str, Any]] | None:
         swept = cloud.cli("--json", "sweep")
         assert swept.returncode == 0, swept.stderr
         findings = json.loads(swept.stdout)["findings"]
-        time.sleep(0.5)
+        return list(findings) if any(f["kind"] == "POOL_DISABLED" for f in findings) else None
+
+    findings = cloud.until("a sweep that disables the pool", disabled_by_a_sweep, every=0.5)
     # Then the pool's queue is DISABLED in Batch, and the sweep says what it did, why, and how to undo it
     [disabled] = [f for f in findings if f["kind"] == "POOL_DISABLED"]
     pool = disabled["resource"]
@@ -215,7 +212,7 @@ def test_a_pool_whose_instances_keep_failing_to_register_is_disabled_and_new_job
     # into the disabled pool: its attempt says why, and the job runs on the next type
     forget_unavailable_offerings(cloud)
     job_id = cloud.api.request("POST", "/jobs", JOB).body["job_id"]
-    job = cloud.wait_for(job_id, {"SUCCEEDED", "FAILED"}, 90)
+    job = cloud.wait_for(job_id, {"SUCCEEDED", "FAILED"})
     first, last = job["attempts"][0], job["attempts"][-1]
     assert (first["instance_type"], first["status"]) == (FIRST, "NOT_SUBMITTED")
     assert first["diagnosis"]["category"] == "POOL_DISABLED"
@@ -248,14 +245,14 @@ def test_a_registration_finding_names_the_jobs_waiting_in_its_pool_and_what_its_
     job_id = cloud.api.request("POST", "/jobs", JOB | {"instance_types": [FIRST], "stuck_after_minutes": 30}).body[
         "job_id"
     ]
+
     # When sweeps run until the instance is past its registration grace
-    found: list[dict[str, Any]] = []
-    deadline = time.monotonic() + 60
-    while not found and time.monotonic() < deadline:
+    def unregistered() -> list[dict[str, Any]]:
         swept = cloud.cli("--json", "sweep")
         assert swept.returncode == 0, swept.stderr
-        found = [f for f in json.loads(swept.stdout)["findings"] if f["kind"] == "ECS_AGENT_NOT_REGISTERED"]
-        time.sleep(0.5)
+        return [f for f in json.loads(swept.stdout)["findings"] if f["kind"] == "ECS_AGENT_NOT_REGISTERED"]
+
+    found = cloud.until("a sweep that finds the unregistered instance", unregistered, every=0.5)
     # Then the finding names the job it holds up, and quotes what the instance printed on its console
     [finding] = found
     assert finding["jobs"] == [job_id]

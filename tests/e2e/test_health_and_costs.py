@@ -3,35 +3,43 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
+from functions.shared.domain.core.clock import seconds_between
 from tests.e2e.conftest import RunningCloud
 
 pytestmark = pytest.mark.e2e
 JOB = {"name": "costed", "image": "nvidia/cuda:12.4.1-base-ubuntu22.04", "command": ["nvidia-smi", "-L"]}
 
 
-def test_the_local_cloud_runs_the_sweep_on_its_timer(cloud_factory: Callable[..., RunningCloud]) -> None:
-    cloud = cloud_factory(sweep_seconds=1)
-    deadline = time.monotonic() + 20
-    report = cloud.api.request("GET", "/health").body
-    while report["swept_at"] is None and time.monotonic() < deadline:
-        time.sleep(0.5)
+def test_the_local_cloud_runs_the_sweep_on_its_schedule_as_its_clock_passes_the_period(
+    cloud_factory: Callable[..., RunningCloud],
+) -> None:
+    # Given a local cloud that sweeps every 5 minutes of its clock (the deployed schedule), not swept yet
+    cloud = cloud_factory(sweep_seconds=300)
+    assert cloud.api.request("GET", "/health").body["swept_at"] is None
+
+    # When its clock passes the five minutes
+    cloud.advance(300)
+
+    # Then the scheduled sweep ran: its report is the health, found nothing, and is dated on the advanced clock
+    def swept() -> dict[str, Any] | None:
         report = cloud.api.request("GET", "/health").body
-    assert report["swept_at"] is not None
+        return dict(report) if report["swept_at"] else None
+
+    report = cloud.until("the scheduled sweep's report", swept)
     assert report["summary"]["findings"] == 0
+    assert seconds_between(report["swept_at"], cloud.clock()["now"]) < 300 <= cloud.clock()["advanced_seconds"]
 
 
 def test_sweep_health_and_costs_through_the_cli(cloud_factory: Callable[..., RunningCloud]) -> None:
     # Given a finished job
     cloud = cloud_factory()
     job = cloud.wait_for(cloud.api.request("POST", "/jobs", JOB).body["job_id"], {"SUCCEEDED", "FAILED"})
-    today = datetime.now(UTC).date().isoformat()
+    today = cloud.clock()["now"][:10]  # the local cloud's day
     # When an operator sweeps, reads health and asks what today cost
     swept = json.loads(cloud.cli("--json", "sweep").stdout)
     health = json.loads(cloud.cli("health", "--json").stdout)
@@ -60,24 +68,25 @@ def test_sweep_health_and_costs_through_the_cli(cloud_factory: Callable[..., Run
 def test_a_cancelled_running_job_has_a_cost_and_every_attempt_is_in_the_costs(
     cloud_factory: Callable[..., RunningCloud],
 ) -> None:
-    # Given a job cancelled while it ran, and one that finished
-    cloud = cloud_factory({"jobs": {"runtime_seconds": 30}})
+    # Given a job of an hour cancelled after it ran for a minute (of the local cloud's clock)
+    cloud = cloud_factory({"jobs": {"runtime_seconds": 3600}})
     running = cloud.api.request("POST", "/jobs", JOB | {"name": "cancelled"}).body["job_id"]
     cloud.wait_for(running, {"RUNNING"})
-    time.sleep(1.5)
+    cloud.advance(60)
     assert cloud.api.request("DELETE", f"/jobs/{running}").status == 202
-    # When Batch has said the attempt ended / Then the attempt and the job carry what it cost
-    deadline = time.monotonic() + 30
-    job = cloud.api.request("GET", f"/jobs/{running}").body
-    while job["attempts"][0].get("cost") is None and time.monotonic() < deadline:
-        time.sleep(0.3)
+
+    # When Batch has said the attempt ended / Then the attempt and the job carry what it cost: the minute it ran
+    def priced() -> dict[str, Any] | None:
         job = cloud.api.request("GET", f"/jobs/{running}").body
+        return dict(job) if job["attempts"][0].get("cost") else None
+
+    job = cloud.until("the cancelled attempt's cost", priced)
     assert job["status"] == "CANCELLED"
     attempt = job["attempts"][0]
-    assert attempt["cost"]["usd"] > 0 and attempt["cost"]["runtime_seconds"] > 0
+    assert attempt["cost"]["usd"] > 0 and 60 <= attempt["cost"]["runtime_seconds"] < 3600
     assert job["cost"]["usd"] == attempt["cost"]["usd"]
     # And /costs counts it, grouped by capacity type, and as CSV through the API and the CLI
-    today = datetime.now(UTC).date().isoformat()
+    today = cloud.clock()["now"][:10]  # the local cloud's day
     query = {"from": today, "to": today, "group_by": "capacity_type"}
     report = cloud.api.request("GET", "/costs", query=query).body
     assert report["total_usd"] == attempt["cost"]["usd"]
@@ -97,13 +106,13 @@ def test_instances_that_never_registered_are_waste_next_to_the_job_costs(
     # Given the T4's instances never join ECS, and a job that falls back from them after 3 seconds
     cloud = cloud_factory({"instance_types": {"g4dn.xlarge": {"ecs_agent": "never_registers"}}})
     job_id = cloud.api.request("POST", "/jobs", JOB | {"stuck_after_minutes": 0.05}).body["job_id"]
-    job = cloud.wait_for(job_id, {"SUCCEEDED", "FAILED"}, 90)
+    job = cloud.wait_for(job_id, {"SUCCEEDED", "FAILED"})
     assert job["status"] == "SUCCEEDED"
     # When the sweep finds (and terminates) the instance that never registered
     swept = json.loads(cloud.cli("--json", "sweep").stdout)
     assert any(f["kind"] == "ECS_AGENT_NOT_REGISTERED" for f in swept["findings"]), swept
     # Then /costs shows its cost as waste, by reason and pool, next to (not inside) the job costs
-    today = datetime.now(UTC).date().isoformat()
+    today = cloud.clock()["now"][:10]  # the local cloud's day
     costs = cloud.api.request("GET", "/costs", query={"from": today, "to": today}).body
     waste = costs["waste"]
     # (the pool that ran the job may also show its instance idle before scale-in)
@@ -127,11 +136,9 @@ def test_an_instance_whose_agent_disconnected_is_waste_once_under_that_reason(
         return list(json.loads(swept.stdout)["findings"])
 
     # When sweeps run until one finds the disconnected agent, and then two more
-    deadline = time.monotonic() + 30
-    disconnected: list[dict[str, Any]] = []
-    while not disconnected and time.monotonic() < deadline:
-        disconnected = [f for f in sweep() if f["kind"] == "AGENT_DISCONNECTED"]
-    assert disconnected, "no sweep found the disconnected agent"
+    disconnected = cloud.until(
+        "a sweep that finds the disconnected agent", lambda: [f for f in sweep() if f["kind"] == "AGENT_DISCONNECTED"]
+    )
     later = sweep() + sweep()
     # Then the first deregistered and terminated its instance, and no later sweep took it for one never registered
     [finding] = disconnected
@@ -140,7 +147,7 @@ def test_an_instance_whose_agent_disconnected_is_waste_once_under_that_reason(
         f for f in later if f["kind"] == "ECS_AGENT_NOT_REGISTERED" and set(f["instances"]) & set(finding["instances"])
     ]
     # And its waste (and that of any instance Batch launched after it) is counted once, as a disconnected agent
-    today = datetime.now(UTC).date().isoformat()
+    today = cloud.clock()["now"][:10]  # the local cloud's day
     waste = cloud.api.request("GET", "/costs", query={"from": today, "to": today}).body["waste"]
     assert set(waste["by_reason"]) == {"agent_disconnected"} and waste["usd"] > 0, waste
     assert cloud.api.request("DELETE", f"/jobs/{job_id}").status == 202
@@ -160,9 +167,9 @@ def test_the_unused_share_of_a_larger_instance_is_waste_and_jobs_plus_waste_are_
     ]
     job_ids = [cloud.api.request("POST", "/jobs", body).body["job_id"] for body in bodies]
     # When they have run
-    jobs = [cloud.wait_for(job_id, {"SUCCEEDED", "FAILED"}, 120) for job_id in job_ids]
+    jobs = [cloud.wait_for(job_id, {"SUCCEEDED", "FAILED"}) for job_id in job_ids]
     assert [j["status"] for j in jobs] == ["SUCCEEDED"] * 3, jobs
-    today = datetime.now(UTC).date().isoformat()
+    today = cloud.clock()["now"][:10]  # the local cloud's day
     costs = cloud.api.request("GET", "/costs", query={"from": today, "to": today}).body
 
     # Then each job on the larger instance pays a quarter of it, and what no job held of it is unused_share waste

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.e2e.conftest import RunningCloud
+from tests.e2e.conftest import PATIENCE_SECONDS, RunningCloud
 
 pytestmark = pytest.mark.e2e
 SIMULATED = "[gpupilot local cloud: simulated, no container ran]"
@@ -51,7 +51,7 @@ def test_following_the_logs_of_a_running_job_prints_its_lines_until_it_ends(
     assert running["status"] == "RUNNING"
 
     # When following its logs
-    result = cloud.cli("logs", job_id, "--follow", timeout=60)
+    result = cloud.cli("logs", job_id, "--follow", timeout=PATIENCE_SECONDS)
 
     # Then the run's lines and its end's come, once each, and the CLI stops with the job
     assert result.returncode == 0, result.stderr

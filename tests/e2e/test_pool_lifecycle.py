@@ -5,7 +5,6 @@ cloud deletes as Batch does: DELETING for a moment, then DELETED and still shown
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -17,7 +16,8 @@ from tests.e2e.conftest import RunningCloud
 
 pytestmark = pytest.mark.e2e
 JOB = {"name": "pooled", "image": "nvidia/cuda:12.4.1-base-ubuntu22.04", "command": ["nvidia-smi", "-L"]}
-# Longer than the local cloud's claim grace (a pool claimed this recently is never retired).
+# Longer than the local cloud's claim grace (a pool claimed this recently is never retired): how far a test moves the
+# local cloud's clock past a claim.
 PAST_CLAIM_GRACE = float(TIMELINE_OVERRIDES["health_sweep"]["GPUPILOT_POOL_CLAIM_GRACE_SECONDS"]) + 0.5
 
 
@@ -54,18 +54,17 @@ def live_environments(cloud: RunningCloud) -> dict[str, dict[str, Any]]:
     return {name: e for name, e in environments(cloud).items() if e["status"] != "DELETED"}
 
 
-def sweep_until_retired(cloud: RunningCloud, pool: str, timeout: float = 60) -> list[dict[str, Any]]:
+def sweep_until_retired(cloud: RunningCloud, pool: str) -> list[dict[str, Any]]:
     """Sweep until a sweep reports the pool's retirement done (Batch deletes its queue, then its compute
     environment, each taking a moment); every POOL_RETIRING finding about it, in order."""
-    deadline = time.monotonic() + timeout
     seen: list[dict[str, Any]] = []
-    while True:
-        seen += [f for f in sweep(cloud) if f["kind"] == "POOL_RETIRING" and f["resource"] == pool]
-        if seen and seen[-1]["evidence"]["step"] == "done":
-            return seen
-        if time.monotonic() > deadline:
-            raise AssertionError(f"pool {pool} not retired in {timeout:.0f} s: {seen}")
-        time.sleep(0.5)
+
+    def retired() -> bool:
+        seen.extend(f for f in sweep(cloud) if f["kind"] == "POOL_RETIRING" and f["resource"] == pool)
+        return bool(seen) and seen[-1]["evidence"]["step"] == "done"
+
+    cloud.until(f"pool {pool} retired", retired, every=0.5)
+    return seen
 
 
 def test_a_new_launch_template_version_moves_new_jobs_to_a_new_pool_and_the_old_is_deleted(
@@ -93,7 +92,7 @@ def test_a_new_launch_template_version_moves_new_jobs_to_a_new_pool_and_the_old_
 
     # And the sweeps drain and delete the old version (queue disabled, deleted; compute environment too), waiting
     # as Batch deletes each; Batch then shows it DELETED for a while
-    time.sleep(PAST_CLAIM_GRACE)
+    cloud.advance(PAST_CLAIM_GRACE)
     retired = sweep_until_retired(cloud, old)
     assert {f["evidence"]["reason"] for f in retired} == {"outdated"}
     assert [f["evidence"]["step"] for f in retired][-2:] == ["wait", "done"]
@@ -120,7 +119,7 @@ def test_a_pool_idle_for_pool_idle_hours_is_retired_and_recreated_by_the_next_jo
 
     # When a sweep sees it idle, and later ones find it idle past the setting
     assert [f["resource"] for f in sweep(cloud) if f["kind"] == "IDLE_POOL"] == [pool]
-    time.sleep(PAST_CLAIM_GRACE)
+    cloud.advance(PAST_CLAIM_GRACE)
     retired = sweep_until_retired(cloud, pool)
 
     # Then it was retired, every step taken, and Batch shows it DELETED (its name still taken)
@@ -145,7 +144,7 @@ def test_at_batch_s_limit_the_least_recently_used_idle_pool_makes_room_and_witho
     for index in range(50 - len(environments(cloud))):
         batch.create_compute_environment(computeEnvironmentName=f"someone-else-{index}", type="UNMANAGED")
     assert len(environments(cloud)) == 50
-    time.sleep(PAST_CLAIM_GRACE)
+    cloud.advance(PAST_CLAIM_GRACE)
 
     # When a job needs a pool that does not exist yet
     made_room = run(cloud, instance_types=["g5.xlarge"])

@@ -92,8 +92,8 @@ def test_environment_values_secrets_and_function_settings_never_reach_the_logs(
 
     # Then every job ran to success, past its diagnosed first attempt
     jobs: dict[str, dict[str, Any]] = {
-        "api": cloud.wait_for(env_job.body["job_id"], {"SUCCEEDED", "FAILED"}, 90),
-        "secret": cloud.wait_for(secret_job.body["job_id"], {"SUCCEEDED", "FAILED"}, 90),
+        "api": cloud.wait_for(env_job.body["job_id"], {"SUCCEEDED", "FAILED"}),
+        "secret": cloud.wait_for(secret_job.body["job_id"], {"SUCCEEDED", "FAILED"}),
         "cli": json.loads(submitted.stdout),
     }
     assert {key: job["status"] for key, job in jobs.items()} == dict.fromkeys(jobs, "SUCCEEDED"), jobs

@@ -1,5 +1,5 @@
 """GPU capacity in other regions: a job the home region cannot serve runs in a capacity region that can, when its
-request allows it, and fails in bounded time naming every attempt when it does not; the plan says where each
+request allows it, and fails at Batch's word naming every attempt when it does not; the plan says where each
 candidate is and why a region gave none; the sweep, /health and /costs see every region.
 
 One local cloud for the module: home us-east-1 without capacity for g5.xlarge and not selling g6e.xlarge at all,
@@ -9,7 +9,6 @@ G and VT quota and no g6.xlarge at all. A capacity region that cannot be read le
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -41,7 +40,6 @@ JOB = {
     # Batch's verdict on the home attempt moves a job with a next candidate on at once; one without gives up here.
     "stuck_after_minutes": 0.1,
 }
-BOUND_SECONDS = 60
 # A type every region of the world has capacity for (plans only).
 PLANNED_TYPE = "g4dn.xlarge"
 PLANNED = JOB | {"instance_types": [PLANNED_TYPE]}
@@ -58,7 +56,7 @@ def cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCloud]:
 def moved(cloud: RunningCloud) -> dict[str, Any]:
     """The job allowed both US regions, once it ended (the module's tests read it)."""
     job_id = cloud.api.request("POST", "/jobs", JOB | {"regions": [HOME, WEST]}).body["job_id"]
-    return cloud.wait_for(job_id, {"SUCCEEDED", "FAILED"}, BOUND_SECONDS)
+    return cloud.wait_for(job_id, {"SUCCEEDED", "FAILED"})
 
 
 def test_a_job_the_home_region_cannot_serve_succeeds_in_the_capacity_region_that_can(moved: dict[str, Any]) -> None:
@@ -112,17 +110,16 @@ def test_costs_group_by_region(cloud: RunningCloud, moved: dict[str, Any]) -> No
     assert printed.returncode == 0 and WEST in printed.stdout, printed.stderr
 
 
-def test_restricted_to_the_home_region_the_same_job_fails_in_bounded_time_naming_every_attempt(
+def test_restricted_to_the_home_region_the_same_job_fails_at_batchs_word_naming_every_attempt(
     cloud: RunningCloud,
 ) -> None:
     # Given the same job, allowed only the home region (which has no g5.xlarge capacity), retrying on purpose the
     # home offering the first job's attempt left in the memory of unavailable offerings
-    started = time.monotonic()
     job_id = cloud.api.request("POST", "/jobs", JOB | {"regions": [HOME], "ignore_unavailable": True}).body["job_id"]
     # When it ends
-    job = cloud.wait_for(job_id, {"SUCCEEDED", "FAILED"}, BOUND_SECONDS)
-    # Then it failed within the bound, its error naming its one attempt and its region
-    assert job["status"] == "FAILED" and time.monotonic() - started < BOUND_SECONDS
+    job = cloud.wait_for(job_id, {"SUCCEEDED", "FAILED"})
+    # Then it failed, its error naming its one attempt and its region
+    assert job["status"] == "FAILED"
     assert [attempt["region"] for attempt in job["attempts"]] == [HOME]
     assert f"1. g5.xlarge on-demand: INSUFFICIENT_CAPACITY ({HOME})" in job["error"]
     # And `status --explain` says which regions and markets were tried, and why each was left
@@ -181,7 +178,7 @@ def test_a_reservation_the_account_holds_in_a_capacity_region_is_planned_first_t
 def test_a_job_runs_in_the_reservation_the_account_holds_in_a_capacity_region(cloud: RunningCloud) -> None:
     # When a g6.xlarge job allowed only us-west-2 runs
     job_id = cloud.api.request("POST", "/jobs", PLANNED | {"instance_types": ["g6.xlarge"], "regions": [WEST]})
-    ended = cloud.wait_for(job_id.body["job_id"], {"SUCCEEDED", "FAILED"}, BOUND_SECONDS)
+    ended = cloud.wait_for(job_id.body["job_id"], {"SUCCEEDED", "FAILED"})
 
     # Then it ran in the reservation, in us-west-2, its pool in that region's Batch, and EC2 there says so
     assert ended["status"] == "SUCCEEDED", ended.get("error")
@@ -230,7 +227,7 @@ def test_a_type_sold_only_in_a_capacity_region_is_planned_and_runs_there(cloud: 
     # When a job of it, allowed both regions, is planned and run
     plan = cloud.api.request("POST", "/plan", request).body
     job_id = cloud.api.request("POST", "/jobs", request).body["job_id"]
-    ended = cloud.wait_for(job_id, {"SUCCEEDED", "FAILED"}, BOUND_SECONDS)
+    ended = cloud.wait_for(job_id, {"SUCCEEDED", "FAILED"})
 
     # Then its candidate is us-west-2's, home says why it gave none, and the job succeeded there
     assert [(c["instance_type"], c["region"]) for c in plan["candidates"]] == [("g6e.xlarge", WEST)], plan

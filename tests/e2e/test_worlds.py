@@ -41,7 +41,7 @@ def test_a_gpu_type_without_capacity_is_diagnosed_and_the_job_falls_back(
     cloud = cloud_factory({"instance_types": {"g4dn.xlarge": {"capacity": "none"}}, "jobs": {"runtime_seconds": 1}})
     # When a job that may wait only 3 seconds is submitted
     body = JOB | {"stuck_after_minutes": 0.05}
-    job = cloud.wait_for(cloud.api.request("POST", "/jobs", body).body["job_id"], {"SUCCEEDED", "FAILED"}, 90)
+    job = cloud.wait_for(cloud.api.request("POST", "/jobs", body).body["job_id"], {"SUCCEEDED", "FAILED"})
     first, second = job["attempts"][0], job["attempts"][1]
     # Then the first attempt is explained with Batch's own words and the job runs on the next type
     assert job["status"] == "SUCCEEDED", job
@@ -121,7 +121,7 @@ def test_an_invalid_compute_environment_is_diagnosed_and_the_job_falls_back(
     reason = "CLIENT_ERROR - The specified instance profile gpupilot-gpu-instance does not exist"
     cloud = cloud_factory({"instance_types": {"g4dn.xlarge": {"compute_environment_invalid": reason}}})
     # When a job is submitted
-    job = cloud.wait_for(cloud.api.request("POST", "/jobs", JOB).body["job_id"], {"SUCCEEDED", "FAILED"}, 90)
+    job = cloud.wait_for(cloud.api.request("POST", "/jobs", JOB).body["job_id"], {"SUCCEEDED", "FAILED"})
     first, second = job["attempts"][0], job["attempts"][1]
     # Then the first attempt says why with Batch's statusReason, nothing was submitted to it, and the next type ran
     assert job["status"] == "SUCCEEDED", job

@@ -24,7 +24,7 @@ from functions.shared.constants import (
     STACK_NAME,
 )
 from stacks.nag import NAG_NAMESPACE, SERVERLESS_NAMESPACE
-from tests.infra.test_checkov import SCAN_TIMEOUT_SECONDS, _checkov
+from tests.infra.test_checkov import SCAN_TIMEOUT_SECONDS, checkov_or_skip
 
 HOME, WEST = "us-east-1", "us-west-2"
 WEST_ZONES = [f"{WEST}a", f"{WEST}c"]
@@ -160,9 +160,7 @@ def test_cfn_lint_finds_no_error_in_the_region_stack_nor_the_home_stack(
 
 
 def test_checkov_finds_no_failing_check_in_the_region_stack(two_regions: RegionApp, tmp_path: Path) -> None:
-    executable = _checkov()
-    if executable is None:
-        pytest.skip("checkov is not installed (`make test` installs it)")
+    executable = checkov_or_skip()
     # When checkov scans the region stack's template
     command = [executable, "--framework", "cloudformation", "-o", "json", "--quiet", "--skip-download"]
     command += ["-f", str(two_regions.outdir / f"{WEST_STACK}.template.json")]

@@ -67,14 +67,21 @@ def _skips(synthesized: Synthesized) -> dict[tuple[str, str], str]:
     }
 
 
-@pytest.fixture(scope="session")
-def scan(synthesized: Synthesized, tmp_path_factory: pytest.TempPathFactory) -> Scan:
+def checkov_or_skip() -> str:
+    """checkov's executable; without one the test is skipped, or fails where GPUPILOT_REQUIRE_CHECKOV says it must
+    run (`make test` sets it)."""
     executable = _checkov()
     if executable is None:
         message = f"checkov is not installed (`make test` installs checkov=={CHECKOV_VERSION} in {CHECKOV_VENV})"
         if os.environ.get("GPUPILOT_REQUIRE_CHECKOV"):
             pytest.fail(message)
         pytest.skip(message)
+    return executable
+
+
+@pytest.fixture(scope="session")
+def scan(synthesized: Synthesized, tmp_path_factory: pytest.TempPathFactory) -> Scan:
+    executable = checkov_or_skip()
     # Given the synthesized template, as is and without its checkov skips, scanned in one run
     root = tmp_path_factory.mktemp("checkov")
     template = synthesized.template.to_json()

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
@@ -15,26 +15,29 @@ from functions.shared.domain.fleet.batch import SMOKE_NAME
 from functions.shared.domain.jobs.definitions import RETRY_STRATEGY, retry_strategy
 from functions.shared.domain.pools.specs import POOL_TAG
 from functions.shared.domain.requests.job_request import JobRequest
+from gpupilot.localcloud.clock import LocalClock
 from gpupilot.localcloud.fleet import FleetSimulator, Timeline
 from gpupilot.localcloud.moto_adaptations import ComputeEnvironmentLifecycle, adapted_moto
 from gpupilot.localcloud.world import World
 from tests.integration.conftest import MOTO_CONFIG
 
 REGION = "us-east-1"
+DAY = 86400
 POOL = "gpupilot-od-x8664-g4dn-xlarge"
 TIMELINE = Timeline(start_delay=0.1, boot=1.0, disconnect_after=0.5, idle=5.0)
 
 
 class Fleet:
-    """A pool (compute environment + queue) of g4dn.xlarge and a simulator over it, on a manual clock."""
+    """A pool (compute environment + queue) of g4dn.xlarge and a simulator over it, ticked by hand on its clock."""
 
     def __init__(self, world: World) -> None:
         self.events: list[dict[str, Any]] = []
-        self.simulator = FleetSimulator(world, self.events.append, "123456789012", timeline=TIMELINE)
+        self.clock = LocalClock()
+        self.simulator = FleetSimulator(world, self.events.append, "123456789012", timeline=TIMELINE, clock=self.clock)
         self.batch = boto3.client("batch", region_name=REGION)
         self.ec2 = boto3.client("ec2", region_name=REGION)
         self.ecs = boto3.client("ecs", region_name=REGION)
-        self.t0 = time.monotonic()
+        self.t0 = self.clock.monotonic()
 
     def create_pool(self, spot: bool = False, launch_template: str | None = None) -> None:
         vpc = self.ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
@@ -87,7 +90,7 @@ class Fleet:
             **({"retryStrategy": strategy} if strategy else {}),
         )["jobDefinitionArn"]
         job_id = str(self.batch.submit_job(jobName=name, jobQueue=POOL, jobDefinition=definition)["jobId"])
-        self.t0 = time.monotonic()  # the timeline starts with the submission
+        self.t0 = self.clock.monotonic()  # the timeline starts with the submission
         return job_id
 
     def emitted(self) -> list[dict[str, Any]]:
@@ -422,6 +425,49 @@ def test_a_host_whose_gpu_is_not_visible_fails_each_container_start_with_the_nvi
     assert job["status"] == "RUNNABLE"
     text = console(fleet, registered["ec2InstanceId"])
     assert "gpupilot-boot-check: PASS 1 GPUs visible (g4dn.xlarge)" in text and "RmInitAdapter failed" in text
+
+
+def test_a_job_a_bad_host_failed_holds_it_for_the_worlds_hold_seconds_on_the_fleets_clock(fleet_in) -> None:
+    # Given a pool whose only host cannot show its GPU to containers, each job it fails holding it a minute
+    world = bad("no_gpu_visible")
+    world["instance_types"]["g4dn.xlarge"]["bad_hosts"]["hold_seconds"] = 60
+    fleet = fleet_in(world)
+    job_id = fleet.submit()
+
+    # When the job's first attempt fails there, and the fleet's clock stands just short of the hold, then past it
+    for second in (0.2, 1.3, 1.4, 61.0):
+        fleet.at(second)
+    held = fleet.job(job_id)
+    for second in (61.5, 61.6):
+        fleet.at(second)
+
+    # Then the host took nothing while it was held (and Batch launched no other: it waits for the host it has), and
+    # failed the job's next attempt once the hold was over
+    assert (held["status"], len(held["attempts"])) == ("RUNNABLE", 1)
+    assert len(fleet.instances()) == 1
+    assert [a["statusReason"] for a in fleet.job(job_id)["attempts"]] == ["Task failed to start"] * 2
+
+
+def test_what_the_fleet_does_is_dated_on_its_clock_as_batch_ec2_and_ecs_show_it(fleet_in) -> None:
+    # Given a fleet whose clock is a day ahead of real time
+    fleet = fleet_in({"jobs": {"runtime_seconds": 2}})
+    fleet.clock.advance(DAY)
+    ahead = datetime.now(UTC) + timedelta(seconds=DAY)
+
+    # When a job runs
+    job_id = fleet.submit()
+    for second in (0.2, 1.3, 1.4, 3.5):
+        fleet.at(second)
+
+    # Then Batch's createdAt, startedAt and stoppedAt, EC2's LaunchTime and ECS's registeredAt are the clock's (the
+    # times the sweep and the handlers age things by), a day ahead, the job's two seconds between start and stop
+    job = fleet.job(job_id)
+    [instance] = fleet.instances()
+    [registered] = fleet.container_instances()
+    dated = [datetime.fromtimestamp(job[key] / 1000, tz=UTC) for key in ("createdAt", "startedAt", "stoppedAt")]
+    dated += [instance["LaunchTime"], registered["registeredAt"]]
+    assert all(abs((moment - ahead).total_seconds()) < 600 for moment in dated), (ahead, dated)
+    assert job["status"] == "SUCCEEDED" and (job["stoppedAt"] - job["startedAt"]) == 2000
 
 
 def test_without_a_retry_strategy_a_failed_start_fails_the_job_as_batch_does(fleet_in) -> None:

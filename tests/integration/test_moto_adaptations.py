@@ -7,6 +7,7 @@ import inspect
 import json
 import re
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
@@ -14,6 +15,7 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
+from gpupilot.localcloud.clock import LocalClock
 from gpupilot.localcloud.dispatch import HandlerDispatcher, LocalFunction
 from gpupilot.localcloud.moto_adaptations import ComputeEnvironmentLifecycle, WorkflowClock, adapted_moto
 from tests.integration.conftest import MOTO_CONFIG, ManualClock
@@ -655,14 +657,16 @@ def start(workflows: Any, name: str, states: dict[str, Any]) -> str:
     return str(sfn.start_execution(stateMachineArn=machine)["executionArn"])
 
 
-def await_history(workflows: Any, execution: str, event_type: str, timeout: float = 30) -> list[dict[str, Any]]:
-    """The execution's history once it holds an event of `event_type` (fails at the deadline)."""
+def await_history(
+    workflows: Any, execution: str, event_type: str, timeout: float = 60, count: int = 1
+) -> list[dict[str, Any]]:
+    """The execution's history once it holds `count` events of `event_type` (fails at the deadline)."""
     import time
 
     deadline = time.monotonic() + timeout
     while True:
         events = workflows[0].get_execution_history(executionArn=execution, maxResults=1000)["events"]
-        if any(e["type"] == event_type for e in events):
+        if sum(e["type"] == event_type for e in events) >= count:
             return list(events)
         assert time.monotonic() < deadline, f"no {event_type} in {timeout:.0f} s: {[e['type'] for e in events]}"
         time.sleep(0.05)
@@ -743,6 +747,61 @@ def test_adapted_a_task_heartbeat_passes_at_the_workflow_clocks_speed(workflows)
     # Then its missed heartbeat (a simulated day) ended it
     entered = [e["stateEnteredEventDetails"]["name"] for e in events if e["type"].endswith("StateEntered")]
     assert entered == ["Wait", "TimedOut"]
+
+
+def test_adapted_a_wait_of_a_day_then_until_a_moment_pass_when_the_local_clouds_clock_is_advanced(workflows):
+    # Given the workflow's time on a local cloud's clock, at real speed
+    clock = LocalClock()
+    moment = (datetime.now(UTC) + timedelta(seconds=A_DAY + 3600)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    with adapted_moto(workflow_clock=WorkflowClock(clock=clock)):
+        # When a workflow waits a day (Seconds), then until a moment an hour after that day (Timestamp)
+        execution = start(
+            workflows,
+            "advanced",
+            {
+                "Day": {"Type": "Wait", "Seconds": A_DAY, "Next": "Until"},
+                "Until": {"Type": "Wait", "Timestamp": moment, "Next": "Done"},
+                "Done": {"Type": "Succeed"},
+            },
+        )
+        await_history(workflows, execution, "WaitStateEntered")
+        clock.advance(A_DAY)
+        entered = await_history(workflows, execution, "WaitStateEntered", count=2)
+        still = workflows[0].describe_execution(executionArn=execution)["status"]
+        clock.advance(3600)
+        # Then each wait passed only once the clock passed it, and the execution succeeded
+        events = await_history(workflows, execution, "ExecutionSucceeded")
+    waits = [e["stateEnteredEventDetails"]["name"] for e in entered if e["type"] == "WaitStateEntered"]
+    assert (waits, still) == (["Day", "Until"], "RUNNING")
+    assert [e["stateExitedEventDetails"]["name"] for e in events if e["type"] == "WaitStateExited"] == ["Day", "Until"]
+
+
+@pytest.mark.parametrize("limit", ["TimeoutSeconds", "HeartbeatSeconds"])
+def test_adapted_a_tasks_timeout_and_heartbeat_pass_when_the_local_clouds_clock_is_advanced(workflows, limit):
+    # Given a callback task that is never resumed, allowed a day (its timeout, or its heartbeat within a longer one)
+    callback = {
+        "Type": "Task",
+        "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
+        "Parameters": {"FunctionName": "fn", "Payload": {"token.$": "$$.Task.Token"}},
+        "TimeoutSeconds": 99_999_999,
+        limit: A_DAY,
+        "Catch": [{"ErrorEquals": ["States.Timeout"], "Next": "TimedOut"}],
+        "Next": "Done",
+    }
+    clock = LocalClock()
+    with adapted_moto(workflow_clock=WorkflowClock(clock=clock)):
+        # When the workflow waits on it, and the local cloud's clock is advanced a day
+        execution = start(
+            workflows, f"limit-{limit}", {"Wait": callback, "TimedOut": {"Type": "Pass", "End": True},
+                                           "Done": {"Type": "Succeed"}}
+        )  # fmt: skip
+        await_history(workflows, execution, "TaskSubmitted")
+        still = workflows[0].describe_execution(executionArn=execution)["status"]
+        clock.advance(A_DAY)
+        events = await_history(workflows, execution, "ExecutionSucceeded")
+    # Then it waited until then, and its timeout was caught: the workflow went on to TimedOut
+    entered = [e["stateEnteredEventDetails"]["name"] for e in events if e["type"].endswith("StateEntered")]
+    assert (still, entered) == ("RUNNING", ["Wait", "TimedOut"])
 
 
 def test_adapted_each_capacity_region_answers_its_own_offerings_quotas_and_spot_market(aws):
@@ -1065,3 +1124,56 @@ def test_moto_alone_describes_every_type_in_every_region_and_adapted_a_region_de
     # When home does not sell it / Then home does not describe it, and us-west-2 still does
     with adapted_moto(unsold={REGION: {"g6e.xlarge"}}):
         assert "g6e.xlarge" not in described(REGION) and "g6e.xlarge" in described("us-west-2")
+
+
+# -- DynamoDB: one write at a time ---------------------------------------------------------------------------------
+def racing_writes(dynamodb: Any, b_waits_seconds: float) -> int:
+    """Writer A (rank to 1 if below 1) pauses once its condition has held; writer B (rank to 5 if below 5) writes
+    meanwhile, waited for up to `b_waits_seconds`; then A goes on. The rank left."""
+    import threading
+    from unittest import mock
+
+    from moto.dynamodb import models
+
+    dynamodb.put_item(TableName="ranks", Item={"pk": {"S": "job"}, "rank": {"N": "0"}})
+    execute = models.UpdateExpressionExecutor.execute
+    paused, go = threading.Event(), threading.Event()
+
+    def pause_the_first(executor: Any, *args: Any, **kwargs: Any) -> Any:
+        if not paused.is_set():
+            paused.set()
+            go.wait(60)
+        return execute(executor, *args, **kwargs)
+
+    def to(rank: int) -> None:
+        dynamodb.update_item(
+            TableName="ranks", Key={"pk": {"S": "job"}}, UpdateExpression="SET #r = :r", ConditionExpression="#r < :r",
+            ExpressionAttributeNames={"#r": "rank"}, ExpressionAttributeValues={":r": {"N": str(rank)}},
+        )  # fmt: skip
+
+    with mock.patch.object(models.UpdateExpressionExecutor, "execute", pause_the_first):
+        first = threading.Thread(target=to, args=(1,))
+        first.start()
+        assert paused.wait(60)
+        second = threading.Thread(target=to, args=(5,))
+        second.start()
+        second.join(b_waits_seconds)
+        go.set()
+        first.join(60)
+        second.join(60)
+    return int(dynamodb.get_item(TableName="ranks", Key={"pk": {"S": "job"}})["Item"]["rank"]["N"])
+
+
+def test_moto_alone_lets_a_write_undo_one_made_after_its_condition_held_and_adapted_each_write_waits_its_turn(aws):
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    dynamodb.create_table(
+        TableName="ranks", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST",
+    )  # fmt: skip
+    # moto alone: B writes while A is between its condition and its write (B is waited for until it has), and A then
+    # puts the rank back below B's: a status moved backwards
+    assert racing_writes(dynamodb, b_waits_seconds=60) == 1
+    # Adapted: B waits for A's write (its join gives up after a second: B cannot end while A holds the lock), then
+    # finds its own condition true of what A wrote
+    with adapted_moto():
+        assert racing_writes(dynamodb, b_waits_seconds=1) == 5

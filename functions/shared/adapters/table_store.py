@@ -16,6 +16,7 @@ from functions.shared.adapters.base import ClientAdapter
 from functions.shared.adapters.dynamodb_codec import deserialize_item, serialize
 from functions.shared.adapters.job_store import is_conditional_failure
 from functions.shared.domain.capacity.unavailable import UnavailableOffering
+from functions.shared.domain.core import clock
 from functions.shared.domain.core.clock import iso, parse_iso
 from functions.shared.domain.core.errors import SweepNotFound
 from functions.shared.domain.core.vocabulary import DiagnosisCategory, SweepStatus
@@ -80,7 +81,10 @@ class DynamoOfferingMemory(_Table):
             KeyConditionExpression="#pk = :p",
             FilterExpression="#ttl > :now",
             ExpressionAttributeNames={"#pk": c.TABLE_PK, "#ttl": c.TTL_ATTRIBUTE},
-            ExpressionAttributeValues={":p": {"S": OFFERINGS_PARTITION}, ":now": {"N": str(int(time.time()))}},
+            ExpressionAttributeValues={
+                ":p": {"S": OFFERINGS_PARTITION},
+                ":now": {"N": str(int(clock.now().timestamp()))},
+            },
         )
         return {item[c.TABLE_SK]["S"]: _remembered(item) for page in pages for item in page.get("Items", [])}
 

@@ -3,9 +3,8 @@ writes to a job's log stream."""
 
 from __future__ import annotations
 
-import time
 import uuid
-from datetime import datetime
+from datetime import UTC
 from typing import Any
 
 from gpupilot.localcloud.fleet.records import (
@@ -54,7 +53,7 @@ class FleetEvents(FleetState):
                 "detail-type": detail_type,
                 "source": "aws.batch",
                 "account": self._account_id,
-                "time": datetime.now().astimezone().isoformat(timespec="seconds").replace("+00:00", "Z"),
+                "time": self.clock.now().astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
                 "region": self.world.region,
                 "resources": resources or [job.arn],
                 "detail": job.describe(),
@@ -90,7 +89,7 @@ class FleetEvents(FleetState):
         group = group or _log_destination(job)[0]
         logs.ensure_log_group(group)
         logs.ensure_log_stream(group, job.log_stream_name)
-        at = int(time.time() * 1000)
+        at = int(self.clock.time() * 1000)
         events = [{"timestamp": at, "message": f"{SIMULATED} {line}"} for line in lines]
         logs.put_log_events(group, job.log_stream_name, events)
 

@@ -107,6 +107,8 @@ class FleetInstances(FleetEvents):
             is_instance_type_default=False,
         )
         ec2_instance = reservation.instances[0]
+        # EC2's LaunchTime (naive UTC, as moto keeps it) on the local cloud's clock, as the sweep ages instances on it.
+        ec2_instance.launch_time = self.clock.now().replace(tzinfo=None)
         if spot:
             ec2_instance.lifecycle = "spot"
         index = self._launches.get(instance_type, 0)
@@ -136,6 +138,7 @@ class FleetInstances(FleetEvents):
             return  # its compute environment was deleted meanwhile (and moto terminated its instances)
         cluster = found.ecs_arn
         registered = self._ecs().register_container_instance(cluster, instance.instance_id)
+        registered.registered_at = self.clock.now().replace(tzinfo=None)
         resources = [
             _integer("CPU", instance.vcpus * 1024),
             _integer("MEMORY", instance.memory_mib),

@@ -107,7 +107,7 @@ class FleetPlacement(FleetInstances):
             sim.simulated_seconds = min(sim.simulated_seconds, self.timeline.cuda_error_after * self._speedup)
         job = sim.job
         job.job_stopped_reason = None
-        job.job_started_at = datetime.now()
+        job.job_started_at = self.clock.local_now()
         job.log_stream_name = None  # each Batch attempt gets a stream of its own when it reaches RUNNING
         job._start_attempt()
         job.latest_attempt["container"]["containerInstanceArn"] = instance.container_instance_arn
@@ -181,14 +181,17 @@ class FleetPlacement(FleetInstances):
         line = KERNEL_LINES[instance.symptom].format(pid=4000 + len(instance.console))
         if not any(line.split(",")[0] in printed for printed in instance.console):
             instance.print(line)
-        instance.held_until = now + self.timeline.bad_host_hold
+        # A job a bad host failed holds it a while (the world's hold_seconds): a bad host fails a job every few seconds,
+        # not every tick (the published incident: 554 jobs in under two hours, one every 13 s).
+        bad = self.world.instance(instance.instance_type).bad_hosts
+        assert bad is not None  # a host has a symptom only by its type's bad_hosts
+        instance.held_until = now + bad.hold_seconds
         self._attempt_ended(sim, now, exit_code, reason, status_reason)
 
-    @staticmethod
-    def _stopped_at(sim: SimJob, exit_code: int | None) -> datetime:
+    def _stopped_at(self, sim: SimJob, exit_code: int | None) -> datetime:
         """When an attempt that exited stopped in simulated time (its runtime after its start); else now."""
         if exit_code is None or not sim.runs:
-            return datetime.now()
+            return self.clock.local_now()
         return sim.job.job_started_at + timedelta(seconds=sim.simulated_seconds)
 
     @staticmethod

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpupilot.localcloud.clock import LocalClock
 from gpupilot.localcloud.reservations import HeldReservation, ReservationBook
 from gpupilot.localcloud.world import World
 
@@ -103,10 +104,6 @@ class Timeline:
     boot: float = 0.4
     disconnect_after: float = 0.3
     idle: float = 5.0
-    # A job a bad host failed holds it a while (ECS stopping the task, the agent cleaning it up, Batch placing the
-    # next): a bad host fails a job every few seconds, not every tick (the published incident: 554 jobs in under two
-    # hours, one every 13 s).
-    bad_host_hold: float = 10.0
     # A job on a host whose GPU throws CUDA errors dies this soon after it starts.
     cuda_error_after: float = 0.3
 
@@ -187,6 +184,7 @@ class FleetState:
     world: World
     reservations: ReservationBook | None
     timeline: Timeline
+    clock: LocalClock
     events_delivered: int
     _deliver: EventSink
     _account_id: str

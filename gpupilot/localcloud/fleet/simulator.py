@@ -22,8 +22,9 @@ room, as EC2 does; a Capacity Block's instances are taken back from 30 minutes b
 them.
 
 One scheduler thread ticks the fleet; events are delivered in order by one delivery thread. Durations are
-the local timeline's (seconds, not production's minutes); `speedup` shortens job runtimes only, while
-Batch's startedAt/stoppedAt keep the simulated duration.
+the local timeline's (seconds, not production's minutes), on the local cloud's clock (gpupilot/localcloud/clock.py:
+an advance of the clock passes them at once); `speedup` shortens job runtimes only, while Batch's
+startedAt/stoppedAt keep the simulated duration.
 """
 
 from __future__ import annotations
@@ -31,10 +32,10 @@ from __future__ import annotations
 import contextlib
 import queue
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
+from gpupilot.localcloud.clock import LocalClock
 from gpupilot.localcloud.fleet.hosts import FleetHosts
 from gpupilot.localcloud.fleet.records import EventSink, SimInstance, SimJob, Timeline, requirements_of
 from gpupilot.localcloud.reservations import ReservationBook
@@ -53,10 +54,12 @@ class FleetSimulator(FleetHosts):
         timeline: Timeline | None = None,
         compute_environment_status: Callable[[str, list[str]], tuple[str, str]] | None = None,
         reservations: ReservationBook | None = None,
+        clock: LocalClock | None = None,
     ) -> None:
         self.world = world
         self.reservations = reservations
         self.timeline = timeline or Timeline()
+        self.clock = clock or LocalClock()
         self._deliver = deliver
         self._account_id = account_id
         self._speedup = max(speedup, 1e-9)
@@ -86,7 +89,10 @@ class FleetSimulator(FleetHosts):
     def submit(self, job: Any) -> None:
         """A job moto accepted: it becomes RUNNABLE after Batch's short start delay."""
         with self._lock:
-            self._jobs[job.job_id] = SimJob(job, requirements_of(job), time.monotonic() + self.timeline.start_delay)
+            # Batch's createdAt is the local cloud's time, which the fleet's ages and the handlers' are measured on.
+            job.job_created_at = self.clock.local_now()
+            ready_at = self.clock.monotonic() + self.timeline.start_delay
+            self._jobs[job.job_id] = SimJob(job, requirements_of(job), ready_at)
 
     def instances(self) -> list[SimInstance]:
         with self._lock:
@@ -101,7 +107,7 @@ class FleetSimulator(FleetHosts):
     def _schedule_forever(self) -> None:
         while not self._stopping.wait(self.timeline.tick):
             try:
-                self.tick(time.monotonic())
+                self.tick(self.clock.monotonic())
             except Exception:  # a tick that fails must not stop the fleet
                 if self._stopping.is_set():
                     return

@@ -28,6 +28,7 @@ the local cloud makes moto behave like AWS:
 22. DynamoDB index pages: dynamodb.py
 23. EC2 DescribeLaunchTemplateVersions: ec2.py
 24. EC2 DescribeInstanceTypes per region: ec2.py
+25. DynamoDB writes, one at a time: dynamodb.py
 
 Each module's docstring says what its adaptations do and the AWS documentation they follow; patches.py holds the
 replacements' machinery.
@@ -58,6 +59,7 @@ from gpupilot.localcloud.moto_adaptations.dynamodb import (
     direct_dynamodb_item_answers,
     index_pages_of_index_entries,
     item_level_transactions,
+    one_write_at_a_time,
     pick_projected_attributes,
 )
 from gpupilot.localcloud.moto_adaptations.ec2 import (
@@ -137,6 +139,8 @@ def adapted_moto(
         world_reservations(patches, reservations or ReservationBook.empty())
         direct_dynamodb_item_answers(patches)
         item_level_transactions(patches)
+        # After the transactions' own adaptation: the lock holds a transaction's restore too.
+        one_write_at_a_time(patches)
         pick_projected_attributes(patches)
         index_pages_of_index_entries(patches)
         parse_each_definition_once(patches)

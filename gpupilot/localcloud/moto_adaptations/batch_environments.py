@@ -1,8 +1,9 @@
 """AWS Batch's compute environments and job queues: their lifecycle, deletions and limits, as AWS has them.
 
 3. Batch compute environments: moto reports every compute environment VALID at once and requires a
-   serviceRole. Here one is CREATING for `create_seconds` after CreateComputeEnvironment, then VALID,
-   or INVALID with the world's statusReason; without a serviceRole Batch's service-linked role is used.
+   serviceRole. Here one is CREATING for `create_seconds` after CreateComputeEnvironment (or as long as the world
+   says for its types), then VALID, or INVALID with the world's statusReason; without a serviceRole Batch's
+   service-linked role is used.
 
 4. Batch job queues: AWS refuses CreateJobQueue while a compute environment it orders is not VALID;
    moto accepts it. Here it is refused as AWS refuses it.
@@ -49,6 +50,9 @@ class ComputeEnvironmentLifecycle:
     invalid_reason: Callable[[list[str]], str | None] = field(default=lambda _types: None)
     # Another region's world (its compute environments' ARNs name it): region -> its invalid_reason.
     invalid_reason_in: dict[str, Callable[[list[str]], str | None]] = field(default_factory=dict)
+    # How long the world keeps a compute environment of these types CREATING (None: create_seconds); by region too.
+    creating_seconds: Callable[[list[str]], float | None] = field(default=lambda _types: None)
+    creating_seconds_in: dict[str, Callable[[list[str]], float | None]] = field(default_factory=dict)
     clock: Callable[[], float] = time.monotonic
     delete_seconds: float = 0.0
     deleted_seconds: float = 0.0
@@ -87,9 +91,10 @@ class ComputeEnvironmentLifecycle:
             return DELETING, "Compute environment is being deleted"
         with self._lock:
             created = self._created.get(arn)
-        if created is not None and self.clock() - created < self.create_seconds:
-            return "CREATING", "Compute environment is being created"
         region = arn.split(":")[3] if arn.count(":") >= 5 else ""
+        creating = self.creating_seconds_in.get(region, self.creating_seconds)(instance_types)
+        if created is not None and self.clock() - created < (self.create_seconds if creating is None else creating):
+            return "CREATING", "Compute environment is being created"
         reason = self.invalid_reason_in.get(region, self.invalid_reason)(instance_types)
         if reason:
             return "INVALID", reason

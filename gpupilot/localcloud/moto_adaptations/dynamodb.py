@@ -10,6 +10,17 @@
    Scan of a KEYS_ONLY or INCLUDE index walks the index's entries (the items carrying its keys, as projected),
    sized as DynamoDB sizes them.
 
+25. DynamoDB writes, one at a time: moto evaluates a write's condition and then applies the write to the item in
+   place, with no lock (an UpdateItem deep-copies the item and validates its expression between the two), so two
+   handlers writing one item at once can both pass their conditions, the later undoing the earlier: a job's RUNNING
+   event, handled while its workflow recorded SUCCEEDED, put the record back to RUNNING (its condition, a status rank
+   below RUNNING's, held when it was evaluated). DynamoDB evaluates a condition against the item as the write applies
+   to it ("A conditional write succeeds only if the item attributes meet one or more expected conditions":
+   Developer Guide, Condition expressions), one write of an item after another. Here every write (PutItem,
+   UpdateItem, DeleteItem, BatchWriteItem, TransactWriteItems with its restore on failure) and every GetItem holds one
+   lock, so none sees or undoes another's write half done; Query and Scan do not wait for it (they read a snapshot
+   of what they page, as moto builds it).
+
 13. Speed, answers unchanged (sampled under load by `make bench`'s local_e2e):
 
 DynamoDB item answers. moto turns an item operation's result into DynamoDB's JSON wire format
@@ -132,6 +143,28 @@ def item_level_transactions(patches: Patches) -> None:
 
     patches.replace(dynamodb_models, "copy", TablesKept)
     patches.replace(DynamoDBBackend, "transact_write_items", transact_write_items)
+
+
+# 25. The lock every DynamoDB write (and GetItem) of the embedded AWS holds: re-entrant, as a transaction's writes run
+# inside it.
+ITEM_WRITES = threading.RLock()
+# (moto's BatchWriteItem makes its writes through put_item and delete_item.)
+LOCKED_OPERATIONS = ("put_item", "update_item", "delete_item", "transact_write_items", "get_item")
+
+
+def one_write_at_a_time(patches: Patches) -> None:
+    """25. Every DynamoDB write (and GetItem) holds one lock: none sees or undoes another's write half done."""
+    from moto.dynamodb.models import DynamoDBBackend
+
+    def locked(operation: Callable[..., Any]) -> Callable[..., Any]:
+        def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+            with ITEM_WRITES:
+                return operation(self, *args, **kwargs)
+
+        return run
+
+    for name in LOCKED_OPERATIONS:
+        patches.replace(DynamoDBBackend, name, locked(getattr(DynamoDBBackend, name)))
 
 
 def pick_projected_attributes(patches: Patches) -> None:

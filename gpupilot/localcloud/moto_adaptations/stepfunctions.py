@@ -1,13 +1,14 @@
 """Step Functions: the workflow's simulated time, and executions faster with every answer unchanged.
 
 16. Simulated time in the workflow: moto's Step Functions engine really sleeps a Wait state's seconds and
-   really waits out a task's TimeoutSeconds and HeartbeatSeconds. The local cloud runs simulated time
-   `speedup` times faster (`--speedup`): here a Wait state's `Seconds`/`SecondsPath` and a task's
-   `TimeoutSeconds`/`TimeoutSecondsPath`/`HeartbeatSeconds`/`HeartbeatSecondsPath` pass `speedup` times
-   faster too, so a workflow that polled on a timer would poll as often per simulated hour as on AWS. A
-   timeout is never scaled below a few real seconds (or its own length, if shorter): the local fleet's steps
-   and the handlers' work take real time that speedup does not shorten. A `Timestamp` wait and a Retry's
-   backoff keep real time.
+   really waits out a task's TimeoutSeconds and HeartbeatSeconds. Here they pass on the local cloud's clock
+   (gpupilot/localcloud/clock.py), which a test or an operator can advance: a Wait state's `Seconds`/
+   `SecondsPath`, a `Timestamp`/`TimestampPath` wait (until the clock reaches that moment), and a task's
+   `TimeoutSeconds`/`TimeoutSecondsPath`/`HeartbeatSeconds`/`HeartbeatSecondsPath`. The local cloud runs
+   simulated time `speedup` times faster (`--speedup`): a relative wait, a timeout and a heartbeat pass `speedup`
+   times faster too, so a workflow that polled on a timer would poll as often per simulated hour as on AWS. A
+   timeout is never scaled below a few seconds of the clock (or its own length, if shorter): the local fleet's
+   steps and the handlers' work take time that speedup does not shorten. A Retry's backoff keeps real time.
 
 13. Speed, answers unchanged (sampled under load by `make bench`'s local_e2e):
 
@@ -29,10 +30,12 @@ from __future__ import annotations
 
 import importlib
 import threading
-import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any
 
+from gpupilot.localcloud.clock import LocalClock
 from gpupilot.localcloud.moto_adaptations.patches import Patches
 
 
@@ -120,43 +123,67 @@ TIMEOUT_FLOOR_SECONDS = 10.0
 
 @dataclass(frozen=True)
 class WorkflowClock:
-    """16. How fast the workflow's own time passes: `speedup` times faster than real time."""
+    """16. The workflow's own time: on the local cloud's `clock`, `speedup` times faster."""
 
     speedup: float = 1.0
     timeout_floor_seconds: float = TIMEOUT_FLOOR_SECONDS
+    clock: LocalClock = field(default_factory=LocalClock)
 
     def wait_seconds(self, seconds: float) -> float:
-        """The real seconds a Wait state of `seconds` lasts."""
+        """The seconds of the clock a Wait state of `seconds` lasts."""
         return seconds / self.speedup
 
     def timeout_seconds(self, seconds: float) -> float:
-        """The real seconds a task's timeout (or heartbeat) of `seconds` lasts: scaled, but not below the floor."""
+        """The seconds of the clock a task's timeout (or heartbeat) of `seconds` lasts: scaled, but not below the
+        floor."""
         return max(seconds / self.speedup, min(seconds, self.timeout_floor_seconds))
 
+    def seconds_until(self, moment: datetime) -> float:
+        """The seconds of the clock until `moment` (naive: UTC, as a state machine's timestamps are)."""
+        return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp() - self.clock.time()
 
-def _wait_until(env: Any, seconds: float) -> None:
-    """Wait `seconds` (a float: moto's own wait rounds to whole seconds) unless the execution ends first."""
-    deadline = time.monotonic() + seconds
+
+def _wait_until(env: Any, seconds: float, clock: LocalClock) -> None:
+    """Wait `seconds` of the clock (a float: moto's own wait rounds to whole seconds) unless the execution ends
+    first."""
+    deadline = clock.monotonic() + seconds
     while env.is_running():
-        left = deadline - time.monotonic()
+        left = deadline - clock.monotonic()
         if left <= 0:
             return
-        env.program_state_event.wait(left)
+        clock.wait(env.program_state_event, left)
 
 
 def workflow_time(patches: Patches, clock: WorkflowClock) -> None:
-    """16. Wait states' Seconds/SecondsPath and tasks' timeouts and heartbeats pass at the clock's speed."""
+    """16. Wait states, tasks' timeouts and heartbeats pass on the local cloud's clock, relative ones at its speed."""
+    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import FailureEventException
     from moto.stepfunctions.parser.asl.component.common.timeouts.heartbeat import Heartbeat
     from moto.stepfunctions.parser.asl.component.common.timeouts.timeout import Timeout
+    from moto.stepfunctions.parser.asl.component.state.exec import execute_state
     from moto.stepfunctions.parser.asl.component.state.wait.wait_function.seconds import Seconds, SecondsJSONata
     from moto.stepfunctions.parser.asl.component.state.wait.wait_function.seconds_path import SecondsPath
+    from moto.stepfunctions.parser.asl.component.state.wait.wait_function.timestamp import Timestamp
     from moto.stepfunctions.parser.asl.component.state.wait.wait_function.wait_function import WaitFunction
+    from moto.stepfunctions.parser.asl.eval.callback import callback
 
-    relative = (Seconds, SecondsJSONata, SecondsPath)  # not Timestamp waits: those name a moment
+    relative = (Seconds, SecondsJSONata, SecondsPath)
+
+    def until_moment(wait: Any, env: Any) -> float:
+        """A Timestamp wait's seconds until its moment, on the clock (moto's own reads the machine's local time)."""
+        wait.string.eval(env=env)
+        text = env.stack.pop()
+        moment = wait._from_timestamp_string(timestamp=text)
+        if moment is None:
+            raise FailureEventException(wait._create_failure_event(env, text))
+        return clock.seconds_until(moment)
 
     def wait_body(self: Any, env: Any) -> None:
-        seconds = self._get_wait_seconds(env=env)
-        _wait_until(env, clock.wait_seconds(seconds) if isinstance(self, relative) else seconds)
+        if isinstance(self, Timestamp):
+            seconds = until_moment(self, env)
+        else:
+            seconds = self._get_wait_seconds(env=env)
+            seconds = clock.wait_seconds(seconds) if isinstance(self, relative) else seconds
+        _wait_until(env, seconds, clock.clock)
 
     def timeout_body(self: Any, env: Any) -> None:
         seconds = clock.timeout_seconds(self._eval_seconds(env=env))
@@ -166,3 +193,8 @@ def workflow_time(patches: Patches, clock: WorkflowClock) -> None:
     patches.replace(WaitFunction, "_eval_body", wait_body)
     patches.replace(Timeout, "_eval_body", timeout_body)
     patches.replace(Heartbeat, "_eval_body", timeout_body)
+    # Where moto waits out a timeout: a state's run against its TimeoutSeconds (the only `threading.Event` its module
+    # makes), a callback's task token against it, a heartbeat against HeartbeatSeconds. Their events wait on the clock.
+    clocked = clock.clock.event_class()
+    patches.replace(execute_state, "threading", SimpleNamespace(Event=clocked))
+    patches.replace(callback, "Event", clocked)
