@@ -347,8 +347,8 @@ def list_block_offerings() -> BaseModel:
 
 def _whole(name: str, default: int, low: int, high: int) -> int:
     """A whole-number query parameter from `low` to `high`."""
-    raw = app.current_event.get_query_string_value(name) or str(default)
-    number = _digits(raw)
+    raw = app.current_event.get_query_string_value(name)
+    number = default if raw is None else _digits(raw)  # `?limit=` (empty) is a bad value, not an absent one
     if number is None or not low <= number <= high:
         raise BadRequest(name, f"{name} must be a whole number from {low} to {high}")
     return number

@@ -113,6 +113,14 @@ def test_a_5000_digit_integer_is_a_400_naming_its_field(cloud: RunningCloud) -> 
         assert "set_int_max_str_digits" not in said and "4300" not in said, said
 
 
+def test_an_empty_query_number_is_a_400_naming_its_field_not_its_default(cloud: RunningCloud) -> None:
+    # When the jobs are listed with `limit=` and nothing after it
+    status, error = exchange(cloud, request("GET", "/jobs?limit="))
+
+    # Then the empty value is refused as the bad value it is, not read as the default page size
+    assert (status, error["field"]) == (400, "limit"), error
+
+
 def test_every_error_body_has_the_same_keys_and_only_no_candidate_lists_the_rejected(cloud: RunningCloud) -> None:
     # Given a refusal of every kind: the router's, the body reader's, the request line's, a route's, a validator's
     body = json.dumps(JOB).encode()
