@@ -31,11 +31,12 @@ function wasteChart(waste) {
 }
 
 function totals(report) {
-  const card = (label, value, note) => h("div", { class: "card" }, h("div", { class: "label" }, label), h("div", { class: "value" }, value), h("div", { class: "label" }, note));
+  const card = (id, label, usd, note) => h("div", { class: "card" }, h("div", { class: "label" }, label),
+    h("div", { class: "value", id, "data-usd": usd }, money(usd)), h("div", { class: "label" }, note));
   return h("div", { class: "cards" },
-    card("Spent", money(report.total_usd), `${report.from} to ${report.to}`),
-    card("Added to the bill", money(report.marginal_usd), "reserved capacity's room costs nothing more"),
-    card("Waste", money(report.waste.usd), "instances that served no job"));
+    card("costs-total", "Spent", report.total_usd, `${report.from} to ${report.to}`),
+    card("costs-marginal", "Added to the bill", report.marginal_usd, "reserved capacity's room costs nothing more"),
+    card("costs-waste", "Waste", report.waste.usd, "instances that served no job"));
 }
 
 export async function render(main) {
@@ -75,16 +76,18 @@ export async function render(main) {
             { label: words, cell: (g) => g.key },
             { label: "Region", cell: (g) => g.region || "several" },
             { label: "Attempts", num: true, cell: (g) => g.attempts },
-            { label: "Cost", num: true, cell: (g) => money(g.usd) },
+            { label: "Cost", num: true, cell: (g) => h("span", { "data-usd": g.usd }, money(g.usd)) },
             { label: "Added to the bill", num: true, cell: (g) => money(g.marginal_usd) },
           ],
           rows: report.groups,
+          rowKey: (g) => g.key,
           empty: "No priced attempt in these days.",
         }),
         table({
           caption: "Waste by reason",
-          columns: [{ label: "Reason", cell: (r) => r.reason }, { label: "Cost", num: true, cell: (r) => money(r.usd) }],
+          columns: [{ label: "Reason", cell: (r) => r.reason }, { label: "Cost", num: true, cell: (r) => h("span", { "data-usd": r.usd }, money(r.usd)) }],
           rows: reasons,
+          rowKey: (r) => `waste:${r.reason}`,
           empty: "No waste.",
         })),
       table({

@@ -23,6 +23,7 @@ function findingsSection(report) {
         { label: "Evidence", cell: (f) => h("details", {}, h("summary", {}, "show"), keyValues(f.evidence)) },
       ],
       rows: bySeverity(severity),
+      rowKey: (f) => `${f.kind}|${f.resource}`,
       empty: "",
     })),
     report.findings.length ? null : h("p", { class: "muted" }, "No findings: the last sweep found nothing wrong."),

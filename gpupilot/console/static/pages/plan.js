@@ -56,12 +56,12 @@ function planView(plan) {
       rows: plan.candidates,
       empty: "No candidate: nothing can serve this request (see why below).",
     }),
-    table({
+    h("details", {}, h("summary", {}, `Left out, and why: ${plan.rejected.length}`), table({
       caption: "Left out, and why",
       columns: [{ label: "GPU type", cell: (r) => r.instance_type }, { label: "Region", cell: (r) => r.region || "—" }, { label: "Reason", cell: (r) => h("div", { class: "why" }, r.reason) }],
       rows: plan.rejected,
       empty: "Nothing was left out.",
-    }),
+    })),
   ];
 }
 
