@@ -4,14 +4,15 @@ given, and only for its own pages; another site's page, a rebound host name or a
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import socket
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-import urllib3
 
 from functions.shared.api.contract import ROUTES
 from gpupilot.cli import render
@@ -47,12 +48,32 @@ def console() -> Iterator[tuple[ConsoleServer, RecordingApi]]:
     server.stop()
 
 
+@dataclass
+class Reply:
+    status: int
+    headers: dict[str, str]
+    data: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.data)
+
+
 def call(
     server: ConsoleServer, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
-) -> urllib3.BaseHTTPResponse:
+) -> Reply:
+    """One request, its path sent as written (`..` and all: an HTTP library would tidy it away)."""
     sent = {"Host": f"127.0.0.1:{server.port}", CONSOLE_HEADER: "1"} | (headers or {})
-    data = json.dumps(body).encode() if body is not None else None
-    return urllib3.request(method, f"http://127.0.0.1:{server.port}{path}", body=data, headers=sent, retries=False)
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    try:
+        connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+        data = json.dumps(body).encode() if body is not None else b""
+        for name, value in (sent | {"Content-Length": str(len(data))}).items():
+            connection.putheader(name, value)
+        connection.endheaders(data)
+        response = connection.getresponse()
+        return Reply(response.status, {k.lower(): v for k, v in response.getheaders()}, response.read())
+    finally:
+        connection.close()
 
 
 def test_every_api_route_the_console_calls_is_a_route_of_the_deployed_api():
@@ -137,13 +158,13 @@ def test_pages_are_the_one_document_and_assets_are_served_only_from_the_packages
     # When a page, an asset, a path outside the assets and an unknown page are asked for
     page = call(server, "GET", "/jobs/abc123")
     asset = call(server, "GET", "/static/lib.js")
-    outside = call(server, "GET", "/static/../server.py")
+    outside = call(server, "GET", "/static/../../../README.md")  # the repository's README, a served suffix
     unknown = call(server, "GET", "/nowhere")
 
     # Then the page is index.html with a policy that runs only the console's own scripts
     assert page.status == 200 and page.data == (STATIC / "index.html").read_bytes()
-    assert "default-src 'self'" in page.headers["Content-Security-Policy"]
-    assert asset.headers["Content-Type"].startswith("text/javascript")
+    assert "default-src 'self'" in page.headers["content-security-policy"]
+    assert asset.headers["content-type"].startswith("text/javascript")
     assert (outside.status, unknown.status) == (404, 404)
 
 
