@@ -14,7 +14,7 @@ STACK_SOURCES := app.py cdk.json $(wildcard stacks/*.py) $(wildcard statemachine
 	$(wildcard functions/shared/*/*/*.py) \
 	$(wildcard functions/shared/data/*.json) $(wildcard functions/shared/data/prices/*.json)
 
-.PHONY: setup synth demo serve test test-fast lint bench openapi cli-reference catalog prices clean
+.PHONY: setup browser screenshots synth demo serve test test-fast lint bench openapi cli-reference catalog prices clean
 
 # uv installs what pip would, from the same pins, in seconds rather than minutes; pip takes over if uv cannot.
 UV_VERSION := 0.13.8
@@ -28,7 +28,14 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	($(PY) -m pip install --quiet -r requirements-dev.txt && $(PY) -m pip install --quiet --no-deps -e .)
 	touch $(STAMP)
 
-setup: $(STAMP)
+setup: $(STAMP) browser
+
+# The console's browser tests drive Debian's Chromium through Playwright (its Python package only: no browser is
+# downloaded at test time); installed here where it is missing, as on a fresh CI machine.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+browser:
+	@command -v chromium >/dev/null || { echo "installing Debian's chromium (the console's browser tests)"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
 
 $(CHECKOV): | $(STAMP)
 	$(PYTHON) -m venv $(CHECKOV_VENV)
@@ -57,8 +64,12 @@ lint: setup
 # took 11 minutes at -n 2, 7 min 46 s at -n 3 and 7 min 20 s at -n 4).
 # --no-loadscope-reorder: files start in collection order (bench, e2e, infra, integration, unit), the long ones
 # first; xdist's default starts the files with the most tests first, which left a one-test bench file of 90 s last.
-test: synth lint $(CHECKOV)
+test: synth lint browser $(CHECKOV)
 	GPUPILOT_REQUIRE_CHECKOV=1 $(PY) -m pytest -n 4 --dist loadfile --no-loadscope-reorder -q -p no:cacheprovider --iam-drift=strict tests
+
+# The console's screenshots in docs/console/, from its browser tests (a plain test run leaves them as they are).
+screenshots: synth browser
+	GPUPILOT_SCREENSHOTS=docs/console $(PY) -m pytest -q -p no:cacheprovider tests/e2e/test_console.py
 
 test-fast: setup
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit

@@ -146,27 +146,33 @@ USAGES = {
 def read_job_file(path: str) -> dict[str, Any]:
     """A job file: YAML (JSON is YAML too) holding the request's fields by their API names; an unknown key is
     refused, naming it (a misspelt field would otherwise be dropped, or refused by the API far from its line)."""
+    try:
+        text = Path(path).read_text()
+    except OSError as error:
+        raise UsageError(f"cannot read --file {path}: {error.strerror}", field="--file") from error
+    return job_file_body(text, f"--file {path}", as_json=path.endswith(".json"))
+
+
+def job_file_body(text: str, where: str, as_json: bool = False) -> dict[str, Any]:
+    """A job file's text as the request's fields (`where` names it in a refusal): the console reads a pasted job
+    file with it too."""
     import yaml
 
     from functions.shared.domain.requests.job_request import JobRequest
 
     try:
-        text = Path(path).read_text()
-    except OSError as error:
-        raise UsageError(f"cannot read --file {path}: {error.strerror}", field="--file") from error
-    try:
-        body = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
+        body = json.loads(text) if as_json else yaml.safe_load(text)
     except ValueError as error:
-        raise UsageError(f"--file {path} is not valid JSON: {error}", field="--file") from error
+        raise UsageError(f"{where} is not valid JSON: {error}", field="--file") from error
     except yaml.YAMLError as error:
-        raise UsageError(f"--file {path} is not valid YAML: {' '.join(str(error).split())}", field="--file") from error
+        raise UsageError(f"{where} is not valid YAML: {' '.join(str(error).split())}", field="--file") from error
     if not isinstance(body, dict):
-        raise UsageError(f"--file {path} must hold a mapping of the request's fields", field="--file")
+        raise UsageError(f"{where} must hold a mapping of the request's fields", field="--file")
     known = JobRequest.model_fields
     unknown = [str(key) for key in body if key not in known]
     if unknown:
         raise UsageError(
-            f"--file {path}: unknown key {unknown[0]!r} (a job file takes the request's fields: {', '.join(known)})",
+            f"{where}: unknown key {unknown[0]!r} (a job file takes the request's fields: {', '.join(known)})",
             field=unknown[0],
         )
     return body

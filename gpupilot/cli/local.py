@@ -29,6 +29,7 @@ from gpupilot.cli.arguments import (
 )
 from gpupilot.cli.client import ApiClient
 from gpupilot.cli.jobs import follow, submit_headers
+from gpupilot.cli.ui import DEFAULT_PORT as CONSOLE_PORT
 
 STOP_TIMEOUT_SECONDS = 5
 
@@ -51,6 +52,13 @@ DEMO_JOB: dict[str, Any] = {
 # Beyond the demo job's own waits, per attempt (a pool to create, a queue to poll) and in all (start, cost).
 DEMO_ATTEMPT_SLACK_SECONDS = 30.0
 DEMO_SLACK_SECONDS = 60.0
+
+
+# How the demo ends: where to look next, in a browser (the demo's own cloud stops with it).
+CONSOLE_HINT = (
+    "see jobs, timelines, costs and the fleet in the console: `gpupilot serve` in one terminal, `gpupilot ui` in "
+    f"another, then open http://127.0.0.1:{CONSOLE_PORT}/"
+)
 
 
 LOCAL_COMMANDS = {
@@ -251,6 +259,7 @@ def demo(args: argparse.Namespace) -> int:
             job = follow(client, submitted["job_id"], say, limit_seconds=limit)
             say(render.job_summary(job))
             say(f"(handler logs: {log_file})")
+            say(CONSOLE_HINT)
         return EXIT_OK if job["status"] == "SUCCEEDED" else EXIT_JOB_FAILED
     finally:
         cloud.stop()

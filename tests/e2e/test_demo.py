@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from gpupilot.cli.local import CONSOLE_HINT
 from tests.e2e.conftest import GPUPILOT
 
 pytestmark = pytest.mark.e2e
@@ -21,6 +22,8 @@ def test_the_demo_runs_a_cuda_job_to_success_and_shows_its_cost(tmp_path: pytest
     assert "status     SUCCEEDED" in result.stdout
     assert "cost       $" in result.stdout
     assert "GPU type   g4dn.xlarge (T4, on-demand)" in result.stdout
+    # And it ends by saying how to open the console
+    assert result.stdout.rstrip().endswith(CONSOLE_HINT)
 
 
 def test_the_demo_in_a_world_without_capacity_for_its_first_choice_falls_back_and_prints_one_json_document(
