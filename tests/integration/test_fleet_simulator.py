@@ -30,10 +30,12 @@ TIMELINE = Timeline(start_delay=0.1, boot=1.0, disconnect_after=0.5, idle=5.0)
 class Fleet:
     """A pool (compute environment + queue) of g4dn.xlarge and a simulator over it, ticked by hand on its clock."""
 
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: World, speedup: float = 1.0) -> None:
         self.events: list[dict[str, Any]] = []
         self.clock = LocalClock()
-        self.simulator = FleetSimulator(world, self.events.append, "123456789012", timeline=TIMELINE, clock=self.clock)
+        self.simulator = FleetSimulator(
+            world, self.events.append, "123456789012", timeline=TIMELINE, clock=self.clock, speedup=speedup
+        )
         self.batch = boto3.client("batch", region_name=REGION)
         self.ec2 = boto3.client("ec2", region_name=REGION)
         self.ecs = boto3.client("ecs", region_name=REGION)
@@ -126,8 +128,8 @@ def fleet_in(request: pytest.FixtureRequest) -> Iterator[Any]:
     with mock_aws(config=MOTO_CONFIG):
         stack = []
 
-        def make(world: dict[str, Any] | None = None, spot: bool = False) -> Fleet:
-            fleet = Fleet(World.model_validate(world or {}))
+        def make(world: dict[str, Any] | None = None, spot: bool = False, speedup: float = 1.0) -> Fleet:
+            fleet = Fleet(World.model_validate(world or {}), speedup)
             context = adapted_moto(
                 on_job_submitted=fleet.simulator.submit,
                 lifecycle=ComputeEnvironmentLifecycle(create_seconds=0),
@@ -312,6 +314,26 @@ def test_a_reclaim_that_the_job_definition_exits_on_fails_the_job_with_batchs_wo
     job = fleet.job(job_id)
     assert job["status"] == "FAILED"
     assert [a["statusReason"] for a in job["attempts"]] == [f"Host EC2 (instance {instance_id}) terminated."]
+
+
+def test_a_spot_reclaim_is_simulated_time_that_the_speedup_shortens_as_it_does_a_runtime(fleet_in) -> None:
+    # Given instances EC2 reclaims 120 simulated seconds after their launch, at a speedup of 60
+    fleet = fleet_in(
+        {"spot": {"g4dn.xlarge": {"interrupt_after_seconds": 120}}, "jobs": {"runtime_seconds": 600}},
+        spot=True,
+        speedup=60,
+    )
+    job_id = fleet.submit(retry=RETRY_ON_HOST)
+    for second in (0.2, 1.3, 1.4):
+        fleet.at(second)
+    [instance] = fleet.instances()
+    assert fleet.job(job_id)["status"] == "RUNNING"
+    # When the clock stands 2.5 s after the submission (the instance launched at 0.2 s: 2.3 s, 138 simulated)
+    fleet.at(2.5)
+    # Then EC2 has reclaimed it, as 120 simulated seconds are 2 of the clock
+    assert (
+        fleet.job(job_id)["attempts"][-1]["statusReason"] == f"Host EC2 (instance {instance['InstanceId']}) terminated."
+    )
 
 
 def test_a_job_definition_without_a_retry_strategy_is_not_retried_after_a_reclaim(fleet_in) -> None:
