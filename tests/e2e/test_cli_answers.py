@@ -5,6 +5,7 @@ so."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 
 import boto3
@@ -102,15 +103,15 @@ def test_the_next_step_names_its_region_when_it_leaves_the_region_the_job_waits_
     submitted = cloud.api.request(
         "POST", "/jobs", JOB | {"instance_types": ["g4dn.xlarge"], "regions": ["us-east-1", "us-west-2"]}
     ).body
-    cloud.wait_for(submitted["job_id"], {"RUNNABLE"}, 90)
+    cloud.wait_for(submitted["job_id"], {"RUNNABLE"})
 
     # When its status is shown while it waits at home
     shown = cloud.cli("--wide", "status", submitted["job_id"])
 
-    # Then its next step says where it would go
+    # Then its next step, a fallback or a diagnosis that may lead to one, says where it would go
     assert shown.returncode == 0, shown.stderr
     next_row = next(line for line in shown.stdout.splitlines() if line.startswith("next "))
-    assert "fall back to g4dn.xlarge (on-demand) in us-west-2" in next_row, shown.stdout
+    assert re.search(r"falls? back to g4dn\.xlarge \(on-demand\) in us-west-2", next_row), shown.stdout
     assert cloud.cli("cancel", submitted["job_id"]).returncode == 0
 
 
