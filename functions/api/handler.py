@@ -451,6 +451,7 @@ def _register(route: Route) -> None:
         try:
             caller = callers.caller(user_arn, route.action, _ports())
             app.append_context(caller=caller)
+            callers.allow(caller, route.action)
             answer = operation(**path_params)
         except Forbidden as error:
             refused, detail = AuditOutcome.FORBIDDEN, {"reason": error.message}

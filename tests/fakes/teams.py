@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 from functions.shared.domain.core.errors import BudgetFull, CommitmentChanged
 from functions.shared.domain.teams.audit import AuditEvent
-from functions.shared.domain.teams.budget import BudgetState, Commitment, bounds, usd
+from functions.shared.domain.teams.budget import bounds
+from functions.shared.domain.teams.commitment import BudgetState, Commitment, usd
 from tests.fakes.job_store import FakeJobStore
 
 

@@ -9,8 +9,9 @@ from functions.shared.domain.core.errors import Forbidden
 from functions.shared.domain.core.vocabulary import Action, CapacityType, DiagnosisCategory, Role
 from functions.shared.domain.requests.job_request import JobRequest
 from functions.shared.domain.teams.access import authorize
-from functions.shared.domain.teams.budget import BudgetState, Commitment, refusal, worst_case_usd
+from functions.shared.domain.teams.budget import refusal, worst_case_usd
 from functions.shared.domain.teams.caps import cap_diagnosis, consumable_resources
+from functions.shared.domain.teams.commitment import BudgetState, Commitment
 from functions.shared.domain.teams.config import TeamsConfig
 from functions.shared.domain.teams.identity import caller_of, principal_of
 

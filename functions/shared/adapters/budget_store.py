@@ -19,7 +19,8 @@ from functions.shared.adapters.base import ClientAdapter
 from functions.shared.adapters.dynamodb_codec import deserialize_item
 from functions.shared.adapters.job_lists import job_key
 from functions.shared.domain.core.errors import BudgetFull, CommitmentChanged
-from functions.shared.domain.teams.budget import BudgetState, Commitment, bounds, usd
+from functions.shared.domain.teams.budget import bounds
+from functions.shared.domain.teams.commitment import BudgetState, Commitment, usd
 
 # What this module's calls are authorized against (the IAM drift check holds it to that): a transaction's updates
 # are authorized as dynamodb:UpdateItem each ("Using IAM with DynamoDB transactions").

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:  # annotations only: a handler imports the domain modules it uses, not all of them
     from functions.shared.domain.teams.audit import AuditEvent
-    from functions.shared.domain.teams.budget import BudgetState, Commitment
+    from functions.shared.domain.teams.commitment import BudgetState, Commitment
 
 
 class Budgets(Protocol):

@@ -27,7 +27,7 @@ from functions.shared.domain.diagnosis.runnable import Diagnosis
 from functions.shared.domain.jobs.lifecycle import status_rank
 from functions.shared.domain.requests.job_request import JobRequest
 from functions.shared.domain.reservations.reservation import Reservation
-from functions.shared.domain.teams.budget import Commitment
+from functions.shared.domain.teams.commitment import Commitment
 
 # A timeline note: something that happened to the job without changing its status (its host quarantined).
 HOST_NOTE = re.compile(r"^host \S+ quarantined: ")

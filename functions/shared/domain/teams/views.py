@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from functions.shared.domain.core.model import DomainModel
-from functions.shared.domain.teams.budget import BudgetState, usd
+from functions.shared.domain.teams.commitment import BudgetState, usd
 from functions.shared.domain.teams.config import TeamConfig
 
 

@@ -10,16 +10,9 @@ from functions.shared.domain.core.errors import BudgetExceeded, BudgetFull, Comm
 from functions.shared.domain.cost.attempts import total_cost
 from functions.shared.domain.jobs.records import JobRecord, Ownership
 from functions.shared.domain.requests.job_request import JobRequest
-from functions.shared.domain.teams.budget import (
-    BudgetRefusal,
-    Commitment,
-    hourly_held,
-    refusal,
-    usd,
-    windows,
-    worst_case_usd,
-)
+from functions.shared.domain.teams.budget import BudgetRefusal, hourly_held, refusal, windows, worst_case_usd
 from functions.shared.domain.teams.caps import gpu_resource_name
+from functions.shared.domain.teams.commitment import Commitment, usd
 from functions.shared.domain.teams.config import teams_config
 from functions.shared.domain.teams.identity import Caller
 from functions.shared.ports import Ports

@@ -10,13 +10,16 @@ from functions.shared.ports import Ports
 
 
 def caller(user_arn: str | None, action: Action, ports: Ports) -> Caller:
-    """The caller API Gateway authenticated as `user_arn`, allowed `action`: Forbidden when the deployment's teams
-    give it no role, or its role does not allow the action."""
+    """The caller API Gateway authenticated as `user_arn`: Forbidden when the deployment's teams give it no role."""
     found = caller_of(user_arn, teams_config(ports.settings.teams_config))
     if found is None:
         raise no_team(user_arn or "an unsigned caller", action)
-    authorize(found, action)
     return found
+
+
+def allow(caller: Caller, action: Action) -> None:
+    """Forbidden unless the caller's role allows `action`."""
+    authorize(caller, action)
 
 
 def has_teams(ports: Ports) -> bool:

@@ -4,8 +4,9 @@ against its cap (an admin: every team; anyone else: its own)."""
 from __future__ import annotations
 
 from functions.shared.domain.core.clock import now_iso
-from functions.shared.domain.teams.budget import BudgetState, windows
+from functions.shared.domain.teams.budget import windows
 from functions.shared.domain.teams.caps import gpu_resource_name
+from functions.shared.domain.teams.commitment import BudgetState
 from functions.shared.domain.teams.config import teams_config
 from functions.shared.domain.teams.identity import Caller
 from functions.shared.domain.teams.views import TeamList, TeamView, team_view
