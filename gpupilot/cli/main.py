@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Callable
 
-from gpupilot.cli import costs, health, jobs, local, plan, render, reservations
+from gpupilot.cli import costs, health, jobs, local, plan, render, reservations, teams
 from gpupilot.cli.arguments import (
     ENDPOINT_HELP,
     EXIT_OK,
@@ -49,8 +49,19 @@ COMMANDS: dict[str, Callable[[ApiClient, argparse.Namespace], int]] = {
     "costs": costs.costs,
     "reservations": reservations.run,
     "reserve": reservations.run,
+    "whoami": teams.whoami,
+    "teams": teams.teams,
+    "audit": teams.audit,
 }
-EXAMPLES = local.EXAMPLES | jobs.EXAMPLES | plan.EXAMPLES | health.EXAMPLES | costs.EXAMPLES | reservations.EXAMPLES
+EXAMPLES = (
+    local.EXAMPLES
+    | jobs.EXAMPLES
+    | plan.EXAMPLES
+    | health.EXAMPLES
+    | costs.EXAMPLES
+    | reservations.EXAMPLES
+    | teams.EXAMPLES
+)
 
 
 TOP_EXAMPLES = """
@@ -105,6 +116,7 @@ def build_parser(json_errors: bool = False) -> Parser:
     health.add_commands(command)
     costs.add_command(command)
     reservations.add_commands(command)
+    teams.add_commands(command)
     return parser
 
 
