@@ -3,12 +3,12 @@
 25. Batch consumable resources: CreateConsumableResource, DescribeConsumableResource, ListConsumableResources and
     ListJobsByConsumableResource are served as the AWS Batch API Reference describes them (a name unique in the
     account and region, REPLENISHABLE by default; totalQuantity, inUseQuantity, availableQuantity; a ClientException for
-    a resource Batch does not know), and RegisterJobDefinition keeps the job definition's consumableResourceProperties,
-    which moto drops. Batch holds a job RUNNABLE until every resource its definition names has the units it needs,
-    takes them when it moves to STARTING and gives them back when it ends ("Resources are locked once the job moves to
-    STARTING and are then unlocked when the job moves to SUCCEEDED or FAILED", AWS Batch User Guide, "Specify the
-    resources needed to run a job"): the fleet simulator does so through the book here, across every queue of the
-    region.
+    a resource Batch does not know), RegisterJobDefinition keeps the job definition's consumableResourceProperties,
+    which moto drops, and DescribeJobDefinitions answers them. Batch holds a job RUNNABLE until every resource its
+    definition names has the units it needs, takes them when it moves to STARTING and gives them back when it ends
+    ("Resources are locked once the job moves to STARTING and are then unlocked when the job moves to SUCCEEDED or
+    FAILED", AWS Batch User Guide, "Specify the resources needed to run a job"): the fleet simulator does so through
+    the book here, across every queue of the region.
 
 tests/integration/test_moto_adaptations.py holds a test per adaptation that fails if moto changes under it.
 """
@@ -174,6 +174,19 @@ def consumable_resources(patches: Patches, book: ConsumableBook) -> None:
         return str(answer)
 
     patches.replace(BatchResponse, "registerjobdefinition", register)
+
+    from moto.batch.models import JobDefinition
+
+    described = JobDefinition.describe
+
+    def describe_definition(self: Any) -> dict[str, Any]:
+        answer = dict(described(self))
+        properties = getattr(self, "consumable_resource_properties", None)
+        if properties:
+            answer["consumableResourceProperties"] = properties
+        return answer
+
+    patches.replace(JobDefinition, "describe", describe_definition)
 
 
 def _add(patches: Patches, name: str, method: Any) -> None:
