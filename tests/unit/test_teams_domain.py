@@ -94,6 +94,21 @@ def test_a_refusal_names_the_window_the_figures_and_the_longest_timeout_that_fit
     assert refusal(state, commitment, 0.99, 0.526) is None
 
 
+def test_a_month_s_budget_refuses_what_the_day_s_would_take_with_the_month_s_figures():
+    # Given $100 a day and $50 a month, with $45 spent this month and $1 of it today
+    commitment = Commitment(team="vision", day="2026-11-28", month="2026-11", usd=10, budget_usd_per_day=100,
+                            budget_usd_per_month=50)  # fmt: skip
+    state = BudgetState(spent_day=1, spent_month=45)
+
+    # When a $10 job is checked / Then the month refuses it with its figures, and what is left of it fits
+    refused = refusal(state, commitment, 10, 1)
+    assert refused is not None
+    assert (refused.window, refused.spent_usd, refused.budget_usd, refused.fits_with_timeout_minutes) == (
+        "month", 45, 50, 300,
+    )  # fmt: skip
+    assert refusal(state, commitment, 5, 1) is None
+
+
 def test_a_job_over_its_team_s_cap_is_diagnosed_team_gpu_cap_with_its_evidence():
     held = cap_diagnosis("vision", gpus=1, in_use=2, max_gpus=2, jobs_ahead=1)
     assert held is not None and held.category == DiagnosisCategory.TEAM_GPU_CAP
