@@ -200,8 +200,11 @@ def test_jobs_belong_to_their_team_another_team_s_are_not_found_and_a_viewer_onl
 
 
 def test_a_member_may_not_buy_capacity_nor_read_the_audit_log(cloud: RunningCloud) -> None:
+    # Given members of two teams / When bob buys a Capacity Block and alice reads the audit log
     bought = cli(cloud, "bob", "reserve", "cb-0123456789abcdef0", "--yes", "--max-upfront-usd", "1")
     audit = cli(cloud, "alice", "audit")
+
+    # Then both are refused (exit 2), naming Forbidden and the action
     assert bought.returncode == 2 and "Forbidden" in bought.stderr and "purchase" in bought.stderr
     assert audit.returncode == 2 and "Forbidden" in audit.stderr and "audit" in audit.stderr
 
