@@ -6,9 +6,10 @@ capacity, arch) and created or retired by the control plane, because Batch allow
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from aws_cdk import Fn, Stack
+from aws_cdk import aws_batch as batch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
@@ -16,11 +17,13 @@ from constructs import Construct
 
 from functions.shared.adapters.ec2 import load_snapshot
 from functions.shared.domain.fleet.userdata import gpu_user_data
+from functions.shared.domain.teams.caps import gpu_resource_name
 from stacks.nag import Kind, acknowledge, acknowledge_checkov, wildcard_findings
 from stacks.settings import (
     IMDS_HOP_LIMIT,
     LAUNCH_TEMPLATE_NAME,
     LOG_RETENTION,
+    RESOURCE_PREFIX,
     ROOT_DEVICE_NAME,
     ROOT_VOLUME_GIB,
 )
@@ -173,3 +176,20 @@ class BatchFleet(Construct):
                 ],
             ),
         )
+
+
+def team_gpus(scope: Construct, capped: Mapping[str, int]) -> list[batch.CfnConsumableResource]:
+    """Each capped team's GPU cap in this region, as AWS Batch enforces it: a replenishable consumable resource of
+    max_gpus units, which every job of the team draws as many of as it has GPUs (its job definition names it), so
+    Batch holds a job RUNNABLE while the team's running jobs hold the rest, across every queue of the region, even a
+    job submitted to Batch around GPU Pilot with GPU Pilot's job definitions."""
+    return [
+        batch.CfnConsumableResource(
+            scope,
+            f"TeamGpus{name.replace('-', ' ').title().replace(' ', '')}",
+            consumable_resource_name=gpu_resource_name(RESOURCE_PREFIX, name),
+            resource_type="REPLENISHABLE",
+            total_quantity=max_gpus,
+        )
+        for name, max_gpus in sorted(capped.items())
+    ]

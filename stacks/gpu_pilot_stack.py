@@ -10,7 +10,7 @@ from constructs import Construct
 
 from functions.shared import constants as c
 from stacks.api import Api
-from stacks.batch_fleet import BatchFleet
+from stacks.batch_fleet import BatchFleet, team_gpus
 from stacks.capacity_region import instance_role_name
 from stacks.events import JobEvents
 from stacks.functions import ControlPlaneFunctions
@@ -96,7 +96,12 @@ class GpuPilotStack(Stack):
             c.ENV_SECRET_ARN_PATTERNS: ",".join(secret_arns),
         }
         if settings.allow_capacity_block_purchase:
-            environment["api"][c.ENV_ALLOW_CAPACITY_BLOCK_PURCHASE] = "true"
+            environment["api"][c.ENV_MAX_CAPACITY_BLOCK_UPFRONT_USD] = f"{settings.max_capacity_block_upfront_usd:g}"
+        if settings.teams is not None:
+            # The api says who may do what; the sweep settles what the jobs it fails held of their teams' budgets.
+            for key in ("api", "health_sweep"):
+                environment[key][c.ENV_TEAMS] = settings.teams_json()
+        team_gpus(self, settings.capped_teams)
 
         functions = ControlPlaneFunctions(
             self, "Functions", code_dir=lambda_code_dir, table_name=storage.table.table_name, environment=environment
@@ -115,6 +120,7 @@ class GpuPilotStack(Stack):
                     region_instance_roles=tuple(instance_role_name(region) for region in capacity_regions),
                 ),
                 allow_purchase=settings.allow_capacity_block_purchase,
+                capped_teams=bool(settings.capped_teams),
             )
         )
         workflow = Workflow(self, "Workflow", asl_file=asl_file, functions=functions.functions)

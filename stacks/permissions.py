@@ -97,7 +97,8 @@ WHY_RESERVATION_TEMPLATES = (
 WHY_PURCHASE = (
     "PurchaseCapacityBlock is authorized on the capacity reservation it creates, whose id EC2 assigns "
     "(capacity-reservation/*): the grant is held to purchases that tag it {tag}=gpupilot (aws:RequestTag), and exists "
-    "only in a deployment whose context allows purchases (allow_capacity_block_purchase); in every capacity region, "
+    "only in a deployment whose context sets a ceiling on them (max_capacity_block_upfront_usd); in every capacity "
+    "region, "
     "where Capacity Blocks are listed and bought too."
 )
 WHY_JOB_LOGS = (
@@ -167,6 +168,11 @@ class Arns:
     @property
     def job_definitions(self) -> str:
         return self._batch(f"job-definition/{self.prefix}*")
+
+    @property
+    def team_gpus(self) -> str:
+        """The teams' consumable resources (their GPU caps), which the stack creates with the prefix."""
+        return self._batch(f"consumable-resource/{self.prefix}-team-*")
 
     def state_machine(self, name: str) -> str:
         return f"arn:{self.partition}:states:{self.region}:{self.account}:stateMachine:{name}"
@@ -280,6 +286,26 @@ def fleet_reads(arns: Arns) -> list[Grant]:
     ]
 
 
+WHY_TEAM_GPUS = (
+    "Each team's GPU cap is an AWS Batch consumable resource the stack creates, named '{prefix}-team-<team>-gpus'; "
+    "DescribeConsumableResource and ListJobsByConsumableResource are authorized on it (Service Authorization "
+    "Reference for AWS Batch: resource type consumable-resource), so the grant is scoped to those names."
+)
+DOC_DEFINITION_RESOURCES = (
+    "Service Authorization Reference for AWS Batch: RegisterJobDefinition is authorized against the job definition "
+    "and each consumable resource its consumableResourceProperties name (resource type consumable-resource)."
+)
+
+
+def team_gpus(arns: Arns) -> Grant:
+    """Reading a team's GPU cap as Batch counts it: held units, and the jobs waiting for it."""
+    return Grant(
+        actions=("batch:DescribeConsumableResource", "batch:ListJobsByConsumableResource"),
+        resources=arns.everywhere("team_gpus"),
+        reason=WHY_TEAM_GPUS.format(prefix=arns.prefix),
+    )
+
+
 def terminate_jobs(arns: Arns) -> Grant:
     return Grant(actions=("batch:TerminateJob",), resources=arns.everywhere("jobs"), reason=WHY_JOB_IDS)
 
@@ -355,9 +381,12 @@ def purchases(arns: Arns) -> list[Grant]:
     ]
 
 
-def function_grants(arns: Arns, owned: Owned, allow_purchase: bool = False) -> dict[str, list[Grant]]:
+def function_grants(
+    arns: Arns, owned: Owned, allow_purchase: bool = False, capped_teams: bool = False
+) -> dict[str, list[Grant]]:
     """Every Lambda's AWS permissions beyond its logs and X-Ray, keyed like constants.LAMBDAS; `allow_purchase`: the
-    api may buy Capacity Blocks (the deployment's context switch).
+    api may buy Capacity Blocks (the deployment sets a ceiling); `capped_teams`: some team has a GPU cap (a Batch
+    consumable resource its jobs' definitions name, which the api, the submit and the diagnosis read).
 
     The state machine is named by its ARN, not by reference: the functions it invokes are also allowed to
     answer it, and a reference would make their policies, the functions and the state machine a cycle.
@@ -441,6 +470,8 @@ def function_grants(arns: Arns, owned: Owned, allow_purchase: bool = False) -> d
             # GET /reservations and the plan; GET /reservations/offerings.
             describe("Amazon EC2", "ec2:DescribeCapacityReservations", "ec2:DescribeCapacityBlockOfferings"),
             *(purchases(arns) if allow_purchase else []),
+            # GET /teams: each team's GPUs in use; ?explain=true: a job held by its team's cap.
+            *([team_gpus(arns)] if capped_teams else []),
         ],
         "select_gpu": [
             networks,
@@ -522,6 +553,20 @@ def function_grants(arns: Arns, owned: Owned, allow_purchase: bool = False) -> d
             describe("AWS Batch", "batch:ListJobs"),
             # A job cancelled while its submit ran: the submit terminates what it just submitted.
             terminate_jobs(arns),
+            # A capped team's job definition names the team's consumable resource; a job its cap holds says so.
+            *(
+                [
+                    Grant(
+                        actions=("batch:RegisterJobDefinition",),
+                        resources=arns.everywhere("team_gpus"),
+                        reason=WHY_TEAM_GPUS.format(prefix=arns.prefix),
+                        required_by=DOC_DEFINITION_RESOURCES,
+                    ),
+                    team_gpus(arns),
+                ]
+                if capped_teams
+                else []
+            ),
             Grant(
                 actions=("iam:PassRole",),
                 resources=(owned.job_role, owned.job_execution_role, arns.role(f"{arns.prefix}-job-*")),
@@ -551,6 +596,8 @@ def function_grants(arns: Arns, owned: Owned, allow_purchase: bool = False) -> d
             # The catalog's vCPUs per type weigh the pool's instances against its maxvCpus.
             describe("Amazon EC2", "ec2:DescribeInstanceTypes"),
             terminate_jobs(arns),
+            # A job its team's GPU cap holds is diagnosed so (TEAM_GPU_CAP), never fallen back.
+            *([team_gpus(arns)] if capped_teams else []),
         ],
         "record_cost": [owned.items("GetItem", "PutItem", "UpdateItem"), *pricing],
         "record_failure": [read_write, terminate_jobs(arns)],

@@ -3,6 +3,8 @@ fixed names and sizes live here."""
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -10,8 +12,10 @@ from typing import Any
 
 from aws_cdk import Duration
 from aws_cdk import aws_logs as logs
+from pydantic import ValidationError
 
 from functions.shared.constants import SERVICE_NAME
+from functions.shared.domain.teams.config import TeamsConfig
 
 # Batch resources, job definitions and launch templates all start with this prefix, so IAM can be
 # scoped to what the control plane created without knowing the names in advance.
@@ -66,8 +70,11 @@ class DeploySettings:
     arm64_gpu_ami_id: str = ""
     job_secrets_prefix: str = DEFAULT_JOB_SECRETS_PREFIX
     api_gateway_cloudwatch_role: bool = True
-    # Off unless the deployment says so: without it the api has no grant to buy a Capacity Block.
-    allow_capacity_block_purchase: bool = False
+    # The most an admin may pay up front for one Capacity Block (context max_capacity_block_upfront_usd): 0, the
+    # default, buys none, and the api then has no grant to buy one.
+    max_capacity_block_upfront_usd: float = 0.0
+    # Who may do what, each team's budgets and GPU cap (context `teams`); None: every caller is an admin of one team.
+    teams: TeamsConfig | None = None
     # Capacity regions besides home, each with its zones (context `regions`, home first, and `region_zones`), and
     # the regions a request without `regions` runs in (context `default_regions`; empty: home only).
     capacity_regions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
@@ -77,6 +84,20 @@ class DeploySettings:
     def regions(self) -> tuple[str, ...]:
         """Every capacity region, home first."""
         return (self.region, *self.capacity_regions)
+
+    @property
+    def allow_capacity_block_purchase(self) -> bool:
+        return self.max_capacity_block_upfront_usd > 0
+
+    @property
+    def capped_teams(self) -> dict[str, int]:
+        """Each team with a GPU cap, and its max_gpus."""
+        teams = self.teams.teams if self.teams else {}
+        return {name: team.max_gpus for name, team in teams.items() if team.max_gpus is not None}
+
+    def teams_json(self) -> str:
+        """The teams as the api reads them (GPUPILOT_TEAMS); empty without teams."""
+        return self.teams.model_dump_json(exclude_defaults=True) if self.teams else ""
 
     # The launch template's boot-time GPU check (functions/shared/domain/fleet/userdata.py): on unless turned off.
     gpu_boot_check: bool = True
@@ -110,11 +131,13 @@ class DeploySettings:
         cloudwatch_role = context.get("api_gateway_cloudwatch_role", True)
         if not isinstance(cloudwatch_role, bool):
             raise ValueError("context 'api_gateway_cloudwatch_role' must be true or false")
-        purchase = context.get("allow_capacity_block_purchase", False)
-        if isinstance(purchase, str) and purchase.lower() in ("true", "false"):
-            purchase = purchase.lower() == "true"  # `cdk synth -c allow_capacity_block_purchase=true` gives a string
-        if not isinstance(purchase, bool):
-            raise ValueError("context 'allow_capacity_block_purchase' must be true or false")
+        if str(context.get("allow_capacity_block_purchase", False)).lower() == "true":
+            raise ValueError(
+                "context 'allow_capacity_block_purchase' is replaced by 'max_capacity_block_upfront_usd': the most an "
+                "admin may pay up front for one Capacity Block (0 or absent: no purchase)"
+            )
+        ceiling = _ceiling(context.get("max_capacity_block_upfront_usd", 0))
+        teams = _teams(context.get("teams"))
         boot_check = context.get("gpu_boot_check", True)
         if not isinstance(boot_check, bool):
             raise ValueError("context 'gpu_boot_check' must be true or false")
@@ -129,7 +152,8 @@ class DeploySettings:
             api_gateway_cloudwatch_role=cloudwatch_role,
             capacity_regions=capacity_regions,
             default_regions=default_regions,
-            allow_capacity_block_purchase=purchase,
+            max_capacity_block_upfront_usd=ceiling,
+            teams=teams,
             gpu_boot_check=boot_check,
         )
 
@@ -168,3 +192,37 @@ def _known_regions() -> list[str]:
     import boto3
 
     return sorted(boto3.session.Session().get_available_regions("ec2"))
+
+
+# Lambda's environment variables hold 4 KB in all ("Lambda quotas"): the teams leave room for the rest.
+MAX_TEAMS_JSON_BYTES = 3072
+
+
+def _ceiling(value: Any) -> float:
+    """Context max_capacity_block_upfront_usd: dollars, 0 or more (`cdk synth -c ...=5000` gives a string)."""
+    try:
+        ceiling = float(value)
+    except (TypeError, ValueError):
+        ceiling = -1.0
+    if not math.isfinite(ceiling) or ceiling < 0:
+        raise ValueError(f"context 'max_capacity_block_upfront_usd' must be dollars, 0 or more, got {value!r}")
+    return ceiling
+
+
+def _teams(value: Any) -> TeamsConfig | None:
+    """Context `teams`, validated as the api reads it; a mistake fails synth naming the key."""
+    if value is None or value == {}:
+        return None
+    if isinstance(value, str):  # `cdk synth -c teams='{...}'` gives a string
+        value = json.loads(value)
+    try:
+        teams = TeamsConfig.model_validate(value)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise ValueError(f"context 'teams.{where}': {first['msg']}") from None
+    size = len(teams.model_dump_json(exclude_defaults=True).encode())
+    if size > MAX_TEAMS_JSON_BYTES:
+        raise ValueError(f"context 'teams' is {size} bytes as JSON: at most {MAX_TEAMS_JSON_BYTES} fit a Lambda's "
+                         "environment; use patterns (*) rather than one entry per principal")  # fmt: skip
+    return teams

@@ -21,6 +21,8 @@ from functions.shared.coldstart import ends_cold_start
 from functions.shared.domain.core import clock
 from functions.shared.domain.core.errors import (
     AttemptNotFound,
+    BudgetExceeded,
+    Forbidden,
     IdempotencyInProgress,
     IdempotencyKeyReused,
     InvalidPageToken,
@@ -33,21 +35,28 @@ from functions.shared.domain.core.errors import (
     SignalUnavailable,
     SweepNotFound,
 )
-from functions.shared.domain.core.vocabulary import JobStatus
+from functions.shared.domain.core.vocabulary import Action, AuditOutcome, JobStatus
 from functions.shared.domain.jobs.views import ErrorBody, SubmitResponse
 from functions.shared.domain.requests.job_request import JobRequest
 from functions.shared.domain.reservations.offerings import MAX_BLOCK_INSTANCES, block_days_problem
 from functions.shared.domain.reservations.views import PurchaseRequest
+from functions.shared.domain.teams.access import CHANGES
+from functions.shared.domain.teams.config import TEAM_NAME
+from functions.shared.domain.teams.identity import Caller
+from functions.shared.domain.teams.views import ForbiddenBody
 from functions.shared.observability import logger, metrics
 from functions.shared.ports import Ports
 from functions.shared.usecases.capacity import select
 from functions.shared.usecases.jobs import logs, queries, submit
 from functions.shared.usecases.reservations import account as reservations
+from functions.shared.usecases.teams import audit, callers
+from functions.shared.usecases.teams.views import list_teams
 
 app = APIGatewayRestResolver()
 CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
 DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 SWEEP_ID = re.compile(SWEEP_ID_PATTERN)
+TEAM = re.compile(TEAM_NAME)
 MAX_PAGE = 100
 # CloudWatch Logs' forward tokens are short (`f/` and 56 digits); a longer one is none it issued.
 MAX_LOG_TOKEN = 512
@@ -69,6 +78,11 @@ class UnsupportedMediaType(Exception):
 
 def _ports() -> Ports:
     return app.context["ports"]  # type: ignore[no-any-return]
+
+
+def _caller() -> Caller:
+    """Who is calling, as the route's guard found it (every route has one)."""
+    return app.context["caller"]  # type: ignore[no-any-return]
 
 
 def _json(status: int, body: BaseModel, headers: dict[str, str] | None = None) -> Response:
@@ -141,13 +155,24 @@ def _no_candidate(error: NoCandidate) -> Response:
     return _json(400, body)
 
 
+@app.exception_handler(Forbidden)
+def _forbidden(error: Forbidden) -> Response:
+    body = ForbiddenBody(message=error.message, principal=error.principal, role=error.role, action=error.action)
+    return _json(403, body)
+
+
+@app.exception_handler(BudgetExceeded)
+def _over_budget(error: BudgetExceeded) -> Response:
+    return _json(403, error.refusal)
+
+
 @app.exception_handler(PurchaseDisabled)
 def _purchase_disabled(error: PurchaseDisabled) -> Response:
     return _error(
         403,
         "PurchaseDisabled",
-        "this deployment does not buy Capacity Blocks: deploy it with the context switch "
-        "allow_capacity_block_purchase true (cdk.json), which also grants the api ec2:PurchaseCapacityBlock",
+        "this deployment does not buy Capacity Blocks: deploy it with the context max_capacity_block_upfront_usd "
+        "(cdk.json: the most one block may cost up front), which also grants the api ec2:PurchaseCapacityBlock",
     )
 
 
@@ -219,7 +244,7 @@ def submit_job() -> BaseModel:
     started: list[SubmitResponse] = []
 
     def start(checked: JobRequest) -> SubmitResponse:
-        started.append(submit.start_job(checked, ports, key=key))
+        started.append(submit.start_job(checked, ports, key=key, caller=_caller()))
         return started[-1]
 
     if not key:
@@ -234,8 +259,8 @@ def get_job(job_id: str) -> BaseModel:
     if explain not in (None, "true", "false"):
         raise BadRequest("explain", "explain must be true or false")
     if explain == "true":
-        return queries.explain_job(job_id, _ports())
-    return queries.get_job(job_id, _ports())
+        return queries.explain_job(job_id, _ports(), _caller())
+    return queries.get_job(job_id, _ports(), _caller())
 
 
 def job_logs(job_id: str) -> BaseModel:
@@ -249,11 +274,11 @@ def job_logs(job_id: str) -> BaseModel:
     token = app.current_event.get_query_string_value("next_token")
     if token is not None and not (1 <= len(token) <= MAX_LOG_TOKEN and token.isprintable()):
         raise BadRequest("next_token", "next_token is not one this API issued")
-    return logs.job_logs(job_id, attempt, token, _ports())
+    return logs.job_logs(job_id, attempt, token, _ports(), _caller())
 
 
 def cancel_job(job_id: str) -> BaseModel:
-    return queries.cancel_job(job_id, _ports())
+    return queries.cancel_job(job_id, _ports(), _caller())
 
 
 def list_jobs() -> BaseModel:
@@ -262,7 +287,25 @@ def list_jobs() -> BaseModel:
         raise BadRequest("status", f"status must be one of {', '.join(JobStatus.__members__)}")
     limit = _whole("limit", 20, 1, MAX_PAGE)
     token = app.current_event.get_query_string_value("next_token")
-    return queries.list_jobs(JobStatus(status) if status else None, limit, token, _ports())
+    return queries.list_jobs(JobStatus(status) if status else None, limit, token, _ports(), _listed_team())
+
+
+def _listed_team() -> str | None:
+    """The team GET /jobs lists: `?team=` for an admin (none: every team), the caller's own for anyone else."""
+    team = app.current_event.get_query_string_value("team")
+    if team is not None and not TEAM.match(team):
+        raise BadRequest("team", "team must be a team's name: 1-32 of a-z, 0-9 and '-'")
+    caller = _caller()
+    if caller.admin:
+        return team
+    if team is not None and team != caller.team:
+        raise Forbidden(
+            f"{caller.principal} is a {caller.role.value} of team {caller.team}: it lists only its own team's jobs",
+            principal=caller.principal,
+            role=caller.role.value,
+            action=Action.READ.value,
+        )
+    return caller.team or ""
 
 
 def plan() -> BaseModel:
@@ -282,10 +325,12 @@ def costs_report() -> BaseModel | Response:
     group_by = app.current_event.get_query_string_value("group_by")
     if group_by is not None and group_by not in costs.GROUPS:
         raise BadRequest("group_by", f"group_by must be one of {', '.join(costs.GROUPS)}")
+    # Anyone but an admin reads its own team's costs only (and not the fleet's waste, which is no team's).
+    team = None if _caller().admin else (_caller().team or "")
     if "text/csv" in (app.current_event.headers.get("Accept") or ""):
-        csv_text = costs.cost_csv(date_from, date_to, _ports())
+        csv_text = costs.cost_csv(date_from, date_to, _ports(), team)
         return Response(status_code=200, content_type="text/csv; charset=utf-8", body=csv_text)
-    return costs.cost_report(date_from, date_to, _ports(), group_by)
+    return costs.cost_report(date_from, date_to, _ports(), group_by, team)
 
 
 def _days_before(day: str, days: int) -> str:
@@ -363,6 +408,22 @@ def purchase_block() -> BaseModel:
     return reservations.purchase_block(PurchaseRequest.model_validate(_json_object()), _ports())
 
 
+def whoami() -> BaseModel:
+    return _caller()
+
+
+def teams() -> BaseModel:
+    return list_teams(_caller(), _ports())
+
+
+def audit_log() -> BaseModel:
+    last = _date_param("to", clock.now().date().isoformat())
+    first = _date_param("from", last)
+    if first > last:
+        raise BadRequest("from", "from must not be after to")
+    return audit.audit_events(first, last, _ports())
+
+
 OPERATIONS: dict[str, Callable[..., BaseModel | Response]] = {
     "submit_job": submit_job,
     "list_jobs": list_jobs,
@@ -376,6 +437,9 @@ OPERATIONS: dict[str, Callable[..., BaseModel | Response]] = {
     "list_reservations": list_reservations,
     "list_block_offerings": list_block_offerings,
     "purchase_block": purchase_block,
+    "whoami": whoami,
+    "list_teams": teams,
+    "audit": audit_log,
 }
 
 
@@ -383,10 +447,54 @@ def _register(route: Route) -> None:
     operation = OPERATIONS[route.operation_id]
 
     def endpoint(**path_params: str) -> Response:
-        answer = operation(**path_params)
+        user_arn = app.current_event.request_context.identity.user_arn
+        refused: AuditOutcome | None = None
+        try:
+            caller = callers.caller(user_arn, route.action, _ports())
+            app.append_context(caller=caller)
+            callers.allow(caller, route.action)
+            answer = operation(**path_params)
+        except Forbidden as error:
+            refused, detail = AuditOutcome.FORBIDDEN, {"reason": error.message}
+            raise
+        except BudgetExceeded as error:
+            refused, detail = AuditOutcome.BUDGET_EXCEEDED, error.refusal.model_dump(exclude={"error", "field"})
+            raise
+        finally:
+            if refused is not None:
+                who: Caller | str = app.context.get("caller") or user_arn or "unknown"
+                _audit(who, route.action, refused, path_params.get("job_id"), detail)
+        if route.action in CHANGES:
+            _audit(caller, route.action, AuditOutcome.ALLOWED, _resource(answer, path_params), {})
         return answer if isinstance(answer, Response) else _json(route.status, answer)
 
     app.route(route.resolver_path, method=route.method)(endpoint)
+
+
+def _resource(answer: BaseModel | Response, path_params: dict[str, str]) -> str | None:
+    """What an audited action acted on: the job, the sweep, the reservation bought."""
+    for name in ("job_id", "sweep_id", "reservation_id"):
+        value = path_params.get(name) or getattr(answer, name, None)
+        if value:
+            return str(value)
+    return None
+
+
+def _audit(
+    who: Caller | str, action: Action, outcome: AuditOutcome, resource: str | None, detail: dict[str, Any]
+) -> None:
+    """An audit line; a line that cannot be written is logged, never the caller's error (what it did is done)."""
+    try:
+        audit.record(
+            who,
+            action,
+            outcome,
+            _ports(),
+            resource,
+            detail | {"request_id": app.current_event.request_context.request_id},
+        )
+    except Exception:
+        logger.exception("could not write the audit line", extra={"action": action.value, "outcome": outcome.value})
 
 
 for _route in ROUTES:

@@ -57,8 +57,10 @@ ENV_DEREGISTER_DISCONNECTED = "GPUPILOT_DEREGISTER_DISCONNECTED"
 ENV_CANCEL_STUCK_AFTER_MINUTES = "GPUPILOT_CANCEL_STUCK_AFTER_MINUTES"
 ENV_POOL_IDLE_HOURS = "GPUPILOT_POOL_IDLE_HOURS"
 ENV_POOL_CLAIM_GRACE_SECONDS = "GPUPILOT_POOL_CLAIM_GRACE_SECONDS"
-# The api may buy Capacity Blocks only in a deployment that allows it (context allow_capacity_block_purchase).
-ENV_ALLOW_CAPACITY_BLOCK_PURCHASE = "GPUPILOT_ALLOW_CAPACITY_BLOCK_PURCHASE"
+# The api buys Capacity Blocks only in a deployment with a ceiling (context max_capacity_block_upfront_usd).
+ENV_MAX_CAPACITY_BLOCK_UPFRONT_USD = "GPUPILOT_MAX_CAPACITY_BLOCK_UPFRONT_USD"
+# The deployment's teams (context `teams`), as JSON: who may do what, budgets and GPU caps (the api reads it).
+ENV_TEAMS = "GPUPILOT_TEAMS"
 # Bad GPU hosts (job_events notes the evidence, health_sweep quarantines).
 ENV_QUARANTINE_BAD_HOSTS = "GPUPILOT_QUARANTINE_BAD_HOSTS"
 ENV_BAD_HOST_WINDOW_SECONDS = "GPUPILOT_BAD_HOST_WINDOW_SECONDS"

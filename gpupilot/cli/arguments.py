@@ -224,7 +224,9 @@ def checked(response: ApiResponse) -> Any:
         kind=said("error"),
         field=said("field"),
         message=said("message"),
-        details={"rejected": refusal["rejected"]} if refusal.get("rejected") else None,
+        # What the refusal says beyond its words (a NoCandidate's `rejected`, a BudgetExceeded's figures), kept for
+        # --json: a script reads the team's budget and the timeout that fits from there.
+        details={k: v for k, v in refusal.items() if k not in ("error", "field", "message") and v is not None} or None,
     )
 
 

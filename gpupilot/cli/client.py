@@ -1,4 +1,7 @@
-"""HTTP client for the GPU Pilot API: plain on loopback, SigV4-signed (execute-api) for a deployed stage.
+"""HTTP client for the GPU Pilot API: every request SigV4-signed (execute-api) with the standard AWS credential chain,
+against a deployed stage as against the local cloud (which verifies signatures when its world has identities), so
+`AWS_PROFILE=alice gpupilot ...` acts as alice. On loopback the chain stops at the environment and the profiles (no
+instance or container metadata is asked), and with no credentials there the request goes unsigned.
 
 Transient failures (5xx, 429, a connection reset or a read time-out) are retried with urllib3's `Retry`: bounded
 exponential backoff with jitter, honouring Retry-After. Only requests that are safe to repeat are retried: reads
@@ -120,11 +123,13 @@ def safe_to_repeat(method: str, path: str, headers: Mapping[str, str] | None) ->
     return method == "POST" and path == "/jobs" and keyed
 
 
-def endpoint_region(endpoint: str) -> str:
+def endpoint_region(endpoint: str, configured: str | None = None) -> str:
+    """The region a request is signed for: a stage URL's own, else the environment's or the profile's, else
+    us-east-1 (the local cloud's default world)."""
     match = re.search(r"\.execute-api\.([a-z0-9-]+)\.amazonaws\.com", endpoint)
     if match:
         return match.group(1)
-    return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+    return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or configured or "us-east-1"
 
 
 class ApiClient:
@@ -152,7 +157,7 @@ class ApiClient:
             raise InvalidEndpoint(problem) from error
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise InvalidEndpoint(problem)
-        self.sign = parts.hostname not in LOOPBACK_HOSTS
+        self.loopback = parts.hostname in LOOPBACK_HOSTS
         self.timeout = timeout
         self.in_progress_limit_seconds = (
             IN_PROGRESS_LIMIT_SECONDS if in_progress_limit_seconds is None else in_progress_limit_seconds
@@ -216,8 +221,7 @@ class ApiClient:
         url = self.endpoint + path + (f"?{urlencode(params)}" if params else "")
         data = json.dumps(body).encode() if body is not None else None
         all_headers = {"Content-Type": "application/json", "Accept": "application/json"} | (headers or {})
-        if self.sign:
-            all_headers = self._signed_headers(method, url, data, all_headers)
+        all_headers = self._signed_headers(method, url, data, all_headers)
         try:
             response = self._pool.request(
                 method,
@@ -231,18 +235,37 @@ class ApiClient:
             raise ApiUnreachable(f"cannot reach {self.endpoint}: {_why(error)}", self.endpoint) from error
         return ApiResponse(response.status, _decode(response.data), _lower(response.headers.items()))
 
-    def _signed_headers(self, method: str, url: str, data: bytes | None, headers: dict[str, str]) -> dict[str, str]:
+    @property
+    def sign(self) -> bool:
+        """Whether requests carry a SigV4 signature: always to a deployed API; to the local cloud, when the standard
+        credential chain has credentials."""
+        return not self.loopback or self._credentials()[1] is not None
+
+    def _credentials(self) -> tuple[Any, Any]:
+        """A botocore session and the credentials it resolves (None when it has none)."""
         import botocore.session
+
+        session = botocore.session.get_session()
+        if self.loopback:
+            # The local cloud: the environment and the profiles only (asking an instance's metadata service, absent
+            # here, would cost every command a time-out).
+            resolver = session.get_component("credential_provider")
+            for provider in ("container-role", "iam-role"):
+                resolver.remove(provider)
+        return session, session.get_credentials()
+
+    def _signed_headers(self, method: str, url: str, data: bytes | None, headers: dict[str, str]) -> dict[str, str]:
         from botocore.auth import SigV4Auth
         from botocore.awsrequest import AWSRequest
 
-        credentials = botocore.session.get_session().get_credentials()
+        session, credentials = self._credentials()
         if credentials is None:
+            if self.loopback:
+                return headers  # a local cloud without identities takes unsigned requests
             raise ApiUnreachable("no AWS credentials to sign the request with (IAM auth)")
         aws_request = AWSRequest(method=method, url=url, data=data, headers=headers)
-        SigV4Auth(credentials.get_frozen_credentials(), "execute-api", endpoint_region(self.endpoint)).add_auth(
-            aws_request
-        )
+        region = endpoint_region(self.endpoint, session.get_config_variable("region"))
+        SigV4Auth(credentials.get_frozen_credentials(), "execute-api", region).add_auth(aws_request)
         return dict(aws_request.headers.items())
 
 

@@ -14,6 +14,7 @@ EXAMPLES = {
     "costs": """
   gpupilot costs --from 2026-11-01 --to 2026-11-30
   gpupilot costs --group-by gpu_type
+  gpupilot costs --group-by team                  # or owner: who submitted it
   gpupilot costs --csv > costs.csv                # one row per priced attempt""",
 }
 
@@ -31,7 +32,7 @@ def add_command(command: CommandAdder) -> None:
     costs.add_argument("--to", dest="date_to", metavar="YYYY-MM-DD", help="last day (default: today, UTC)")
     costs.add_argument(
         "--group-by",
-        choices=["day", "gpu_type", "job_name", "capacity_type", "region"],
+        choices=["day", "gpu_type", "job_name", "capacity_type", "region", "team", "owner"],
         default="day",
         help="one dimension at a time (default day)",
     )

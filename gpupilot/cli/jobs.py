@@ -52,6 +52,7 @@ EXAMPLES = {
     "list": """
   gpupilot list
   gpupilot list --status RUNNABLE --limit 50
+  gpupilot list --team vision                     # an admin: one team's jobs
   gpupilot --json list --next-token TOKEN""",
     "cancel": """
   gpupilot cancel JOB_ID""",
@@ -101,6 +102,7 @@ def add_commands(command: CommandAdder) -> None:
     )
     listing.add_argument("--limit", type=int, default=20, help="jobs per page, 1-100 (default 20)")
     listing.add_argument("--next-token", help="the next page: the token the previous page printed")
+    listing.add_argument("--team", help="only this team's jobs (admins; anyone else lists its own team's)")
 
     cancel = command("cancel", help="cancel a job")
     cancel.add_argument("job_id", help="the job's id")
@@ -344,7 +346,7 @@ def status(client: ApiClient, args: argparse.Namespace) -> int:
 
 def list_jobs(client: ApiClient, args: argparse.Namespace) -> int:
     """`gpupilot list`: a page of jobs, newest first."""
-    query = {"status": args.status, "limit": args.limit, "next_token": args.next_token}
+    query = {"status": args.status, "limit": args.limit, "next_token": args.next_token, "team": args.team}
     result = checked(client.request("GET", "/jobs", query=query))
     print(json.dumps(result, indent=2) if args.json else render.job_list(result))
     return 0

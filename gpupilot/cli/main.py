@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Callable
 
-from gpupilot.cli import costs, health, jobs, local, plan, render, reservations, ui
+from gpupilot.cli import costs, health, jobs, local, plan, render, reservations, teams, ui
 from gpupilot.cli.arguments import (
     ENDPOINT_HELP,
     EXIT_OK,
@@ -50,6 +50,9 @@ COMMANDS: dict[str, Callable[[ApiClient, argparse.Namespace], int]] = {
     "reservations": reservations.run,
     "reserve": reservations.run,
     "ui": ui.ui,
+    "whoami": teams.whoami,
+    "teams": teams.teams,
+    "audit": teams.audit,
 }
 EXAMPLES = (
     local.EXAMPLES
@@ -59,6 +62,7 @@ EXAMPLES = (
     | costs.EXAMPLES
     | reservations.EXAMPLES
     | ui.EXAMPLES
+    | teams.EXAMPLES
 )
 
 
@@ -115,6 +119,7 @@ def build_parser(json_errors: bool = False) -> Parser:
     costs.add_command(command)
     reservations.add_commands(command)
     ui.add_command(command)
+    teams.add_commands(command)
     return parser
 
 

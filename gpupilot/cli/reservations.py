@@ -94,7 +94,7 @@ def how_to_buy(found: dict[str, Any]) -> str:
         return "buy one with: gpupilot reserve OFFERING --yes --max-upfront-usd USD"
     return (
         "this deployment does not buy Capacity Blocks (gpupilot reserve is refused): deploy it with the context "
-        "allow_capacity_block_purchase true (cdk.json) to buy them here, or buy one in the EC2 console"
+        "max_capacity_block_upfront_usd (cdk.json) to buy them here, or buy one in the EC2 console"
     )
 
 

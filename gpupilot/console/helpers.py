@@ -18,7 +18,9 @@ class Api(Protocol):
     """What the console needs of the CLI's client (gpupilot.cli.client.ApiClient)."""
 
     endpoint: str
-    sign: bool
+
+    @property
+    def sign(self) -> bool: ...
 
     def request(
         self,

@@ -101,6 +101,7 @@ def deploy(session: Any, template: dict[str, Any], zones: list[str], region: str
     resolve.add(table_logical, TABLE_NAME, Arn=described["TableArn"])
 
     profile_roles = _roles(session.client("iam"), template, resolve)
+    _consumable_resources(session.client("batch"), template)
     subnets, security_groups = _network(session.client("ec2"), template, zones, resolve)
     launch_template_name = _launch_template(session.client("ec2"), template, resolve)
 
@@ -161,6 +162,7 @@ def deploy_region(session: Any, template: dict[str, Any], zones: list[str], regi
     naming its network, and its forwarding rules (created in that region's EventBridge, with their targets)."""
     resolve = Resolver(region, ACCOUNT_ID)
     profile_roles = _roles(session.client("iam"), template, resolve, prefix=f"gpupilot-{region}-")
+    _consumable_resources(session.client("batch", region_name=region), template)
     ec2 = session.client("ec2", region_name=region)
     subnets, security_groups = _network(ec2, template, zones, resolve)
     launch_template_name = _launch_template(ec2, template, resolve)
@@ -202,6 +204,16 @@ def deploy_region(session: Any, template: dict[str, Any], zones: list[str], regi
         event_rules=rules,
         instance_profile_roles=profile_roles,
     )
+
+
+def _consumable_resources(batch: Any, template: dict[str, Any]) -> None:
+    """The teams' GPU caps: a Batch consumable resource per capped team, as the stack declares them."""
+    for props in resources_of(template, "AWS::Batch::ConsumableResource").values():
+        batch.create_consumable_resource(
+            consumableResourceName=props["ConsumableResourceName"],
+            totalQuantity=int(props["TotalQuantity"]),
+            resourceType=props.get("ResourceType", "REPLENISHABLE"),
+        )
 
 
 def _roles(iam: Any, template: dict[str, Any], resolve: Resolver, prefix: str = "gpupilot-") -> dict[str, list[str]]:

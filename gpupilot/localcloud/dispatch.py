@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, SupportsIndex
 
 from functions.shared.adapters.config import function_environment
+from gpupilot.localcloud.isolation import isolate
 
 ALLOWED_HANDLER_PREFIX = "functions."
 ASYNC_RETRIES = 2  # Lambda retries a failed asynchronous invocation twice
@@ -222,7 +223,9 @@ class HandlerDispatcher:
         if not function.handler.startswith(ALLOWED_HANDLER_PREFIX):
             raise ValueError(f"refusing to run handler {function.handler!r}: not a GPU Pilot function")
         module_name, _, attribute = function.handler.rpartition(".")
-        handler = getattr(importlib.import_module(module_name), attribute)
+        module = importlib.import_module(module_name)
+        isolate(module)  # concurrent invocations, each its own environment's request state
+        handler = getattr(module, attribute)
         self.invocations[function.handler] += 1
         if self.fails(key):
             # What Step Functions and the asynchronous invoker see when the Lambda service fails an invocation.

@@ -14,6 +14,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from gpupilot.localcloud.sigv4 import Refused, SigV4Verifier, identity_of
+
 MAX_BODY_BYTES = 1024 * 1024
 # API Gateway's own payload quota (REST APIs, 10 MB). A body over MAX_BODY_BYTES but within it is read and
 # discarded before the 413, so that a client still sending it reads the answer instead of a broken pipe.
@@ -70,8 +72,11 @@ def allowed_methods(path: str) -> list[str] | None:
     return sorted(set(methods)) if methods else None
 
 
-def proxy_event(method: str, raw_path: str, headers: dict[str, str], body: str | None) -> dict[str, Any]:
-    """The event API Gateway (REST, Lambda proxy) would send for this request."""
+def proxy_event(
+    method: str, raw_path: str, headers: dict[str, str], body: str | None, identity: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The event API Gateway (REST, Lambda proxy) would send for this request (`identity`: the caller IAM
+    authorization found, sigv4.identity_of)."""
     parts = urlsplit(raw_path)
     query = parse_qs(parts.query, keep_blank_values=True)
     # API Gateway hands the function URL-decoded paths; an encoded "/" stays inside its segment.
@@ -94,7 +99,7 @@ def proxy_event(method: str, raw_path: str, headers: dict[str, str], body: str |
             "path": f"/local{path}",
             "stage": "local",
             "requestId": str(uuid.uuid4()),
-            "identity": {"sourceIp": "127.0.0.1", "userAgent": headers.get("User-Agent", "")},
+            "identity": identity or {"sourceIp": "127.0.0.1", "userAgent": headers.get("User-Agent", "")},
         },
     }
 
@@ -107,7 +112,9 @@ def _loopback(address: Any) -> bool:
         return False
 
 
-def _handler_class(invoke: ApiInvoker, local_routes: dict[str, LocalRoute]) -> type[BaseHTTPRequestHandler]:
+def _handler_class(
+    invoke: ApiInvoker, local_routes: dict[str, LocalRoute], verifier: SigV4Verifier | None = None
+) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "GpuPilotLocal/1"
         timeout = READ_TIMEOUT_SECONDS
@@ -152,8 +159,19 @@ def _handler_class(invoke: ApiInvoker, local_routes: dict[str, LocalRoute]) -> t
                 self._reply(refused.status, {"error": refused.error, "field": refused.field,
                                              "message": refused.message})  # fmt: skip
                 return
+            principal = None
+            if verifier is not None:
+                try:
+                    principal = verifier.verify(
+                        self.command, self.path, self.headers.get("Host", ""), dict(self.headers.items()), raw_body
+                    )
+                except Refused as refused:
+                    self._reply(403, {"error": refused.error, "field": None, "message": refused.message},
+                                {"x-amzn-ErrorType": f"{refused.error}Exception"})  # fmt: skip
+                    return
             body = raw_body.decode("utf-8", errors="replace") if raw_body else None
-            event = proxy_event(method, self.path, dict(self.headers.items()), body)
+            identity = identity_of(principal, self.client_address[0], self.headers.get("User-Agent", ""))
+            event = proxy_event(method, self.path, dict(self.headers.items()), body, identity)
             result = invoke(event)
             if "statusCode" not in result:
                 self._reply(502, {"error": "BadGateway", "field": None, "message": str(result)[:500]})
@@ -318,10 +336,15 @@ class ApiServer:
     """Serves the API on (host, port) in a background thread."""
 
     def __init__(
-        self, host: str, port: int, invoke: ApiInvoker, local_routes: dict[str, LocalRoute] | None = None
+        self,
+        host: str,
+        port: int,
+        invoke: ApiInvoker,
+        local_routes: dict[str, LocalRoute] | None = None,
+        verifier: SigV4Verifier | None = None,
     ) -> None:
         server_class = type("ApiHttpServer", (ThreadingHTTPServer,), {"request_queue_size": LISTEN_BACKLOG})
-        self._server = server_class((host, port), _handler_class(invoke, dict(local_routes or {})))
+        self._server = server_class((host, port), _handler_class(invoke, dict(local_routes or {}), verifier))
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever,

@@ -439,7 +439,16 @@ def _batch_resources(operation: str, params: Mapping[str, Any], arn: Arn) -> lis
             arn("batch", "job-definition/", params["jobDefinition"]),
         ]
     if operation == "RegisterJobDefinition":
-        return [arn("batch", "job-definition/", params["jobDefinitionName"])]
+        # Also authorized on each consumable resource the definition names (Service Authorization Reference for AWS
+        # Batch: RegisterJobDefinition, resource type consumable-resource).
+        listed = (params.get("consumableResourceProperties") or {}).get("consumableResourceList") or []
+        named = [str(entry["consumableResource"]).rsplit("/", 1)[-1] for entry in listed]
+        return [
+            arn("batch", "job-definition/", params["jobDefinitionName"]),
+            *(arn("batch", "consumable-resource/", name) for name in named),
+        ]
+    if operation in ("DescribeConsumableResource", "ListJobsByConsumableResource"):
+        return [arn("batch", "consumable-resource/", str(params["consumableResource"]).rsplit("/", 1)[-1])]
     if operation in ("CreateComputeEnvironment", "UpdateComputeEnvironment", "DeleteComputeEnvironment"):
         name = params.get("computeEnvironmentName") or params.get("computeEnvironment") or ""
         return [arn("batch", "compute-environment/", name)]

@@ -24,12 +24,14 @@ from gpupilot.localcloud.http_api import ApiServer, LocalRoute
 from gpupilot.localcloud.iam import IamEnforcer, enforcer_for
 from gpupilot.localcloud.moto_adaptations import (
     ComputeEnvironmentLifecycle,
+    ConsumableBook,
     RegionWorldView,
     SpotMarket,
     WorkflowClock,
     adapted_moto,
 )
 from gpupilot.localcloud.reservations import ReservationBook
+from gpupilot.localcloud.sigv4 import Principal, SigV4Verifier
 from gpupilot.localcloud.template import load_region_templates
 from gpupilot.localcloud.world import World
 
@@ -314,6 +316,8 @@ class LocalCloud:
         self.dispatcher.fails = faults.lambda_error
         # One book of the account's reservations, each in its region: every region's fleet launches into it.
         self.reservations = ReservationBook(self.world, clock=self.clock.time)
+        # Batch's consumable resources (the teams' GPU caps), each in its region, held by the jobs each fleet runs.
+        consumables = ConsumableBook()
         for region in self.world.all_regions:
             self.simulators[region] = FleetSimulator(
                 self.world.in_region(region),
@@ -323,6 +327,7 @@ class LocalCloud:
                 compute_environment_status=lifecycle.status,
                 reservations=self.reservations,
                 clock=self.clock,
+                consumables=consumables,
             )
         self.simulator = self.simulators[self.world.region]
         self._adaptations.enter_context(
@@ -342,12 +347,15 @@ class LocalCloud:
                 reservations=self.reservations,
                 console_of=self._console,
                 unsold={region: self.world.in_region(region).unsold() for region in self.world.all_regions},
+                consumables=consumables,
             )
         )
         import boto3
 
         # The home stack and each capacity region's stack, synthesized for the world's regions.
-        home_template, region_templates = load_region_templates(self.world.region, list(self.world.regions))
+        home_template, region_templates = load_region_templates(
+            self.world.region, list(self.world.regions), self.world.deployment_context()
+        )
         session = boto3.session.Session()
         self.deployment = deploy(session, home_template, self.world.zones, self.world.region)
         self.deployment.regions = {
@@ -389,7 +397,11 @@ class LocalCloud:
         for simulator in self.simulators.values():
             simulator.start()
         self._api = ApiServer(
-            self.host, self.port, self._invoke_api, {"/local/clock": LocalRoute(("GET", "POST"), self._clock_route)}
+            self.host,
+            self.port,
+            self._invoke_api,
+            {"/local/clock": LocalRoute(("GET", "POST"), self._clock_route)},
+            self._verifier(),
         )
         self._api._server.handle_error = _log_request_error
         self._api.start()
@@ -427,6 +439,16 @@ class LocalCloud:
             }
         )
         os.environ.pop("AWS_PROFILE", None)
+
+    def _verifier(self) -> SigV4Verifier | None:
+        """With the world's identities, the API verifies SigV4 as API Gateway's IAM authorization does."""
+        if not self.world.identities:
+            return None
+        principals = [
+            Principal(name, identity.arn, identity.access_key_id, identity.secret_access_key)
+            for name, identity in self.world.identities.items()
+        ]
+        return SigV4Verifier(principals, self.world.region)
 
     @staticmethod
     def _offerings(world: World) -> dict[str, list[str]]:

@@ -57,19 +57,26 @@ def region_stack_name(region: str) -> str:
     return f"{c.REGION_STACK_PREFIX}{region}"
 
 
-def load_region_templates(home: str, regions: list[str]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+def load_region_templates(
+    home: str, regions: list[str], context: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """The home stack's template and each capacity region's (`regions`, besides home), as `python app.py`
-    synthesizes them with those regions in its context (on top of the caller's GPUPILOT_CDK_CONTEXT, as app.py takes
-    it: a deployment's switches, say). Without other regions: the synthesized default stack."""
-    if not regions:
+    synthesizes them with those regions and `context` (the world's deployment context: its teams) in its context, on
+    top of the caller's GPUPILOT_CDK_CONTEXT, as app.py takes it (a deployment's switches, say). Without other regions
+    or context: the synthesized default stack."""
+    if not regions and not context:
         return load_template(), {}
-    context = json.loads(os.environ.get("GPUPILOT_CDK_CONTEXT") or "{}") | {
-        "region": home,
-        "zones": [f"{home}a", f"{home}b"],
-        "regions": [home, *regions],
-        # The local cloud maps a template's zones onto the world's, in order, as for the home stack.
-        "region_zones": {region: [f"{region}a", f"{region}b"] for region in regions},
-    }
+    context = (
+        json.loads(os.environ.get("GPUPILOT_CDK_CONTEXT") or "{}")
+        | (context or {})
+        | {
+            "region": home,
+            "zones": [f"{home}a", f"{home}b"],
+            "regions": [home, *regions],
+            # The local cloud maps a template's zones onto the world's, in order, as for the home stack.
+            "region_zones": {region: [f"{region}a", f"{region}b"] for region in regions},
+        }
+    )
     key = hashlib.sha256(json.dumps(context, sort_keys=True).encode()).hexdigest()[:12]
     directory = REGION_SYNTH_DIR / key
     home_file = directory / f"{c.STACK_NAME}.template.json"

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from pydantic_core import ErrorDetails
 
 from functions.shared.domain.capacity.quotas import QUOTA_NAMES as QUOTA_CODES
+from functions.shared.domain.teams.config import TeamsConfig
 
 
 class WorldError(ValueError):
@@ -199,6 +200,14 @@ class BlockOfferingWorld(_Strict):
     region: str | None = Field(default=None, description="The region EC2 offers it in: home unless one of `regions`")
 
 
+class IdentityWorld(_Strict):
+    """A principal of the local cloud: its ARN and the access key it signs requests with (SigV4, execute-api)."""
+
+    arn: str = Field(pattern=r"^arn:aws:(iam|sts)::\d{12}:[A-Za-z0-9+=,.@_/-]{1,1024}$", description="Its IAM ARN")
+    access_key_id: str = Field(pattern=r"^[A-Z0-9]{16,128}$")
+    secret_access_key: str = Field(min_length=16, max_length=128)
+
+
 class World(_Strict):
     region: str = "us-east-1"
     zones: list[str] = Field(default_factory=list, min_length=1, description="Default: the region's first two zones")
@@ -212,6 +221,13 @@ class World(_Strict):
     faults: FaultsWorld = Field(default_factory=FaultsWorld)
     capacity_reservations: list[ReservationWorld] = Field(default_factory=list)
     capacity_block_offerings: list[BlockOfferingWorld] = Field(default_factory=list)
+    teams: TeamsConfig | None = Field(
+        default=None, description="The local deployment's context `teams`: who may do what, budgets, GPU caps"
+    )
+    identities: dict[str, IdentityWorld] = Field(
+        default_factory=dict,
+        description="Principals with access keys: with any, the API verifies SigV4 and refuses what is unsigned",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -227,6 +243,14 @@ class World(_Strict):
                 for name, described in data["regions"].items()
             }
         return data
+
+    @model_validator(mode="after")
+    def _one_identity_per_access_key(self) -> World:
+        keys = [identity.access_key_id for identity in self.identities.values()]
+        twice = sorted({key for key in keys if keys.count(key) > 1})
+        if twice:
+            raise ValueError(f"identities: access key {', '.join(twice)} is given to more than one identity")
+        return self
 
     @model_validator(mode="after")
     def _known_types_zones_and_codes(self) -> World:
@@ -263,6 +287,10 @@ class World(_Strict):
                 "regions": {},
             }
         )
+
+    def deployment_context(self) -> dict[str, Any]:
+        """The CDK context the world's deployment is synthesized with: its teams (`teams`), if any."""
+        return {"teams": self.teams.model_dump(exclude_defaults=True)} if self.teams else {}
 
     @property
     def all_regions(self) -> list[str]:

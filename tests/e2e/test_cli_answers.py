@@ -127,12 +127,12 @@ def test_offerings_suggest_reserve_only_where_the_deployment_buys_them_and_else_
     refused = cloud.cli("--wide", *listing)
     assert refused.returncode == 0 and "p5.48xlarge" in refused.stdout, refused.stderr
     assert "gpupilot reserve OFFERING" not in refused.stdout
-    assert "allow_capacity_block_purchase true" in refused.stdout
+    assert "max_capacity_block_upfront_usd" in refused.stdout
 
     # And once the deployment allows purchases, the listing says how to buy one
     api = boto3.client("lambda", endpoint_url=cloud.aws_url, region_name="us-east-1")
     [function] = [f for f in api.list_functions()["Functions"] if f["Handler"] == "functions.api.handler.handler"]
-    variables = function["Environment"]["Variables"] | {"GPUPILOT_ALLOW_CAPACITY_BLOCK_PURCHASE": "true"}
+    variables = function["Environment"]["Variables"] | {"GPUPILOT_MAX_CAPACITY_BLOCK_UPFRONT_USD": "5000"}
     api.update_function_configuration(FunctionName=function["FunctionName"], Environment={"Variables": variables})
     allowed = cloud.cli("--wide", *listing)
     assert "buy one with: gpupilot reserve OFFERING --yes --max-upfront-usd USD" in allowed.stdout, allowed.stdout

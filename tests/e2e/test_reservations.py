@@ -2,8 +2,8 @@
 price, on a copy of the stack's launch template, and its idle hours are waste billed to its owner; a reservation
 GPU Pilot cannot launch into (another platform, dedicated tenancy) is neither used nor charged; a Capacity Block that
 has not begun is waited for, and a job too long for it (every try Batch may make of it) is not placed on it; Capacity
-Blocks on offer are listed, and buying one is refused without the deployment's switch, without --yes, and above
---max-upfront-usd, and bought, in its region, for the days it was listed for."""
+Blocks on offer are listed, and buying one is refused without the deployment's ceiling, without --yes, and above
+--max-upfront-usd or the ceiling, and bought, in its region, for the days it was listed for."""
 
 from __future__ import annotations
 
@@ -225,16 +225,16 @@ def test_reservations_lists_what_the_account_holds_and_the_capacity_block_offeri
     assert offering["starts_at"] < offering["ends_at"]
 
 
-def test_a_purchase_is_refused_without_the_deployments_switch(cloud: RunningCloud) -> None:
-    # Given a deployment without allow_capacity_block_purchase (the default), and a listed offering
+def test_a_purchase_is_refused_without_the_deployments_ceiling(cloud: RunningCloud) -> None:
+    # Given a deployment without max_capacity_block_upfront_usd (the default), and a listed offering
     listed = offering_id(cloud)
 
     # When it is bought with --yes and a limit above its fee
     bought = cloud.cli("reserve", listed, "--yes", "--max-upfront-usd", "100000")
 
-    # Then it is refused, naming the switch, and the account holds no new reservation
+    # Then it is refused, naming the ceiling, and the account holds no new reservation
     assert bought.returncode == 2
-    assert "allow_capacity_block_purchase" in bought.stderr
+    assert "max_capacity_block_upfront_usd" in bought.stderr
     assert "p5.48xlarge" not in reservations(cloud)
 
 
@@ -247,6 +247,7 @@ def test_a_purchase_is_refused_without_yes(cloud: RunningCloud) -> None:
 
 
 WEST = "us-west-2"
+CEILING = 95000
 PURCHASING_WORLD = {
     "jobs": {"runtime_seconds": 1},
     # A capacity region, with the home region's defaults (its zones left out)
@@ -257,16 +258,18 @@ PURCHASING_WORLD = {
         {"instance_type": "p4d.24xlarge", "count": 1, "hours": 47.25, "upfront_usd": 1500},
         # A block offered in the capacity region only
         {"instance_type": "p5.48xlarge", "count": 1, "hours": 24, "upfront_usd": 31000, "region": WEST},
+        # A block dearer than the deployment's ceiling
+        {"instance_type": "p4d.24xlarge", "count": 2, "hours": 24, "upfront_usd": CEILING + 1000},
     ],
 }
 
 
 @pytest.fixture(scope="module")
 def purchasing_cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCloud]:
-    """A local cloud of two regions, its stacks synthesized with allow_capacity_block_purchase true."""
+    """A local cloud of two regions, its stacks synthesized with a ceiling of $95,000 a block."""
     root = tmp_path_factory.mktemp("purchasing")
     with pytest.MonkeyPatch.context() as env:
-        env.setenv("GPUPILOT_CDK_CONTEXT", json.dumps({"allow_capacity_block_purchase": True}))
+        env.setenv("GPUPILOT_CDK_CONTEXT", json.dumps({"max_capacity_block_upfront_usd": CEILING}))
         running = start_cloud(root, PURCHASING_WORLD)
     yield running
     stop_cloud(running)
@@ -286,6 +289,23 @@ def test_a_purchase_above_max_upfront_usd_is_refused_and_within_it_is_bought(pur
     bought = json.loads(within.stdout)
     assert (bought["capacity_block"], bought["upfront_usd"]) == (True, 94000)
     assert reservations(purchasing_cloud)["p5.48xlarge"]["CapacityReservationId"] == bought["reservation_id"]
+
+
+def test_a_purchase_above_the_deployment_s_ceiling_is_refused_whatever_the_caller_allows(
+    purchasing_cloud: RunningCloud,
+) -> None:
+    # Given a block dearer than the deployment's ceiling, listed
+    shown = purchasing_cloud.api.request(
+        "GET", "/reservations/offerings", query={"instance_type": "p4d.24xlarge", "count": 2, "days": 1}
+    ).body
+    [offering] = shown["offerings"]
+
+    # When it is bought with a limit that covers its fee
+    bought = purchasing_cloud.cli("reserve", offering["offering_id"], "--yes", "--max-upfront-usd", "1000000")
+
+    # Then it is refused naming the ceiling, and nothing is bought
+    assert bought.returncode == 2 and "max_capacity_block_upfront_usd" in bought.stderr, bought.stderr
+    assert (reservations(purchasing_cloud).get("p4d.24xlarge") or {}).get("TotalInstanceCount") != 2
 
 
 def test_an_offering_shorter_than_the_whole_days_asked_is_bought_for_those_days(purchasing_cloud: RunningCloud) -> None:

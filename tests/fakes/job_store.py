@@ -11,7 +11,7 @@ from functions.shared.domain.core.clock import now_iso
 from functions.shared.domain.core.errors import JobAlreadyExists, JobNotFound
 from functions.shared.domain.core.vocabulary import BatchStatus, JobStatus, WaitPhase
 from functions.shared.domain.jobs.lifecycle import batch_rank, status_rank
-from functions.shared.domain.jobs.records import ActiveJob, AttemptRecord, JobRecord, TimelineEntry, Wait
+from functions.shared.domain.jobs.records import ActiveJob, AttemptRecord, JobRecord, Ownership, TimelineEntry, Wait
 from functions.shared.domain.jobs.writes import AttemptUpdate, JobFinish, JobWrite
 from functions.shared.domain.requests.job_request import JobRequest
 
@@ -20,17 +20,22 @@ class FakeJobStore:
     def __init__(self) -> None:
         self.records: dict[str, JobRecord] = {}
         self.hosts_noted: dict[str, set[str]] = {}
-        self._lock = threading.Lock()
+        self.lock = threading.RLock()
+        self._lock = self.lock
+        # The teams' budget ledger (tests/fakes/teams.py): a job's commitment is written with it, in one write.
+        self.budgets: Any = None
 
     def _get(self, job_id: str) -> JobRecord:
         if job_id not in self.records:
             raise JobNotFound(job_id)
         return self.records[job_id]
 
-    def create_job(self, job_id: str, request: JobRequest) -> JobRecord:
+    def create_job(self, job_id: str, request: JobRequest, ownership: Ownership | None = None) -> JobRecord:
         with self._lock:
             if job_id in self.records:
                 raise JobAlreadyExists(job_id)
+            if ownership is not None and ownership.commitment is not None:
+                self.budgets.commit(ownership.commitment, ownership.commitment.usd)
             at = now_iso()
             record = JobRecord(
                 job_id=job_id,
@@ -41,6 +46,7 @@ class FakeJobStore:
                 timeline=[TimelineEntry(status=JobStatus.SUBMITTED, at=at)],
                 created_at=at,
                 updated_at=at,
+                **(ownership.model_dump() if ownership else {}),
             )
             self.records[job_id] = record
             return record.model_copy(deep=True)
@@ -50,7 +56,7 @@ class FakeJobStore:
             return self._get(job_id).model_copy(deep=True)
 
     def list_jobs(
-        self, status: JobStatus | None, limit: int, next_token: str | None
+        self, status: JobStatus | None, limit: int, next_token: str | None, team: str | None = None
     ) -> tuple[list[JobRecord], str | None]:
         # Tokens as the DynamoDB store issues them: the position the page ended at, in list order.
         after = decode_token(next_token) if next_token is not None else None
@@ -60,6 +66,7 @@ class FakeJobStore:
                 r
                 for r in ordered
                 if (status is None or r.status == status)
+                and (team is None or r.team == team)
                 and (after is None or list_position(r.created_at, r.job_id) < after)
             ]
             page = matching[:limit]

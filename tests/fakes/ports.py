@@ -46,6 +46,7 @@ from functions.shared.domain.reservations.reservation import (
 )
 from functions.shared.ports import Ports
 from tests.fakes.job_store import FakeJobStore
+from tests.fakes.teams import FakeAuditLog, FakeBudgets, FakeGpuCaps
 
 ZONES = ["us-east-1a", "us-east-1b"]
 
@@ -709,6 +710,7 @@ class Unreachable:
 
 def fake_ports(**overrides: Any) -> Ports:
     """Ports over in-memory fakes; pass any of them (or `settings`) to shape the world."""
+    jobs = overrides.get("jobs") or FakeJobStore()
     parts: dict[str, Any] = {
         "settings": Settings(
             table_name="jobs",
@@ -724,7 +726,7 @@ def fake_ports(**overrides: Any) -> Ports:
                 "arn:aws:ssm:us-east-1:123456789012:parameter/gpupilot/*",
             ],
         ),
-        "jobs": FakeJobStore(),
+        "jobs": jobs,
         "offerings": FakeOfferingMemory(),
         "health": FakeHealthStore(),
         "pool_states": FakePoolStates(),
@@ -743,6 +745,9 @@ def fake_ports(**overrides: Any) -> Ports:
         "reservations": FakeReservations(),
         "listed_offerings": FakeListedOfferings(),
         "logs": FakeLogs(),
+        "budgets": jobs.budgets or FakeBudgets(jobs),
+        "audit": FakeAuditLog(),
+        "caps": FakeGpuCaps(),
     }
     return Ports(**(parts | overrides))
 
@@ -750,7 +755,7 @@ def fake_ports(**overrides: Any) -> Ports:
 # What a capacity region's ports share with the home region's: the table's stores, the workflow (each region sells its
 # own GPU types: its own catalog).
 SHARED_PORTS = ("jobs", "offerings", "health", "waste", "hosts", "listed_offerings", "workflow", "sweeps",
-                "metrics")  # fmt: skip
+                "metrics", "budgets", "audit")  # fmt: skip
 
 
 def with_regions(home: Ports, regions: dict[str, dict[str, Any]]) -> Ports:

@@ -1,5 +1,6 @@
-"""Buying a Capacity Block is a grant only a deployment that allows it has: without the context switch the api
-function cannot buy, with it the grant is held to purchases tagged as GPU Pilot's."""
+"""Buying a Capacity Block is a grant only a deployment that sets a ceiling on it has: without the context
+max_capacity_block_upfront_usd the api function cannot buy, with it the grant is held to purchases tagged as GPU
+Pilot's and the api is told the ceiling."""
 
 from __future__ import annotations
 
@@ -25,23 +26,23 @@ def api_environment(synthesized_resources: dict[str, Any], function_id: str) -> 
     return dict(synthesized_resources[function_id]["Properties"]["Environment"]["Variables"])
 
 
-def test_without_the_switch_no_function_may_buy_a_capacity_block(synthesized: Synthesized) -> None:
-    # Given the default context (allow_capacity_block_purchase false)
+def test_without_a_ceiling_no_function_may_buy_a_capacity_block(synthesized: Synthesized) -> None:
+    # Given the default context (no max_capacity_block_upfront_usd)
     # Then no function's role grants ec2:PurchaseCapacityBlock, and the api is not told purchases are allowed
     for key in synthesized.function_ids():
         assert purchase_statements(synthesized.function_statements(key)) == [], key
     api = api_environment(synthesized.resources, synthesized.function_ids()["api"])
-    assert c.ENV_ALLOW_CAPACITY_BLOCK_PURCHASE not in api
+    assert c.ENV_MAX_CAPACITY_BLOCK_UPFRONT_USD not in api
 
 
-def test_with_the_switch_the_api_may_buy_a_capacity_block_tagged_as_gpu_pilots(tmp_path: Path) -> None:
+def test_with_a_ceiling_the_api_may_buy_a_capacity_block_tagged_as_gpu_pilots(tmp_path: Path) -> None:
     from aws_cdk.assertions import Template
 
     from tests.infra.conftest import Synthesized as Shape
 
-    # Given a deployment that allows purchases, with a capacity region beside home
+    # Given a deployment whose ceiling is $5,000 a block, with a capacity region beside home
     context = load_context() | {
-        "allow_capacity_block_purchase": True,
+        "max_capacity_block_upfront_usd": 5000,
         "regions": ["us-east-1", "us-west-2"],
         "region_zones": {"us-west-2": ["us-west-2a", "us-west-2b"]},
     }
@@ -59,4 +60,4 @@ def test_with_the_switch_the_api_may_buy_a_capacity_block_tagged_as_gpu_pilots(t
     others = [key for key in synthesized.function_ids() if key != "api"]
     assert all(purchase_statements(synthesized.function_statements(key)) == [] for key in others)
     api = api_environment(synthesized.resources, synthesized.function_ids()["api"])
-    assert api[c.ENV_ALLOW_CAPACITY_BLOCK_PURCHASE] == "true"
+    assert api[c.ENV_MAX_CAPACITY_BLOCK_UPFRONT_USD] == "5000"

@@ -1177,3 +1177,45 @@ def test_moto_alone_lets_a_write_undo_one_made_after_its_condition_held_and_adap
     # finds its own condition true of what A wrote
     with adapted_moto():
         assert racing_writes(dynamodb, b_waits_seconds=1) == 5
+
+
+def test_moto_alone_has_no_consumable_resources_and_adapted_batch_keeps_them_and_the_definitions_naming_them(aws):
+    batch = boto3.client("batch", region_name=REGION)
+    # Given moto alone / Then it does not know consumable resources
+    with pytest.raises(Exception):  # noqa: B017 (moto answers an unknown Batch operation in its own way)
+        batch.create_consumable_resource(consumableResourceName="team-gpus", totalQuantity=2)
+    submitted: list[Any] = []
+    with adapted_moto(on_job_submitted=submitted.append, lifecycle=ComputeEnvironmentLifecycle(create_seconds=0)):
+        create_queue(create_environment(aws))
+        # When a resource is made, and a definition names it
+        made = batch.create_consumable_resource(consumableResourceName="team-gpus", totalQuantity=2)
+        needs = {"consumableResourceList": [{"consumableResource": made["consumableResourceArn"], "quantity": 1}]}
+        definition = batch.register_job_definition(
+            jobDefinitionName="d", type="container", consumableResourceProperties=needs,
+            containerProperties={"image": "i", "vcpus": 1, "memory": 512},
+        )["jobDefinitionArn"]  # fmt: skip
+        batch.submit_job(jobName="capped", jobQueue="gpu-queue", jobDefinition=definition)
+        described = batch.describe_consumable_resource(consumableResource="team-gpus")
+        listed = batch.list_jobs_by_consumable_resource(consumableResource=made["consumableResourceArn"])["jobs"]
+        # Then Batch describes it, keeps the definition's needs and lists the job that draws it; a definition naming
+        # a resource Batch does not know, a name taken twice and an unknown resource are ClientExceptions
+        assert (described["totalQuantity"], described["inUseQuantity"], described["availableQuantity"]) == (2, 0, 2)
+        assert described["resourceType"] == "REPLENISHABLE"
+        assert [(job["jobName"], job["quantity"]) for job in listed] == [("capped", 1)]
+        kept = batch.describe_job_definitions(jobDefinitions=[definition])["jobDefinitions"][0]
+        assert kept["consumableResourceProperties"] == needs
+        unknown = {"consumableResourceList": [{"consumableResource": "nope", "quantity": 1}]}
+        refusals = [
+            lambda: batch.register_job_definition(
+                jobDefinitionName="e",
+                type="container",
+                consumableResourceProperties=unknown,
+                containerProperties={"image": "i", "vcpus": 1, "memory": 512},
+            ),
+            lambda: batch.create_consumable_resource(consumableResourceName="team-gpus", totalQuantity=1),
+            lambda: batch.describe_consumable_resource(consumableResource="nope"),
+        ]
+        for refused in refusals:
+            with pytest.raises(ClientError) as error:
+                refused()
+            assert error.value.response["Error"]["Code"] == "ClientException"

@@ -117,14 +117,17 @@ class JobLists(ClientAdapter):
 
     # -- lists --------------------------------------------------------------------------------
     def list_jobs(
-        self, status: JobStatus | None, limit: int, next_token: str | None
+        self, status: JobStatus | None, limit: int, next_token: str | None, team: str | None = None
     ) -> tuple[list[JobRecord], str | None]:
-        """Newest jobs first, optionally of one status, a page at a time: every shard, merged in order."""
+        """Newest jobs first, optionally of one status and one team, a page at a time: every shard, merged in
+        order."""
         after = decode_token(next_token) if next_token else None
         partitions = list_partitions()
         # Enough from each shard, as jobs spread evenly over them, that a page is mostly one read of each.
         first_read = min(limit, -(-2 * limit // c.JOB_INDEX_SHARDS) + 1)
-        shards = [_NewestFirst(self._list_query(partition, status, after), first_read) for partition in partitions]
+        shards = [
+            _NewestFirst(self._list_query(partition, status, after, team), first_read) for partition in partitions
+        ]
         page: list[tuple[str, dict[str, Any]]] = []
         reads = 0
         while len(page) < limit:
@@ -149,7 +152,9 @@ class JobLists(ClientAdapter):
         token = encode_token(page[-1][0]) if page and more else None
         return [record_of(item) for _, item in page], token
 
-    def _list_query(self, partition: str, status: JobStatus | None, after: str | None) -> dict[str, Any]:
+    def _list_query(
+        self, partition: str, status: JobStatus | None, after: str | None, team: str | None = None
+    ) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
             "TableName": self._table,
             "IndexName": c.GSI1_NAME,
@@ -162,10 +167,17 @@ class JobLists(ClientAdapter):
             kwargs["KeyConditionExpression"] += " AND #gsk < :after"
             kwargs["ExpressionAttributeNames"]["#gsk"] = c.GSI1_SK
             kwargs["ExpressionAttributeValues"][":after"] = {"S": after}
+        filters = []
         if status:
-            kwargs["FilterExpression"] = "#status = :status"
+            filters.append("#status = :status")
             kwargs["ExpressionAttributeNames"]["#status"] = "status"
             kwargs["ExpressionAttributeValues"][":status"] = {"S": status.value}
+        if team:
+            filters.append("#team = :team")
+            kwargs["ExpressionAttributeNames"]["#team"] = "team"
+            kwargs["ExpressionAttributeValues"][":team"] = {"S": team}
+        if filters:
+            kwargs["FilterExpression"] = " AND ".join(filters)
         return kwargs
 
     def active_jobs(self, max_items: int = 20000) -> list[ActiveJob]:

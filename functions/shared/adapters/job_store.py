@@ -12,19 +12,20 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from functions.shared import constants as c
+from functions.shared.adapters.budget_store import commit_update
 from functions.shared.adapters.dynamodb_codec import serialize
 from functions.shared.adapters.job_items import JobItems, is_conditional_failure
 from functions.shared.adapters.job_lists import job_key, list_keys, record_of
 from functions.shared.adapters.job_updates import advance_update, attempt_update
 from functions.shared.domain.core.clock import now_iso
-from functions.shared.domain.core.errors import JobAlreadyExists, JobNotFound
+from functions.shared.domain.core.errors import BudgetFull, JobAlreadyExists, JobNotFound
 from functions.shared.domain.core.vocabulary import BatchStatus, JobStatus
 from functions.shared.domain.jobs.lifecycle import status_rank
-from functions.shared.domain.jobs.records import AttemptRecord, JobRecord, TimelineEntry
+from functions.shared.domain.jobs.records import AttemptRecord, JobRecord, Ownership, TimelineEntry
 from functions.shared.domain.requests.job_request import JobRequest
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
-IAM_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem")
+IAM_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
 __all__ = ["DynamoJobStore", "is_conditional_failure"]
 
 
@@ -33,8 +34,9 @@ class DynamoJobStore(JobItems):
     and notes from JobItems)."""
 
     # -- jobs ---------------------------------------------------------------------------------
-    def create_job(self, job_id: str, request: JobRequest) -> JobRecord:
-        """Write a new SUBMITTED job; fails with JobAlreadyExists rather than overwrite one."""
+    def create_job(self, job_id: str, request: JobRequest, ownership: Ownership | None = None) -> JobRecord:
+        """Write a new SUBMITTED job; fails with JobAlreadyExists rather than overwrite one. A job that commits part
+        of its team's budget is written with the commitment in one transaction (BudgetFull: the budget refused it)."""
         at = now_iso()
         record = JobRecord(
             job_id=job_id,
@@ -45,6 +47,7 @@ class DynamoJobStore(JobItems):
             timeline=[TimelineEntry(status=JobStatus.SUBMITTED, at=at)],
             created_at=at,
             updated_at=at,
+            **(ownership.model_dump() if ownership else {}),
         )
         # stuck_after_minutes also stands alone, for the index of unfinished jobs to project (not the whole request).
         document = (
@@ -53,13 +56,27 @@ class DynamoJobStore(JobItems):
             | {"stuck_after_minutes": request.stuck_after_minutes}
         )
         item = {k: serialize(v) for k, v in document.items() if v is not None} | job_key(job_id)
+        put = {
+            "TableName": self._table,
+            "Item": item,
+            "ConditionExpression": "attribute_not_exists(#pk)",
+            "ExpressionAttributeNames": {"#pk": c.TABLE_PK},
+        }
+        commitment = ownership.commitment if ownership else None
+        if commitment is not None:
+            ledger = commit_update(commitment, commitment.usd) | {"TableName": self._table}
+            try:
+                self._aws.transact_write_items(TransactItems=[{"Put": put}, {"Update": ledger}])
+            except ClientError as error:
+                codes = [str(r.get("Code")) for r in error.response.get("CancellationReasons") or []]
+                if codes[:1] == ["ConditionalCheckFailed"]:
+                    raise JobAlreadyExists(job_id) from error
+                if codes[1:2] == ["ConditionalCheckFailed"]:
+                    raise BudgetFull(commitment.team) from error
+                raise
+            return record
         try:
-            self._aws.put_item(
-                TableName=self._table,
-                Item=item,
-                ConditionExpression="attribute_not_exists(#pk)",
-                ExpressionAttributeNames={"#pk": c.TABLE_PK},
-            )
+            self._aws.put_item(**put)
         except ClientError as error:
             if is_conditional_failure(error):
                 raise JobAlreadyExists(job_id) from error

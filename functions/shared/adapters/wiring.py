@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from functions.shared.ports.metrics import Metrics
     from functions.shared.ports.pools import BatchPools, PoolStates
     from functions.shared.ports.reservations import ListedOfferings, Reservations
+    from functions.shared.ports.teams import AuditLog, Budgets, GpuCaps
 
 
 def live_ports() -> Ports:
@@ -217,6 +218,29 @@ class LivePorts(Ports):
         from functions.shared.adapters.metrics import PowertoolsMetrics
 
         return PowertoolsMetrics()
+
+    @cached_property
+    def budgets(self) -> Budgets:
+        if self._home is not None:
+            return self._home.budgets
+        from functions.shared.adapters.budget_store import DynamoBudgets
+
+        return DynamoBudgets(self.settings.table_name)
+
+    @cached_property
+    def audit(self) -> AuditLog:
+        if self._home is not None:
+            return self._home.audit
+        from functions.shared.adapters.audit_store import DynamoAuditLog
+
+        return DynamoAuditLog(self.settings.table_name)
+
+    @cached_property
+    def caps(self) -> GpuCaps:
+        # Each region's Batch holds the teams' caps of that region.
+        from functions.shared.adapters.caps import BatchGpuCaps
+
+        return BatchGpuCaps(region=self._region)
 
     @cached_property
     def logs(self) -> JobLogs:

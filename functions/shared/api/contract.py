@@ -8,7 +8,7 @@ from typing import Any
 
 from functions.shared.api.routes import QueryParam, Route
 from functions.shared.domain.capacity.offers import Plan
-from functions.shared.domain.core.vocabulary import JobStatus
+from functions.shared.domain.core.vocabulary import Action, JobStatus
 from functions.shared.domain.cost.report import CostReport
 from functions.shared.domain.diagnosis.findings import HealthReport, SweepStarted
 from functions.shared.domain.jobs.logs import JobLogs
@@ -16,6 +16,10 @@ from functions.shared.domain.jobs.views import JobList, JobView, SubmitResponse
 from functions.shared.domain.requests.job_request import JobRequest
 from functions.shared.domain.reservations.offerings import MAX_BLOCK_DAYS, MAX_BLOCK_INSTANCES
 from functions.shared.domain.reservations.views import OfferingList, PurchaseRequest, ReservationList, ReservationView
+from functions.shared.domain.teams.audit import AuditList
+from functions.shared.domain.teams.config import TEAM_NAME
+from functions.shared.domain.teams.identity import Caller
+from functions.shared.domain.teams.views import TeamList
 
 # A health sweep id: what POST /sweep returns, and what GET /health?sweep_id= takes.
 SWEEP_ID_PATTERN = r"^[\x21-\x7e]{1,64}$"
@@ -49,6 +53,7 @@ ROUTES: tuple[Route, ...] = (
                 {"type": "string", "minLength": 1, "maxLength": 256},
             ),
         ),
+        action=Action.SUBMIT,
     ),
     Route(
         "list_jobs",
@@ -60,7 +65,13 @@ ROUTES: tuple[Route, ...] = (
             QueryParam("status", "Only jobs in this status", {"enum": [s.value for s in JobStatus]}),
             QueryParam("limit", "Page size, 1-100 (default 20)", {"type": "integer", "minimum": 1, "maximum": 100}),
             QueryParam("next_token", "The next_token of the previous page"),
+            QueryParam(
+                "team",
+                "Only that team's jobs (an admin; anyone else lists its own team's)",
+                {"type": "string", "pattern": TEAM_NAME},
+            ),
         ),
+        action=Action.READ,
     ),
     Route(
         "get_job",
@@ -76,6 +87,7 @@ ROUTES: tuple[Route, ...] = (
             ),
         ),
         errors=(400, 404),
+        action=Action.READ,
     ),
     Route(
         "cancel_job",
@@ -86,6 +98,7 @@ ROUTES: tuple[Route, ...] = (
         JobView,
         status=202,
         errors=(404, 409),
+        action=Action.CANCEL,
     ),
     Route(
         "job_logs",
@@ -98,8 +111,17 @@ ROUTES: tuple[Route, ...] = (
             QueryParam("next_token", "The next_token of the previous page: the lines written since"),
         ),
         errors=(400, 404),
+        action=Action.LOGS,
     ),
-    Route("plan", "POST", "/plan", "Rank GPU offerings for a request; launches nothing", Plan, body=JobRequest),
+    Route(
+        "plan",
+        "POST",
+        "/plan",
+        "Rank GPU offerings for a request; launches nothing",
+        Plan,
+        body=JobRequest,
+        action=Action.PLAN,
+    ),
     Route(
         "health",
         "GET",
@@ -114,6 +136,7 @@ ROUTES: tuple[Route, ...] = (
             ),
         ),
         errors=(400, 404),
+        action=Action.HEALTH,
     ),
     Route(
         "sweep",
@@ -123,6 +146,7 @@ ROUTES: tuple[Route, ...] = (
         SweepStarted,
         status=202,
         errors=(),
+        action=Action.SWEEP,
     ),
     Route(
         "costs",
@@ -139,10 +163,11 @@ ROUTES: tuple[Route, ...] = (
             QueryParam(
                 "group_by",
                 "Group the total by",
-                {"type": "string", "enum": ["day", "gpu_type", "job_name", "capacity_type"]},
+                {"type": "string", "enum": ["day", "gpu_type", "job_name", "capacity_type", "region", "team", "owner"]},
             ),
         ),
         csv=True,
+        action=Action.COSTS,
     ),
     Route(
         "list_reservations",
@@ -152,6 +177,7 @@ ROUTES: tuple[Route, ...] = (
         "and what its idle hours have cost",
         ReservationList,
         errors=(503,),
+        action=Action.RESERVATIONS,
     ),
     Route(
         "list_block_offerings",
@@ -175,16 +201,54 @@ ROUTES: tuple[Route, ...] = (
             QueryParam("days", "Days: 1-14, or whole weeks up to 182 (default 1)", BLOCK_DAYS_SCHEMA),
         ),
         errors=(400, 503),
+        action=Action.RESERVATIONS,
     ),
     Route(
         "purchase_block",
         "POST",
         "/reservations/purchase",
-        "Buy a listed Capacity Block (its fee is charged at once): only in a deployment that allows it "
-        "(allow_capacity_block_purchase), with confirm and a max_upfront_usd the fee must not exceed",
+        "Buy a listed Capacity Block (its fee is charged at once): admins only, in a deployment with a ceiling "
+        "(max_capacity_block_upfront_usd) the fee must not exceed, with confirm and a max_upfront_usd likewise",
         ReservationView,
         status=201,
         body=PurchaseRequest,
         errors=(400, 403, 409),
+        action=Action.PURCHASE,
+    ),
+    Route(
+        "whoami",
+        "GET",
+        "/whoami",
+        "Who the API takes the caller for: its IAM principal, its team and its role (admin, member or viewer)",
+        Caller,
+        errors=(),
+        action=Action.WHOAMI,
+    ),
+    Route(
+        "list_teams",
+        "GET",
+        "/teams",
+        "Each team's budget, what it spent today and this month, what its unfinished jobs hold committed, and its GPUs "
+        "in use against its cap (an admin: every team; anyone else: its own)",
+        TeamList,
+        errors=(),
+        action=Action.TEAMS,
+    ),
+    Route(
+        "audit",
+        "GET",
+        "/audit",
+        "The audit log (admins): a line per action that changed something or was refused for permission or budget, "
+        "oldest first",
+        AuditList,
+        query=(
+            QueryParam("from", "First day, YYYY-MM-DD (default: `to`)", {"type": "string", "format": "date"}),
+            QueryParam(
+                "to",
+                "Last day, YYYY-MM-DD (default: today; at most 31 days from `from`)",
+                {"type": "string", "format": "date"},
+            ),
+        ),
+        action=Action.AUDIT,
     ),
 )

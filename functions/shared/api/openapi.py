@@ -23,6 +23,14 @@ LOCAL_SERVER = {
     "with no security requirement.",
 }
 
+# Every route may refuse the caller (a deployment with teams, or a local cloud with identities).
+FORBIDDEN = (
+    "Refused: Forbidden (the caller is in no team, or its role does not allow the action: `principal`, `role`, "
+    "`action` say which), BudgetExceeded (POST /jobs: the job's worst case does not fit its team's budget: `team`, "
+    "`spent_usd`, `committed_usd`, `budget_usd`, `job_worst_case_usd`, `fits_with_timeout_minutes`), or, unsigned or "
+    "badly signed, MissingAuthenticationToken or InvalidSignature"
+)
+
 
 def openapi_document(local: bool = False) -> dict[str, Any]:
     """OpenAPI 3.1 for the API, its schemas from the same pydantic models the handler validates with.
@@ -52,6 +60,8 @@ def openapi_document(local: bool = False) -> dict[str, Any]:
             responses[str(route.status)]["content"]["text/csv"] = {"schema": {"type": "string"}}
         for status in (*route.errors, *((415,) if route.body else ())):
             responses[str(status)] = _json_response(ErrorBody, "The request was refused; `field` names why")
+        if "403" not in responses:
+            responses["403"] = _json_response(ErrorBody, FORBIDDEN)
         operation: dict[str, Any] = {
             "operationId": route.operation_id,
             "summary": route.summary,

@@ -8,6 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from functions.shared.domain.core.vocabulary import Action
+
 
 @dataclass(frozen=True)
 class QueryParam:
@@ -26,6 +28,7 @@ class Route:
     path: str
     summary: str
     response: type[BaseModel]
+    action: Action
     status: int = 200
     body: type[BaseModel] | None = None
     query: tuple[QueryParam, ...] = ()

@@ -2,5 +2,5 @@
 
 Each package's docstring says what it owns and which packages it may import; imports run one way, in this order
 (a package imports only packages before it):
-core < requests < fleet < reservations < capacity < cost < diagnosis < pools < jobs < hosts < health.
+core < requests < fleet < reservations < capacity < cost < diagnosis < teams < pools < jobs < hosts < health.
 """

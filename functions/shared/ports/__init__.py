@@ -1,5 +1,5 @@
 """Ports: what the use cases need from the world, as Protocols, one module per capability (jobs, capacity,
-reservations, pools, hosts, cost, health, metrics); `Ports` gathers them.
+reservations, pools, hosts, cost, health, teams, metrics); `Ports` gathers them.
 
 The adapters (functions/shared/adapters) implement them with boto3; the tests' fakes (tests/fakes)
 implement them in memory. Use cases see only these. A port module imports the domain for annotations only, and no
@@ -20,6 +20,7 @@ from functions.shared.ports.jobs import BatchJobs, JobLogs, JobStore, Workflow
 from functions.shared.ports.metrics import Metrics
 from functions.shared.ports.pools import BatchPools, Fleet, PoolStates
 from functions.shared.ports.reservations import ListedOfferings, Reservations
+from functions.shared.ports.teams import AuditLog, Budgets, GpuCaps
 
 if TYPE_CHECKING:  # annotations only: a handler imports the domain modules it uses, not all of them
     from functions.shared.domain.core.settings import Settings
@@ -49,6 +50,9 @@ class Ports:
     reservations: Reservations
     listed_offerings: ListedOfferings
     logs: JobLogs
+    budgets: Budgets
+    audit: AuditLog
+    caps: GpuCaps
     # The ports of the other capacity regions (tests' fakes; the live ones are made on first use).
     regional: Mapping[str, Ports] = field(default_factory=dict)
 

@@ -12,7 +12,7 @@ if TYPE_CHECKING:  # annotations only: a handler imports the domain modules it u
     from functions.shared.domain.core.vocabulary import BatchStatus, JobStatus, WaitPhase
     from functions.shared.domain.fleet.batch import BatchJobState
     from functions.shared.domain.jobs.logs import LogPage
-    from functions.shared.domain.jobs.records import ActiveJob, AttemptRecord, JobRecord, Wait
+    from functions.shared.domain.jobs.records import ActiveJob, AttemptRecord, JobRecord, Ownership, Wait
     from functions.shared.domain.jobs.writes import JobWrite
     from functions.shared.domain.requests.job_request import JobRequest
 
@@ -28,15 +28,21 @@ class JobLogs(Protocol):
 class JobStore(HostNotes, Protocol):
     """The job record; every write that can race is conditional."""
 
-    def create_job(self, job_id: str, request: JobRequest) -> JobRecord: ...
+    def create_job(self, job_id: str, request: JobRequest, ownership: Ownership | None = None) -> JobRecord:
+        """Write a new SUBMITTED job: JobAlreadyExists rather than overwrite one. With an ownership that commits a
+        budget, the commitment is written to its team's ledger in the same transaction: BudgetFull when a budget
+        refuses it (and nothing is written)."""
+        ...
 
     def get_job(self, job_id: str) -> JobRecord:
         """The record; raises JobNotFound."""
         ...
 
     def list_jobs(
-        self, status: JobStatus | None, limit: int, next_token: str | None
-    ) -> tuple[list[JobRecord], str | None]: ...
+        self, status: JobStatus | None, limit: int, next_token: str | None, team: str | None = None
+    ) -> tuple[list[JobRecord], str | None]:
+        """Newest first, a page at a time; `team`: that team's jobs only."""
+        ...
 
     def set_execution_arn(self, job_id: str, execution_arn: str) -> None: ...
 

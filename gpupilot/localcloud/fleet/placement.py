@@ -23,6 +23,7 @@ from gpupilot.localcloud.fleet.records import (
     SimInstance,
     SimJob,
 )
+from gpupilot.localcloud.moto_adaptations.batch_consumables import needs_of
 
 
 class FleetPlacement(FleetInstances):
@@ -69,9 +70,15 @@ class FleetPlacement(FleetInstances):
         fitting = [t for t, shape in shapes.items() if shape and _fits(shape, sim.needs)]
         if not fitting:
             return self._reason(sim, JOB_RESOURCE_REQUIREMENT)
+        needs = needs_of(sim.job.job_definition)
+        if needs and not self.consumables.has_room(self.world.region, needs):
+            return  # its consumable resources (its team's GPUs) are held by the team's running jobs: nothing launches
         fleet = self._instances.setdefault(environment.arn, [])
         placed = next((i for i in fleet if self._takes_jobs(i, now) and i.fits(sim.needs)), None)
         if placed is not None:
+            if needs and not self.consumables.take(self.world.region, needs):
+                return
+            sim.consumed = needs
             return self._start(sim, placed, now)
         if any(not i.terminated and i.fits(sim.needs) for i in fleet):
             return  # Batch waits for the instances it launched (booting, or whose agent never registers)
@@ -143,6 +150,9 @@ class FleetPlacement(FleetInstances):
         del self._jobs[job.job_id]
 
     def _release(self, sim: SimJob, now: float) -> None:
+        if sim.consumed:
+            self.consumables.give_back(self.world.region, sim.consumed)
+            sim.consumed = []
         instance = sim.instance
         if instance is None:
             return

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpupilot.localcloud.clock import LocalClock
+from gpupilot.localcloud.moto_adaptations.batch_consumables import ConsumableBook
 from gpupilot.localcloud.reservations import HeldReservation, ReservationBook
 from gpupilot.localcloud.world import World
 
@@ -165,6 +166,8 @@ class SimJob:
     simulated_seconds: float = 0.0  # how long the attempt runs in simulated time (Batch's startedAt to stoppedAt)
     # The reason a queue-blocked event was last sent for (one per reason, as the job heads its queue).
     blocked_for: str | None = None
+    # The consumable resources' units it holds while it runs (Batch takes them at STARTING, gives them back at its end).
+    consumed: list[tuple[str, int]] = field(default_factory=list)
 
 
 def requirements_of(job: Any) -> dict[str, int]:
@@ -183,6 +186,7 @@ class FleetState:
 
     world: World
     reservations: ReservationBook | None
+    consumables: ConsumableBook
     timeline: Timeline
     clock: LocalClock
     events_delivered: int

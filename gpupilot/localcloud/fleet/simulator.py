@@ -15,6 +15,9 @@ shows its verdict) and register without GPUs. A job that cannot be placed stays 
 statusReason where Batch gives one, and none where Batch gives none (instances up but never registered).
 Everything is visible through the ordinary APIs: EC2 instances (and their console output), ECS container
 instances, Batch jobs and their attempts.
+A job whose definition names consumable resources (a team's GPU cap) waits RUNNABLE, no instance launched for it,
+until each has the units it needs; it takes them as it starts and gives them back at its end, across every queue of
+the region, as Batch's resource-aware scheduling does. Other jobs, of the same queue too, are not held by it.
 A compute environment whose launch template targets a Capacity Reservation launches only into it (while it
 is active and has room, in its zone; with the capacity-block market type for a Capacity Block), whatever the
 world's on-demand capacity; other on-demand launches use an open reservation of their type and zone with
@@ -38,6 +41,7 @@ from typing import Any
 from gpupilot.localcloud.clock import LocalClock
 from gpupilot.localcloud.fleet.hosts import FleetHosts
 from gpupilot.localcloud.fleet.records import EventSink, SimInstance, SimJob, Timeline, requirements_of
+from gpupilot.localcloud.moto_adaptations.batch_consumables import ConsumableBook
 from gpupilot.localcloud.reservations import ReservationBook
 from gpupilot.localcloud.world import World
 
@@ -55,9 +59,11 @@ class FleetSimulator(FleetHosts):
         compute_environment_status: Callable[[str, list[str]], tuple[str, str]] | None = None,
         reservations: ReservationBook | None = None,
         clock: LocalClock | None = None,
+        consumables: ConsumableBook | None = None,
     ) -> None:
         self.world = world
         self.reservations = reservations
+        self.consumables = consumables or ConsumableBook()
         self.timeline = timeline or Timeline()
         self.clock = clock or LocalClock()
         self._deliver = deliver

@@ -29,6 +29,7 @@ the local cloud makes moto behave like AWS:
 23. EC2 DescribeLaunchTemplateVersions: ec2.py
 24. EC2 DescribeInstanceTypes per region: ec2.py
 25. DynamoDB writes, one at a time: dynamodb.py
+26. Batch consumable resources: batch_consumables.py
 
 Each module's docstring says what its adaptations do and the AWS documentation they follow; patches.py holds the
 replacements' machinery.
@@ -43,6 +44,7 @@ from typing import Any
 
 from gpupilot.localcloud.dispatch import HandlerDispatcher
 from gpupilot.localcloud.moto_adaptations.awslambda import run_handlers_in_process
+from gpupilot.localcloud.moto_adaptations.batch_consumables import ConsumableBook, consumable_resources
 from gpupilot.localcloud.moto_adaptations.batch_environments import (
     ComputeEnvironmentLifecycle,
     batch_deletions_and_limits,
@@ -88,7 +90,14 @@ from gpupilot.localcloud.moto_adaptations.stepfunctions import (
 )
 from gpupilot.localcloud.reservations import ReservationBook
 
-__all__ = ["ComputeEnvironmentLifecycle", "RegionWorldView", "SpotMarket", "WorkflowClock", "adapted_moto"]
+__all__ = [
+    "ComputeEnvironmentLifecycle",
+    "ConsumableBook",
+    "RegionWorldView",
+    "SpotMarket",
+    "WorkflowClock",
+    "adapted_moto",
+]
 
 
 @contextlib.contextmanager
@@ -105,6 +114,7 @@ def adapted_moto(
     reservations: ReservationBook | None = None,
     console_of: Callable[[str], str | None] | None = None,
     unsold: Mapping[str, set[str]] | None = None,
+    consumables: ConsumableBook | None = None,
 ) -> Iterator[None]:
     """moto, behaving like AWS where GPU Pilot depends on it, until the block ends."""
     patches = Patches()
@@ -123,6 +133,8 @@ def adapted_moto(
             world_offerings(patches, region, view.zones, view.offered)
         world_quotas(patches, quotas or {}, {region: view.quotas for region, view in (regions or {}).items()})
         paginated_list_jobs(patches)
+        # Without a book of its own (an integration test's cloud), Batch still keeps the stack's resources.
+        consumable_resources(patches, consumables or ConsumableBook())
         refuse_disabled_queues(patches)
         batch_deletions_and_limits(patches, lifecycle)
         name_clusters_as_batch_does(patches)

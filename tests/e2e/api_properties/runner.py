@@ -30,7 +30,8 @@ def run_schemathesis(api_url: str, document: Path, profile: list[str]) -> Outcom
     """Every check schemathesis has but use_after_free (schemathesis.toml says why), and ours (hooks.py); one
     worker (hypothesis is not thread-safe in all its internals)."""
     # The config as the clone names it (cwd is the clone), so a report quoted in a result file names no machine's path.
-    command = [ST, "--config-file", str(CONFIG.relative_to(REPO)), "run", str(document), "--url", api_url, "--checks", "all",
+    config = str(CONFIG.relative_to(REPO))
+    command = [ST, "--config-file", config, "run", str(document), "--url", api_url, "--checks", "all",
                "--exclude-checks", "use_after_free", "--workers", "1", *profile]  # fmt: skip
     env = os.environ | {"PYTHONPATH": str(REPO), "NO_COLOR": "1"}
     done = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env, timeout=900, check=False)

@@ -174,7 +174,7 @@ def test_a_purchase_is_refused_unless_the_deployment_allows_it() -> None:
 
 
 def test_a_purchase_is_refused_without_confirm() -> None:
-    ports = ports_with(allow_capacity_block_purchase=True)
+    ports = ports_with(max_capacity_block_upfront_usd=5000.0)
     block_offerings("g5.xlarge", 2, 3, ports)
 
     with pytest.raises(RequestRefused) as refused:
@@ -182,8 +182,20 @@ def test_a_purchase_is_refused_without_confirm() -> None:
     assert refused.value.field == "confirm" and ports.reservations.purchased == []
 
 
+def test_a_purchase_above_the_deployment_ceiling_is_refused_whatever_the_caller_allows() -> None:
+    # Given a deployment whose ceiling is below the offering's fee ($1,500), and the offering listed
+    ports = ports_with(max_capacity_block_upfront_usd=1000.0)
+    block_offerings("g5.xlarge", 2, 3, ports)
+
+    # When a caller allowing far more buys it / Then it is refused on max_upfront_usd, naming the ceiling
+    with pytest.raises(RequestRefused) as refused:
+        purchase_block(PurchaseRequest(offering_id=OFFERING.offering_id, max_upfront_usd=99999.0, confirm=True), ports)
+    assert refused.value.field == "max_upfront_usd" and "max_capacity_block_upfront_usd" in refused.value.message
+    assert ports.reservations.purchased == []
+
+
 def test_a_purchase_above_max_upfront_usd_is_refused() -> None:
-    ports = ports_with(allow_capacity_block_purchase=True)
+    ports = ports_with(max_capacity_block_upfront_usd=5000.0)
     block_offerings("g5.xlarge", 2, 3, ports)
 
     with pytest.raises(RequestRefused) as refused:
@@ -193,7 +205,7 @@ def test_a_purchase_above_max_upfront_usd_is_refused() -> None:
 
 def test_a_listed_offering_within_the_limit_is_bought_once_and_tagged_with_its_fee() -> None:
     # Given a deployment that allows purchases, and the offering listed
-    ports = ports_with(allow_capacity_block_purchase=True)
+    ports = ports_with(max_capacity_block_upfront_usd=5000.0)
     block_offerings("g5.xlarge", 2, 3, ports)
     request = PurchaseRequest(offering_id=OFFERING.offering_id, max_upfront_usd=1500.0, confirm=True)
 
@@ -268,7 +280,7 @@ def test_offerings_are_listed_in_every_capacity_region_and_one_is_bought_in_its_
     # Given an offering at home and another in us-west-2, in a deployment that allows purchases
     west = "us-west-2"
     there = OFFERING.model_copy(update={"offering_id": "cb-0123456789abcdef1", "zone": f"{west}a"})
-    home = ports_with(allow_capacity_block_purchase=True)
+    home = ports_with(max_capacity_block_upfront_usd=5000.0)
     ports = with_regions(home, {west: {"reservations": FakeReservations([], [there])}})
 
     # When the offerings are listed, and us-west-2's bought
@@ -286,7 +298,7 @@ def test_an_offering_is_asked_for_again_with_the_days_it_was_listed_for() -> Non
     # Given a block that begins today: 71 h 30 min, offered to a question of 3 days
     short = OFFERING.model_copy(update={"hours": 71.5})
     ports = fake_ports(reservations=FakeReservations([], [short]))
-    ports = replace(ports, settings=ports.settings.model_copy(update={"allow_capacity_block_purchase": True}))
+    ports = replace(ports, settings=ports.settings.model_copy(update={"max_capacity_block_upfront_usd": 5000.0}))
     block_offerings("g5.xlarge", 2, 3, ports)
 
     # When it is bought

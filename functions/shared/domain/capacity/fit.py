@@ -4,6 +4,8 @@ maxvCpus); and on which capacity types the request runs. Pure rules of the plann
 
 from __future__ import annotations
 
+import math
+
 from functions.shared.domain.capacity.catalog import GpuType
 from functions.shared.domain.core.vocabulary import Arch, CapacityPreference, CapacityType, counted
 from functions.shared.domain.requests.job_request import JobRequest
@@ -69,3 +71,12 @@ def capacities_for(request: JobRequest) -> list[CapacityType]:
     if request.capacity == CapacityPreference.SPOT_FIRST:
         return [CapacityType.SPOT, CapacityType.ON_DEMAND]
     return [CapacityType.ON_DEMAND]
+
+
+def resources_on(request: JobRequest, gpus: int, vcpus: int, memory_gib: float) -> dict[str, int]:
+    """vCPUs, memory (MiB) and GPUs the job holds on an instance of that shape: what it asked for, else its GPU share
+    of the host."""
+    share = request.gpus / gpus if gpus else 1.0
+    held_vcpus = request.vcpus or max(1, math.floor(vcpus * share))
+    held_memory_gib = request.memory_gib or memory_gib * share * (1 - HOST_MEMORY_RESERVE)
+    return {"GPU": request.gpus, "VCPU": held_vcpus, "MEMORY": max(512, int(held_memory_gib * 1024))}

@@ -108,3 +108,31 @@ def call_failure_words(what: str, error: Exception) -> str:
     the action and the resource, and why), else `<what> failed: <code>: <message>`."""
     code, _ = aws_error_parts(error)
     return f"{what} {'was refused' if code in REFUSED_CODES else 'failed'}: {aws_failure_words(error)}"
+
+
+class Forbidden(Exception):
+    """The caller may not do this: it is in no team, or its role does not allow the action (a 403 that says which)."""
+
+    def __init__(self, message: str, principal: str | None = None, role: str | None = None, action: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.principal = principal
+        self.role = role
+        self.action = action
+
+
+class BudgetExceeded(Exception):
+    """The job's worst-case cost does not fit what is left of its team's budget (a 403 with the figures: `refusal`, a
+    teams.budget.BudgetRefusal)."""
+
+    def __init__(self, refusal: Any) -> None:
+        super().__init__(getattr(refusal, "message", str(refusal)))
+        self.refusal = refusal
+
+
+class BudgetFull(Exception):
+    """A team's budget ledger refused a commitment (its conditional write failed): the use case says why."""
+
+
+class CommitmentChanged(Exception):
+    """A job's commitment changed between its read and a write conditional on it: read it again."""

@@ -95,9 +95,15 @@ class Settings(DomainModel):
         default="",
         description="SSM parameter, in each capacity region, naming its network (empty: this function needs none)",
     )
-    allow_capacity_block_purchase: bool = Field(
-        default=False,
-        description="The deployment lets the API buy Capacity Blocks (context allow_capacity_block_purchase)",
+    max_capacity_block_upfront_usd: float = Field(
+        default=0,
+        ge=0,
+        description="The most an admin may pay up front for one Capacity Block, whatever the caller passes (context "
+        "max_capacity_block_upfront_usd; 0: the API buys none)",
+    )
+    teams_config: str = Field(
+        default="",
+        description="The deployment's teams (context `teams`), as JSON; empty: every caller is an admin of one team",
     )
     quarantine_bad_hosts: bool = Field(
         default=True,
@@ -117,6 +123,11 @@ class Settings(DomainModel):
     cancel_stuck_after_minutes: float = Field(
         default=1440, ge=0, description="Cancel a job RUNNABLE this long, with the diagnosis as reason (0: never)"
     )
+
+    @property
+    def allow_capacity_block_purchase(self) -> bool:
+        """Whether the API may buy Capacity Blocks at all: the deployment set a ceiling (and granted the purchase)."""
+        return self.max_capacity_block_upfront_usd > 0
 
     @property
     def home(self) -> str:

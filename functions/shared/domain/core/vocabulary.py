@@ -144,6 +144,9 @@ class DiagnosisCategory(StrEnum):
     # A finding only: a capacity region other than the home one that the sweep could not read (its stack not deployed,
     # the region not enabled for the account, a grant missing, its endpoint unreachable); the others were swept.
     REGION_UNREACHABLE = "REGION_UNREACHABLE"
+    # A diagnosis: the job's team holds every GPU its max_gpus allows (AWS Batch holds the job RUNNABLE on the team's
+    # consumable resource); it starts when the team's GPUs free up. Another GPU type would meet the same cap.
+    TEAM_GPU_CAP = "TEAM_GPU_CAP"
 
 
 # A finding's kind is a diagnosis category: the sweep and the workflow speak the same words.
@@ -214,3 +217,37 @@ class MetricName(StrEnum):
 def counted(count: int, noun: str, plural: str | None = None) -> str:
     """`1 instance`, `2 instances`: a count and its noun in the number it takes (never `instance(s)`)."""
     return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
+class Role(StrEnum):
+    """What a caller may do (teams): an admin everything, a member its team's jobs, a viewer read its team's."""
+
+    ADMIN = "admin"
+    MEMBER = "member"
+    VIEWER = "viewer"
+
+
+class Action(StrEnum):
+    """What a caller asks of the API, as roles are granted it and the audit log names it."""
+
+    SUBMIT = "submit"
+    PLAN = "plan"
+    READ = "read"
+    LOGS = "logs"
+    CANCEL = "cancel"
+    COSTS = "costs"
+    TEAMS = "teams"
+    HEALTH = "health"
+    SWEEP = "sweep"
+    RESERVATIONS = "reservations"
+    PURCHASE = "purchase"
+    AUDIT = "audit"
+    WHOAMI = "whoami"
+
+
+class AuditOutcome(StrEnum):
+    """How an audited action ended: done, refused for the caller's role or team, or for its team's budget."""
+
+    ALLOWED = "allowed"
+    FORBIDDEN = "forbidden"
+    BUDGET_EXCEEDED = "budget_exceeded"

@@ -60,6 +60,8 @@ class CostReport(DomainModel):
         "which the account pays for whether used or not (its idle hours are waste, reservation_idle)",
     )
     days: list[DailyCost]
-    group_by: str | None = Field(default=None, description="day, gpu_type, job_name, capacity_type or region")
+    group_by: str | None = Field(
+        default=None, description="day, gpu_type, job_name, capacity_type, region, team or owner"
+    )
     groups: list[CostGroup] = Field(default_factory=list, description="One per key of group_by, costliest first")
     waste: Waste = Field(default_factory=Waste, description="Next to the job costs: not included in total_usd")

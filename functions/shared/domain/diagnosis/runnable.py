@@ -234,7 +234,10 @@ def _waiting(snapshot: StuckJobSnapshot, evidence: dict[str, Any]) -> Diagnosis:
 
 
 def remedy(diagnosis: Diagnosis, index: int, candidates: int, checks: int) -> tuple[Remedy, int]:
-    """(remedy, next candidate index): fall back, keep waiting (bounded), or give up."""
+    """(remedy, next candidate index): fall back, keep waiting (bounded; a team's GPU cap: until the team has room,
+    which only its own jobs' ends bring), or give up."""
+    if diagnosis.category == Category.TEAM_GPU_CAP:
+        return Remedy.KEEP_WAITING, index
     if diagnosis.category in FALLBACK_CATEGORIES:
         return (Remedy.FALL_BACK, index + 1) if index + 1 < candidates else (Remedy.GIVE_UP, index)
     if diagnosis.category in WAIT_CATEGORIES and checks < MAX_WAIT_CHECKS:

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import hashlib
-import math
 from typing import Any
 
-from functions.shared.domain.capacity.fit import HOST_MEMORY_RESERVE
+from functions.shared.domain.capacity.fit import resources_on
 from functions.shared.domain.capacity.offers import Candidate
 from functions.shared.domain.core.vocabulary import CapacityType
 from functions.shared.domain.fleet.batch import PREFLIGHT_EXIT_CODE, PREFLIGHT_NAME, RETRY_ATTEMPTS, runs_smoke
 from functions.shared.domain.requests.job_request import JobRequest
+from functions.shared.domain.teams.caps import consumable_resources
 
 NVIDIA_ENVIRONMENT = {"NVIDIA_DRIVER_CAPABILITIES": "compute,utility"}
 PREFLIGHT = (
@@ -116,14 +116,6 @@ def job_resources(request: JobRequest, candidate: Candidate) -> dict[str, int]:
     return resources_on(request, candidate.gpus, candidate.vcpus, candidate.memory_gib)
 
 
-def resources_on(request: JobRequest, gpus: int, vcpus: int, memory_gib: float) -> dict[str, int]:
-    """job_resources on an instance of that shape."""
-    share = request.gpus / gpus if gpus else 1.0
-    held_vcpus = request.vcpus or max(1, math.floor(vcpus * share))
-    held_memory_gib = request.memory_gib or memory_gib * share * (1 - HOST_MEMORY_RESERVE)
-    return {"GPU": request.gpus, "VCPU": held_vcpus, "MEMORY": max(512, int(held_memory_gib * 1024))}
-
-
 def container_command(request: JobRequest) -> list[str]:
     """The user's command as given (exec form, so an image's ENTRYPOINT receives it as its arguments), or,
     with `preflight`, wrapped in a shell that checks the GPU first (the image then needs `sh`)."""
@@ -140,8 +132,10 @@ def job_definition_spec(
     job_role_arn: str,
     execution_role_arn: str,
     region: str,
+    team_gpus: str | None = None,
 ) -> dict[str, Any]:
-    """`RegisterJobDefinition` arguments: GPU resource requirements, NVIDIA env, timeout, retries, roles.
+    """`RegisterJobDefinition` arguments: GPU resource requirements, NVIDIA env, timeout, retries, roles, and the
+    team's GPU cap it draws (`team_gpus`: its consumable resource; Batch holds the job until the team has room).
 
     Secrets are references: Batch (through ECS and the execution role) puts their values in the
     container, so no secret value passes through GPU Pilot, its workflow or its logs. The container
@@ -170,4 +164,4 @@ def job_definition_spec(
         "retryStrategy": retry_strategy(candidate.capacity, request.spot_reclaims_before_fallback, request),
         "propagateTags": True,
         "tags": {JOB_TAG: job_id},
-    }
+    } | consumable_resources(team_gpus, request.gpus)

@@ -27,6 +27,7 @@ from functions.shared.domain.diagnosis.runnable import Diagnosis
 from functions.shared.domain.jobs.lifecycle import status_rank
 from functions.shared.domain.requests.job_request import JobRequest
 from functions.shared.domain.reservations.reservation import Reservation
+from functions.shared.domain.teams.commitment import Commitment
 
 # A timeline note: something that happened to the job without changing its status (its host quarantined).
 HOST_NOTE = re.compile(r"^host \S+ quarantined: ")
@@ -157,6 +158,15 @@ class ReservationWait(DomainModel):
     reason: str = Field(description="waiting for Capacity Block cr-... starting at ...")
 
 
+class Ownership(DomainModel):
+    """Whose a new job is: its owner and team, what it commits of the team's budget, the team's GPU cap it draws."""
+
+    owner: str | None = None
+    team: str | None = None
+    commitment: Commitment | None = None
+    team_gpus: str | None = None
+
+
 class JobRecord(DomainModel):
     job_id: str
     name: str
@@ -174,6 +184,12 @@ class JobRecord(DomainModel):
     execution_arn: str | None = None
     reservation_wait: ReservationWait | None = Field(
         default=None, description="The reservation the current attempt waits to begin, if it does"
+    )
+    owner: str | None = Field(default=None, description="The principal who submitted it (null: before teams)")
+    team: str | None = Field(default=None, description="The team it belongs to (null: an admin's of no team)")
+    commitment: Commitment | None = Field(default=None, description="What it holds of its team's budget")
+    team_gpus: str | None = Field(
+        default=None, description="The Batch consumable resource of its team's GPU cap, which its attempts draw"
     )
     created_at: str
     updated_at: str

@@ -36,6 +36,8 @@ class ExecutionInput(DomainModel):
     job_id: str
     request: JobRequest
     timeouts: Timeouts
+    budgeted: bool = Field(default=False, description="The job commits against its team's budget: fallbacks re-check")
+    team_gpus: str | None = Field(default=None, description="The consumable resource of its team's GPU cap")
     queue: dict[str, Any] = Field(default_factory=lambda: {"checks": 0})
     diagnosis: dict[str, Any] = Field(default_factory=lambda: {"checks": 0})
 
@@ -91,6 +93,8 @@ class SubmitInput(DomainModel):
     request: JobRequest
     selection: Selection
     queue: QueueStatus
+    budgeted: bool = False
+    team_gpus: str | None = None
 
 
 class WaitInput(DomainModel):

@@ -60,6 +60,8 @@ class JobView(DomainModel):
     reason: str | None = Field(
         default=None, description="Why the job waits now: the last diagnosis, else Batch's own words (unfinished jobs)"
     )
+    owner: str | None = Field(default=None, description="The IAM principal who submitted it")
+    team: str | None = Field(default=None, description="The team it belongs to")
     explanation: Diagnosis | None = Field(default=None, description="A diagnosis made now (?explain=true)")
     next_action: NextAction | None = Field(
         default=None, description="While it waits to start: what the workflow does next, and when, unless it starts"
@@ -178,6 +180,8 @@ def job_view(record: JobRecord) -> JobView:
         error=record.error,
         reason=current_reason(record),
         next_action=next_action(record),
+        owner=record.owner,
+        team=record.team,
         created_at=record.created_at,
         updated_at=record.updated_at,
     )

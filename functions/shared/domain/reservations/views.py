@@ -61,8 +61,8 @@ class OfferingList(DomainModel):
     )
     purchase_allowed: bool = Field(
         default=False,
-        description="Whether this deployment buys Capacity Blocks (POST /reservations/purchase): its context switch "
-        "allow_capacity_block_purchase",
+        description="Whether this deployment buys Capacity Blocks (POST /reservations/purchase): its context "
+        "max_capacity_block_upfront_usd is above 0",
     )
 
 

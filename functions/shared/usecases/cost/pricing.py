@@ -8,18 +8,19 @@ two leaves the attempt to the next writer."""
 
 from __future__ import annotations
 
+from functions.shared.domain.capacity.fit import resources_on
 from functions.shared.domain.core.errors import SignalUnavailable
 from functions.shared.domain.core.money import PriceQuote, cheapest
 from functions.shared.domain.core.vocabulary import CapacityType
 from functions.shared.domain.cost.attempts import Cost, attempt_cost, gpu_share, instance_share
 from functions.shared.domain.cost.shares import SharedInstance, occupant
 from functions.shared.domain.fleet.batch import ContainerInstanceState
-from functions.shared.domain.jobs.definitions import resources_on
 from functions.shared.domain.jobs.records import AttemptRecord, JobRecord
 from functions.shared.domain.requests.job_request import JobRequest
 from functions.shared.domain.reservations.reservation import hourly_rate
 from functions.shared.observability import logger
 from functions.shared.ports import Ports
+from functions.shared.usecases.teams.budgets import settle
 
 
 def hourly_quotes(instance_types: list[str], spot: bool, zones: list[str], ports: Ports) -> dict[str, PriceQuote]:
@@ -96,12 +97,15 @@ def record_attempt_cost(job_id: str, number: int, ports: Ports, record: JobRecor
     if attempt.cost is not None:
         return attempt.cost
     # Its host and its spot prices are in the region it ran in.
-    ports = ports.in_region(attempt.region)
-    host = ports.fleet.container_instance(attempt.container_instance_arn) if attempt.container_instance_arn else None
-    cost = price_attempt(record.request, attempt, attempt.runtime_seconds, ports, host)
+    regional = ports.in_region(attempt.region)
+    host = regional.fleet.container_instance(attempt.container_instance_arn) if attempt.container_instance_arn else None
+    cost = price_attempt(record.request, attempt, attempt.runtime_seconds, regional, host)
     if cost is not None:
-        note_share(f"{job_id}#{number}", attempt, cost, host, ports)
+        note_share(f"{job_id}#{number}", attempt, cost, host, regional)
         ports.jobs.update_attempt(job_id, number, {}, if_missing={"cost": cost})
+        if record.commitment is not None:
+            # An attempt priced after its job ended (a cancelled job's): what it cost is spent of the team's budget.
+            settle(job_id, ports)
     return cost
 
 

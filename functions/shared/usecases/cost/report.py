@@ -17,9 +17,11 @@ from functions.shared.domain.cost.report import CostGroup, CostReport, DailyCost
 from functions.shared.domain.cost.waste import RESERVATION_IDLE
 from functions.shared.ports import Ports
 
-GROUPS = ("day", "gpu_type", "job_name", "capacity_type", "region")
+GROUPS = ("day", "gpu_type", "job_name", "capacity_type", "region", "team", "owner")
 CSV_COLUMNS = ("date", "job_id", "job_name", "attempt", "gpu_type", "capacity_type", "runtime_seconds", "share",
-               "hourly_usd", "usd", "marginal_usd", "pricing", "region")  # fmt: skip
+               "hourly_usd", "usd", "marginal_usd", "pricing", "region", "team", "owner")  # fmt: skip
+# The group of the costs of jobs recorded before teams (no team, no owner).
+NONE = "(none)"
 
 
 class CostLine(DomainModel):
@@ -38,42 +40,59 @@ class CostLine(DomainModel):
     marginal_usd: float
     pricing: str
     region: str
+    team: str = NONE
+    owner: str = NONE
 
     def key(self, group_by: str) -> str:
         return self.date if group_by == "day" else str(getattr(self, group_by))
 
 
-def cost_lines(date_from: str, date_to: str, ports: Ports) -> list[CostLine]:
-    """Every priced attempt of the jobs created from `date_from` to `date_to` (YYYY-MM-DD, inclusive)."""
+def cost_lines(date_from: str, date_to: str, ports: Ports, team: str | None = None) -> list[CostLine]:
+    """Every priced attempt of the jobs created from `date_from` to `date_to` (YYYY-MM-DD, inclusive); `team`: of
+    that team's jobs only."""
     lines = []
     home = ports.settings.home  # attempts recorded before regions ran there
     for record in ports.jobs.jobs_created_between(date_from, date_to):
+        if team is not None and record.team != team:
+            continue
+        whose = {"team": record.team or NONE, "owner": record.owner or NONE}
         priced = [(n, a) for n, a in record.ordered_attempts() if a.cost is not None]
         if not priced and record.cost is not None:  # priced before attempts were: the job's one cost
             lines.append(_line(record.created_at[:10], record.job_id, record.name, 1, record.instance_type or "unknown",
-                               BilledCapacity.ON_DEMAND, billed(record.cost, None), home))  # fmt: skip
+                               BilledCapacity.ON_DEMAND, billed(record.cost, None), home, whose))  # fmt: skip
         for number, attempt in priced:
             assert attempt.cost is not None
             billed_as = capacity_type(attempt.capacity, attempt.reservation, attempt.reserved)
             cost = billed(attempt.cost, attempt.reservation)
             lines.append(_line(record.created_at[:10], record.job_id, record.name, number, attempt.instance_type,
-                               billed_as, cost, attempt.region or home))  # fmt: skip
+                               billed_as, cost, attempt.region or home, whose))  # fmt: skip
     return lines
 
 
 def _line(
-    date: str, job_id: str, name: str, number: int, gpu_type: str, capacity: BilledCapacity, cost: Cost, region: str
+    date: str,
+    job_id: str,
+    name: str,
+    number: int,
+    gpu_type: str,
+    capacity: BilledCapacity,
+    cost: Cost,
+    region: str,
+    whose: dict[str, str],
 ) -> CostLine:
     return CostLine(
         date=date, job_id=job_id, job_name=name, attempt=number, gpu_type=gpu_type, capacity_type=capacity,
         runtime_seconds=cost.runtime_seconds, share=cost.gpu_share, hourly_usd=cost.hourly_usd, usd=cost.usd,
-        marginal_usd=cost.marginal_usd or 0.0, pricing=cost.pricing, region=region,
+        marginal_usd=cost.marginal_usd or 0.0, pricing=cost.pricing, region=region, **whose,
     )  # fmt: skip
 
 
-def cost_report(date_from: str, date_to: str, ports: Ports, group_by: str | None = None) -> CostReport:
-    """The attempts' costs per day (each day by GPU type, job name and capacity type), and by `group_by`."""
-    lines = cost_lines(date_from, date_to, ports)
+def cost_report(
+    date_from: str, date_to: str, ports: Ports, group_by: str | None = None, team: str | None = None
+) -> CostReport:
+    """The attempts' costs per day (each day by GPU type, job name and capacity type), and by `group_by`; `team`: of
+    that team's jobs only, without the fleet's waste (no team's own)."""
+    lines = cost_lines(date_from, date_to, ports, team)
     by_day: dict[str, list[CostLine]] = defaultdict(list)
     for line in lines:
         by_day[line.date].append(line)
@@ -109,7 +128,7 @@ def cost_report(date_from: str, date_to: str, ports: Ports, group_by: str | None
         )
     return CostReport(date_from=date_from, date_to=date_to, total_usd=_sum(lines),
                       marginal_usd=_sum(lines, "marginal_usd"), days=days, group_by=group_by, groups=groups,
-                      waste=waste_report(date_from, date_to, ports))  # fmt: skip
+                      waste=waste_report(date_from, date_to, ports) if team is None else Waste())  # fmt: skip
 
 
 def waste_report(date_from: str, date_to: str, ports: Ports) -> Waste:
@@ -133,12 +152,12 @@ def waste_report(date_from: str, date_to: str, ports: Ports) -> Waste:
     )
 
 
-def cost_csv(date_from: str, date_to: str, ports: Ports) -> str:
+def cost_csv(date_from: str, date_to: str, ports: Ports, team: str | None = None) -> str:
     """One row per priced attempt, amounts as stored (exact); a spreadsheet's sum is the report's total."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
-    for line in cost_lines(date_from, date_to, ports):
+    for line in cost_lines(date_from, date_to, ports, team):
         writer.writerow([_text(getattr(line, column)) for column in CSV_COLUMNS])
     return out.getvalue()
 

@@ -21,6 +21,7 @@ from functions.shared.ports import Ports
 from functions.shared.usecases.capacity.fallback import leave_offering
 from functions.shared.usecases.fleet.evidence import pool_evidence
 from functions.shared.usecases.jobs.track import record_batch_event
+from functions.shared.usecases.teams.caps import cap_wait
 
 
 def _started(job: BatchJobState) -> bool:
@@ -65,7 +66,11 @@ def diagnose_stuck_job(payload: DiagnoseInput, ports: Ports) -> DiagnosisOutcome
         )
     # A job behind the one heading its queue: Batch's verdict on that one holds it too (jobs/queue_verdicts.py).
     job, head = as_queued(job, recorded.queue_verdict, recorded.queue_head) if recorded else (job, None)
-    diagnosis = behind(diagnose(pool_evidence(job, payload.queue.compute_environment, at, ports)), head)
+    # Its team's GPU cap first: while the team holds every GPU it may, Batch launches nothing for the job, whatever the
+    # fleet shows (and another GPU type meets the same cap).
+    diagnosis = cap_wait(record.team, record.team_gpus, payload.request.gpus, batch_job_id, ports) or behind(
+        diagnose(pool_evidence(job, payload.queue.compute_environment, at, ports)), head
+    )
     chosen, next_index = remedy(diagnosis, payload.selection.index, len(payload.selection.candidates), checks_spent)
     return _act(payload, record, diagnosis, chosen, next_index, checks_spent, job, at, ports)
 

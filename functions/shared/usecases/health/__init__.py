@@ -1,5 +1,5 @@
 """The health sweep: reconciling Batch with the records (replaying missed events), stuck jobs, pools,
 remediation, bad hosts, waste and the report.
 
-May import: the domain; of the use cases: cost, reservations, fleet, pools, jobs, hosts.
+May import: the domain; of the use cases: teams, cost, reservations, fleet, pools, jobs, hosts.
 """

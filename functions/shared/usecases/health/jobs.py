@@ -22,6 +22,8 @@ from functions.shared.usecases.health.replay import replay_batch_events
 from functions.shared.usecases.hosts.evidence import note_host_faults
 from functions.shared.usecases.jobs.queue_verdicts import share_queue_verdict
 from functions.shared.usecases.jobs.track import resume
+from functions.shared.usecases.teams.budgets import settle
+from functions.shared.usecases.teams.callers import has_teams
 
 LIVE_STATUSES = (BatchStatus.RUNNABLE, BatchStatus.STARTING, BatchStatus.RUNNING)
 VANISHED = "its Batch job {batch_job_id} is gone: DescribeJobs no longer knows it (Batch keeps finished jobs ~7 days)"
@@ -95,6 +97,8 @@ def sweep_jobs(queues: list[str], at: str, ports: Ports, records: list[ActiveJob
     _share_queue_verdicts(swept, {job.job_id: job for job, _ in latest.values()}, ports)
     for (job, _), error, recorded in zip(vanished, errors, failed, strict=True):
         swept.vanished.append(job.job_id)
+        if recorded and has_teams(ports):
+            settle(job.job_id, ports)  # what it held of its team's budget goes back
         if recorded and job.execution_arn:
             try:
                 ports.workflow.stop_execution(job.execution_arn, "BatchJobVanished", error)

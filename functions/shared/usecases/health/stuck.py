@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from functions.shared.domain.capacity.quotas import RunningInstances
 from functions.shared.domain.core.clock import seconds_between
-from functions.shared.domain.core.vocabulary import BatchStatus
+from functions.shared.domain.core.vocabulary import BatchStatus, DiagnosisCategory
 from functions.shared.domain.diagnosis.findings import Finding
 from functions.shared.domain.diagnosis.runnable import SCALE_UP_GRACE_SECONDS, StuckJobSnapshot, diagnose
 from functions.shared.domain.fleet.analysis import FleetAnalysis
@@ -47,6 +47,9 @@ def stuck_findings(
         if batch_job.status != BatchStatus.RUNNABLE or not batch_job.created_at:
             continue
         owner = swept.owners.get(batch_job.job_id)
+        latest = owner.latest_attempt() if owner else None
+        if latest and latest[1].diagnosis and latest[1].diagnosis.category == DiagnosisCategory.TEAM_GPU_CAP:
+            continue  # its team's GPU cap holds it, not its pool: no finding, and never cancelled for waiting
         waited = seconds_between(batch_job.created_at, at)
         if waited < ((owner.stuck_after_minutes if owner else None) or DEFAULT_STUCK_AFTER_MINUTES) * 60:
             continue

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from functions.shared.domain.core.errors import JobAlreadyFinished
+from functions.shared.domain.core.errors import BudgetExceeded, JobAlreadyFinished
 from functions.shared.domain.core.vocabulary import AttemptStatus, JobStatus
 from functions.shared.domain.jobs.definitions import ATTEMPT_TAG, JOB_TAG, job_definition_spec
 from functions.shared.domain.jobs.lifecycle import batch_job_name
 from functions.shared.domain.jobs.records import AttemptRecord
 from functions.shared.domain.jobs.steps import SubmitInput, SubmittedJob
+from functions.shared.domain.teams.caps import team_of
 from functions.shared.ports import Ports
+from functions.shared.usecases.teams.budgets import commit_attempt
+from functions.shared.usecases.teams.caps import cap_wait
 
 CANCELLED_REASON = "cancelled by request"
 
@@ -22,6 +25,11 @@ def submit_batch_job(payload: SubmitInput, ports: Ports) -> SubmittedJob:
     """
     candidate = payload.selection.current()
     number = payload.selection.attempt
+    if payload.budgeted:
+        # What the job may spend now is committed first; a budget with no room stops the job instead of spending.
+        refused = commit_attempt(ports.jobs.get_job(payload.job_id), candidate, ports)
+        if refused is not None:
+            raise BudgetExceeded(refused)
     # The attempt's Batch calls go to its candidate's region; its record stays home.
     ports = ports.in_region(candidate.region)
     job_queue = payload.queue.job_queue
@@ -50,6 +58,7 @@ def submit_batch_job(payload: SubmitInput, ports: Ports) -> SubmittedJob:
             job_role_arn=ports.settings.job_role_arn,
             execution_role_arn=ports.settings.job_execution_role_arn,
             region=ports.settings.region,
+            team_gpus=payload.team_gpus,
         )
         definition = ports.batch.register_job_definition(spec)
         batch_job_id = ports.batch.submit_job(
@@ -62,6 +71,12 @@ def submit_batch_job(payload: SubmitInput, ports: Ports) -> SubmittedJob:
         raise JobAlreadyFinished(payload.job_id)
     where = f"{job_queue} ({candidate.region})" if candidate.region and ports.settings.several_regions else job_queue
     waiting = f"Batch job {batch_job_id} in {where}: waiting for a {candidate.instance_type} instance"
+    team = team_of(payload.team_gpus, ports.settings.resource_prefix) if payload.team_gpus else None
+    held = cap_wait(team, payload.team_gpus, payload.request.gpus, batch_job_id, ports)
+    if held is not None:
+        # Its team's cap holds it, not the fleet: said at once (no instance is launched for it until the team has room).
+        waiting = f"{held.category.value}: {held.reason}"
+        ports.jobs.update_attempt(payload.job_id, number, {"diagnosis": held})
     ports.jobs.advance(payload.job_id, JobStatus.RUNNABLE, attempt=number, reason=waiting)
     return SubmittedJob(
         batch_job_id=batch_job_id,

@@ -5,13 +5,17 @@ from __future__ import annotations
 from functions.shared.domain.core.errors import AttemptNotFound
 from functions.shared.domain.jobs.definitions import JOB_LOG_GROUP
 from functions.shared.domain.jobs.logs import JobLogs
+from functions.shared.domain.teams.identity import Caller
 from functions.shared.ports import Ports
+from functions.shared.usecases.jobs.queries import owned_job
 
 
-def job_logs(job_id: str, attempt: int | None, next_token: str | None, ports: Ports) -> JobLogs:
+def job_logs(
+    job_id: str, attempt: int | None, next_token: str | None, ports: Ports, caller: Caller | None = None
+) -> JobLogs:
     """A page of the attempt's log stream (default: the latest attempt that ran, else the latest); no events
-    while the attempt has not run (Batch names its stream at RUNNING)."""
-    record = ports.jobs.get_job(job_id)
+    while the attempt has not run (Batch names its stream at RUNNING). Another team's job is not found."""
+    record = owned_job(job_id, ports, caller)
     attempts = dict(record.ordered_attempts())
     if attempt is None:
         ran = [number for number, each in attempts.items() if each.log_stream]

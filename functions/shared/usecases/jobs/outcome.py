@@ -13,6 +13,7 @@ from functions.shared.domain.jobs.steps import RecordCostInput, RecordFailureInp
 from functions.shared.observability import logger
 from functions.shared.ports import Ports
 from functions.shared.usecases.cost.pricing import record_attempt_cost
+from functions.shared.usecases.teams.budgets import settle
 
 MAX_ERROR_CHARS = 1000
 
@@ -49,6 +50,9 @@ def record_cost(payload: RecordCostInput, ports: Ports) -> Cost | None:
             ports.metrics.add(MetricName.JOB_COST_USD, cost.usd, unit="None")
             ports.metrics.add(MetricName.JOB_RUNTIME_SECONDS, cost.runtime_seconds, unit="Seconds")
         ports.metrics.add(MetricName.JOBS_SUCCEEDED if status == JobStatus.SUCCEEDED else MetricName.JOBS_FAILED, 1)
+    if record.commitment is not None:
+        # What it cost stays spent; the rest of its commitment goes back to its team's budget.
+        settle(payload.job_id, ports)
     return cost
 
 
@@ -73,7 +77,9 @@ def record_failure(payload: RecordFailureInput, ports: Ports) -> dict[str, Any]:
         ports.metrics.add(MetricName.JOBS_FAILED, 1)
     # Never leave a GPU attempt running (or waiting for a GPU) behind a failed workflow; the record
     # knows every attempt, including one whose SubmitBatchJob failed after Batch accepted it.
-    terminate_live_attempts(ports.jobs.get_job(payload.job_id), "GPU Pilot workflow failed", ports)
+    failed = ports.jobs.get_job(payload.job_id)
+    terminate_live_attempts(failed, "GPU Pilot workflow failed", ports)
+    settle(payload.job_id, ports, failed)
     return {"job_id": payload.job_id, "error": message, "recorded": recorded}
 
 

@@ -3,24 +3,36 @@
 from __future__ import annotations
 
 from functions.shared.domain.core.clock import now_iso
-from functions.shared.domain.core.errors import JobAlreadyFinished
+from functions.shared.domain.core.errors import JobAlreadyFinished, JobNotFound
 from functions.shared.domain.core.vocabulary import JobStatus
 from functions.shared.domain.diagnosis.runnable import as_queued, behind, diagnose
 from functions.shared.domain.jobs.next_action import next_action, with_next_action
+from functions.shared.domain.jobs.records import JobRecord
 from functions.shared.domain.jobs.views import JobList, JobView, job_view
+from functions.shared.domain.teams.identity import Caller
 from functions.shared.ports import Ports
 from functions.shared.usecases.jobs.attempt import CANCELLED_REASON
 from functions.shared.usecases.jobs.outcome import terminate_live_attempts
 from functions.shared.usecases.reservations.wait import waiting_diagnosis
+from functions.shared.usecases.teams.budgets import settle
+from functions.shared.usecases.teams.caps import cap_wait
 
 
-def get_job(job_id: str, ports: Ports) -> JobView:
-    return job_view(ports.jobs.get_job(job_id))
-
-
-def explain_job(job_id: str, ports: Ports) -> JobView:
-    """GET /jobs/{id}?explain=true: the job, with a diagnosis of its wait made now (no remedy is taken)."""
+def owned_job(job_id: str, ports: Ports, caller: Caller | None) -> JobRecord:
+    """The job's record, if the caller may see it: another team's job is not found (its existence does not leak)."""
     record = ports.jobs.get_job(job_id)
+    if caller is not None and not caller.sees(record.team):
+        raise JobNotFound(job_id)
+    return record
+
+
+def get_job(job_id: str, ports: Ports, caller: Caller | None = None) -> JobView:
+    return job_view(owned_job(job_id, ports, caller))
+
+
+def explain_job(job_id: str, ports: Ports, caller: Caller | None = None) -> JobView:
+    """GET /jobs/{id}?explain=true: the job, with a diagnosis of its wait made now (no remedy is taken)."""
+    record = owned_job(job_id, ports, caller)
     view = job_view(record)
     waiting = record.waiting_for_reservation()
     if waiting is not None:
@@ -39,21 +51,26 @@ def explain_job(job_id: str, ports: Ports) -> JobView:
     from functions.shared.usecases.fleet.evidence import pool_evidence
 
     job, head = as_queued(described[0], attempt.queue_verdict, attempt.queue_head)
-    explanation = behind(diagnose(pool_evidence(job, attempt.job_queue, now_iso(), regional)), head)
+    held = cap_wait(record.team, record.team_gpus, record.request.gpus, attempt.batch_job_id, regional)
+    explanation = held or behind(diagnose(pool_evidence(job, attempt.job_queue, now_iso(), regional)), head)
     # What the workflow will do about this cause, and when: a fallback it promises is dated.
     action = next_action(record, explanation.category) or view.next_action
     explained = with_next_action(explanation, action, attempt.region)
     return view.model_copy(update={"explanation": explained, "next_action": action})
 
 
-def list_jobs(status: JobStatus | None, limit: int, next_token: str | None, ports: Ports) -> JobList:
-    records, token = ports.jobs.list_jobs(status, limit, next_token)
+def list_jobs(
+    status: JobStatus | None, limit: int, next_token: str | None, ports: Ports, team: str | None = None
+) -> JobList:
+    """Newest first; `team`: that team's jobs only."""
+    records, token = ports.jobs.list_jobs(status, limit, next_token, team)
     return JobList(jobs=[job_view(r) for r in records], next_token=token)
 
 
-def cancel_job(job_id: str, ports: Ports) -> JobView:
-    """Stop the workflow and the Batch attempt; JobAlreadyFinished (409) once the job has ended."""
-    record = ports.jobs.get_job(job_id)
+def cancel_job(job_id: str, ports: Ports, caller: Caller | None = None) -> JobView:
+    """Stop the workflow and the Batch attempt; JobAlreadyFinished (409) once the job has ended. What it holds of its
+    team's budget is settled (an attempt still running is priced when Batch says it ended, and settled then)."""
+    record = owned_job(job_id, ports, caller)
     if record.status.finished or not ports.jobs.finish(
         job_id, JobStatus.CANCELLED, fields={"error": CANCELLED_REASON}, reason=CANCELLED_REASON
     ):
@@ -64,4 +81,5 @@ def cancel_job(job_id: str, ports: Ports) -> JobView:
     terminate_live_attempts(cancelled, CANCELLED_REASON, ports)
     if record.execution_arn:
         ports.workflow.stop_execution(record.execution_arn, error="Cancelled", cause=CANCELLED_REASON)
+    settle(job_id, ports, cancelled)
     return job_view(cancelled)

@@ -13,12 +13,14 @@ from functions.shared.domain.core.errors import JobAlreadyExists, RequestRefused
 from functions.shared.domain.core.settings import Settings
 from functions.shared.domain.core.vocabulary import JobStatus
 from functions.shared.domain.jobs.definitions import batch_attempts
-from functions.shared.domain.jobs.records import JobRecord
+from functions.shared.domain.jobs.records import JobRecord, Ownership
 from functions.shared.domain.jobs.steps import ExecutionInput, Timeouts
 from functions.shared.domain.jobs.views import SubmitResponse
 from functions.shared.domain.requests.job_request import JobRequest
+from functions.shared.domain.teams.identity import Caller
 from functions.shared.ports import Ports
 from functions.shared.usecases.capacity.select import MAX_WORKFLOW_CANDIDATES, check_plannable
+from functions.shared.usecases.teams.budgets import create_owned, ownership, settle
 
 # Batch may run an attempt several times (job_definitions.batch_attempts), each up to its timeout after an image pull.
 FINISH_GRACE_SECONDS = 600
@@ -55,10 +57,14 @@ def _stuck_after_minutes(request: JobRequest) -> float:
     return min(request.stuck_after_minutes, request.give_up_after_minutes)
 
 
-def execution_input(job_id: str, request: JobRequest, settings: Settings) -> ExecutionInput:
+def execution_input(
+    job_id: str, request: JobRequest, settings: Settings, owned: Ownership | None = None
+) -> ExecutionInput:
     return ExecutionInput(
         job_id=job_id,
         request=request,
+        budgeted=bool(owned and owned.commitment),
+        team_gpus=owned.team_gpus if owned else None,
         timeouts=Timeouts(
             # A job bounded by give_up_after_minutes is diagnosed by then at the latest.
             stuck_after_seconds=max(
@@ -71,17 +77,21 @@ def execution_input(job_id: str, request: JobRequest, settings: Settings) -> Exe
     )
 
 
-def start_job(request: JobRequest, ports: Ports, key: str | None = None) -> SubmitResponse:
-    """Check the request could start, record the job, then start its workflow (named after the job, so it
-    starts once). NoCandidate (nothing recorded or started) when no GPU offering can serve it. With an
+def start_job(
+    request: JobRequest, ports: Ports, key: str | None = None, caller: Caller | None = None
+) -> SubmitResponse:
+    """Check the request could start, record the job (the caller's, committing its worst case against its team's
+    budget in the same write: BudgetExceeded when it has no room), then start its workflow (named after the job,
+    so it starts once). NoCandidate (nothing recorded or started) when no GPU offering can serve it. With an
     Idempotency-Key `key`, a call that finds the job an earlier call with the same key and body recorded (one whose
     answer was lost) starts that job, if it has not started, and answers it: one job per key, whatever failed."""
     check_deployable(request, ports.settings)
     planned = check_plannable(request, ports)
+    owned = ownership(caller, request, planned.candidates[0], ports)
     job_id = None
     for candidate in keyed_job_ids(key, request) if key else [new_job_id()]:
         try:
-            ports.jobs.create_job(candidate, request)
+            create_owned(candidate, request, owned, planned.candidates[0], ports)
         except JobAlreadyExists:
             existing = ports.jobs.get_job(candidate)
             if _same_submit(existing):
@@ -91,14 +101,15 @@ def start_job(request: JobRequest, ports: Ports, key: str | None = None) -> Subm
         break
     if job_id is None:
         job_id = new_job_id()
-        ports.jobs.create_job(job_id, request)
+        create_owned(job_id, request, owned, planned.candidates[0], ports)
     try:
         execution_arn = ports.workflow.start_execution(
-            job_id, execution_input(job_id, request, ports.settings).model_dump_json()
+            job_id, execution_input(job_id, request, ports.settings, owned).model_dump_json()
         )
     except Exception as error:
         failed = f"could not start the workflow: {error}"
         ports.jobs.finish(job_id, JobStatus.FAILED, fields={"error": failed}, reason=failed)
+        settle(job_id, ports)
         raise
     ports.jobs.set_execution_arn(job_id, execution_arn)
     tried = planned.candidates[: min(request.max_attempts, MAX_WORKFLOW_CANDIDATES)]
@@ -132,7 +143,8 @@ def _started(existing: JobRecord, request: JobRequest, ports: Ports, warnings: l
     (StartExecution starts one execution per name: a second call finds the first)."""
     execution_arn = existing.execution_arn
     if execution_arn is None:
-        execution_input_json = execution_input(existing.job_id, request, ports.settings).model_dump_json()
+        owned = Ownership(commitment=existing.commitment, team_gpus=existing.team_gpus)
+        execution_input_json = execution_input(existing.job_id, request, ports.settings, owned).model_dump_json()
         execution_arn = ports.workflow.start_execution(existing.job_id, execution_input_json)
         ports.jobs.set_execution_arn(existing.job_id, execution_arn)
     return SubmitResponse(

@@ -121,8 +121,9 @@ def block_offerings(instance_type: str, count: int, days: int, ports: Ports) -> 
 
 
 def purchase_block(request: PurchaseRequest, ports: Ports) -> ReservationView:
-    """Buy one listed Capacity Block: PurchaseDisabled unless the deployment allows it; RequestRefused without
-    `confirm`, for an offering not listed or no longer offered, or one whose fee exceeds max_upfront_usd;
+    """Buy one listed Capacity Block: PurchaseDisabled unless the deployment sets a ceiling; RequestRefused without
+    `confirm`, for an offering not listed or no longer offered, or one whose fee exceeds max_upfront_usd or the
+    deployment's ceiling;
     PurchaseInProgress when a purchase of it was claimed already."""
     if not ports.settings.allow_capacity_block_purchase:
         raise PurchaseDisabled(request.offering_id)
@@ -136,7 +137,7 @@ def purchase_block(request: PurchaseRequest, ports: Ports) -> ReservationView:
             "offering_id", f"{request.offering_id} is not an offering GPU Pilot listed in the last hour: list them "
             f"first ({listing})"
         )  # fmt: skip
-    _within_limit(listed.upfront_usd, request)
+    _within_limit(listed.upfront_usd, request, ports.settings.max_capacity_block_upfront_usd)
     # Offerings go first come, first served: EC2 is asked again in the offering's region, for the days it was listed
     # for (EC2 takes whole days; an offering's own length may be less), and its fee now is held to the limit.
     regional = ports.in_region(listed.region)
@@ -148,7 +149,7 @@ def purchase_block(request: PurchaseRequest, ports: Ports) -> ReservationView:
     )  # fmt: skip
     if current is None:
         raise RequestRefused("offering_id", f"EC2 no longer offers {request.offering_id}: list the offerings again")
-    _within_limit(current.upfront_usd, request)
+    _within_limit(current.upfront_usd, request, ports.settings.max_capacity_block_upfront_usd)
     if not ports.listed_offerings.claim_purchase(request.offering_id, now_iso()):
         raise PurchaseInProgress(request.offering_id)
     try:
@@ -164,9 +165,13 @@ def purchase_block(request: PurchaseRequest, ports: Ports) -> ReservationView:
     return _view(bought.model_copy(update={"upfront_usd": current.upfront_usd}), 0.0, regional)
 
 
-def _within_limit(fee: float, request: PurchaseRequest) -> None:
+def _within_limit(fee: float, request: PurchaseRequest, ceiling: float) -> None:
+    """The fee within what the caller states and within the deployment's ceiling, whatever the caller states."""
     if fee > request.max_upfront_usd:
         limit = f"max_upfront_usd ${request.max_upfront_usd:,.2f}"
+        raise RequestRefused("max_upfront_usd", f"{request.offering_id} costs ${fee:,.2f} up front, more than {limit}")
+    if fee > ceiling:
+        limit = f"this deployment's ceiling (context max_capacity_block_upfront_usd) ${ceiling:,.2f}"
         raise RequestRefused("max_upfront_usd", f"{request.offering_id} costs ${fee:,.2f} up front, more than {limit}")
 
 
