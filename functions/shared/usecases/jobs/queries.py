@@ -6,6 +6,7 @@ from functions.shared.domain.core.clock import now_iso
 from functions.shared.domain.core.errors import JobAlreadyFinished
 from functions.shared.domain.core.vocabulary import JobStatus
 from functions.shared.domain.diagnosis.runnable import as_queued, behind, diagnose
+from functions.shared.domain.jobs.current import current_attempt, shown_status
 from functions.shared.domain.jobs.next_action import next_action, with_next_action
 from functions.shared.domain.jobs.views import JobList, JobView, job_view
 from functions.shared.ports import Ports
@@ -25,10 +26,9 @@ def explain_job(job_id: str, ports: Ports) -> JobView:
     waiting = record.waiting_for_reservation()
     if waiting is not None:
         return view.model_copy(update={"explanation": waiting_diagnosis(waiting, record.request.reservation_fallback)})
-    latest = record.latest_attempt()
-    if record.status.finished or latest is None:
+    attempt = current_attempt(record)
+    if view.status.finished or attempt is None:
         return view
-    attempt = latest[1]
     if not attempt.batch_job_id:
         return view.model_copy(update={"explanation": attempt.diagnosis})
     regional = ports.in_region(attempt.region)
@@ -52,9 +52,10 @@ def list_jobs(status: JobStatus | None, limit: int, next_token: str | None, port
 
 
 def cancel_job(job_id: str, ports: Ports) -> JobView:
-    """Stop the workflow and the Batch attempt; JobAlreadyFinished (409) once the job has ended."""
+    """Stop the workflow and the Batch attempt; JobAlreadyFinished (409) once the job has ended (or Batch has ended
+    the attempt whose outcome is the job's, which the workflow is about to record)."""
     record = ports.jobs.get_job(job_id)
-    if record.status.finished or not ports.jobs.finish(
+    if shown_status(record).finished or not ports.jobs.finish(
         job_id, JobStatus.CANCELLED, fields={"error": CANCELLED_REASON}, reason=CANCELLED_REASON
     ):
         raise JobAlreadyFinished(job_id)
