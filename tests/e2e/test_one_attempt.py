@@ -76,12 +76,21 @@ def current(view: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def disagreements(views: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    """(job status, attempt status) of each answer whose job and current attempt disagree."""
+    """(job status, attempt status) of each answer whose job and current attempt disagree. An attempt Batch ended
+    shows its outcome with its cost: the event that ends it prices it a write later, and until then the job is
+    still where Batch's earlier events put it."""
     return [
         (view["status"], attempt["status"])
         for view in views
-        if (attempt := current(view)) is not None and view["status"] not in AGREES[attempt["status"]]
+        if (attempt := current(view)) is not None and view["status"] not in agreeing(attempt)
     ]
+
+
+def agreeing(attempt: dict[str, Any]) -> set[str]:
+    """The job statuses that may stand beside the attempt."""
+    if attempt["status"] in FINISHED and attempt.get("cost") is None:
+        return AGREES[attempt["status"]] | {"RUNNABLE", "STARTING", "RUNNING"}
+    return AGREES[attempt["status"]]
 
 
 def watch(cloud: RunningCloud, job_ids: list[str], timeout: float = 180) -> Iterator[list[dict[str, Any]]]:

@@ -17,6 +17,7 @@ from functions.shared.domain.core.vocabulary import (
     Remedy,
     WaitPhase,
 )
+from functions.shared.domain.cost.attempts import Cost
 from functions.shared.domain.jobs.current import shown_status
 from functions.shared.domain.jobs.lifecycle import status_rank
 from functions.shared.domain.jobs.records import (
@@ -86,10 +87,13 @@ def test_a_job_on_a_submitted_attempt_is_billed_as_that_attempt_is() -> None:
     assert (view.attempt, view.capacity_type) == (2, BilledCapacity.ON_DEMAND)
 
 
+PRICED = Cost(usd=0.0438, hourly_usd=0.526, runtime_seconds=300, gpu_share=1, pricing="on-demand us-east-1")
+
+
 def test_a_job_whose_attempt_batch_says_succeeded_reads_succeeded_with_the_entry_the_workflow_records() -> None:
-    # Given a RUNNING job whose attempt Batch says SUCCEEDED (RecordCost has yet to record the job's outcome)
+    # Given a RUNNING job whose attempt Batch says SUCCEEDED, priced (RecordCost has yet to record the job's outcome)
     ended = attempt(batch_status=BatchStatus.SUCCEEDED, status=AttemptStatus.SUCCEEDED, exit_code=0,
-                    stopped_at="2026-11-22T12:05:00.000Z")  # fmt: skip
+                    stopped_at="2026-11-22T12:05:00.000Z", cost=PRICED)  # fmt: skip
     record = job(JobStatus.RUNNING, 1, {1: ended})
 
     # When it is viewed
@@ -99,12 +103,27 @@ def test_a_job_whose_attempt_batch_says_succeeded_reads_succeeded_with_the_entry
     assert view.status == JobStatus.SUCCEEDED
     assert view.timeline[-1] == TimelineEntry(status=JobStatus.SUCCEEDED, at=ended.stopped_at, reason="exited with 0")
     assert view.reason is None and view.next_action is None
+    assert view.cost is not None and view.cost.usd == PRICED.usd
+
+
+def test_an_attempt_that_ended_shows_its_outcome_only_with_its_cost() -> None:
+    # Given a RUNNING job whose attempt Batch says SUCCEEDED, which job_events has yet to price
+    ended = attempt(batch_status=BatchStatus.SUCCEEDED, status=AttemptStatus.SUCCEEDED, exit_code=0)
+    # When / Then it stays RUNNING until then: a job that reads SUCCEEDED has its cost
+    assert shown_status(job(JobStatus.RUNNING, 1, {1: ended})) == JobStatus.RUNNING
+    assert shown_status(job(JobStatus.RUNNING, 1, {1: ended.model_copy(update={"cost": PRICED})})) == (
+        JobStatus.SUCCEEDED
+    )
 
 
 def test_a_job_whose_attempt_failed_reads_failed_with_the_error_the_workflow_records() -> None:
     exited = {"exit_code": 1, "status_reason": "Essential container in task exited"}
     ended = attempt(
-        batch_status=BatchStatus.FAILED, status=AttemptStatus.FAILED, stopped_at="2026-11-22T12:05:00.000Z", **exited
+        batch_status=BatchStatus.FAILED,
+        status=AttemptStatus.FAILED,
+        stopped_at="2026-11-22T12:05:00.000Z",
+        cost=PRICED,
+        **exited,
     )
     view = job_view(job(JobStatus.RUNNING, 1, {1: ended}))
     expected = "attempt 1 (g4dn.xlarge on-demand) exited with 1: Essential container in task exited"

@@ -56,18 +56,21 @@ def billed_now(record: JobRecord) -> BilledCapacity | None:
 def shown_status(record: JobRecord) -> JobStatus:
     """The job's status, never behind the attempt it is on. Once Batch ended that attempt, what the workflow does
     next is decided by the same facts it reads: SUCCEEDED; FAILED; SELECTING (its next candidate, or giving up) when
-    it falls back from it (a diagnosis, a spot reclaim, a pool that could not take it). Before that, the status its
-    Batch status stands for, when job_events has recorded it on the attempt and not yet on the job."""
+    it falls back from it (a diagnosis, a spot reclaim, a pool that could not take it); an outcome once the attempt is
+    priced, so that a job that reads SUCCEEDED or FAILED has its cost. Before that, the status its Batch status
+    stands for, when job_events has recorded it on the attempt and not yet on the job."""
     attempt = None if record.status.finished else current_attempt(record)
     if attempt is None:
         return record.status
     leaving = attempt.fell_back is not None or attempt.reclaimed or attempt.status == AttemptStatus.NOT_SUBMITTED
     if leaving and (attempt.batch_status is None or attempt.batch_status.ended):
         return JobStatus.SELECTING
-    if attempt.batch_status == BatchStatus.SUCCEEDED:
-        return JobStatus.SUCCEEDED
-    if attempt.batch_status == BatchStatus.FAILED:
-        return JobStatus.FAILED
+    if attempt.batch_status is not None and attempt.batch_status.ended:
+        if attempt.cost is None:
+            # An outcome is shown with its cost: job_events prices the attempt right after it records the end
+            # (a type it cannot price waits for the workflow's record, as before).
+            return record.status
+        return JobStatus.SUCCEEDED if attempt.batch_status == BatchStatus.SUCCEEDED else JobStatus.FAILED
     if attempt.batch_status is None:
         return record.status
     following = job_status_for_batch(attempt.batch_status)
