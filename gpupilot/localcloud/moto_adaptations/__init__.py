@@ -28,7 +28,7 @@ the local cloud makes moto behave like AWS:
 22. DynamoDB index pages: dynamodb.py
 23. EC2 DescribeLaunchTemplateVersions: ec2.py
 24. EC2 DescribeInstanceTypes per region: ec2.py
-25. EC2 DescribeInstances' instance-lifecycle filter: ec2.py
+26. EC2 DescribeInstances' instance-lifecycle filter: ec2.py
 
 Each module's docstring says what its adaptations do and the AWS documentation they follow; patches.py holds the
 replacements' machinery.
