@@ -447,3 +447,22 @@ def test_a_spot_reclaim_s_retry_names_the_instance_batch_says_went_away(ports):
     # Then the retry names the instance from Batch's own words
     [retry] = ports.jobs.get_job(JOB_ID).attempts[1].batch_retries
     assert (retry.host, retry.reason) == ("i-0abc123", "Host EC2 (instance i-0abc123) terminated.")
+
+
+def test_a_retry_s_host_is_looked_up_once_whatever_events_repeat_it(ports, monkeypatch):
+    # Given an attempt whose first Batch attempt failed on a bad host, and ECS's lookups counted
+    submitted(ports)
+    hosts(ports, BAD_HOST, GOOD_HOST)
+    looked_up: list[str] = []
+    lookup = ports.fleet.container_instance
+    monkeypatch.setattr(ports.fleet, "container_instance", lambda arn: looked_up.append(arn) or lookup(arn))
+    failed = batch_attempt(BAD_HOST, 1_800_000_000_000, 1_800_000_001_000, statusReason="Task failed to start")
+    done = batch_attempt(GOOD_HOST, 1_800_000_002_000, 1_800_000_005_000, container={"exitCode": 0})
+
+    # When Batch's events repeat that retry (RUNNABLE twice, as EventBridge may redeliver, then SUCCEEDED)
+    for status, attempts in (("RUNNABLE", [failed]), ("RUNNABLE", [failed]), ("SUCCEEDED", [failed, done])):
+        record_batch_event(event(ports, status, attempts=attempts, container={"exitCode": 0}), ports)
+
+    # Then ECS was asked about the bad host once: only a new retry costs a DescribeContainerInstances
+    assert looked_up.count(BAD_HOST) == 1, looked_up
+    assert len(ports.jobs.get_job(JOB_ID).attempts[1].batch_retries) == 1
