@@ -34,7 +34,8 @@ def add_command(command: CommandAdder) -> None:
         "--group-by",
         choices=["day", "gpu_type", "job_name", "capacity_type", "region", "team", "owner"],
         default="day",
-        help="one dimension at a time (default day)",
+        metavar="BY",
+        help="one dimension at a time: day (default), gpu_type, job_name, capacity_type, region, team or owner",
     )
     costs.add_argument("--csv", action="store_true", help="one CSV row per priced attempt")
 

@@ -9,7 +9,9 @@ import sys
 import time
 import uuid
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -144,7 +146,8 @@ def submit_headers(key: str | None) -> dict[str, str]:
 
 
 # While a job has waited this long with no reason given, `--wait` asks for an explanation, and again this often (a
-# diagnosis reads the job, its pool and its fleet: a few AWS calls; a job about to start needs none).
+# diagnosis reads the job, its pool and its fleet: a few AWS calls; a job about to start needs none). A job that has
+# waited this long already when following begins is explained at once.
 EXPLAIN_EVERY_SECONDS = 10.0
 
 
@@ -157,48 +160,85 @@ def follow(
     on_poll: Callable[[dict[str, Any], float], None] | None = None,
 ) -> dict[str, Any]:
     """Poll the job and print each new status, and each new reason while it waits, until it ends; `on_poll` sees
-    the job and the seconds since following began after every poll."""
+    the job and how long it has been in its status (by the API's clock) after every poll."""
     seen = 0
     said_before: set[str] = set()  # a reason is said once: said again under a later line, it reads as that line's
+    said_keys: set[tuple[int | None, str | None]] = set()  # and a diagnosis made again, with newer numbers, is not new
     started = time.monotonic()
-    explained_at: float | None = None
+    explained: tuple[float, dict[str, Any]] | None = None  # when the last explanation was asked, and the job it gave
+    attempt = None
     while True:
-        job = checked(client.request("GET", f"/jobs/{job_id}"))
+        response = client.request("GET", f"/jobs/{job_id}")
+        job = checked(response)
+        waited = in_status_seconds(job, response.headers)
         if not _unexplained(job):
-            explained_at = None
-        elif explained_at is None:
-            explained_at = time.monotonic()  # the wait without a reason starts: explain it once it lasts
-        elif time.monotonic() - explained_at >= EXPLAIN_EVERY_SECONDS:
-            # Batch gives no reason: what --explain would say is the cause, as soon as the evidence shows it.
-            job = checked(client.request("GET", f"/jobs/{job_id}", query={"explain": "true"}))
-            explained_at = time.monotonic()
+            explained = None
+        elif explained is not None and _same_wait(explained[1], job):
+            if time.monotonic() - explained[0] < EXPLAIN_EVERY_SECONDS:
+                # Between explanations the last one stands: the job's words do not come and go with each poll.
+                job = job | {key: explained[1].get(key) for key in ("explanation", "next_action")}
+            else:
+                explained = _explain(client, job_id)
+                job = explained[1]
+        elif waited >= EXPLAIN_EVERY_SECONDS:
+            # Batch gives no reason, and the job has waited long enough to need one: what --explain says, at once.
+            explained = _explain(client, job_id)
+            job = explained[1]
         timeline = job["timeline"]
-        waited = time.monotonic() - started
         said, earlier = render.waiting_reason(job), render.earlier_diagnoses(job)
+        key = (render.on_attempt(job), render.reason_key(said))
         if seen and len(timeline) > seen:
             # The entry already shown was explained as the job moved on (the diagnosis that made it fall back): its
             # reason goes under it, before the next entries, never under the fallback's line as if the new type
             # waited for it.
             # So does the diagnosis of an earlier attempt, still the job's reason as its fallback begins.
-            for explained in (timeline[seen - 1].get("reason"), said if said in earlier else None):
-                if explained and explained not in said_before:
-                    out(render.reason_line(explained, waited))
-                    said_before.add(explained)
+            for reason in (timeline[seen - 1].get("reason"), said if said in earlier else None):
+                shown = reason in said_before or (attempt, render.reason_key(reason)) in said_keys
+                if reason and not shown:
+                    out(render.reason_line(reason, waited))
+                    said_before.add(reason)
         for entry in timeline[seen:]:
             out(render.progress_line(entry, job))
         seen = len(timeline)
         if said in earlier:
             said = None  # an earlier attempt's: said under its own lines, or not at all
-        if said and said not in said_before and said not in {entry.get("reason") for entry in timeline[:-1]}:
-            out(render.reason_line(said, waited, render.next_action(job)))
+        if said and said not in said_before and key not in said_keys:
+            if said not in {entry.get("reason") for entry in timeline[:-1]}:
+                out(render.reason_line(said, waited, render.next_action(job)))
             said_before.add(said)
+            said_keys.add(key)
+        attempt = key[0]
         if on_poll is not None:
-            on_poll(job, time.monotonic() - started)
+            on_poll(job, waited)
         if job["status"] in FINISHED:
             return dict(job)
         if limit_seconds and time.monotonic() - started > limit_seconds:
             raise ServiceError(f"job {job_id} still {job['status']} after {limit_seconds:.0f} s")
         time.sleep(poll_seconds)
+
+
+def _explain(client: ApiClient, job_id: str) -> tuple[float, dict[str, Any]]:
+    """The job with what --explain says of its wait now, and when it was asked."""
+    return time.monotonic(), dict(checked(client.request("GET", f"/jobs/{job_id}", query={"explain": "true"})))
+
+
+def _same_wait(before: dict[str, Any], job: dict[str, Any]) -> bool:
+    """Whether the job still waits as it did when `before` was explained: the same status, on the same attempt."""
+    return (before["status"], render.on_attempt(before)) == (job["status"], render.on_attempt(job))
+
+
+def in_status_seconds(job: dict[str, Any], headers: Mapping[str, str]) -> float:
+    """How long the job has been in its status: since the timeline entry that moved it there, by the API's clock (its
+    answer's Date) so that a skewed local clock cannot shift it; by this machine's when the answer has none."""
+    since = render.status_since(job)
+    if since is None:
+        return 0.0
+    try:
+        now = parsedate_to_datetime(headers["date"])
+    except (KeyError, TypeError, ValueError, IndexError):
+        now = datetime.now(UTC)
+    entered = datetime.fromisoformat(since.replace("Z", "+00:00"))
+    return max(0.0, (now - entered).total_seconds())
 
 
 def _unexplained(job: dict[str, Any]) -> bool:

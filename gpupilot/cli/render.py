@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable
 from typing import Any, TextIO
@@ -25,7 +26,7 @@ def progress_line(entry: dict[str, Any], job: dict[str, Any]) -> str:
 
 def reason_line(reason: str, elapsed_seconds: float, then: str | None = None) -> str:
     """Why the job waits, said while it waits (and what happens next, if it is known)."""
-    said = f"waiting {elapsed_seconds:.0f} s: {reason}" + (f"; {then}" if then else "")
+    said = f"waiting {elapsed(elapsed_seconds)}: {reason}" + (f"; {then}" if then else "")
     return wrapped(said, " " * 18, " " * 16)
 
 
@@ -51,6 +52,33 @@ def next_action(job: dict[str, Any]) -> str | None:
     if action["action"] == "give_up":
         return f"gives up {when}"
     return f"diagnoses {when}" + (f"; it may then fall back to {following}" if following else "")
+
+
+# A diagnosis category, the head of a reason said as `CATEGORY: reason`.
+CATEGORY = re.compile(r"[A-Z][A-Z_]+")
+
+
+def reason_key(reason: str | None) -> str | None:
+    """What a reason is about, to say it once: a diagnosis's category (`ECS_AGENT_NOT_REGISTERED: ... (oldest 700 s)`
+    says new numbers each time it is made), else its words."""
+    if reason is None:
+        return None
+    head = reason.split(": ", 1)[0]
+    return head if CATEGORY.fullmatch(head) else reason
+
+
+def status_since(job: dict[str, Any]) -> str | None:
+    """When the job entered the status it is in (ISO): the timeline entry that moved it there, a note being none (a
+    note repeats the status before it); its last entry's time when its status is a step ahead of its timeline."""
+    timeline = job.get("timeline") or []
+    steps = [
+        entry
+        for index, entry in enumerate(timeline)
+        if not (index and entry["status"] == timeline[index - 1]["status"] and entry.get("reason"))
+    ]
+    if steps and steps[-1]["status"] == job["status"]:
+        return str(steps[-1]["at"])
+    return str(timeline[-1]["at"]) if timeline else None
 
 
 def waiting_reason(job: dict[str, Any]) -> str | None:
@@ -89,7 +117,7 @@ def elapsed(seconds: float) -> str:
 
 
 def status_line(job: dict[str, Any], elapsed_seconds: float) -> str:
-    """A followed job in one line: its status, its GPU type, how long it has been followed, and why it waits."""
+    """A followed job in one line: its status, its GPU type, how long it has been in that status, and why it waits."""
     line = f"job {job['job_id']}  {job['status']}"
     if job.get("instance_type"):
         line += f"  {job['instance_type']} ({job.get('gpu_model') or '?'})"
@@ -113,7 +141,7 @@ class WaitProgress:
         # A terminal that cannot move its cursor (TERM=dumb: an editor's shell, some CI consoles) gets plain lines.
         terminal = self.stream.isatty() and os.environ.get("TERM") != "dumb"
         self.live_wanted = terminal if live is None else live
-        self._seen: tuple[str, str | None] | None = None
+        self._seen: tuple[str, int | None, str | None, str | None] | None = None
         self._live: Any = None
         self._line: _LiveLine | None = None
 
@@ -134,11 +162,13 @@ class WaitProgress:
             self._live = None
 
     def update(self, job: dict[str, Any], elapsed_seconds: float) -> None:
-        """The job as the last poll saw it, `elapsed_seconds` after following began."""
+        """The job as the last poll saw it, `elapsed_seconds` into the status it is in. A plain line only when
+        something changed: the status, the attempt, what the job waits for (not a diagnosis made again with newer
+        numbers)."""
         if self._line is not None:
             self._line.show(job, elapsed_seconds)
             return
-        seen = (job["status"], waiting_reason(job))
+        seen = (job["status"], job.get("attempt"), job.get("instance_type"), reason_key(waiting_reason(job)))
         if self.plain and seen != self._seen:
             print(status_line(job, elapsed_seconds), file=self.stream, flush=True)
         self._seen = seen
@@ -289,26 +319,27 @@ def _runtime(seconds: float) -> str:
 
 
 def job_summary(job: dict[str, Any], explain: bool = False) -> str:
-    """The job in rows; `explain` (status --explain) always says which regions and markets it tried and why it left
-    each, even after one attempt."""
-    attempt = job["attempts"][-1] if job.get("attempts") else {}
+    """The job in rows: the summary rows describe the attempt it is on, each earlier attempt has a row of its own
+    (and each of Batch's retries of one, with its host); `explain` (status --explain) always says which regions and
+    markets it tried and why it left each, even after one attempt."""
+    attempts = job.get("attempts") or []
+    number = on_attempt(job)
+    attempt = attempts[number - 1] if number and number <= len(attempts) else {}
+    billed = job.get("capacity_type") or (money.billed_as(attempt) if attempt else "-")
     cost = job.get("cost")
     rows: list[tuple[str, str]] = [
         ("job id", job["job_id"]),
         ("name", job["name"]),
         ("status", job["status"]),
-        (
-            "GPU type",
-            f"{job.get('instance_type') or '-'} ({job.get('gpu_model') or '-'}, "
-            f"{money.billed_as(attempt) if attempt else '-'})",
-        ),
+        ("GPU type", f"{job.get('instance_type') or '-'} ({job.get('gpu_model') or '-'}, {billed})"),
         ("region", job.get("region") or attempt.get("region") or "-"),
         ("queue", attempt.get("job_queue") or "-"),
         ("batch job", attempt.get("batch_job_id") or "-"),
-        ("attempts", str(len(job.get("attempts") or []))),
+        ("attempts", str(max(len(attempts), number or 0))),
     ]
     if cost:
-        rows.append(("runtime", _runtime(cost["runtime_seconds"])))
+        if job["status"] in FINISHED or priced_numbers(job) == [number]:
+            rows.append(("runtime", _runtime(cost["runtime_seconds"])))
         rows += cost_rows(job, cost)
         if cost["gpu_share"] < 1 and cost.get("instance_usd") is not None:
             # The rest of the instance is the account's bill too: waste, unless other jobs shared it.
@@ -324,35 +355,77 @@ def job_summary(job: dict[str, Any], explain: bool = False) -> str:
     if explanation:
         rows.append(("diagnosis", f"{explanation['category']}: {explanation['reason']}"))
         rows.append(("recommended", explanation["recommendation"]))
-    if job.get("attempts") and (explain or explanation or len(job["attempts"]) > 1):
+    several = max(len(attempts), number or 0) > 1
+    if attempts and (explain or explanation or several):
         rows.append(("tried", tried(job)))
-    for number, attempt_row in enumerate(job.get("attempts") or [], start=1):
+    for position, attempt_row in enumerate(attempts, start=1):
         if attempt_row.get("diagnosis"):
             diagnosis = attempt_row["diagnosis"]
             rows.append(
                 (f"diagnosis {attempt_row['instance_type']}", f"{diagnosis['category']}: {diagnosis['reason']}")
             )
-        shown = attempt_row.get("host_terminations") or attempt_row.get("reservation")
-        if shown or len(job.get("attempts") or []) > 1:
-            rows.append((f"attempt {number}", attempt_line(attempt_row, regional(job))))
+        retries = attempt_row.get("batch_retries") or []
+        shown = attempt_row.get("host_terminations") or attempt_row.get("reservation") or retries
+        if shown or several:
+            rows.append((f"attempt {position}", attempt_line(attempt_row, regional(job))))
+        rows.extend(("retried", retry_words(retry)) for retry in retries)
     width = max(len(k) for k, _ in [*rows, ("timeline", "")])
     under = " " * (width + 2)
     # Each value wraps under its own start, after its label; the timeline between its entries.
     lines = [wrapped(v, under, f"{k.ljust(width)}  ") for k, v in rows]
-    entries = [f"{e['status']} {_clock(e['at'])}" for e in job.get("timeline") or []]
-    lines.append(listed(entries, " -> ", under, f"{'timeline'.ljust(width)}  "))
+    lines.append(listed(timeline_entries(job), " -> ", under, f"{'timeline'.ljust(width)}  "))
     return "\n".join(lines)
 
 
+FINISHED = ("SUCCEEDED", "FAILED", "CANCELLED")
+
+
+def on_attempt(job: dict[str, Any]) -> int | None:
+    """The attempt the job is on, from 1 (the API says it; an answer from before it did: its latest)."""
+    return job.get("attempt") or len(job.get("attempts") or []) or None
+
+
+def priced_numbers(job: dict[str, Any]) -> list[int]:
+    """The numbers of the job's attempts that have a cost."""
+    return [number for number, a in enumerate(job.get("attempts") or [], start=1) if a.get("cost")]
+
+
+def timeline_entries(job: dict[str, Any]) -> list[str]:
+    """`RUNNING 10:00:05.000`, each entry of the timeline; a note (an entry that repeats the status before it: a
+    status is appended only when the job moves on) says what it notes instead, `host i-... quarantined 10:00:09.000`."""
+    said: list[str] = []
+    before = None
+    for entry in job.get("timeline") or []:
+        note = entry["status"] == before and entry.get("reason")
+        said.append(f"{str(entry['reason']).split(': ', 1)[0] if note else entry['status']} {_clock(entry['at'])}")
+        before = entry["status"]
+    return said
+
+
+def retry_words(retry: dict[str, Any]) -> str:
+    """`Batch attempt 1 on host i-0abc: Task failed to start; CannotStartContainerError: ...; host i-0abc quarantined
+    at 10:00:09 UTC; Batch ran it again`: one of Batch's retries of an attempt, where it ran and why it ended."""
+    host = retry.get("host") or (retry.get("container_instance_arn") or "").rsplit("/", 1)[-1] or "an unknown host"
+    quarantined = f"; host {host} quarantined at {_utc(retry['quarantined_at'])}" if retry.get("quarantined_at") else ""
+    return f"Batch attempt {retry['batch_attempt']} on host {host}: {retry['reason']}{quarantined}; Batch ran it again"
+
+
 def cost_rows(job: dict[str, Any], cost: dict[str, Any]) -> list[tuple[str, str]]:
-    """The job's cost, multiplying out as printed: the one attempt's product, or the sum of its attempts' (each on its
-    attempt row); and what it added to the bill (nothing in a reservation with room)."""
-    priced = [a for a in job.get("attempts") or [] if a.get("cost")]
-    if len(priced) > 1:
-        total = f"{money.dollars(cost['usd'])}, the sum of its {len(priced)} priced attempts (each below)"
-    else:
+    """The job's cost, multiplying out as printed: the product of the attempt it is on when that one alone is priced;
+    else the sum of the attempts priced so far (each on its own row), never an earlier attempt's price beside the GPU
+    type of a later one; and what it added to the bill (nothing in a reservation with room)."""
+    priced, number = priced_numbers(job), on_attempt(job)
+    if not priced or priced == [number]:
         total = f"{money.product(cost)} ({cost['pricing']})"
-    reserved = [a["reservation"] for a in priced if a.get("reservation") and not money.added(a["cost"])]
+    else:
+        which = f"the sum of its {len(priced)} priced attempts (each below)" if len(priced) > 1 else None
+        total = f"{money.dollars(cost['usd'])}, {which or f'what attempt {priced[0]} cost (below)'}"
+        if number not in priced and job["status"] not in FINISHED:
+            total += f"; attempt {number}'s cost is added when it ends"
+    attempts = job.get("attempts") or []
+    reserved = [
+        a["reservation"] for a in attempts if a.get("cost") and a.get("reservation") and not money.added(a["cost"])
+    ]
     paid = f": {', '.join(reserved)} paid for whether used or not" if reserved else ""
     return [("cost", total), ("marginal", f"{money.dollars(money.added(cost))} added to the bill{paid}")]
 
@@ -363,7 +436,7 @@ def tried(job: dict[str, Any]) -> str:
     for attempt in job.get("attempts") or []:
         why = (attempt.get("diagnosis") or {}).get("category") or attempt["status"]
         where = f" in {attempt['region']}" if attempt.get("region") and regional(job) else ""
-        said.append(f"{attempt['capacity']} {attempt['instance_type']}{where} ({why})")
+        said.append(f"{money.billed_as(attempt)} {attempt['instance_type']}{where} ({why})")
     allowed = (job.get("request") or {}).get("regions")
     return "; ".join(said) + (f"  [regions allowed: {', '.join(allowed)}]" if allowed else "")
 
@@ -386,8 +459,10 @@ def attempt_line(attempt: dict[str, Any], with_region: bool = False) -> str:
     where = f" {attempt['region']}" if attempt.get("region") and with_region else ""
     where += f" in {attempt['reservation']}" if attempt.get("reservation") else ""
     line = f"{attempt['instance_type']} {money.billed_as(attempt)}{where}  {attempt['status']}  {priced}"
+    retried = [retry["reason"] for retry in attempt.get("batch_retries") or []]
     for said in attempt.get("host_terminations") or []:
-        line += f"  {said}"
+        if not any(reason.startswith(said) for reason in retried):  # a retry's row says it already
+            line += f"  {said}"
     return line
 
 

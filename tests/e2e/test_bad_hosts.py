@@ -165,6 +165,17 @@ def test_one_bad_host_in_four_is_quarantined_after_its_second_failure_and_every_
         job_id for job_id, timeline in timelines.items() if any((e["reason"] or "").startswith(note) for e in timeline)
     ]
     assert sorted(noted) == sorted(finding["evidence"]["jobs_hit"])
+    # And plain `gpupilot status` of each says why Batch ran it again: the host, its failure, the quarantine; its
+    # timeline names the note instead of repeating a status
+    for job_id in noted:
+        shown = cloud.cli("status", job_id)
+        assert shown.returncode == 0, shown.stderr
+        retried = " ".join(shown.stdout.split()).split("retried ", 1)[-1]
+        assert retried.startswith(f"Batch attempt 1 on host {described['ec2InstanceId']}: Task failed to start"), (
+            shown.stdout
+        )
+        assert f"host {described['ec2InstanceId']} quarantined at " in retried, shown.stdout
+        assert f"-> host {described['ec2InstanceId']} quarantined " in " ".join(shown.stdout.split()), shown.stdout
     # And its cost since its first failure is waste (bad_host), next to what the jobs cost
     costs = cloud.api.request("GET", "/costs").body
     assert costs["waste"]["by_reason"]["bad_host"] > 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import boto3
 import pytest
@@ -46,7 +47,12 @@ def test_the_embedded_aws_shows_the_stack_and_the_job_in_batch(cloud: RunningClo
     sfn = session.client("stepfunctions", endpoint_url=cloud.aws_url)
     batch = session.client("batch", endpoint_url=cloud.aws_url)
     machines = [m["name"] for m in sfn.list_state_machines()["stateMachines"]]
-    execution = sfn.describe_execution(executionArn=job["execution_arn"])
+    # The job reads SUCCEEDED once Batch ended its attempt and it is priced; its workflow records that a state or two
+    # later (RecordCost, JobSucceeded)
+    deadline = time.monotonic() + 60
+    while (execution := sfn.describe_execution(executionArn=job["execution_arn"]))["status"] == "RUNNING":
+        assert time.monotonic() < deadline, "the job's workflow did not end within 60 s of the job"
+        time.sleep(0.2)
     batch_job = batch.describe_jobs(jobs=[job["attempts"][0]["batch_job_id"]])["jobs"][0]
     history = sfn.get_execution_history(executionArn=job["execution_arn"], maxResults=1000)["events"]
     entered = [e["stateEnteredEventDetails"]["name"] for e in history if "stateEnteredEventDetails" in e]

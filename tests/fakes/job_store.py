@@ -12,6 +12,7 @@ from functions.shared.domain.core.errors import JobAlreadyExists, JobNotFound
 from functions.shared.domain.core.vocabulary import BatchStatus, JobStatus, WaitPhase
 from functions.shared.domain.jobs.lifecycle import batch_rank, status_rank
 from functions.shared.domain.jobs.records import ActiveJob, AttemptRecord, JobRecord, Ownership, TimelineEntry, Wait
+from functions.shared.domain.jobs.retries import BatchRetry
 from functions.shared.domain.jobs.writes import AttemptUpdate, JobFinish, JobWrite
 from functions.shared.domain.requests.job_request import JobRequest
 
@@ -178,6 +179,16 @@ class FakeJobStore:
                 return False
             noted.add(instance_id)
             record.timeline.append(TimelineEntry(status=status, at=at, reason=reason))
+            return True
+
+    def note_retries(self, job_id: str, number: int, retries: list[BatchRetry]) -> bool:
+        with self._lock:
+            record = self.records.get(job_id)
+            attempt = record.attempts.get(number) if record else None
+            if record is None or attempt is None or len(attempt.batch_retries) >= len(retries):
+                return False
+            attempt.batch_retries = [r.model_copy() for r in retries]
+            record.updated_at = now_iso()
             return True
 
     def store_wait(self, job_id: str, phase: WaitPhase, wait: Wait) -> JobRecord:

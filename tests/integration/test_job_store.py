@@ -19,6 +19,7 @@ from functions.shared.domain.core.clock import now_iso, seconds_between
 from functions.shared.domain.core.errors import InvalidPageToken, JobAlreadyExists, JobNotFound
 from functions.shared.domain.core.vocabulary import BatchStatus, CapacityType, DiagnosisCategory, JobStatus, WaitPhase
 from functions.shared.domain.jobs.records import AttemptRecord, Wait
+from functions.shared.domain.jobs.retries import BatchRetry
 from functions.shared.domain.jobs.writes import AttemptUpdate, JobFinish, WaitClear
 from functions.shared.domain.requests.job_request import JobRequest
 from functions.shared.ports.jobs import JobStore
@@ -150,6 +151,19 @@ def test_a_reason_learnt_later_explains_its_timeline_entry_in_the_same_write(sto
         (JobStatus.SUBMITTED, None),
         (JobStatus.RUNNABLE, "INSUFFICIENT_CAPACITY"),
     ]
+
+
+def test_an_attempt_s_batch_retries_only_grow_whatever_order_their_events_come_in(store: JobStore) -> None:
+    # Given an attempt, and what two of Batch's events say of its retries: one, then two
+    store.create_job("job0000000r", REQUEST)
+    store.put_attempt("job0000000r", 1, attempt())
+    one = [BatchRetry(batch_attempt=1, host="i-0bad", reason="Task failed to start")]
+    two = [*one, BatchRetry(batch_attempt=2, host="i-0bad2", reason="Task failed to start")]
+    # When the later event's are written, then the earlier event's, then the later's again
+    written = [store.note_retries("job0000000r", 1, retries) for retries in (two, one, two)]
+    # Then only the first write applied: an older event never takes a retry away, a repeat adds none
+    assert written == [True, False, False]
+    assert store.get_job("job0000000r").attempts[1].batch_retries == two
 
 
 def test_a_spent_token_is_cleared_only_if_no_newer_wait_replaced_it(store: JobStore) -> None:

@@ -1219,3 +1219,22 @@ def test_moto_alone_has_no_consumable_resources_and_adapted_batch_keeps_them_and
             with pytest.raises(ClientError) as error:
                 refused()
             assert error.value.response["Error"]["Code"] == "ClientException"
+
+
+def test_moto_alone_cannot_filter_instances_by_lifecycle_and_adapted_finds_the_spot_ones(aws):
+    # Given one spot and one on-demand instance
+    ec2 = boto3.client("ec2", region_name=REGION)
+    launch = {"ImageId": "ami-12c6146b", "MinCount": 1, "MaxCount": 1, "SubnetId": aws["subnet"]}
+    spot = ec2.run_instances(**launch, InstanceMarketOptions={"MarketType": "spot"})["Instances"][0]["InstanceId"]
+    ec2.run_instances(**launch)
+    by_lifecycle = [{"Name": "instance-lifecycle", "Values": ["spot"]}]
+
+    def described() -> list[str]:
+        pages = ec2.get_paginator("describe_instances").paginate(Filters=by_lifecycle)
+        return [i["InstanceId"] for page in pages for r in page["Reservations"] for i in r["Instances"]]
+
+    # When they are described by lifecycle / Then moto alone raises, adapted answers the spot one only
+    with pytest.raises(NotImplementedError, match="instance-lifecycle"):
+        described()
+    with adapted_moto():
+        assert described() == [spot]

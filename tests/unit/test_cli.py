@@ -10,6 +10,8 @@ import os
 import socket
 import subprocess
 import sys
+from datetime import datetime, timedelta
+from email.utils import format_datetime
 
 import pytest
 
@@ -487,10 +489,25 @@ POLLS = [
 ]
 
 
-def polled(monkeypatch, polls: list[dict]) -> None:
+def answered(job: dict, seconds_later: float = 0) -> ApiResponse:
+    """The API's answer with the job, its Date `seconds_later` than the job's last timeline entry (the API's clock)."""
+    at = job["timeline"][-1]["at"] if job["timeline"] else "2026-11-23T10:00:00.000Z"
+    now = datetime.fromisoformat(at.replace("Z", "+00:00")) + timedelta(seconds=seconds_later)
+    return ApiResponse(200, job, headers={"date": format_datetime(now, usegmt=True)})
+
+
+def polled(monkeypatch, polls: list[dict], seconds_later: float = 0) -> list[dict | None]:
+    """An API answering each poll in turn (`seconds_later` than the answer's last timeline entry); the queries asked."""
     answers = iter(polls)
-    monkeypatch.setattr(ApiClient, "request", lambda self, *a, **k: ApiResponse(200, next(answers)))
+    asked: list[dict | None] = []
+
+    def request(self, method, path, body=None, query=None, **kwargs):
+        asked.append(query)
+        return answered(next(answers), seconds_later)
+
+    monkeypatch.setattr(ApiClient, "request", request)
     monkeypatch.setattr("gpupilot.cli.jobs.time.sleep", lambda seconds: None)
+    return asked
 
 
 def test_status_wait_shows_each_status_change_and_the_wait_reason_on_stderr(monkeypatch, capsys):
@@ -554,30 +571,44 @@ def test_plain_status_of_a_running_job_asks_nothing_more(monkeypatch, capsys):
     assert asked == [None]
 
 
-def test_status_wait_explains_a_wait_batch_gives_no_reason_for_once_it_lasts(monkeypatch, capsys):
-    # Given a job that waits without a reason (long enough to be explained), then runs and succeeds
-    monkeypatch.setattr(jobs, "EXPLAIN_EVERY_SECONDS", 0.0)
-    monkeypatch.setattr("gpupilot.cli.jobs.time.sleep", lambda seconds: None)
+def test_status_wait_says_at_once_how_long_the_job_has_waited_and_why_and_says_it_once(monkeypatch, capsys):
+    # Given a job RUNNABLE for 38 s (by the API's clock) for which Batch gives no reason, seen by four polls before it
+    # runs: the first asks why, the next ones, within EXPLAIN_EVERY_SECONDS of it, do not
     waiting = job_state("RUNNABLE", None, "SUBMITTED", "RUNNABLE")
-    answers = iter([waiting, waiting, waiting | {"explanation": EXPLAINED, "next_action": NEXT}, *POLLS[2:]])
-    asked: list[dict | None] = []
+    explained = waiting | {"explanation": EXPLAINED, "next_action": NEXT}
+    asked = polled(monkeypatch, [waiting, explained, waiting, waiting, *POLLS[2:]], seconds_later=38)
 
-    def request(self, method, path, body=None, query=None, **kwargs):
-        asked.append(query)
-        return ApiResponse(200, next(answers))
+    # When following it (stderr is not a terminal here: plain lines)
+    assert main(["status", "--wait", "j1"]) == 0
 
-    monkeypatch.setattr(ApiClient, "request", request)
+    # Then its first poll asked for the explanation at once, and no later poll of the same wait did
+    assert asked[:4] == [None, {"explain": "true"}, None, None]
+    # And stderr's first line says the 38 s waited, the cause and the next action; a line comes only when the job
+    # changes (the polls between explanations keep the last one: no line without the cause in between)
+    err = capsys.readouterr().err.splitlines()
+    assert [line.split("  ")[1] for line in err] == ["RUNNABLE", "RUNNING", "SUCCEEDED"]
+    assert err[0] == (
+        f"job j1  RUNNABLE  g6.xlarge (L4)  38 s  waiting: ECS_AGENT_NOT_REGISTERED: {EXPLAINED['reason']}; falls back "
+        "to g6.xlarge (on-demand) at 12:41:07 UTC unless it starts"
+    )
+
+
+def test_status_wait_says_a_cause_explained_again_with_newer_numbers_once(monkeypatch, capsys):
+    # Given a job explained at every poll (EXPLAIN_EVERY_SECONDS 0), its diagnosis saying newer numbers each time
+    monkeypatch.setattr(jobs, "EXPLAIN_EVERY_SECONDS", 0.0)
+    waiting = job_state("RUNNABLE", None, "SUBMITTED", "RUNNABLE")
+    older = EXPLAINED | {"reason": EXPLAINED["reason"].replace("700 s", "710 s")}
+    polls = [waiting, waiting | {"explanation": EXPLAINED}, waiting, waiting | {"explanation": older}, *POLLS[2:]]
+    asked = polled(monkeypatch, polls, seconds_later=38)
 
     # When following it
     assert main(["status", "--wait", "j1"]) == 0
 
-    # Then it asked for an explanation on the second poll of the wait, and the progress says its cause and next action
-    assert asked[:3] == [None, None, {"explain": "true"}]
-    err = capsys.readouterr().err.splitlines()
-    assert err[1].endswith(
-        f"waiting: ECS_AGENT_NOT_REGISTERED: {EXPLAINED['reason']}; falls back to g6.xlarge (on-demand) at 12:41:07 "
-        "UTC unless it starts"
-    )
+    # Then both polls of the wait were explained, and the cause was said once, on stdout and on stderr
+    assert asked[:4] == [None, {"explain": "true"}, None, {"explain": "true"}]
+    captured = capsys.readouterr()
+    assert sum("ECS_AGENT_NOT_REGISTERED" in line for line in captured.out.splitlines()) == 1
+    assert [line.split("  ")[1] for line in captured.err.splitlines()] == ["RUNNABLE", "RUNNING", "SUCCEEDED"]
 
 
 def test_status_wait_prints_on_stdout_exactly_what_it_printed_before(monkeypatch, capsys):

@@ -171,7 +171,15 @@ def test_falling_back_past_the_last_candidate_gives_up():
     assert action == (Remedy.GIVE_UP, 2)
 
 
-@pytest.mark.parametrize("category", [Category.WAITING_FOR_SCALE_UP, Category.MAX_VCPUS_REACHED, Category.UNDETERMINED])
+@pytest.mark.parametrize(
+    "category",
+    [
+        Category.WAITING_FOR_SCALE_UP,
+        Category.MAX_VCPUS_REACHED,
+        Category.WAITING_FOR_RESERVATION,
+        Category.UNDETERMINED,
+    ],
+)
 def test_time_curable_causes_keep_waiting_below_the_check_limit(category):
     # Given a cause time can cure, checked fewer times than the limit
     # When choosing the remedy

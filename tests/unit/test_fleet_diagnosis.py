@@ -175,6 +175,32 @@ def test_a_pool_whose_instances_fill_its_max_vcpus_is_at_max_vcpus():
     assert (result.evidence["max_vcpus"], result.evidence["vcpus_in_use"]) == (4, 4)
 
 
+def in_reservation(snapshot: StuckJobSnapshot) -> StuckJobSnapshot:
+    """The same pool made for a reservation: tagged with it, its maxvCpus the reservation's instances."""
+    tags = {"gpupilot:reservation": "cr-0123456789abcdef0"}
+    return snapshot.model_copy(update={"environment": snapshot.environment.model_copy(update={"tags": tags})})
+
+
+def test_a_reservation_whose_every_instance_runs_other_jobs_is_waited_for_not_a_vcpu_cap():
+    # Given a reservation's pool of one instance (its maxvCpus), registered and running another job
+    busy = ecs("i-aaa") | {"runningTasksCount": 1}
+
+    # When a job waiting there is diagnosed
+    result = diagnose(in_reservation(snapshot([ec2("i-aaa", 30)], [busy], max_vcpus=4)))
+
+    # Then it waits for the reservation's instance, which the diagnosis names: no maxvCpus to raise
+    assert result.category == Category.WAITING_FOR_RESERVATION
+    assert "cr-0123456789abcdef0" in result.reason and "i-aaa (1 job)" in result.reason
+    assert "max_vcpus" not in result.recommendation
+
+
+def test_a_reservation_s_instance_launched_for_the_job_is_a_scale_up_not_a_vcpu_cap():
+    # Given a reservation's pool whose one instance is booting for the job (not registered yet)
+    result = diagnose(in_reservation(snapshot([ec2("i-aaa", 1)], [], runnable_minutes=2, max_vcpus=4)))
+    # Then / When: it is the scale-up the job waits for
+    assert result.category == Category.WAITING_FOR_SCALE_UP
+
+
 def test_no_instance_past_the_launch_grace_is_no_instances_launched_with_the_quota_as_cause():
     # Given a VALID pool with no instance 20 minutes on, and the account's G and VT vCPU quota at 0
     result = diagnose(snapshot(runnable_minutes=20, quota=0))

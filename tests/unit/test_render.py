@@ -122,6 +122,65 @@ def test_summary_shows_the_gpu_type_queue_and_attempts():
     assert line(summary, "attempts").endswith("1")
 
 
+SPOT_LEFT = {
+    "instance_type": "g4dn.xlarge", "capacity": "spot", "capacity_type": "spot", "job_queue": "gpupilot-sp-g4dn",
+    "batch_job_id": "batch-1", "status": "FAILED",
+    "cost": {"usd": 0.0, "hourly_usd": 0.2104, "runtime_seconds": 0, "gpu_share": 1, "pricing": "spot us-east-1a"},
+}  # fmt: skip
+
+
+def test_while_a_fallback_s_pool_is_made_the_summary_describes_that_attempt_and_lists_the_one_it_left():
+    # Given a job that left its spot attempt and provisions its on-demand attempt 2 (no entry yet)
+    waiting = job(status="PROVISIONING", instance_type="g4dn.xlarge", gpu_model="T4", attempt=2,
+                  capacity_type="on-demand", attempts=[SPOT_LEFT], cost=SPOT_LEFT["cost"])  # fmt: skip
+
+    # When its summary is printed
+    summary = job_summary(waiting)
+
+    # Then its rows are attempt 2's: on-demand, no queue or Batch job of the spot attempt, no spot price as its cost
+    assert line(summary, "GPU type").endswith("g4dn.xlarge (T4, on-demand)")
+    assert line(summary, "queue").endswith(" -") and line(summary, "batch job").endswith(" -")
+    assert line(summary, "attempts").endswith("2")
+    assert line(summary, "cost").split(None, 1)[1] == (
+        "$0, what attempt 1 cost (below); attempt 2's cost is added when it ends"
+    )
+    assert not [row for row in summary.splitlines() if row.startswith("runtime ")]
+    # And the attempt it left is on its own row, with its own price
+    assert line(summary, "attempt 1").split(None, 2)[2].startswith("g4dn.xlarge spot  FAILED  $0 = $0.2104/h")
+
+
+def test_a_job_s_gpu_type_row_says_how_the_attempt_it_is_on_is_billed_when_an_answer_has_no_word_for_it():
+    # Given an answer from before the API said the attempt the job is on (no `attempt`, no `capacity_type`)
+    summary = job_summary(job(attempts=[SPOT_LEFT, job()["attempts"][0]]))
+    # Then its latest attempt's
+    assert line(summary, "GPU type").endswith("(A10G, on-demand)")
+
+
+def test_each_batch_retry_of_an_attempt_says_its_host_why_and_the_quarantine_and_the_note_reads_as_one():
+    # Given an attempt that Batch ran again after a host failed it, that host quarantined since
+    retried = {"batch_attempt": 1, "host": "i-0bad", "reason": "Task failed to start; CannotStartContainerError: hook",
+               "quarantined_at": "2024-05-01T12:03:00.000Z"}  # fmt: skip
+    attempts = [job()["attempts"][0] | {"batch_retries": [retried]}]
+    timeline = [*job()["timeline"][:2], {"status": "RUNNING", "at": "2024-05-01T12:03:00.000Z",
+                                          "reason": "host i-0bad quarantined: it failed 2 different jobs"},
+                job()["timeline"][2]]  # fmt: skip
+
+    # When its summary is printed
+    summary = job_summary(job(attempts=attempts, timeline=timeline))
+
+    # Then the retry has a row of its own under its attempt's: where, why, the quarantine
+    rows = summary.splitlines()
+    assert rows[rows.index(line(summary, "attempt 1")) + 1] == line(summary, "retried")
+    assert line(summary, "retried").split(None, 1)[1] == (
+        "Batch attempt 1 on host i-0bad: Task failed to start; CannotStartContainerError: hook; host i-0bad "
+        "quarantined at 12:03:00 UTC; Batch ran it again"
+    )
+    # And the timeline says the note, not a status twice
+    assert line(summary, "timeline").endswith(
+        "RUNNING 12:03:10.250 -> host i-0bad quarantined 12:03:00.000 -> SUCCEEDED 12:33:10.250"
+    )
+
+
 def test_summary_of_an_unfinished_job_has_no_cost_line():
     # Given / When
     summary = job_summary(job(status="RUNNING", cost=None))

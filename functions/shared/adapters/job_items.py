@@ -1,5 +1,5 @@
 """One job's item on DynamoDB: the writes that only add to it (a parked workflow's task token, a note on its
-timeline); every write goes through JobBatches' conditional UpdateItem."""
+timeline, an attempt's Batch retries); every write goes through JobBatches' conditional UpdateItem."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from functions.shared.domain.core.clock import now_iso
 from functions.shared.domain.core.errors import JobNotFound
 from functions.shared.domain.core.vocabulary import JobStatus, WaitPhase
 from functions.shared.domain.jobs.records import JobRecord, TimelineEntry, Wait
+from functions.shared.domain.jobs.retries import BatchRetry
 
 # What this module's calls are authorized against (the IAM drift check holds it to that).
 IAM_ACTIONS = ("dynamodb:UpdateItem",)
@@ -32,6 +33,22 @@ class JobItems(JobBatches):
             ConditionExpression="attribute_exists(#pk) AND NOT contains(hosts_noted, :id)",
             ExpressionAttributeNames={"#pk": c.TABLE_PK},
             ExpressionAttributeValues=values,
+        )
+        return noted is not None
+
+    def note_retries(self, job_id: str, number: int, retries: list[BatchRetry]) -> bool:
+        """The attempt's Batch retries, written only over fewer of them (events come in any order)."""
+        noted = self._update(
+            job_id,
+            UpdateExpression="SET attempts.#n.batch_retries = :retries, updated_at = :now",
+            ConditionExpression="attribute_exists(attempts.#n) AND (attribute_not_exists(attempts.#n.batch_retries) "
+            "OR size(attempts.#n.batch_retries) < :count)",
+            ExpressionAttributeNames={"#n": str(number)},
+            ExpressionAttributeValues={
+                ":retries": serialize(retries),
+                ":count": serialize(len(retries)),
+                ":now": serialize(now_iso()),
+            },
         )
         return noted is not None
 

@@ -13,6 +13,7 @@ if TYPE_CHECKING:  # annotations only: a handler imports the domain modules it u
     from functions.shared.domain.fleet.batch import BatchJobState
     from functions.shared.domain.jobs.logs import LogPage
     from functions.shared.domain.jobs.records import ActiveJob, AttemptRecord, JobRecord, Ownership, Wait
+    from functions.shared.domain.jobs.retries import BatchRetry
     from functions.shared.domain.jobs.writes import JobWrite
     from functions.shared.domain.requests.job_request import JobRequest
 
@@ -97,6 +98,11 @@ class JobStore(HostNotes, Protocol):
         """Set the attempt's status_reason while its Batch status is still `status` (Batch's reason for a
         RUNNABLE job changes without its status changing), and the reason of timeline entry `timeline_index`
         (the one that status added, learnt `at`) in the same write; False when the attempt moved on."""
+        ...
+
+    def note_retries(self, job_id: str, number: int, retries: list[BatchRetry]) -> bool:
+        """Set the attempt's Batch retries to `retries` unless it holds as many already (a list only grows: a write
+        of fewer, from an older event, changes nothing); False when it did."""
         ...
 
     def store_wait(self, job_id: str, phase: WaitPhase, wait: Wait) -> JobRecord: ...

@@ -30,6 +30,7 @@ the local cloud makes moto behave like AWS:
 24. EC2 DescribeInstanceTypes per region: ec2.py
 25. DynamoDB writes, one at a time: dynamodb.py
 26. Batch consumable resources: batch_consumables.py
+27. EC2 DescribeInstances' instance-lifecycle filter: ec2.py
 
 Each module's docstring says what its adaptations do and the AWS documentation they follow; patches.py holds the
 replacements' machinery.
@@ -67,6 +68,7 @@ from gpupilot.localcloud.moto_adaptations.dynamodb import (
 from gpupilot.localcloud.moto_adaptations.ec2 import (
     SpotMarket,
     instance_consoles,
+    instance_lifecycle_filter,
     launch_template_response_fields,
     regional_instance_types,
     world_offerings,
@@ -129,6 +131,7 @@ def adapted_moto(
             world_offerings(patches, *offerings)
         regional_instance_types(patches, unsold or {})
         launch_template_response_fields(patches)
+        instance_lifecycle_filter(patches)
         for region, view in (regions or {}).items():
             world_offerings(patches, region, view.zones, view.offered)
         world_quotas(patches, quotas or {}, {region: view.quotas for region, view in (regions or {}).items()})

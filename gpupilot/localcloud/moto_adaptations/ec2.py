@@ -26,6 +26,11 @@
    types of the region asked ("Describes the specified instance types": each region sells its own); here a type the
    world's region does not sell (`instance_types.<type>.sold: false`) is not described there.
 
+27. EC2 DescribeInstances' `instance-lifecycle` filter: moto raises NotImplementedError for it (the server answers
+   500). EC2 filters on it ("instance-lifecycle - Indicates whether this is a Spot Instance, a Scheduled Instance, or
+   a Capacity Block (spot | scheduled | capacity-block)": DescribeInstances, Filter.N, EC2 API Reference); here too,
+   by each instance's lifecycle (none for an on-demand instance, which no value matches).
+
 tests/integration/test_moto_adaptations.py holds a test per adaptation that fails if moto changes under it.
 """
 
@@ -201,3 +206,11 @@ def regional_instance_types(patches: Patches, unsold: Mapping[str, set[str]]) ->
         return [t for t in original(self, instance_types, filters) if t.get("InstanceType") not in gone]
 
     patches.replace(InstanceTypeBackend, "describe_instance_types", describe_instance_types)
+
+
+def instance_lifecycle_filter(patches: Patches) -> None:
+    """27. DescribeInstances filters on `instance-lifecycle`, by each instance's lifecycle."""
+    from moto.ec2 import utils
+
+    mapping = dict(utils.filter_dict_attribute_mapping) | {"instance-lifecycle": "lifecycle"}
+    patches.replace(utils, "filter_dict_attribute_mapping", mapping)

@@ -8,6 +8,7 @@ from functions.shared.domain.jobs.steps import EnsureQueueInput, Selection, Time
 from functions.shared.domain.pools.specs import QueueStatus
 from functions.shared.ports import Ports
 from functions.shared.usecases.capacity.select import plan_request
+from functions.shared.usecases.jobs.queries import get_job
 from functions.shared.usecases.pools.provision import ensure_job_queue
 from tests.unit.usecases.conftest import JOB_ID, selected
 
@@ -128,6 +129,19 @@ def test_a_fallback_gets_a_deadline_of_its_own(ports):
     # Then it waits, with a deadline of its own
     assert (status.attempt, status.checks, status.remedy) == (2, 1, None)
     assert status.deadline is not None and status.deadline > now_iso()
+
+
+def test_a_fallback_s_provisioning_puts_the_job_on_its_attempt_with_how_it_is_billed(ports):
+    # Given the first candidate's attempt gave up on its pool, and the next candidate's pool is checked
+    _, first = ensure(ports)
+    payload, _ = ensure(ports, index=1, previous=first.model_dump() | {"since": LONG_AGO})
+
+    # When the job is viewed meanwhile (its attempt 2 has no entry until it is submitted)
+    view = get_job(JOB_ID, ports)
+
+    # Then it is on attempt 2, with that candidate's GPU type, region and capacity type
+    following = payload.selection.current()
+    assert (view.attempt, view.instance_type, view.capacity_type) == (2, following.instance_type, following.capacity)
 
 
 def test_an_invalid_pool_is_diagnosed_on_its_attempt_and_the_workflow_falls_back(ports):

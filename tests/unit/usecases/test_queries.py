@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from functions.shared.domain.core.errors import JobAlreadyFinished, JobNotFound
-from functions.shared.domain.core.vocabulary import JobStatus
+from functions.shared.domain.core.vocabulary import AttemptStatus, BatchStatus, JobStatus
+from functions.shared.domain.cost.attempts import Cost
 from functions.shared.domain.requests.job_request import JobRequest
 from functions.shared.usecases.jobs.queries import cancel_job, get_job, list_jobs
 from functions.shared.usecases.jobs.submit import start_job
@@ -34,6 +35,19 @@ def test_a_finished_job_cannot_be_cancelled(ports):
     ports.jobs.finish(JOB_ID, JobStatus.SUCCEEDED)
     with pytest.raises(JobAlreadyFinished):
         cancel_job(JOB_ID, ports)
+
+
+def test_a_job_whose_attempt_batch_says_succeeded_cannot_be_cancelled_though_the_workflow_has_yet_to_say_so(ports):
+    # Given a job whose attempt Batch says SUCCEEDED, priced, before RecordCost records the job's outcome
+    submitted(ports)
+    cost = Cost(usd=0.01, hourly_usd=0.526, runtime_seconds=60, gpu_share=1, pricing="on-demand us-east-1")
+    ended = {"batch_status": BatchStatus.SUCCEEDED, "status": AttemptStatus.SUCCEEDED, "cost": cost}
+    ports.jobs.update_attempt(JOB_ID, 1, ended)
+
+    # When cancelled / Then it is finished already, and it stays the success its view shows
+    with pytest.raises(JobAlreadyFinished):
+        cancel_job(JOB_ID, ports)
+    assert get_job(JOB_ID, ports).status == JobStatus.SUCCEEDED and ports.batch.terminated == []
 
 
 def test_an_unknown_job_is_not_found(ports):

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from functions.shared.domain.core.vocabulary import BatchStatus, JobStatus, WaitPhase
-from functions.shared.domain.fleet.batch import BatchJobEvent, BatchJobState
+from functions.shared.domain.fleet.batch import BatchJobEvent, BatchJobState, ContainerInstanceState
 from functions.shared.domain.jobs.records import Wait
 from functions.shared.domain.jobs.steps import Selection, WaitInput
 from functions.shared.usecases.jobs.track import park_wait, record_batch_event
@@ -376,3 +376,93 @@ def test_the_log_stream_batch_names_at_running_is_recorded_on_the_attempt(ports)
     # Then the attempt carries the stream, and a later event without one keeps it
     record_batch_event(event(ports, "SUCCEEDED", container={"exitCode": 0}), ports)
     assert ports.jobs.get_job(JOB_ID).attempts[1].log_stream == stream
+
+
+# -- Batch's retries of an attempt ----------------------------------------------------------------------------
+BAD_HOST = "arn:aws:ecs:us-east-1:123456789012:container-instance/gpupilot-pool_Batch_1/0bad"
+GOOD_HOST = "arn:aws:ecs:us-east-1:123456789012:container-instance/gpupilot-pool_Batch_1/0good"
+HOOK = "CannotStartContainerError: OCI runtime create failed: error running hook #0: nvml error: driver not loaded"
+
+
+def batch_attempt(host: str, started: int, stopped: int | None = None, **fields) -> dict:
+    ran = {"container": {"containerInstanceArn": host, **fields.pop("container", {})}, "startedAt": started}
+    return ran | ({"stoppedAt": stopped} if stopped else {}) | fields
+
+
+def hosts(ports, *arns: str) -> None:
+    """ECS knows each container instance, on EC2 instance i-<its id>."""
+    ports.fleet.by_cluster["cluster"] = [
+        ContainerInstanceState(arn=arn, ec2_instance_id=f"i-{arn.rsplit('/', 1)[-1]}", status="ACTIVE") for arn in arns
+    ]
+
+
+def test_a_retry_batch_runs_after_a_bad_host_is_kept_with_its_host_and_why_though_the_status_goes_back(ports):
+    # Given an attempt that Batch started on a bad host, and ECS knowing that host's EC2 instance
+    submitted(ports)
+    hosts(ports, BAD_HOST, GOOD_HOST)
+    record_batch_event(event(ports, "STARTING", attempts=[batch_attempt(BAD_HOST, 1_800_000_000_000)]), ports)
+    failed = batch_attempt(
+        BAD_HOST, 1_800_000_000_000, 1_800_000_001_000, statusReason="Task failed to start", container={"reason": HOOK}
+    )
+
+    # When Batch puts the job back to RUNNABLE to run it again (a step back the attempt's status does not take)
+    result = record_batch_event(event(ports, "RUNNABLE", attempts=[failed]), ports)
+
+    # Then the attempt keeps the retry: Batch's attempt, the EC2 instance it ran on, and Batch's words
+    assert result["ignored"] == "stale or duplicate event"
+    attempt = ports.jobs.get_job(JOB_ID).attempts[1]
+    assert attempt.batch_status == BatchStatus.STARTING
+    [retry] = attempt.batch_retries
+    assert (retry.batch_attempt, retry.host, retry.container_instance_arn) == (1, "i-0bad", BAD_HOST)
+    assert retry.reason == f"Task failed to start; {HOOK}"
+
+
+def test_the_end_of_a_retried_job_keeps_each_retry_once_and_not_its_own_end(ports):
+    # Given an attempt whose first Batch attempt failed on a bad host, already kept as a retry
+    submitted(ports)
+    hosts(ports, BAD_HOST, GOOD_HOST)
+    failed = batch_attempt(BAD_HOST, 1_800_000_000_000, 1_800_000_001_000, statusReason="Task failed to start")
+    record_batch_event(event(ports, "RUNNABLE", attempts=[failed]), ports)
+    ports.fleet.by_cluster.clear()  # ECS forgets the hosts: a retry kept already keeps the host it named
+
+    # When Batch says it SUCCEEDED on the good host
+    done = batch_attempt(GOOD_HOST, 1_800_000_002_000, 1_800_000_005_000, container={"exitCode": 0})
+    record_batch_event(event(ports, "SUCCEEDED", attempts=[failed, done], container={"exitCode": 0}), ports)
+
+    # Then the one retry is kept as it was, and the successful end is not a retry
+    [retry] = ports.jobs.get_job(JOB_ID).attempts[1].batch_retries
+    assert (retry.batch_attempt, retry.host) == (1, "i-0bad")
+
+
+def test_a_spot_reclaim_s_retry_names_the_instance_batch_says_went_away(ports):
+    # Given an attempt whose spot host EC2 took back (ECS no longer knows it)
+    submitted(ports)
+    gone = batch_attempt(
+        BAD_HOST, 1_800_000_000_000, 1_800_000_001_000, statusReason="Host EC2 (instance i-0abc123) terminated."
+    )
+
+    # When Batch runs it again
+    record_batch_event(event(ports, "RUNNABLE", attempts=[gone]), ports)
+
+    # Then the retry names the instance from Batch's own words
+    [retry] = ports.jobs.get_job(JOB_ID).attempts[1].batch_retries
+    assert (retry.host, retry.reason) == ("i-0abc123", "Host EC2 (instance i-0abc123) terminated.")
+
+
+def test_a_retry_s_host_is_looked_up_once_whatever_events_repeat_it(ports, monkeypatch):
+    # Given an attempt whose first Batch attempt failed on a bad host, and ECS's lookups counted
+    submitted(ports)
+    hosts(ports, BAD_HOST, GOOD_HOST)
+    looked_up: list[str] = []
+    lookup = ports.fleet.container_instance
+    monkeypatch.setattr(ports.fleet, "container_instance", lambda arn: looked_up.append(arn) or lookup(arn))
+    failed = batch_attempt(BAD_HOST, 1_800_000_000_000, 1_800_000_001_000, statusReason="Task failed to start")
+    done = batch_attempt(GOOD_HOST, 1_800_000_002_000, 1_800_000_005_000, container={"exitCode": 0})
+
+    # When Batch's events repeat that retry (RUNNABLE twice, as EventBridge may redeliver, then SUCCEEDED)
+    for status, attempts in (("RUNNABLE", [failed]), ("RUNNABLE", [failed]), ("SUCCEEDED", [failed, done])):
+        record_batch_event(event(ports, status, attempts=attempts, container={"exitCode": 0}), ports)
+
+    # Then ECS was asked about the bad host once: only a new retry costs a DescribeContainerInstances
+    assert looked_up.count(BAD_HOST) == 1, looked_up
+    assert len(ports.jobs.get_job(JOB_ID).attempts[1].batch_retries) == 1

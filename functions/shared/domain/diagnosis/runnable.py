@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
-
-from functions.shared.domain.capacity.quotas import QuotaState, quota_advice, vcpu_quota_code
-from functions.shared.domain.core.clock import seconds_between
-from functions.shared.domain.core.model import DomainModel
+from functions.shared.domain.capacity.quotas import quota_advice, vcpu_quota_code
 from functions.shared.domain.core.vocabulary import DiagnosisCategory, Remedy, counted
+from functions.shared.domain.diagnosis.held import quota_held, reservation_busy
 from functions.shared.domain.diagnosis.recommendations import (
     BATCH_REASONS,
     DISABLED_RECOMMENDATION,
@@ -18,59 +15,28 @@ from functions.shared.domain.diagnosis.recommendations import (
     INVALID_RECOMMENDATION,
     UNREGISTERED_RECOMMENDATION,
 )
+from functions.shared.domain.diagnosis.snapshot import Diagnosis as Diagnosis
+from functions.shared.domain.diagnosis.snapshot import StuckJobSnapshot as StuckJobSnapshot
 from functions.shared.domain.diagnosis.verdicts import FALLBACK_CATEGORIES, batch_verdict
-from functions.shared.domain.fleet.analysis import (
-    LAUNCH_GRACE_SECONDS,
-    REGISTRATION_GRACE_SECONDS,
-    FleetAnalysis,
-    analyse_fleet,
-)
-from functions.shared.domain.fleet.batch import BatchJobState, ComputeEnvironmentState, FleetState, JobQueueState
+from functions.shared.domain.fleet.analysis import FleetAnalysis
+from functions.shared.domain.fleet.batch import BatchJobState, ComputeEnvironmentState, JobQueueState
 from functions.shared.domain.fleet.consoles import printed
+from functions.shared.domain.reservations.reservation import RESERVATION_TAG
 
 Category = DiagnosisCategory
 
-
-class Diagnosis(DomainModel):
-    category: DiagnosisCategory
-    reason: str
-    evidence: dict[str, Any] = Field(default_factory=dict)
-    recommendation: str
-
-
 # Causes that time can cure: keep waiting, a bounded number of times.
 WAIT_CATEGORIES = frozenset(
-    {Category.WAITING_FOR_SCALE_UP, Category.MAX_VCPUS_REACHED, Category.VCPU_QUOTA_REACHED, Category.UNDETERMINED}
+    {
+        Category.WAITING_FOR_SCALE_UP,
+        Category.MAX_VCPUS_REACHED,
+        Category.VCPU_QUOTA_REACHED,
+        Category.WAITING_FOR_RESERVATION,
+        Category.UNDETERMINED,
+    }
 )
 MAX_WAIT_CHECKS = 3
 SCALE_UP_GRACE_SECONDS = 1800
-
-
-class StuckJobSnapshot(DomainModel):
-    """What diagnosis looks at, as plain data read from AWS: the job, its pool, the pool's fleet, the quota."""
-
-    job: BatchJobState
-    environment: ComputeEnvironmentState
-    at: str = Field(description="When the snapshot was read (ISO)")
-    fleet: FleetState | None = None
-    instance_vcpus: dict[str, int] = Field(default_factory=dict, description="vCPUs of each GPU type")
-    quota: QuotaState | None = None
-    quota_unavailable: str | None = Field(default=None, description="Why the quota could not be read (call: error)")
-    registration_grace_seconds: float = REGISTRATION_GRACE_SECONDS
-    launch_grace_seconds: float = LAUNCH_GRACE_SECONDS
-    fleet_analysis: FleetAnalysis | None = Field(default=None, description="The fleet, analysed already")
-    consoles: dict[str, str] = Field(
-        default_factory=dict, description="Console output of instances that never registered or have no GPUs"
-    )
-
-    @property
-    def runnable_seconds(self) -> float:
-        return seconds_between(self.job.created_at, self.at) if self.job.created_at else 0.0
-
-    def analysis(self) -> FleetAnalysis:
-        if self.fleet_analysis is not None:
-            return self.fleet_analysis
-        return analyse_fleet(self.fleet or FleetState(), self.at, self.instance_vcpus, self.registration_grace_seconds)
 
 
 def invalid_environment(environment: ComputeEnvironmentState, evidence: dict[str, Any] | None = None) -> Diagnosis:
@@ -164,49 +130,26 @@ def _from_fleet(snapshot: StuckJobSnapshot, fleet: FleetAnalysis, evidence: dict
                     recommendation=recommendation,
                 )
     max_vcpus = snapshot.environment.max_vcpus
-    if max_vcpus and fleet.alive_vcpus >= max_vcpus:
+    reservation = snapshot.environment.tags.get(RESERVATION_TAG)
+    if max_vcpus and fleet.alive_vcpus >= max_vcpus and reservation:
+        # A reservation's pool is sized to the reservation (its maxvCpus is the reservation's instances): full is
+        # what it is for, not a cap. The job waits for one of those instances while other jobs run on them.
+        busy = reservation_busy(snapshot, reservation, evidence)
+        if busy is not None:
+            return busy
+    elif max_vcpus and fleet.alive_vcpus >= max_vcpus:
         return Diagnosis(
             category=Category.MAX_VCPUS_REACHED,
             reason=f"the pool's instances use {fleet.alive_vcpus} of its {max_vcpus} maxvCpus",
             evidence=evidence | {"max_vcpus": max_vcpus, "vcpus_in_use": fleet.alive_vcpus},
             recommendation="Wait for running jobs to finish, or raise max_vcpus_per_pool.",
         )
-    held = _quota_held(snapshot, evidence)
+    held = quota_held(snapshot, evidence)
     if held is not None:
         return held
     if fleet.alive == 0 and snapshot.runnable_seconds >= snapshot.launch_grace_seconds:
         return _no_instances(snapshot, evidence)
     return _waiting(snapshot, evidence)
-
-
-def _quota_held(snapshot: StuckJobSnapshot, evidence: dict[str, Any]) -> Diagnosis | None:
-    """The job is queued behind running instances that hold the account's vCPU quota for its instance family: Batch
-    cannot launch one more until some end (a quota too small for even one instance is another cause)."""
-    quota, environment = snapshot.quota, snapshot.environment
-    if quota is None or quota.used_vcpus is None or not environment.instance_types:
-        return None
-    smallest = min(snapshot.instance_vcpus.get(t, 0) for t in environment.instance_types) or 1
-    if quota.vcpus < smallest or quota.free_vcpus >= smallest:
-        return None
-    holders = "; ".join(holder.words() for holder in quota.holders[:5]) or "instances GPU Pilot cannot see"
-    smallest_type = min(environment.instance_types, key=lambda t: snapshot.instance_vcpus.get(t, 0))
-    return Diagnosis(
-        category=Category.VCPU_QUOTA_REACHED,
-        reason=f"the account's vCPU quota {quota.code} ({quota.name}) is {quota.vcpus:g} and running instances hold "
-        f"{quota.used_vcpus:g} of it: {holders}; Batch cannot launch another {smallest_type} ({smallest} vCPUs) "
-        "until some of them end",
-        evidence=evidence
-        | {
-            "quota_code": quota.code,
-            "quota_name": quota.name,
-            "quota_vcpus": quota.vcpus,
-            "quota_used_vcpus": quota.used_vcpus,
-            "quota_holders": [holder.model_dump() for holder in quota.holders],
-        },
-        recommendation="Normal while they run: the job starts when one of them ends. To run more at once, ask for "
-        f"more: `aws service-quotas request-service-quota-increase --service-code ec2 --quota-code {quota.code} "
-        f"--desired-value {quota.used_vcpus + smallest:g}`.",
-    )
 
 
 def _no_instances(snapshot: StuckJobSnapshot, evidence: dict[str, Any]) -> Diagnosis:

@@ -25,6 +25,7 @@ SEVERITY = {
     DiagnosisCategory.WAITING_FOR_SCALE_UP: Severity.INFO,
     DiagnosisCategory.MAX_VCPUS_REACHED: Severity.WARNING,
     DiagnosisCategory.VCPU_QUOTA_REACHED: Severity.WARNING,
+    DiagnosisCategory.WAITING_FOR_RESERVATION: Severity.INFO,
     DiagnosisCategory.UNDETERMINED: Severity.WARNING,
 }
 

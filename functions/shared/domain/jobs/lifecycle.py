@@ -43,6 +43,13 @@ def status_rank(status: JobStatus, attempt: int = 0) -> int:
     return attempt * 10 + _BASE_RANK[status]
 
 
+def attempt_of_rank(rank: int) -> int | None:
+    """The attempt an unfinished job's status_rank was reached on (None before its first attempt, or once finished)."""
+    if rank >= FINAL_RANK or rank < 10:
+        return None
+    return rank // 10
+
+
 def job_status_for_batch(batch_status: BatchStatus) -> JobStatus:
     """The job status a Batch job status stands for."""
     return _BATCH_TO_JOB[batch_status]

@@ -14,6 +14,7 @@ from functions.shared.domain.core.model import DomainModel
 from functions.shared.domain.core.vocabulary import DiagnosisCategory, NextStep, WaitPhase
 from functions.shared.domain.diagnosis.runnable import Diagnosis
 from functions.shared.domain.diagnosis.verdicts import FALLBACK_CATEGORIES, batch_category
+from functions.shared.domain.jobs.current import current_attempt, current_number
 from functions.shared.domain.jobs.records import JobRecord, NextCandidate
 
 # The undated promise some recommendations end with ("GPU Pilot falls back [to the next GPU type] meanwhile.").
@@ -42,11 +43,10 @@ class NextAction(DomainModel):
 
 
 def current_cause(record: JobRecord) -> DiagnosisCategory | None:
-    """The category of why an unfinished job waits now: its latest attempt's diagnosis, else Batch's words."""
-    latest = record.latest_attempt()
-    if record.status.finished or latest is None:
+    """The category of why an unfinished job waits now: the diagnosis of the attempt it is on, else Batch's words."""
+    attempt = None if record.status.finished else current_attempt(record)
+    if attempt is None:
         return None
-    attempt = latest[1]
     return attempt.diagnosis.category if attempt.diagnosis is not None else batch_category(attempt.status_reason)
 
 
@@ -60,6 +60,8 @@ def next_action(record: JobRecord, cause: DiagnosisCategory | None = None) -> Ne
     attempt = record.attempts.get(wait.attempt)
     if attempt is None or (attempt.batch_status is not None and attempt.batch_status.started):
         return None
+    if wait.attempt != current_number(record):
+        return None  # a wait the job has left behind: it is on a later attempt now
     at = iso(parse_iso(wait.since) + timedelta(seconds=wait.timeout_seconds))
     give_up_after = record.request.give_up_after_minutes
     past_limit = give_up_after is not None and seconds_between(record.created_at, at) >= give_up_after * 60

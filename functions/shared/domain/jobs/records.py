@@ -17,6 +17,7 @@ from functions.shared.domain.core.model import DomainModel
 from functions.shared.domain.core.vocabulary import (
     AttemptStatus,
     BatchStatus,
+    BilledCapacity,
     CapacityType,
     JobStatus,
     Remedy,
@@ -25,12 +26,13 @@ from functions.shared.domain.core.vocabulary import (
 from functions.shared.domain.cost.attempts import Cost
 from functions.shared.domain.diagnosis.runnable import Diagnosis
 from functions.shared.domain.jobs.lifecycle import status_rank
+from functions.shared.domain.jobs.retries import BatchRetry
 from functions.shared.domain.requests.job_request import JobRequest
 from functions.shared.domain.reservations.reservation import Reservation
 from functions.shared.domain.teams.commitment import Commitment
 
 # A timeline note: something that happened to the job without changing its status (its host quarantined).
-HOST_NOTE = re.compile(r"^host \S+ quarantined: ")
+HOST_NOTE = re.compile(r"^host (?P<instance>\S+) quarantined: ")
 
 
 class TimelineEntry(DomainModel):
@@ -107,6 +109,10 @@ class AttemptRecord(DomainModel):
         default_factory=list, description="Batch's words for each of its Batch attempts whose host was terminated"
     )
     host_terminated: bool = Field(default=False, description="Its last Batch attempt ended with its host's termination")
+    batch_retries: list[BatchRetry] = Field(
+        default_factory=list,
+        description="Batch's attempts of its Batch job that ended and were run again (oldest first)",
+    )
     verdict: str | None = Field(
         default=None, description="Batch's reason that resumed the start wait early (a verdict resumes it once)"
     )
@@ -179,6 +185,9 @@ class JobRecord(DomainModel):
     instance_type: str | None = None
     gpu_model: str | None = None
     region: str | None = Field(default=None, description="The capacity region of its latest attempt")
+    capacity_type: BilledCapacity | None = Field(
+        default=None, description="How the attempt it is on is billed, written as that attempt's pool is provisioned"
+    )
     cost: Cost | None = None
     error: str | None = None
     execution_arn: str | None = None

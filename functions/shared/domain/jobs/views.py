@@ -9,9 +9,25 @@ from functions.shared.domain.core.model import DomainModel
 from functions.shared.domain.core.vocabulary import AttemptStatus, BilledCapacity, CapacityType, JobStatus
 from functions.shared.domain.cost.attempts import Cost, billed, capacity_type, total_cost
 from functions.shared.domain.diagnosis.runnable import Diagnosis
+from functions.shared.domain.jobs.current import (
+    billed_now,
+    current_attempt,
+    current_number,
+    outcome_entry,
+    shown_status,
+)
 from functions.shared.domain.jobs.next_action import NextAction, next_action
-from functions.shared.domain.jobs.records import JobRecord, TimelineEntry
+from functions.shared.domain.jobs.records import HOST_NOTE, JobRecord, TimelineEntry
+from functions.shared.domain.jobs.retries import BatchRetry
 from functions.shared.domain.requests.job_request import JobRequest
+
+
+class Retried(BatchRetry):
+    """One of Batch's attempts of the attempt that ended and was run again."""
+
+    quarantined_at: str | None = Field(
+        default=None, description="When GPU Pilot quarantined the host it ran on, if it did (the timeline notes it)"
+    )
 
 
 class Attempt(DomainModel):
@@ -36,6 +52,11 @@ class Attempt(DomainModel):
         default_factory=list,
         description="Batch's words for each of its Batch attempts whose host was terminated (a spot reclaim)",
     )
+    batch_retries: list[Retried] = Field(
+        default_factory=list,
+        description="Batch's attempts of its Batch job that ended and that Batch ran again (a host that failed it, a "
+        "spot reclaim), oldest first: where each ran and why it ended",
+    )
     reservation: str | None = Field(default=None, description="The Capacity Reservation or Block (cr-...) it ran in")
     log_stream: str | None = Field(
         default=None, description="Its CloudWatch Logs stream (GET /jobs/{job_id}/logs), once Batch ran it"
@@ -47,11 +68,20 @@ class JobView(DomainModel):
 
     job_id: str
     name: str
-    status: JobStatus
+    status: JobStatus = Field(
+        description="Where the job is, never behind the attempt it is on (an attempt Batch ended shows the job's "
+        "outcome, or SELECTING while the workflow moves on from it)"
+    )
     request: JobRequest
-    instance_type: str | None = None
+    attempt: int | None = Field(
+        default=None,
+        description="The attempt the job is on, from 1 (the summary fields describe it): its latest, or its next "
+        "one while that one's pool is provisioned (not in attempts yet)",
+    )
+    instance_type: str | None = Field(default=None, description="The GPU type of the attempt it is on")
     gpu_model: str | None = None
-    region: str | None = Field(default=None, description="The capacity region of its latest attempt")
+    capacity_type: BilledCapacity | None = Field(default=None, description="How the attempt it is on is billed")
+    region: str | None = Field(default=None, description="The capacity region of the attempt it is on")
     attempts: list[Attempt] = Field(default_factory=list)
     cost: Cost | None = None
     timeline: list[TimelineEntry] = Field(default_factory=list)
@@ -122,19 +152,32 @@ def ordered_timeline(entries: list[TimelineEntry]) -> list[TimelineEntry]:
     return timeline
 
 
-def current_reason(record: JobRecord) -> str | None:
-    """Why an unfinished job waits: the reservation it waits to begin, else its latest attempt's last diagnosis, else
-    Batch's statusReason."""
+def current_reason(record: JobRecord, status: JobStatus) -> str | None:
+    """Why an unfinished job waits: the reservation it waits to begin, else the last diagnosis of the attempt it is
+    on, else Batch's statusReason; while the pool of its next attempt is provisioned, what its timeline says of that
+    (the fallback, never the reason of the attempt it left)."""
     waiting = record.waiting_for_reservation()
     if waiting is not None:
         return waiting.reason
-    latest = record.latest_attempt()
-    if record.status.finished or latest is None:
+    if status.finished or not record.attempts:
         return None
-    attempt = latest[1]
+    attempt = current_attempt(record)
+    if attempt is None:
+        steps = [entry for entry in record.timeline if not entry.note]
+        return steps[-1].reason if steps and steps[-1].status == record.status else None
     if attempt.diagnosis is not None:
         return f"{attempt.diagnosis.category.value}: {attempt.diagnosis.reason}"
     return attempt.status_reason
+
+
+def retried(retries: list[BatchRetry], timeline: list[TimelineEntry]) -> list[Retried]:
+    """Each retry, with when GPU Pilot quarantined the host it ran on (a note on the job's timeline), if it did."""
+    quarantined: dict[str, str] = {}
+    for entry in timeline:
+        found = HOST_NOTE.match(entry.reason or "") if entry.note else None
+        if found:
+            quarantined.setdefault(found["instance"], entry.at)
+    return [Retried(**r.model_dump(), quarantined_at=quarantined.get(r.host or "")) for r in retries]
 
 
 def job_cost(record: JobRecord) -> Cost | None:
@@ -145,14 +188,21 @@ def job_cost(record: JobRecord) -> Cost | None:
 
 
 def job_view(record: JobRecord) -> JobView:
-    """The public shape of a job record."""
+    """The public shape of a job record: its status as the attempt it is on stands (and, for an outcome the workflow
+    has yet to record, the timeline entry and error it will record)."""
+    status = shown_status(record)
+    ahead = outcome_entry(record, status)
+    timeline = [*record.timeline, ahead] if ahead is not None else record.timeline
+    error = ahead.reason if ahead is not None and status == JobStatus.FAILED else record.error
     return JobView(
         job_id=record.job_id,
         name=record.name,
-        status=record.status,
+        status=status,
         request=record.request,
+        attempt=current_number(record),
         instance_type=record.instance_type,
         gpu_model=record.gpu_model,
+        capacity_type=billed_now(record),
         region=record.region,
         attempts=[
             Attempt(
@@ -169,16 +219,17 @@ def job_view(record: JobRecord) -> JobView:
                 diagnosis=attempt.diagnosis,
                 cost=billed(attempt.cost, attempt.reservation) if attempt.cost else None,
                 host_terminations=attempt.host_terminations,
+                batch_retries=retried(attempt.batch_retries, record.timeline),
                 reservation=attempt.reservation,
                 log_stream=attempt.log_stream,
             )
             for _, attempt in record.ordered_attempts()
         ],
         cost=job_cost(record),
-        timeline=ordered_timeline(record.timeline),
+        timeline=ordered_timeline(timeline),
         execution_arn=record.execution_arn,
-        error=record.error,
-        reason=current_reason(record),
+        error=error,
+        reason=current_reason(record, status),
         next_action=next_action(record),
         owner=record.owner,
         team=record.team,

@@ -8,6 +8,7 @@ from typing import Any
 from functions.shared.domain.core.clock import now_iso
 from functions.shared.domain.core.vocabulary import BatchStatus, JobStatus, MetricName
 from functions.shared.domain.cost.attempts import Cost, total_cost
+from functions.shared.domain.jobs.current import failure_words
 from functions.shared.domain.jobs.records import AttemptRecord, JobRecord
 from functions.shared.domain.jobs.steps import RecordCostInput, RecordFailureInput, WaitResult
 from functions.shared.observability import logger
@@ -57,11 +58,9 @@ def record_cost(payload: RecordCostInput, ports: Ports) -> Cost | None:
 
 
 def failed_attempt_message(number: int, attempt: AttemptRecord | None, finished: WaitResult) -> str:
-    """Which attempt failed and why: `attempt 2 (g5.xlarge on-demand) exited with 1: <Batch's reasons>`."""
-    where = f"attempt {number}" + (f" ({attempt.instance_type} {attempt.capacity.value})" if attempt else "")
-    exited = f" exited with {finished.exit_code}" if finished.exit_code is not None else " failed"
-    reasons = [r for r in (finished.status_reason, attempt.container_reason if attempt else None) if r]
-    return f"{where}{exited}" + (f": {'; '.join(dict.fromkeys(reasons))}" if reasons else "")
+    """Which attempt failed and why: `attempt 2 (g5.xlarge on-demand) exited with 1: <Batch's reasons>` (the words the
+    job's view gives its outcome as soon as Batch ended the attempt)."""
+    return failure_words(number, attempt, finished.exit_code, finished.status_reason)
 
 
 def record_failure(payload: RecordFailureInput, ports: Ports) -> dict[str, Any]:

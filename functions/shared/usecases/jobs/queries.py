@@ -6,6 +6,7 @@ from functions.shared.domain.core.clock import now_iso
 from functions.shared.domain.core.errors import JobAlreadyFinished, JobNotFound
 from functions.shared.domain.core.vocabulary import JobStatus
 from functions.shared.domain.diagnosis.runnable import as_queued, behind, diagnose
+from functions.shared.domain.jobs.current import current_attempt, shown_status
 from functions.shared.domain.jobs.next_action import next_action, with_next_action
 from functions.shared.domain.jobs.records import JobRecord
 from functions.shared.domain.jobs.views import JobList, JobView, job_view
@@ -37,10 +38,9 @@ def explain_job(job_id: str, ports: Ports, caller: Caller | None = None) -> JobV
     waiting = record.waiting_for_reservation()
     if waiting is not None:
         return view.model_copy(update={"explanation": waiting_diagnosis(waiting, record.request.reservation_fallback)})
-    latest = record.latest_attempt()
-    if record.status.finished or latest is None:
+    attempt = current_attempt(record)
+    if view.status.finished or attempt is None:
         return view
-    attempt = latest[1]
     if not attempt.batch_job_id:
         return view.model_copy(update={"explanation": attempt.diagnosis})
     regional = ports.in_region(attempt.region)
@@ -68,10 +68,11 @@ def list_jobs(
 
 
 def cancel_job(job_id: str, ports: Ports, caller: Caller | None = None) -> JobView:
-    """Stop the workflow and the Batch attempt; JobAlreadyFinished (409) once the job has ended. What it holds of its
-    team's budget is settled (an attempt still running is priced when Batch says it ended, and settled then)."""
+    """Stop the workflow and the Batch attempt; JobAlreadyFinished (409) once the job has ended (or Batch has ended
+    the attempt whose outcome is the job's, which the workflow is about to record). What it holds of its team's
+    budget is settled (an attempt still running is priced when Batch says it ended, and settled then)."""
     record = owned_job(job_id, ports, caller)
-    if record.status.finished or not ports.jobs.finish(
+    if shown_status(record).finished or not ports.jobs.finish(
         job_id, JobStatus.CANCELLED, fields={"error": CANCELLED_REASON}, reason=CANCELLED_REASON
     ):
         raise JobAlreadyFinished(job_id)

@@ -20,6 +20,7 @@ from functions.shared.domain.jobs.steps import WaitInput, WaitResult
 from functions.shared.domain.jobs.writes import AttemptUpdate, WaitClear
 from functions.shared.ports import Ports
 from functions.shared.usecases.cost.pricing import record_attempt_cost
+from functions.shared.usecases.jobs.retries import note_batch_retries
 
 
 def wait_result(
@@ -123,12 +124,16 @@ def record_batch_event(event: BatchJobEvent, ports: Ports) -> dict[str, Any]:
         answer = catch_up(event, number, record, ports)
         if "resumed" in answer:
             answer["resumed"] = resume(record, ports)
+        # Batch's retry goes back to RUNNABLE: an event the attempt's forward-only status drops, but its retries keep.
+        note_batch_retries(event, number, record, ports)
         return answer
     advance_recorded(event, number, record, ports)
     if status.ended:
         # Every attempt that ends is priced, whether the job succeeded, failed, fell back or was cancelled.
         record_attempt_cost(job_id, number, ports, record=record)
-    return {"job_id": job_id, "attempt": number, "status": status, "resumed": resume(record, ports)}
+    answer = {"job_id": job_id, "attempt": number, "status": status, "resumed": resume(record, ports)}
+    note_batch_retries(event, number, record, ports)
+    return answer
 
 
 def attempt_update(event: BatchJobEvent) -> AttemptUpdate | str:

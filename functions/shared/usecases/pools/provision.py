@@ -28,6 +28,7 @@ from functions.shared.domain.core.clock import iso, now_iso, parse_iso
 from functions.shared.domain.core.vocabulary import AttemptStatus, DiagnosisCategory, JobStatus, Remedy
 from functions.shared.domain.diagnosis.runnable import Diagnosis, disabled_queue, invalid_environment
 from functions.shared.domain.fleet.batch import ComputeEnvironmentState, JobQueueState
+from functions.shared.domain.jobs.current import moving_to
 from functions.shared.domain.jobs.records import AttemptRecord
 from functions.shared.domain.jobs.steps import EnsureQueueInput
 from functions.shared.domain.pools.queues import job_queue_spec
@@ -203,7 +204,7 @@ def _provisioning(payload: EnsureQueueInput, candidate: Candidate, pool: str, wa
         payload.job_id,
         JobStatus.PROVISIONING,
         attempt=payload.selection.attempt,
-        fields={"instance_type": candidate.instance_type, "gpu_model": candidate.gpu_model, "region": candidate.region},
+        fields=moving_to(candidate),
         reason=provisioning_reason(payload, candidate, pool, ports) if wait.checks == 0 else None,
     )
 

@@ -17,6 +17,7 @@ from functions.shared.domain.core.clock import now_iso, parse_iso
 from functions.shared.domain.core.vocabulary import DiagnosisCategory, JobStatus
 from functions.shared.domain.diagnosis.runnable import Diagnosis
 from functions.shared.domain.fleet.batch import RETRY_ATTEMPTS
+from functions.shared.domain.jobs.current import moving_to
 from functions.shared.domain.jobs.records import ReservationWait
 from functions.shared.domain.jobs.steps import EnsureQueueInput
 from functions.shared.domain.pools.specs import QueueStatus, pool_for
@@ -39,7 +40,7 @@ def wait_for_reservation(
         payload.job_id,
         JobStatus.PROVISIONING,
         attempt=number,
-        fields={"instance_type": candidate.instance_type, "gpu_model": candidate.gpu_model, "reservation_wait": waited},
+        fields=moving_to(candidate) | {"reservation_wait": waited},
         reason=reason,
     )
     name = pool_for(candidate, payload.request.arch, ports.settings.resource_prefix).name
