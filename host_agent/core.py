@@ -198,7 +198,7 @@ class Agent:
         self._look(tracked, now)
         since = tracked.uploaded_at if tracked.uploaded_at is not None else tracked.began
         every = checkpoint.every_seconds
-        if every and tracked.deadline is None and tracked.fingerprint != tracked.uploaded and now - since >= every:
+        if every and tracked.deadline is None and now - since >= every:
             self._upload(tracked, now, "periodic")
 
     def _look(self, tracked: Tracked, now: float) -> None:
