@@ -101,8 +101,9 @@ def test_an_image_pull_starts_when_the_ecs_agent_first_lists_the_task(tmp_path: 
     answers = f'case "$1" in ps) echo {"c" * 64} ;; inspect) cat {tmp_path}/inspect.json ;; esac\n'
     docker = script(tmp_path / "docker", answers)
     with serve(tasks) as introspection:
-        containers = DockerContainers(docker, introspection=introspection, clock=lambda: 1800000012.0)
-        # When the agent looks while the image is pulled, and again once the container exists
+        looks = iter([1800000012.0, 1800000014.0])
+        containers = DockerContainers(docker, introspection=introspection, clock=lambda: next(looks))
+        # When the agent looks while the image is pulled, and again (2 s later) once the container exists
         containers.running()
         [container] = containers.running() or []
     # Then the pull's start is the first look

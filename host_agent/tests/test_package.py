@@ -7,16 +7,23 @@ import ast
 import io
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
+
+import pytest
 
 from host_agent import package
 
 
-def test_the_agent_is_the_same_bytes_each_time_it_is_built() -> None:
-    # Given two builds of the same source (the cache cleared between them)
+def test_the_agent_is_the_same_bytes_each_time_it_is_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given two builds of the same source, a year apart (the cache cleared between them)
+    package.zipapp.cache_clear()
     first = package.zipapp()
     package.zipapp.cache_clear()
+    a_year_later = time.time() + 365 * 86400
+    monkeypatch.setattr(time, "time", lambda: a_year_later)
+    monkeypatch.setattr(time, "localtime", lambda seconds=None: time.gmtime(a_year_later))
     # Then they are identical, and so is the key the hosts bucket keeps it under
     assert package.zipapp() == first
     assert package.object_key() == f"agent/{package.digest()}.pyz"
