@@ -42,7 +42,8 @@ from functions.shared.constants import (
     TABLE_SK,
     TTL_ATTRIBUTE,
 )
-from functions.shared.domain.fleet.userdata import BOOT_CHECK_BUDGET_SECONDS, boot_time_risks, deadlock_risks
+from functions.shared.domain.fleet.userdata import BOOT_CHECK_BUDGET_SECONDS
+from functions.shared.domain.fleet.userdata_risks import boot_time_risks, deadlock_risks
 from functions.shared.domain.jobs.records import ActiveJob
 from functions.shared.domain.jobs.views import ErrorBody
 from stacks.api import ROUTES, edge_body_schema
