@@ -17,6 +17,8 @@ from functions.shared.constants import SERVICE_NAME
 # scoped to what the control plane created without knowing the names in advance.
 RESOURCE_PREFIX = SERVICE_NAME
 LAUNCH_TEMPLATE_NAME = f"{RESOURCE_PREFIX}-gpu"
+# A checkpoint outlives its job's retries and fallbacks by days, not months: it is the job's state, not its output.
+DEFAULT_CHECKPOINT_RETENTION_DAYS = 14
 # Roles a job may run as (request `job_role_arn`): only these may the submit function pass to Batch.
 JOB_ROLE_NAME_PREFIX = f"{RESOURCE_PREFIX}-job-"
 # Secrets and SSM parameters a job may reference (request `secrets`): the execution role reads only these.
@@ -78,6 +80,9 @@ class DeploySettings:
         """Every capacity region, home first."""
         return (self.region, *self.capacity_regions)
 
+    # How long a job's checkpoints stay in the hosts bucket (context `checkpoint_retention_days`).
+    checkpoint_retention_days: int = DEFAULT_CHECKPOINT_RETENTION_DAYS
+
     # The launch template's boot-time GPU check (functions/shared/domain/fleet/userdata.py): on unless turned off.
     gpu_boot_check: bool = True
 
@@ -118,6 +123,11 @@ class DeploySettings:
         boot_check = context.get("gpu_boot_check", True)
         if not isinstance(boot_check, bool):
             raise ValueError("context 'gpu_boot_check' must be true or false")
+        retention = context.get("checkpoint_retention_days", DEFAULT_CHECKPOINT_RETENTION_DAYS)
+        if isinstance(retention, str) and retention.isdigit():
+            retention = int(retention)  # `cdk synth -c checkpoint_retention_days=7` gives a string
+        if isinstance(retention, bool) or not isinstance(retention, int) or retention < 1:
+            raise ValueError(f"context 'checkpoint_retention_days' must be a number of days >= 1, got {retention!r}")
         return cls(
             region=region,
             zones=zones,
@@ -131,6 +141,7 @@ class DeploySettings:
             default_regions=default_regions,
             allow_capacity_block_purchase=purchase,
             gpu_boot_check=boot_check,
+            checkpoint_retention_days=retention,
         )
 
 

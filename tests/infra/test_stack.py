@@ -786,4 +786,6 @@ def test_job_events_may_start_a_sweep_and_knows_the_sweep_function(synthesized: 
 
 
 def test_stack_exports_the_api_url_state_machine_table_and_alarm_topic(synthesized: Synthesized) -> None:
-    assert set(synthesized.outputs) == {"ApiUrl", "StateMachineArn", "TableName", "AlarmTopicArn", "JobRoleArn"}
+    assert set(synthesized.outputs) == {
+        "ApiUrl", "StateMachineArn", "TableName", "AlarmTopicArn", "JobRoleArn", "HostsBucket",
+    }  # fmt: skip
