@@ -1,8 +1,6 @@
-"""ports.Cloud over boto3 clients, where boto3 exists: the local cloud runs the agent's decisions (core.Agent) on its
-simulated hosts with these, so that each call the agent makes is authorized against the instance role of the
-synthesized template, as AWS would authorize it (the IAM drift check holds the role to them). The same calls, with the
-same IAM actions, as aws.AwsClient makes on a host (host_agent/tests/test_aws.py holds the two to it). Never shipped
-to a host (it has no boto3)."""
+"""ports.Cloud over boto3 clients, where boto3 exists: the agent's decisions (core.Agent) run over it off a host (the
+daemon's test runs them on moto with it). The same calls, with the same IAM actions, as aws.AwsClient makes on a host
+(host_agent/tests/test_aws.py holds the two to it). Never shipped to a host (it has no boto3)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """What the agent needs from its host and from AWS: the host's adapters (host.py, aws.py) implement these, the
-tests' fakes too, and the local cloud simulates them (gpupilot/localcloud/fleet/agents.py). Not shipped to hosts:
-annotations only."""
+tests' fakes too (host_agent/tests/fakes.py). Not shipped to hosts: annotations only."""
 
 from __future__ import annotations
 

@@ -92,6 +92,7 @@ class GpuPilotStack(Stack):
         environment["submit_job"] |= {
             c.ENV_JOB_ROLE_ARN: fleet.job_role.role_arn,
             c.ENV_JOB_EXECUTION_ROLE_ARN: fleet.job_execution_role.role_arn,
+            c.ENV_HOSTS_BUCKET: hosts.bucket.bucket_name,
         }
         # The api refuses, at submit, what the submit function could not pass or the execution role not read.
         environment["api"] |= {

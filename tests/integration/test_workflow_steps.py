@@ -199,6 +199,30 @@ def test_submit_registers_gpu_requirements_and_the_job_role_and_a_retry_submits_
     assert definition["timeout"]["attemptDurationSeconds"] == 3600
 
 
+def test_a_checkpointing_job_is_submitted_with_its_directory_kept_in_the_deployments_hosts_bucket(
+    cloud: Cloud, store: Any
+) -> None:
+    # Given a job that asks for checkpoints, its pool ready
+    request = REQUEST | {"checkpoint": {"every_minutes": 15}}
+    state = {"job_id": JOB, "request": request, "selection": select(cloud, request)}
+    state["queue"] = cloud.invoke("ensure_queue", state)
+    cloud.clock.advance()
+    state["queue"] = cloud.invoke("ensure_queue", state | {"previous": state["queue"]})
+    # When its attempt is submitted
+    submitted = cloud.invoke("submit_job", state)
+    # Then Batch got a definition whose directory is the host's and is kept in the bucket the stack made
+    definition = boto3.client("batch").describe_job_definitions(jobDefinitions=[submitted["job_definition"]])
+    container = definition["jobDefinitions"][0]["containerProperties"]
+    environment = {e["name"]: e["value"] for e in container["environment"]}
+    bucket = environment["GPUPILOT_CHECKPOINT_BUCKET"]
+    assert bucket == cloud.deployment.environment("submit_job")["GPUPILOT_HOSTS_BUCKET"]
+    assert boto3.client("s3").head_bucket(Bucket=bucket)["ResponseMetadata"]["HTTPStatusCode"] == 200
+    assert (environment["GPUPILOT_JOB_ID"], environment["GPUPILOT_ATTEMPT"]) == (JOB, "1")
+    assert environment["GPUPILOT_CHECKPOINT_EVERY_SECONDS"] == "900"
+    assert container["mountPoints"][0]["containerPath"] == environment["GPUPILOT_CHECKPOINT_DIR"]
+    assert container["command"][:2] == ["sh", "-c"] and container["command"][-1] == "nvidia-smi"
+
+
 def test_a_retried_submit_finds_the_batch_job_its_first_try_submitted(cloud: Cloud, store: Any) -> None:
     # Given Batch accepted attempt 1 but the record never learned its id (the Lambda died after submit)
     state = provisioned(cloud)

@@ -50,6 +50,9 @@ def submit_batch_job(payload: SubmitInput, ports: Ports) -> SubmittedJob:
             job_role_arn=ports.settings.job_role_arn,
             execution_role_arn=ports.settings.job_execution_role_arn,
             region=ports.settings.region,
+            attempt=number,
+            hosts_bucket=ports.settings.hosts_bucket,
+            home_region=ports.settings.home,
         )
         definition = ports.batch.register_job_definition(spec)
         batch_job_id = ports.batch.submit_job(
