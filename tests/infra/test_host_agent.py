@@ -13,7 +13,7 @@ from host_agent import package
 from host_agent.aws import IAM_ACTIONS
 from host_agent.checkpoints import MANIFEST
 from host_agent.checkpoints import prefix as checkpoint_prefix
-from host_agent.report import NAMESPACE, SOURCE
+from host_agent.report import DETAIL_TYPE, NAMESPACE, SOURCE
 from stacks.hosts import HOSTS_BUCKET_PREFIX
 from stacks.settings import DEFAULT_CHECKPOINT_RETENTION_DAYS
 from tests.infra.conftest import Synthesized
@@ -114,3 +114,16 @@ def test_the_agent_the_launch_template_pins_is_the_one_published_in_the_hosts_bu
     # And the deployment writes into that bucket, keeping the agents older pools still pin
     assert deployment["Properties"]["DestinationBucketName"] == {"Ref": bucket_id}
     assert deployment["Properties"].get("Prune") is False
+
+
+def test_the_agents_reports_reach_job_events_with_retries_and_the_events_dead_letter_queue(
+    synthesized: Synthesized,
+) -> None:
+    [rule] = [
+        r for r in synthesized.of_type("AWS::Events::Rule").values()
+        if r["Properties"].get("EventPattern", {}).get("source") == [SOURCE]
+    ]  # fmt: skip
+    assert rule["Properties"]["EventPattern"]["detail-type"] == [DETAIL_TYPE]
+    [target] = rule["Properties"]["Targets"]
+    assert target["Arn"] == {"Fn::GetAtt": [synthesized.function_ids()["job_events"], "Arn"]}
+    assert target["RetryPolicy"]["MaximumRetryAttempts"] == 8 and "DeadLetterConfig" in target

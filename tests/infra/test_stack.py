@@ -614,12 +614,19 @@ def test_request_bodies_are_validated(synthesized: Synthesized) -> None:
 # --- events ------------------------------------------------------------------------------------
 
 
+def _batch_rules(synthesized: Synthesized) -> list[dict[str, Any]]:
+    """The rules of Batch events (the host agents' reports have their own: tests/infra/test_host_agent.py)."""
+    return [
+        r for r in synthesized.of_type("AWS::Events::Rule").values()
+        if r["Properties"].get("EventPattern", {}).get("source") == [BATCH_EVENT_SOURCE]
+    ]  # fmt: skip
+
+
 def test_batch_job_events_reach_job_events_with_retries_and_a_secure_dead_letter_queue(
     synthesized: Synthesized,
 ) -> None:
     # Given the rule matching Batch's own events
-    rules = [r for r in synthesized.of_type("AWS::Events::Rule").values() if "EventPattern" in r["Properties"]]
-    [rule] = rules
+    [rule] = _batch_rules(synthesized)
     pattern = rule["Properties"]["EventPattern"]
     assert pattern["source"] == [BATCH_EVENT_SOURCE]
     assert sorted(pattern["detail-type"]) == sorted([BATCH_JOB_STATE_CHANGE, BATCH_JOB_QUEUE_BLOCKED])
@@ -647,7 +654,7 @@ def test_the_batch_event_rule_matches_only_gpu_pilot_s_queues_in_any_region_acco
     synthesized: Synthesized,
 ) -> None:
     # Given the rule matching Batch's own events
-    [rule] = [r for r in synthesized.of_type("AWS::Events::Rule").values() if "EventPattern" in r["Properties"]]
+    [rule] = _batch_rules(synthesized)
     pattern = rule["Properties"]["EventPattern"]
     # Then both event types are narrowed by the queue each carries in detail.jobQueue, to the queues named with
     # GPU Pilot's prefix, as one plain string (no token: the same pattern in any account, region, partition)

@@ -114,6 +114,15 @@ class AttemptRecord(DomainModel):
     )
     queue_head: str | None = Field(default=None, description="That job (its Batch job id)")
     reservation: str | None = Field(default=None, description="The Capacity Reservation or Block (cr-...) it ran in")
+    # What the host agent saw of it (jobs/agent_reports.py).
+    interruption_notice_at: str | None = None
+    checkpoint_uploaded_at: str | None = None
+    resumed_from: dict[str, Any] | None = None
+    progress_lost_seconds: float | None = None
+    gpu_utilization: dict[str, Any] | None = None
+    image_pull_seconds: float | None = None
+    agent_report_sequence: int | None = Field(default=None, description="The latest agent report it holds")
+    warning: str | None = Field(default=None, description="What the job should know of it (GPU_IDLE: ...)")
     reserved: Reservation | None = Field(default=None, description="That reservation, as the plan saw it: its price")
     log_stream: str | None = Field(
         default=None, description="Its last Batch attempt's CloudWatch Logs stream, named by Batch at RUNNING"

@@ -51,17 +51,17 @@ def list_jobs(status: JobStatus | None, limit: int, next_token: str | None, port
     return JobList(jobs=[job_view(r) for r in records], next_token=token)
 
 
-def cancel_job(job_id: str, ports: Ports) -> JobView:
-    """Stop the workflow and the Batch attempt; JobAlreadyFinished (409) once the job has ended."""
+def cancel_job(job_id: str, ports: Ports, reason: str = CANCELLED_REASON) -> JobView:
+    """Stop the workflow and the Batch attempt, saying why; JobAlreadyFinished (409) once the job has ended."""
     record = ports.jobs.get_job(job_id)
     if record.status.finished or not ports.jobs.finish(
-        job_id, JobStatus.CANCELLED, fields={"error": CANCELLED_REASON}, reason=CANCELLED_REASON
+        job_id, JobStatus.CANCELLED, fields={"error": reason}, reason=reason
     ):
         raise JobAlreadyFinished(job_id)
     # Read again after the cancel is recorded: an attempt submitted meanwhile is in this read, or its
     # SubmitBatchJob sees the cancel and terminates it itself. GPUs first, then the workflow.
     cancelled = ports.jobs.get_job(job_id)
-    terminate_live_attempts(cancelled, CANCELLED_REASON, ports)
+    terminate_live_attempts(cancelled, reason, ports)
     if record.execution_arn:
-        ports.workflow.stop_execution(record.execution_arn, error="Cancelled", cause=CANCELLED_REASON)
+        ports.workflow.stop_execution(record.execution_arn, error="Cancelled", cause=reason)
     return job_view(cancelled)
