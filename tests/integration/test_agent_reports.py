@@ -127,3 +127,26 @@ def test_an_idle_report_of_a_job_without_an_idle_policy_changes_nothing_but_its_
     cloud.invoke("job_events", report("idle", 5))
     job = jobs.get_job(JOB)
     assert job.status != JobStatus.CANCELLED and job.attempts[1].warning is None
+
+
+def _costs(cloud: Cloud) -> dict[str, Any]:
+    answer = cloud.invoke("api", proxy_event("GET", "/costs?from=2027-01-01&to=2027-01-31", {}, None))
+    assert answer["statusCode"] == 200, answer["body"]
+    return dict(json.loads(answer["body"]))
+
+
+@pytest.mark.parametrize("idle_seconds", [0.0, 1800.0])
+def test_a_priced_attempt_s_idle_gpu_seconds_are_gpu_idle_waste_and_a_busy_one_has_none(
+    cloud: Cloud, idle_seconds: float
+) -> None:
+    # Given a priced attempt: $1.20 an hour, the job's share half the instance
+    jobs = jobs_with(cloud, REQUEST)
+    cost = {"usd": 2.4, "hourly_usd": 1.2, "runtime_seconds": 7200.0, "gpu_share": 0.5, "pricing": "on-demand"}
+    jobs.update_attempt(JOB, 1, {"cost": cost})
+    utilization = {"mean": 40.0, "p95": 90.0, "max_memory_gib": 3.0, "idle_seconds": idle_seconds, "samples": 700}
+    # When its agent reports its GPUs idle that long, and again (a retried delivery)
+    for sequence in (7, 8):
+        cloud.invoke("job_events", report("ended", sequence, gpu_utilization=utilization | {"idle_since": None}))
+    # Then half an hour of its half of the instance is gpu_idle waste, once; none for a busy job
+    waste = _costs(cloud)["waste"]["by_reason"].get("gpu_idle", 0.0)
+    assert waste == pytest.approx(0.3 if idle_seconds else 0.0)

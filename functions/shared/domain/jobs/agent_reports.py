@@ -8,8 +8,12 @@ from typing import Any
 
 from pydantic import Field, ValidationError
 
-from functions.shared.domain.core.clock import normalize_iso, parse_iso
+from functions.shared.domain.core.clock import iso, normalize_iso, parse_iso
 from functions.shared.domain.core.model import DomainModel
+from functions.shared.domain.core.money import PriceQuote
+from functions.shared.domain.cost.attempts import attempt_cost
+from functions.shared.domain.cost.waste import WasteEntry
+from functions.shared.domain.jobs.records import AttemptRecord
 from functions.shared.domain.requests.host_agent import NOTICE_SECONDS, IdleAction
 from functions.shared.domain.requests.job_request import JobRequest
 
@@ -18,6 +22,7 @@ DETAIL_TYPE = "GPU Pilot Host Agent Report"
 IDLE = "idle"
 # Below this utilisation (percent) a GPU-second is idle (DESIGN.md, Host agent).
 IDLE_PERCENT = 5.0
+GPU_IDLE_WASTE = "gpu_idle"
 
 
 class GpuUtilization(DomainModel):
@@ -97,3 +102,21 @@ def idle_reason(request: JobRequest) -> str:
     return (
         f"GPU_IDLE: its GPUs stayed under {IDLE_PERCENT:g}% utilisation for {request.idle_policy.after_minutes} minutes"
     )
+
+
+def gpu_idle_waste(job_id: str, number: int, attempt: AttemptRecord) -> WasteEntry | None:
+    """The attempt's idle GPU-seconds as waste (`gpu_idle`), priced like its share of the instance: its span grows
+    from the attempt's start by its idle seconds, so the ledger charges each second once, whichever of the agent's
+    last report and the attempt's pricing comes last. None before the attempt is priced or idle."""
+    idle = float((attempt.gpu_utilization or {}).get("idle_seconds") or 0.0)
+    if attempt.cost is None or attempt.started_at is None or idle <= 0:
+        return None
+    share = attempt.cost.gpu_share
+    quote = PriceQuote(hourly_usd=attempt.cost.hourly_usd * share, pricing=f"{share:g} of {attempt.cost.pricing}")
+    start = normalize_iso(attempt.started_at)
+    return WasteEntry(
+        instance_id=f"{job_id}#{number}", reason=GPU_IDLE_WASTE, pool=attempt.job_queue,
+        instance_type=attempt.instance_type, day=start[:10], seconds=idle, hourly_usd=quote.hourly_usd,
+        usd=attempt_cost(quote, idle, share=(1.0, "instance")).usd, pricing=quote.pricing, started_at=start,
+        at=iso(parse_iso(start) + timedelta(seconds=idle)),
+    )  # fmt: skip

@@ -11,6 +11,7 @@ from functions.shared.domain.jobs.agent_reports import AgentReport, idle_action,
 from functions.shared.domain.requests.host_agent import IdleAction
 from functions.shared.observability import logger
 from functions.shared.ports import Ports
+from functions.shared.usecases.jobs.gpu_idle import charge_gpu_idle
 from functions.shared.usecases.jobs.queries import cancel_job
 
 
@@ -34,6 +35,8 @@ def record_agent_report(report: AgentReport, ports: Ports) -> dict[str, Any]:
     fields = report.attempt_fields(attempt.started_at)
     updated = ports.jobs.update_attempt(report.job_id, report.attempt, fields)
     outcome: dict[str, Any] = {"job_id": report.job_id, "attempt": report.attempt, "recorded": updated is not None}
+    if updated is not None:
+        charge_gpu_idle(report.job_id, report.attempt, updated.attempts[report.attempt], ports)
     action = idle_action(report, record.request)
     if action is None:
         return outcome
