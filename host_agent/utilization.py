@@ -55,23 +55,25 @@ class Utilization:
         """How long the job's GPUs have all been idle, as of `now` (0 while any is busy)."""
         return 0.0 if self.idle_since is None else max(0.0, now - self.idle_since)
 
-    def percentile(self, fraction: float) -> float:
+    def percentile_percent(self, fraction: float) -> int:
+        """The utilisation, in whole percents, that `fraction` of the samples are at or under."""
         wanted = fraction * self.count
         seen = 0
         for percent, times in enumerate(self.histogram):
             seen += times
             if times and seen >= wanted:
-                return percent / 100
-        return 0.0
+                return percent
+        return 0
 
     def summary(self) -> dict[str, Any] | None:
-        """{mean, p95, max_memory_gib, idle_seconds, samples, idle_since (epoch or None)}, None before any sample.
-        idle_seconds is the idle GPU-seconds over the job's GPUs: the seconds the job held idle GPUs."""
+        """{mean, p95, max_memory_gib, idle_seconds, samples, idle_since (epoch or None)}, None before any sample. Mean
+        and p95 are percents. idle_seconds is the idle GPU-seconds over the job's GPUs: the seconds the job held idle
+        GPUs."""
         if not self.count:
             return None
         return {
-            "mean": round(self.total / self.count, 4),
-            "p95": self.percentile(0.95),
+            "mean": round(self.total / self.count * 100, 2),  # percent, as the job record shows it
+            "p95": float(self.percentile_percent(0.95)),
             "max_memory_gib": round(self.max_memory_mib / 1024, 3),
             "idle_seconds": round(self.idle_gpu_seconds / max(1, self.gpus), 1),
             "samples": self.rounds,

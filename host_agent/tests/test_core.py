@@ -190,9 +190,9 @@ def test_each_job_is_sampled_on_the_gpus_ecs_gave_it_and_reported_when_it_ends(h
     reports = {r["job_id"]: r for r in host.cloud.reports()}
     assert [r["reason"] for r in host.cloud.reports()] == ["ended", "ended"]
     busy, idle = reports["busy"]["gpu_utilization"], reports["idle"]["gpu_utilization"]
-    assert (busy["mean"], busy["p95"], busy["samples"]) == (0.8, 0.8, 7)
+    assert (busy["mean"], busy["p95"], busy["samples"]) == (80.0, 80.0, 7)
     assert busy["idle_seconds"] == 0 and busy["max_memory_gib"] == 2.0
-    assert idle["mean"] == 0.01 and idle["idle_seconds"] == 70.0 and idle["idle_since"] is not None
+    assert idle["mean"] == 1.0 and idle["idle_seconds"] == 70.0 and idle["idle_since"] is not None
     # And CloudWatch had each job's minute, under the job and under its pool
     dimensions = [tuple(d["Value"] for d in datum["Dimensions"]) for datum in host.cloud.metrics]
     assert sorted(dimensions) == sorted(

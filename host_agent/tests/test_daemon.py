@@ -156,4 +156,4 @@ def test_the_service_restores_signals_uploads_and_reports_on_a_stand_in_host(
     assert [r["reason"] for r in reports] == ["started", "notice", "checkpoint"]
     assert reports[0]["resumed_from"]["attempt"] == 1
     assert reports[-1]["checkpoint"]["uploaded_at"] == uploaded["uploaded_at"]
-    assert reports[-1]["gpu_utilization"]["mean"] == 0.91
+    assert reports[-1]["gpu_utilization"]["mean"] == 91.0
