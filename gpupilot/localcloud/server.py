@@ -7,8 +7,10 @@ import dataclasses
 import json
 import logging
 import os
+import shutil
 import socket
 import sys
+import tempfile
 import threading
 import urllib.request
 from collections.abc import Iterator
@@ -253,6 +255,7 @@ class LocalCloud:
         self._aws_port = 0
         self._stopping = threading.Event()
         self._adaptations = contextlib.ExitStack()
+        self._hosts_folder: str | None = None
 
     @property
     def api_url(self) -> str:
@@ -304,6 +307,7 @@ class LocalCloud:
                 speedup=self.speedup,
                 compute_environment_status=lifecycle.status,
                 reservations=self.reservations,
+                agents_root=self._agents_root(region),
             )
         self.simulator = self.simulators[self.world.region]
         self._adaptations.enter_context(
@@ -405,6 +409,13 @@ class LocalCloud:
             }
         )
         os.environ.pop("AWS_PROFILE", None)
+
+    def _agents_root(self, region: str) -> str:
+        """Where a region's simulated hosts keep their jobs' checkpoint directories (removed when the cloud stops)."""
+        if self._hosts_folder is None:
+            self._hosts_folder = tempfile.mkdtemp(prefix="gpupilot-hosts-")
+            self._adaptations.callback(shutil.rmtree, self._hosts_folder, True)
+        return os.path.join(self._hosts_folder, region)
 
     @staticmethod
     def _offerings(world: World) -> dict[str, list[str]]:

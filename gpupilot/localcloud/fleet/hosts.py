@@ -47,7 +47,8 @@ class FleetHosts(FleetPlacement):
             return
         spot = self.world.spot.get(instance.instance_type)
         reclaim_after = spot.interrupt_after_seconds if spot is not None else None
-        if instance.spot and reclaim_after is not None and now - instance.launched_at >= reclaim_after:
+        # Simulated seconds, like a job's runtime: --speedup 60 reclaims a 120 s instance after 2 s of the clock.
+        if instance.spot and reclaim_after is not None and now - instance.launched_at >= reclaim_after / self._speedup:
             self._reclaim(instance, now)
 
     def _reclaim(self, instance: SimInstance, now: float) -> None:

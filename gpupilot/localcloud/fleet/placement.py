@@ -45,12 +45,21 @@ class FleetPlacement(FleetInstances):
         elif job.status == "RUNNING" and sim.instance is not None and sim.instance.symptom == "cuda_error":
             if now >= min(sim.ends_at, sim.started + self.timeline.cuda_error_after):
                 self._bad_host_fails(sim, now, SMOKE_CUDA_ERROR, None, ESSENTIAL_CONTAINER_EXITED)
+        elif job.status == "RUNNING" and self.agents is not None and sim.instance is not None:
+            # The host agent's side: the program runs what its checkpoint left it, and waits after its signal.
+            left = self.agents.program_left(sim)
+            if left is not None and left <= 0:
+                self._finish_run(sim, now)
         elif job.status == "RUNNING" and now >= sim.ends_at:
-            exit_code = self.world.jobs.exit_code
-            if exit_code == 0:
-                self._finish(sim, "SUCCEEDED", exit_code, now)
-            else:
-                self._attempt_ended(sim, now, exit_code, None, ESSENTIAL_CONTAINER_EXITED)
+            self._finish_run(sim, now)
+
+    def _finish_run(self, sim: SimJob, now: float) -> None:
+        """The program ended with the world's exit code."""
+        exit_code = self.world.jobs.exit_code
+        if exit_code == 0:
+            self._finish(sim, "SUCCEEDED", exit_code, now)
+        else:
+            self._attempt_ended(sim, now, exit_code, None, ESSENTIAL_CONTAINER_EXITED)
 
     def _schedule(self, sim: SimJob, now: float) -> None:
         environment = self._environment_of(sim.job)
@@ -111,6 +120,8 @@ class FleetPlacement(FleetInstances):
         job.log_stream_name = None  # each Batch attempt gets a stream of its own when it reaches RUNNING
         job._start_attempt()
         job.latest_attempt["container"]["containerInstanceArn"] = instance.container_instance_arn
+        if self.agents is not None:
+            self.agents.host(instance).place(sim)
         self._set(job, "STARTING")
 
     def _count_tasks(self, instance: SimInstance) -> None:
@@ -149,6 +160,8 @@ class FleetPlacement(FleetInstances):
         for kind, value in sim.needs.items():
             instance.used[kind] -= value
         instance.jobs.discard(sim.job.job_id)
+        if self.agents is not None and instance.instance_id in self.agents.hosts:
+            self.agents.hosts[instance.instance_id][0].leave(sim)
         self._count_tasks(instance)
         if not instance.jobs:
             instance.idle_since = now

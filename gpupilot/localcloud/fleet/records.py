@@ -7,10 +7,13 @@ import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpupilot.localcloud.reservations import HeldReservation, ReservationBook
 from gpupilot.localcloud.world import World
+
+if TYPE_CHECKING:
+    from gpupilot.localcloud.fleet.agent import HostAgents
 
 INSUFFICIENT_CAPACITY = (
     "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY - Service cannot fulfill the capacity requested for instance type [{}]"
@@ -199,6 +202,7 @@ class FleetState:
     _events: queue.Queue[dict[str, Any] | None]
     _stopping: threading.Event
     _threads: list[threading.Thread]
+    agents: HostAgents | None
 
     def _ec2(self) -> Any:
         from moto.ec2.models import ec2_backends
