@@ -141,7 +141,7 @@ class FleetPlacement(FleetInstances):
         job = sim.job
         self._release(sim, now)
         job.exit_code = exit_code
-        job.job_stopped_at = self._stopped_at(sim, exit_code)
+        job.job_stopped_at = self._stopped_at(sim, exit_code, now)
         job.job_stopped = True
         if status == "FAILED":
             job.job_stopped_reason = reason or ESSENTIAL_CONTAINER_EXITED
@@ -179,7 +179,7 @@ class FleetPlacement(FleetInstances):
         attempts = int(strategy.get("attempts") or 1)
         if not ran or sim.runs >= attempts or retry_action(strategy, exit_code, reason, status_reason) != "RETRY":
             return self._finish(sim, "FAILED", exit_code, now, reason=status_reason, container_reason=reason)
-        job.job_stopped_at = self._stopped_at(sim, exit_code)
+        job.job_stopped_at = self._stopped_at(sim, exit_code, now)
         job._stop_attempt()
         self._describe_attempt(job, exit_code, reason, status_reason)
         job.job_stopped_reason = status_reason
@@ -197,12 +197,13 @@ class FleetPlacement(FleetInstances):
         instance.held_until = now + self.timeline.bad_host_hold
         self._attempt_ended(sim, now, exit_code, reason, status_reason)
 
-    @staticmethod
-    def _stopped_at(sim: SimJob, exit_code: int | None) -> datetime:
-        """When an attempt that exited stopped in simulated time (its runtime after its start); else now."""
-        if exit_code is None or not sim.runs:
+    def _stopped_at(self, sim: SimJob, exit_code: int | None, now: float) -> datetime:
+        """When an attempt stopped in simulated time: one that exited, its runtime after its start; one stopped
+        (its host reclaimed, the job cancelled), the simulated seconds it ran until now; one never started, now."""
+        if not sim.runs:
             return datetime.now()
-        return sim.job.job_started_at + timedelta(seconds=sim.simulated_seconds)
+        ran = sim.simulated_seconds if exit_code is not None else max(0.0, now - sim.started) * self._speedup
+        return sim.job.job_started_at + timedelta(seconds=ran)
 
     @staticmethod
     def _describe_attempt(job: Any, exit_code: int | None, reason: str | None, status_reason: str | None) -> None:
