@@ -40,9 +40,10 @@ AGENT_ROLE_ACCOUNT = "123456789012"
 class SimulatedProgram:
     """A job's program on its host, in the host's simulated seconds."""
 
-    def __init__(self, sim: SimJob, root: str | None, runtime: float, every: float | None) -> None:
-        self.sim, self.root, self.runtime, self.every = sim, root, runtime, every
-        self.started: float | None = None  # when the wrapper let it run
+    def __init__(self, sim: SimJob, root: str | None, runtime: float, every: float | None, began: float) -> None:
+        self.sim, self.root, self.runtime, self.every, self.began = sim, root, runtime, every, began
+        # When it ran: a checkpointing job's once the wrapper let it (its directory ready), another's at once.
+        self.started: float | None = None if root is not None else began
         self.restored = 0.0  # the progress its checkpoint gave it
         self.last_write: float | None = None
         self.signalled = False
@@ -135,7 +136,7 @@ class SimulatedHost:
         env["NVIDIA_VISIBLE_DEVICES"] = ",".join(str(i) for i in self.devices.get(container_id(sim), [])) or "void"
         program = self.programs[container_id(sim)]
         mounts = {env[CHECKPOINT_DIR]: program.root} if program.root is not None and env.get(CHECKPOINT_DIR) else {}
-        began = self.launched_epoch + (sim.started - self.instance.launched_at) * self.speedup
+        began = self.began(sim)
         return Container(container_id(sim), env, mounts, created_at=began, pull_started_at=began)
 
     # -- Gpus -------------------------------------------------------------------------------------------------------
@@ -173,7 +174,11 @@ class SimulatedHost:
             root = os.path.join(self.root, sim.job.job_id, str(sim.runs))
             os.makedirs(root, exist_ok=True)
         every = self.world.jobs.checkpoint_every_seconds
-        self.programs[container_id(sim)] = SimulatedProgram(sim, root, sim.simulated_seconds, every)
+        self.programs[container_id(sim)] = SimulatedProgram(sim, root, sim.simulated_seconds, every, self.began(sim))
+
+    def began(self, sim: SimJob) -> float:
+        """When the job's container started, on this host's clock."""
+        return self.launched_epoch + (sim.started - self.instance.launched_at) * self.speedup
 
     def leave(self, sim: SimJob) -> None:
         self.programs.pop(container_id(sim), None)
@@ -238,5 +243,7 @@ class HostAgents:
             return None
         left = program.step(host.clock())
         if left is not None and left <= 0:
-            sim.simulated_seconds = (host.now_real - sim.started) * self.speedup
+            # Its wait for the restore, then what its checkpoint left it to run (Batch's startedAt to stoppedAt).
+            assert program.started is not None
+            sim.simulated_seconds = program.started - program.began + program.runtime - program.restored
         return left
