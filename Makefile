@@ -56,7 +56,7 @@ serve: synth
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy functions gpupilot stacks payloads app.py
+	$(VENV)/bin/mypy functions gpupilot stacks payloads host_agent app.py
 
 # --iam-drift=strict: every AWS call is granted by the template, and every grant is used or documented.
 # --dist loadfile: a test file's tests run on one worker, so a module's fixtures (a local cloud, a scan) are made once.
@@ -65,14 +65,14 @@ lint: setup
 # --no-loadscope-reorder: files start in collection order (bench, e2e, infra, integration, unit), the long ones
 # first; xdist's default starts the files with the most tests first, which left a one-test bench file of 90 s last.
 test: synth lint browser $(CHECKOV)
-	GPUPILOT_REQUIRE_CHECKOV=1 $(PY) -m pytest -n 4 --dist loadfile --no-loadscope-reorder -q -p no:cacheprovider --iam-drift=strict tests
+	GPUPILOT_REQUIRE_CHECKOV=1 $(PY) -m pytest -n 4 --dist loadfile --no-loadscope-reorder -q -p no:cacheprovider --iam-drift=strict tests host_agent/tests
 
 # The console's screenshots in docs/console/, from its browser tests (a plain test run leaves them as they are).
 screenshots: synth browser
 	GPUPILOT_SCREENSHOTS=docs/console $(PY) -m pytest -q -p no:cacheprovider tests/e2e/test_console.py
 
 test-fast: setup
-	$(PY) -m pytest -q -p no:cacheprovider tests/unit
+	$(PY) -m pytest -q -p no:cacheprovider tests/unit host_agent/tests
 
 openapi: setup
 	$(PY) -m gpupilot.openapi

@@ -48,6 +48,7 @@ ORDER = (
     "faults",
     "fallback",
     "bad_host",
+    "checkpoint",
     "local_e2e",
     "api_properties",
 )

@@ -1,9 +1,9 @@
 """Run the benchmarks (cold start, control plane, sweep, plan, API properties, faults, fallback, load, bad host,
-scaling), write bench/results/<name>.json, print a table (`python -m bench.render` then writes docs/benchmarks.md
-from them, `python -m bench.scaling_page` docs/scaling.md).
+checkpoint, scaling), write bench/results/<name>.json, print a table (`python -m bench.render` then writes
+docs/benchmarks.md from them, `python -m bench.scaling_page` docs/scaling.md).
 
 python -m bench.run [--only cold_start|control_plane|sweep|plan|api_properties|faults|fallback|local_e2e|bad_host|
-                    scaling] [--runs N]
+                    checkpoint|scaling] [--runs N]
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from bench import (
     RESULTS_DIR,
     api_properties,
     bad_host,
+    checkpoint,
     cold_start,
     control_plane,
     fallback,
@@ -44,6 +45,7 @@ BENCHMARKS: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
     fallback.NAME: lambda args: fallback.run(),
     local_e2e.NAME: lambda args: local_e2e.run(),
     bad_host.NAME: lambda args: bad_host.run(),
+    checkpoint.NAME: lambda args: checkpoint.run(),
     scaling.NAME: lambda args: scaling.run(),
 }
 

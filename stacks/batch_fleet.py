@@ -16,9 +16,11 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from functions.shared.adapters.ec2 import load_snapshot
-from functions.shared.domain.fleet.userdata import gpu_user_data
+from functions.shared.domain.fleet.userdata import AgentInstall, gpu_user_data
 from functions.shared.domain.teams.caps import gpu_resource_name
-from stacks.nag import Kind, acknowledge, acknowledge_checkov, wildcard_findings
+from host_agent import package
+from stacks.hosts import HOSTS_BUCKET_PREFIX, agent_statements
+from stacks.nag import Kind, WildcardLedger, acknowledge, acknowledge_checkov, wildcard_findings
 from stacks.settings import (
     IMDS_HOP_LIMIT,
     LAUNCH_TEMPLATE_NAME,
@@ -36,6 +38,12 @@ WHY_SECRETS_PREFIX = (
     "those under the deployment's secrets prefix ({prefix}), and the api refuses any other ARN."
 )
 
+WHY_AGENT_GRANTS = (
+    "The host agent's grants (stacks/hosts.py): objects under the hosts bucket's agent/ and checkpoints/ prefixes, "
+    "whose names are the agent's digest and the jobs' ids, known only at run time; cloudwatch:PutMetricData has no "
+    "resource type and is held to GPU Pilot's namespace by cloudwatch:namespace."
+)
+
 
 class BatchFleet(Construct):
     def __init__(
@@ -49,9 +57,11 @@ class BatchFleet(Construct):
         job_roles: bool = True,
         instance_role_name: str | None = None,
         gpu_boot_check: bool = True,
+        home_region: str,
     ) -> None:
         """`job_roles`: also the jobs' own roles (the home region's: IAM is global, every region's jobs use them);
-        `instance_role_name`: a name the home region's functions can grant iam:PassRole on without a reference."""
+        `instance_role_name`: a name the home region's functions can grant iam:PassRole on without a reference;
+        `home_region`: where the hosts bucket and the control plane's bus are (stacks/hosts.py)."""
         super().__init__(scope, construct_id)
 
         flow_logs = logs.LogGroup(self, "FlowLogs", retention=LOG_RETENTION)
@@ -117,8 +127,15 @@ class BatchFleet(Construct):
             "Session Manager is how an operator inspects an instance whose ECS agent never registered "
             "(no SSH, no inbound rules); this AWS-maintained policy is the documented minimum for it.",
         )
+        stack = Stack.of(self)
+        ledger = WildcardLedger(self.instance_role)
+        for statement in agent_statements(stack.partition, stack.account, home_region):
+            self.instance_role.add_to_policy(statement)
+            ledger.add(statement.actions, statement.resources, WHY_AGENT_GRANTS)
+        ledger.acknowledge_on(self.instance_role)
         self.instance_profile = iam.CfnInstanceProfile(self, "InstanceProfile", roles=[self.instance_role.role_name])
-        self.launch_template = self._launch_template(gpu_boot_check)
+        agent = AgentInstall(package.bootstrap_source(), package.digest(), HOSTS_BUCKET_PREFIX, home_region)
+        self.launch_template = self._launch_template(gpu_boot_check, agent)
         if job_roles:
             self._job_roles(secret_arns, secrets_prefix)
 
@@ -147,7 +164,7 @@ class BatchFleet(Construct):
         for finding in wildcard_findings(self, (), secret_arns):
             acknowledge(self.job_execution_role, finding, WHY_SECRETS_PREFIX.format(prefix=secrets_prefix))
 
-    def _launch_template(self, gpu_boot_check: bool) -> ec2.CfnLaunchTemplate:
+    def _launch_template(self, gpu_boot_check: bool, agent: AgentInstall) -> ec2.CfnLaunchTemplate:
         return ec2.CfnLaunchTemplate(
             self,
             "GpuLaunchTemplate",
@@ -156,7 +173,9 @@ class BatchFleet(Construct):
                 # Batch merges this MIME part with its own user data, which sets ECS_CLUSTER. The boot check knows
                 # how many GPUs each type has from the bundled catalog.
                 user_data=Fn.base64(
-                    gpu_user_data({t: gpu.gpus for t, gpu in load_snapshot().items()}, boot_check=gpu_boot_check)
+                    gpu_user_data(
+                        {t: gpu.gpus for t, gpu in load_snapshot().items()}, boot_check=gpu_boot_check, agent=agent
+                    )
                 ),
                 metadata_options=ec2.CfnLaunchTemplate.MetadataOptionsProperty(
                     http_endpoint="enabled",

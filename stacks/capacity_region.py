@@ -66,6 +66,7 @@ class CapacityRegionStack(Stack):
             job_roles=False,
             instance_role_name=instance_role_name(region),
             gpu_boot_check=settings.gpu_boot_check,
+            home_region=settings.region,
         )
         # The network as the home region's functions read it (functions/shared/adapters/regions.py).
         network = Fn.join(

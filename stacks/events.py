@@ -14,6 +14,8 @@ from functions.shared.constants import (
     BATCH_JOB_STATE_CHANGE,
     SWEEP_RATE_MINUTES,
 )
+from functions.shared.domain.jobs.agent_reports import DETAIL_TYPE as AGENT_DETAIL_TYPE
+from functions.shared.domain.jobs.agent_reports import SOURCE as AGENT_SOURCE
 from stacks.nag import acknowledge
 from stacks.queues import last_resort_queue
 from stacks.settings import RESOURCE_PREFIX
@@ -69,6 +71,19 @@ class JobEvents(Construct):
                 retry_attempts=8,
                 # A task token waits far longer than this, and the sweep catches what falls out.
                 max_event_age=Duration.hours(6),
+            )
+        )
+
+        # The host agents' reports of attempts (host_agent/report.py), sent by every region's hosts to the home bus.
+        self.agent_rule = events.Rule(
+            self,
+            "HostAgentReports",
+            description="GPU Pilot host agents' reports of attempts -> job_events",
+            event_pattern=events.EventPattern(source=[AGENT_SOURCE], detail_type=[AGENT_DETAIL_TYPE]),
+        )
+        self.agent_rule.add_target(
+            targets.LambdaFunction(
+                job_events, dead_letter_queue=self.dead_letters, retry_attempts=8, max_event_age=Duration.hours(6)
             )
         )
 

@@ -14,6 +14,7 @@ from stacks.batch_fleet import BatchFleet, team_gpus
 from stacks.capacity_region import instance_role_name
 from stacks.events import JobEvents
 from stacks.functions import ControlPlaneFunctions
+from stacks.hosts import HostsBucket
 from stacks.observability import Observability
 from stacks.permissions import Arns, Owned, function_grants
 from stacks.settings import JOB_ROLE_NAME_PREFIX, LAUNCH_TEMPLATE_NAME, RESOURCE_PREFIX, DeploySettings
@@ -58,7 +59,9 @@ class GpuPilotStack(Stack):
             secret_arns=secret_arns,
             secrets_prefix=settings.job_secrets_prefix,
             gpu_boot_check=settings.gpu_boot_check,
+            home_region=settings.region,
         )
+        hosts = HostsBucket(self, "Hosts", checkpoint_retention_days=settings.checkpoint_retention_days)
 
         environment: dict[str, dict[str, str]] = {
             # Every Lambda knows the prefix: IAM only lets them touch Batch resources named with it.
@@ -89,6 +92,7 @@ class GpuPilotStack(Stack):
         environment["submit_job"] |= {
             c.ENV_JOB_ROLE_ARN: fleet.job_role.role_arn,
             c.ENV_JOB_EXECUTION_ROLE_ARN: fleet.job_execution_role.role_arn,
+            c.ENV_HOSTS_BUCKET: hosts.bucket.bucket_name,
         }
         # The api refuses, at submit, what the submit function could not pass or the execution role not read.
         environment["api"] |= {
@@ -143,5 +147,6 @@ class GpuPilotStack(Stack):
         CfnOutput(self, "ApiUrl", value=api.url, description="Base URL of the GPU Pilot API (SigV4)")
         CfnOutput(self, "StateMachineArn", value=workflow.state_machine.state_machine_arn)
         CfnOutput(self, "TableName", value=storage.table.table_name)
+        CfnOutput(self, "HostsBucket", value=hosts.bucket.bucket_name)
         CfnOutput(self, "AlarmTopicArn", value=observability.topic.topic_arn)
         CfnOutput(self, "JobRoleArn", value=fleet.job_role.role_arn, description="Default role of GPU jobs")

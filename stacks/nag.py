@@ -91,6 +91,8 @@ class Kind(Enum):
     QUEUE = "failure or dead-letter queue"
     TABLE = "job table"
     API_STAGE = "API stage"
+    HOSTS_BUCKET = "hosts bucket"
+    AGENT_DEPLOYMENT_FUNCTION = "CDK's deploy-time function that publishes the host agent"
 
 
 # Every checkov finding that does not apply here: resource kind -> check id -> why. A finding that applies is
@@ -175,6 +177,27 @@ CHECKOV_ACKNOWLEDGMENTS: dict[Kind, dict[str, str]] = {
             "is job records: a job's plain environment is also in its Batch job definition (readable with "
             "batch:DescribeJobDefinitions) and secrets are stored as ARNs only, so a customer key would add a key "
             "policy and kms grants on every function role without narrowing who can read the values."
+        ),
+    },
+    Kind.HOSTS_BUCKET: {
+        # Ensure the S3 bucket has access logging enabled
+        "CKV_AWS_18": (
+            "Only the instance role reads and writes this bucket, under agent/ and checkpoints/ (stacks/hosts.py); "
+            "who did what is in CloudTrail's S3 data events where a deployment turns them on, and a second bucket "
+            "for access logs would hold nothing a job's record does not."
+        ),
+        # Ensure the S3 bucket has versioning enabled
+        "CKV_AWS_21": (
+            "Nothing here is overwritten: the agent is published under its SHA-256 (a launch template pins that "
+            "key) and each checkpoint under a new prefix that its manifest names; versions would only keep every "
+            "expired checkpoint's bytes past its retention."
+        ),
+    },
+    Kind.AGENT_DEPLOYMENT_FUNCTION: {
+        # Check encryption settings for Lambda environment variable
+        "CKV_AWS_173": (
+            "CDK's aws-s3-deployment function: its environment names only the AWS CLI's location in its layer, no "
+            "secret; Lambda encrypts environment variables at rest with its service key in every case."
         ),
     },
     Kind.API_STAGE: {

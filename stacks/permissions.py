@@ -587,6 +587,13 @@ def function_grants(
             # failures of enough different jobs gets a sweep at once (asynchronously), which quarantines it.
             owned.queries(),
             Grant(actions=("lambda:InvokeFunction",), resources=(owned.sweep_function,)),
+            # A host agent's report of a job idle past its idle_policy `cancel` cancels it as DELETE /jobs/{id} does.
+            terminate_jobs(arns),
+            Grant(
+                actions=("states:StopExecution",),
+                resources=(arns.executions(STATE_MACHINE_NAME),),
+                reason=WHY_EXECUTIONS,
+            ),
         ],
         "diagnose": [
             RESUME_WAITS,

@@ -21,6 +21,8 @@ from functions.shared.domain.teams.config import TeamsConfig
 # scoped to what the control plane created without knowing the names in advance.
 RESOURCE_PREFIX = SERVICE_NAME
 LAUNCH_TEMPLATE_NAME = f"{RESOURCE_PREFIX}-gpu"
+# A checkpoint outlives its job's retries and fallbacks by days, not months: it is the job's state, not its output.
+DEFAULT_CHECKPOINT_RETENTION_DAYS = 14
 # Roles a job may run as (request `job_role_arn`): only these may the submit function pass to Batch.
 JOB_ROLE_NAME_PREFIX = f"{RESOURCE_PREFIX}-job-"
 # Secrets and SSM parameters a job may reference (request `secrets`): the execution role reads only these.
@@ -99,6 +101,9 @@ class DeploySettings:
         """The teams as the api reads them (GPUPILOT_TEAMS); empty without teams."""
         return self.teams.model_dump_json(exclude_defaults=True) if self.teams else ""
 
+    # How long a job's checkpoints stay in the hosts bucket (context `checkpoint_retention_days`).
+    checkpoint_retention_days: int = DEFAULT_CHECKPOINT_RETENTION_DAYS
+
     # The launch template's boot-time GPU check (functions/shared/domain/fleet/userdata.py): on unless turned off.
     gpu_boot_check: bool = True
 
@@ -141,6 +146,11 @@ class DeploySettings:
         boot_check = context.get("gpu_boot_check", True)
         if not isinstance(boot_check, bool):
             raise ValueError("context 'gpu_boot_check' must be true or false")
+        retention = context.get("checkpoint_retention_days", DEFAULT_CHECKPOINT_RETENTION_DAYS)
+        if isinstance(retention, str) and retention.isdigit():
+            retention = int(retention)  # `cdk synth -c checkpoint_retention_days=7` gives a string
+        if isinstance(retention, bool) or not isinstance(retention, int) or retention < 1:
+            raise ValueError(f"context 'checkpoint_retention_days' must be a number of days >= 1, got {retention!r}")
         return cls(
             region=region,
             zones=zones,
@@ -155,6 +165,7 @@ class DeploySettings:
             max_capacity_block_upfront_usd=ceiling,
             teams=teams,
             gpu_boot_check=boot_check,
+            checkpoint_retention_days=retention,
         )
 
 

@@ -16,6 +16,7 @@ from functions.shared.domain.fleet.batch import BatchJobEvent
 from functions.shared.observability import logger
 from functions.shared.ports import Ports
 from functions.shared.usecases.hosts.evidence import note_host_faults
+from functions.shared.usecases.jobs.agent import record_agent_event
 from functions.shared.usecases.jobs.queue_verdicts import tell_queue
 from functions.shared.usecases.jobs.track import record_batch_event
 
@@ -25,9 +26,8 @@ from functions.shared.usecases.jobs.track import record_batch_event
 def handler(event: dict[str, Any], context: LambdaContext, ports: Ports | None = None) -> dict[str, Any]:
     parsed = BatchJobEvent.from_eventbridge(event)
     if parsed is None:
-        # Malformed events are noted, not retried.
-        logger.info("batch event noted", extra={"detail_type": event.get("detail-type")})
-        return {"ignored": event.get("detail-type") or "not a Batch job state change"}
+        # A host agent's report is recorded (usecases/jobs/agent.py); malformed events are noted, not retried.
+        return record_agent_event(event, lambda: ports or live_ports())
     ports = ports or live_ports()
     recorded = record_batch_event(parsed, ports)
     # Batch says its verdict of the job heading a queue: the jobs behind it wait for the same cause.

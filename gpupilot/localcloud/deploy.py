@@ -116,6 +116,14 @@ def deploy(session: Any, template: dict[str, Any], zones: list[str], region: str
     for logical in resources_of(template, "AWS::SNS::Topic"):
         resolve.add(logical, topic_arn, TopicName="gpupilot-alarms")
 
+    # The hosts bucket (stacks/hosts.py): where checkpoints are kept, named by the submit function's environment.
+    s3 = session.client("s3")
+    for logical, props in resources_of(template, "AWS::S3::Bucket").items():
+        name = str(resolve(props["BucketName"], f"bucket {logical}"))
+        where = {} if region == "us-east-1" else {"CreateBucketConfiguration": {"LocationConstraint": region}}
+        s3.create_bucket(Bucket=name, **where)
+        resolve.add(logical, name, Arn=f"arn:aws:s3:::{name}")
+
     created = _functions(session.client("lambda"), template, resolve)
     state_machine_arn = _state_machine(session.client("stepfunctions"), template, resolve)
     failure_queues = {

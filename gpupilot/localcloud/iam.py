@@ -68,7 +68,10 @@ class PolicyError(ValueError):
 # "filters access by the name of a resource-creating API action" (EC2's page: the ec2:CreateTags that tagging at
 # creation authorizes names the call that creates, e.g. CreateLaunchTemplate); iam:PassedToService, the service a
 # role is passed to (PASSED_TO_SERVICE).
-REQUEST_KEYS = {"iam:passedtoservice", "iam:awsservicename", "ec2:createaction"}
+# The host agent's calls present the last three (stacks/hosts.py): s3:ListBucket's prefix, PutEvents' source,
+# PutMetricData's namespace.
+REQUEST_KEYS = {"iam:passedtoservice", "iam:awsservicename", "ec2:createaction", "s3:prefix", "events:source",
+                "cloudwatch:namespace"}  # fmt: skip
 RESOURCE_TAG_KEYS = ("ec2:resourcetag/", "aws:resourcetag/")
 # The tags a creating call asks for (aws:RequestTag/<key>): per-call keys too.
 REQUEST_TAG_KEY = "aws:requesttag/"

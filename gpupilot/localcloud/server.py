@@ -7,8 +7,10 @@ import dataclasses
 import json
 import logging
 import os
+import shutil
 import socket
 import sys
+import tempfile
 import threading
 import urllib.request
 from collections.abc import Iterator
@@ -270,6 +272,7 @@ class LocalCloud:
         self._aws_port = 0
         self._stopping = threading.Event()
         self._adaptations = contextlib.ExitStack()
+        self._hosts_folder: str | None = None
 
     @property
     def api_url(self) -> str:
@@ -328,6 +331,7 @@ class LocalCloud:
                 reservations=self.reservations,
                 clock=self.clock,
                 consumables=consumables,
+                agents_root=self._agents_root(region),
             )
         self.simulator = self.simulators[self.world.region]
         self._adaptations.enter_context(
@@ -449,6 +453,13 @@ class LocalCloud:
             for name, identity in self.world.identities.items()
         ]
         return SigV4Verifier(principals, self.world.region)
+
+    def _agents_root(self, region: str) -> str:
+        """Where a region's simulated hosts keep their jobs' checkpoint directories (removed when the cloud stops)."""
+        if self._hosts_folder is None:
+            self._hosts_folder = tempfile.mkdtemp(prefix="gpupilot-hosts-")
+            self._adaptations.callback(shutil.rmtree, self._hosts_folder, True)
+        return os.path.join(self._hosts_folder, region)
 
     @staticmethod
     def _offerings(world: World) -> dict[str, list[str]]:

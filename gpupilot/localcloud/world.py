@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
 from functions.shared.domain.capacity.quotas import QUOTA_NAMES as QUOTA_CODES
@@ -89,13 +89,42 @@ class SpotWorld(_Strict):
     placement_score: int = Field(default=9, ge=1, le=10)
     hourly_usd: float | None = Field(default=None, gt=0)
     interrupt_after_seconds: float | None = Field(
-        default=None, gt=0, description="Running spot instances of this type are reclaimed after this long"
+        default=None,
+        gt=0,
+        description="Running spot instances of this type are reclaimed after this long (simulated seconds); the "
+        "instance metadata gives the interruption notice 120 simulated seconds before",
     )
 
 
 class JobsWorld(_Strict):
     runtime_seconds: float = Field(default=2, ge=0, description="Simulated runtime of every job")
     exit_code: int = Field(default=0, ge=0, le=255)
+    checkpoint_every_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        description="A checkpointing job's program writes its checkpoint this often (simulated seconds), besides "
+        "when it is signalled; a resumed attempt runs what is left of runtime_seconds after its last checkpoint",
+    )
+    gpu_utilization: float | list[tuple[float, float]] = Field(
+        default=0.9,
+        description="Each job's GPU utilisation, 0-1: one number, or [[seconds, utilisation], ...] steps from the "
+        "start of its attempt (simulated seconds)",
+    )
+
+    @field_validator("gpu_utilization")
+    @classmethod
+    def _utilizations(cls, value: float | list[tuple[float, float]]) -> float | list[tuple[float, float]]:
+        steps = [(0.0, value)] if isinstance(value, int | float) else value
+        if not steps or any(not 0 <= share <= 1 or at < 0 for at, share in steps):
+            raise ValueError("a utilisation is between 0 and 1, from a step's second 0 or later")
+        return value
+
+    def utilization_at(self, seconds: float) -> float:
+        """The utilisation `seconds` into an attempt: the last step begun by then (the first before any)."""
+        if isinstance(self.gpu_utilization, int | float):
+            return float(self.gpu_utilization)
+        steps = sorted(self.gpu_utilization)
+        return next((share for at, share in reversed(steps) if at <= seconds), steps[0][1])
 
 
 class EventFaultsWorld(_Strict):

@@ -141,6 +141,9 @@ class FakeJobStore:
                 if attempt.batch_rank is not None and attempt.batch_rank >= rank:
                     return None
                 updates["batch_rank"] = rank
+            sequence = fields.get("agent_report_sequence")
+            if sequence is not None and (attempt.agent_report_sequence or -1) >= sequence:
+                return None
             for name, value in (if_missing or {}).items():
                 if value is not None and getattr(attempt, name) is None:
                     updates[name] = value

@@ -42,7 +42,8 @@ from functions.shared.constants import (
     TABLE_SK,
     TTL_ATTRIBUTE,
 )
-from functions.shared.domain.fleet.userdata import BOOT_CHECK_BUDGET_SECONDS, boot_time_risks, deadlock_risks
+from functions.shared.domain.fleet.userdata import BOOT_CHECK_BUDGET_SECONDS
+from functions.shared.domain.fleet.userdata_risks import boot_time_risks, deadlock_risks
 from functions.shared.domain.jobs.records import ActiveJob
 from functions.shared.domain.jobs.views import ErrorBody
 from stacks.api import ROUTES, edge_body_schema
@@ -613,12 +614,19 @@ def test_request_bodies_are_validated(synthesized: Synthesized) -> None:
 # --- events ------------------------------------------------------------------------------------
 
 
+def _batch_rules(synthesized: Synthesized) -> list[dict[str, Any]]:
+    """The rules of Batch events (the host agents' reports have their own: tests/infra/test_host_agent.py)."""
+    return [
+        r for r in synthesized.of_type("AWS::Events::Rule").values()
+        if r["Properties"].get("EventPattern", {}).get("source") == [BATCH_EVENT_SOURCE]
+    ]  # fmt: skip
+
+
 def test_batch_job_events_reach_job_events_with_retries_and_a_secure_dead_letter_queue(
     synthesized: Synthesized,
 ) -> None:
     # Given the rule matching Batch's own events
-    rules = [r for r in synthesized.of_type("AWS::Events::Rule").values() if "EventPattern" in r["Properties"]]
-    [rule] = rules
+    [rule] = _batch_rules(synthesized)
     pattern = rule["Properties"]["EventPattern"]
     assert pattern["source"] == [BATCH_EVENT_SOURCE]
     assert sorted(pattern["detail-type"]) == sorted([BATCH_JOB_STATE_CHANGE, BATCH_JOB_QUEUE_BLOCKED])
@@ -646,7 +654,7 @@ def test_the_batch_event_rule_matches_only_gpu_pilot_s_queues_in_any_region_acco
     synthesized: Synthesized,
 ) -> None:
     # Given the rule matching Batch's own events
-    [rule] = [r for r in synthesized.of_type("AWS::Events::Rule").values() if "EventPattern" in r["Properties"]]
+    [rule] = _batch_rules(synthesized)
     pattern = rule["Properties"]["EventPattern"]
     # Then both event types are narrowed by the queue each carries in detail.jobQueue, to the queues named with
     # GPU Pilot's prefix, as one plain string (no token: the same pattern in any account, region, partition)
@@ -785,4 +793,6 @@ def test_job_events_may_start_a_sweep_and_knows_the_sweep_function(synthesized: 
 
 
 def test_stack_exports_the_api_url_state_machine_table_and_alarm_topic(synthesized: Synthesized) -> None:
-    assert set(synthesized.outputs) == {"ApiUrl", "StateMachineArn", "TableName", "AlarmTopicArn", "JobRoleArn"}
+    assert set(synthesized.outputs) == {
+        "ApiUrl", "StateMachineArn", "TableName", "AlarmTopicArn", "JobRoleArn", "HostsBucket",
+    }  # fmt: skip

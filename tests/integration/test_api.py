@@ -68,6 +68,9 @@ def call(
         (BODY | {"image": "nvidia/c\u00fcda:12"}, "image"),
         (BODY | {"environment": {"A=B": "x"}}, "environment"),
         (BODY | {"environment": {"A": "x\u0000y"}}, "environment"),
+        (BODY | {"checkpoint": {"grace_seconds": 115}}, "checkpoint.grace_seconds"),
+        (BODY | {"checkpoint": "yes"}, "checkpoint"),
+        (BODY | {"idle_policy": {"after_minutes": 30, "action": "kill"}}, "idle_policy.action"),
     ],
 )
 def test_bad_job_bodies_get_a_400_that_names_the_field(cloud: Cloud, body: Any, field: str) -> None:

@@ -18,6 +18,7 @@ from functions.shared.domain.core.clock import now_iso
 from functions.shared.domain.core.vocabulary import CapacityType, DiagnosisCategory, JobStatus, WaitPhase
 from functions.shared.domain.jobs.records import AttemptRecord, Wait
 from functions.shared.domain.requests.job_request import JobRequest
+from gpupilot.localcloud.http_api import proxy_event
 from tests.integration.conftest import DELETE_SECONDS, ZONES, Cloud, HandlerError
 
 JOB = "job00000001"
@@ -197,6 +198,30 @@ def test_submit_registers_gpu_requirements_and_the_job_role_and_a_retry_submits_
     assert container["command"] == ["nvidia-smi"]  # no preflight unless asked for
     assert container["jobRoleArn"] == cloud.deployment.environment("submit_job")["GPUPILOT_JOB_ROLE_ARN"]
     assert definition["timeout"]["attemptDurationSeconds"] == 3600
+
+
+def test_a_checkpointing_job_is_submitted_with_its_directory_kept_in_the_deployments_hosts_bucket(
+    cloud: Cloud, store: Any
+) -> None:
+    # Given a job that asks for checkpoints, its pool ready
+    request = REQUEST | {"checkpoint": {"every_minutes": 15}}
+    state = {"job_id": JOB, "request": request, "selection": select(cloud, request)}
+    state["queue"] = cloud.invoke("ensure_queue", state)
+    cloud.clock.advance()
+    state["queue"] = cloud.invoke("ensure_queue", state | {"previous": state["queue"]})
+    # When its attempt is submitted
+    submitted = cloud.invoke("submit_job", state)
+    # Then Batch got a definition whose directory is the host's and is kept in the bucket the stack made
+    definition = boto3.client("batch").describe_job_definitions(jobDefinitions=[submitted["job_definition"]])
+    container = definition["jobDefinitions"][0]["containerProperties"]
+    environment = {e["name"]: e["value"] for e in container["environment"]}
+    bucket = environment["GPUPILOT_CHECKPOINT_BUCKET"]
+    assert bucket == cloud.deployment.environment("submit_job")["GPUPILOT_HOSTS_BUCKET"]
+    assert boto3.client("s3").head_bucket(Bucket=bucket)["ResponseMetadata"]["HTTPStatusCode"] == 200
+    assert (environment["GPUPILOT_JOB_ID"], environment["GPUPILOT_ATTEMPT"]) == (JOB, "1")
+    assert environment["GPUPILOT_CHECKPOINT_EVERY_SECONDS"] == "900"
+    assert container["mountPoints"][0]["containerPath"] == environment["GPUPILOT_CHECKPOINT_DIR"]
+    assert container["command"][:2] == ["sh", "-c"] and container["command"][-1] == "nvidia-smi"
 
 
 def test_a_retried_submit_finds_the_batch_job_its_first_try_submitted(cloud: Cloud, store: Any) -> None:
@@ -391,6 +416,24 @@ def test_record_cost_prices_the_attempt_and_emits_the_cost_metric_once(cloud: Cl
     assert record.status == JobStatus.SUCCEEDED and record.cost.usd == pytest.approx(0.263)
     assert cloud.metric("JobCostUsd") == [pytest.approx(0.263)]
     assert {namespace for namespace, _ in cloud.metrics} == {"GpuPilot"}
+
+
+def test_an_attempt_priced_after_the_agents_last_report_gets_its_idle_gpu_seconds_as_waste_once(
+    cloud: Cloud, store: Any
+) -> None:
+    # Given a submitted attempt whose host agent reported 10 idle minutes before the attempt was priced
+    _, batch_job = submitted(cloud)
+    utilization = {"mean": 2.0, "p95": 3.0, "max_memory_gib": 1.0, "idle_seconds": 600.0, "samples": 180}
+    store.update_attempt(JOB, 1, {"gpu_utilization": utilization})
+    finished = {"status": "SUCCEEDED", "exit_code": 0, "started_at": "2026-11-22T10:00:00.000Z",
+                "stopped_at": "2026-11-22T10:30:00.000Z"}  # fmt: skip
+    # When RecordCost prices it, twice (a retry)
+    for _ in range(2):
+        cost = cloud.invoke("record_cost", {"job_id": JOB, "batch_job": batch_job, "finished": finished})
+    # Then its 10 idle minutes are gpu_idle waste at the job's share of the hourly price, once
+    query = proxy_event("GET", "/costs?from=2026-11-01&to=2026-11-30", {}, None)
+    waste = json.loads(cloud.invoke("api", query)["body"])["waste"]["by_reason"]
+    assert waste["gpu_idle"] == pytest.approx(cost["hourly_usd"] * cost["gpu_share"] * 600 / 3600, abs=0.001)
 
 
 def test_record_failure_terminates_attempts_the_workflow_state_does_not_know(cloud: Cloud, store: Any) -> None:

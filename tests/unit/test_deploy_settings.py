@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from app import load_context
-from stacks.settings import DeploySettings
+from stacks.settings import DEFAULT_CHECKPOINT_RETENTION_DAYS, DeploySettings
 
 HOME_ONLY: dict[str, Any] = {"region": "us-east-1", "zones": ["us-east-1a", "us-east-1b"]}
 
@@ -60,3 +60,15 @@ def test_the_shipped_context_deploys_into_another_region_by_changing_region_and_
     moved = DeploySettings.from_context(load_context() | {"region": "eu-west-1", "zones": ["eu-west-1a", "eu-west-1b"]})
     # Then that region is home, and the only capacity region
     assert moved.regions == ("eu-west-1",)
+
+
+@pytest.mark.parametrize(("given", "days"), [(None, DEFAULT_CHECKPOINT_RETENTION_DAYS), (7, 7), ("30", 30)])
+def test_checkpoints_expire_after_the_days_the_context_sets_or_a_default(given: Any, days: int):
+    context = {} if given is None else {"checkpoint_retention_days": given}
+    assert settings(**context).checkpoint_retention_days == days
+
+
+@pytest.mark.parametrize("given", [0, -3, "a week", True, 1.5])
+def test_a_checkpoint_retention_that_is_not_a_number_of_days_fails_synth_naming_its_key(given: Any):
+    with pytest.raises(ValueError, match=r"context 'checkpoint_retention_days' must be a number of days"):
+        settings(checkpoint_retention_days=given)

@@ -98,11 +98,15 @@ def test_user_environment_is_merged_with_the_nvidia_environment():
     # When building the job definition
     definition = spec(environment={"EPOCHS": "3", "WANDB_MODE": "offline"})
 
-    # Then the user's, the NVIDIA and the region variables are there, sorted by name
+    # Then the user's, the NVIDIA and the region variables are there, and those the host agent knows the job by,
+    # sorted by name
     assert environment(definition) == {
         "AWS_DEFAULT_REGION": "eu-west-1",
         "AWS_REGION": "eu-west-1",
         "EPOCHS": "3",
+        "GPUPILOT_ATTEMPT": "1",
+        "GPUPILOT_HOME_REGION": "eu-west-1",
+        "GPUPILOT_JOB_ID": "0123456789abcdef0123",
         "NVIDIA_DRIVER_CAPABILITIES": "compute,utility",
         "WANDB_MODE": "offline",
     }
@@ -352,3 +356,96 @@ def test_a_job_s_output_goes_to_batch_s_log_group_under_gpu_pilot_s_stream_prefi
     # When a job definition is built / Then the awslogs driver writes to Batch's group, streams named gpupilot/...
     configuration = spec()["containerProperties"]["logConfiguration"]
     assert configuration == {"logDriver": "awslogs", "options": {"awslogs-stream-prefix": "gpupilot"}}
+
+
+# -- the host agent ---------------------------------------------------------------------------------------------------
+def test_a_checkpointing_job_gets_its_directory_from_the_host_and_tells_the_agent_how_to_keep_it():
+    # Given a job that checkpoints every 30 minutes on SIGUSR1, on its third attempt
+    definition = job_definition_spec(
+        "0123456789abcdef0123", job_request(checkpoint={"every_minutes": 30, "signal": "SIGUSR1"}), candidate(),
+        job_role_arn=DEFAULT_ROLE, execution_role_arn=EXECUTION_ROLE, region="us-west-2", attempt=3,
+        hosts_bucket="gpupilot-hosts-123456789012-us-east-1", home_region="us-east-1",
+    )  # fmt: skip
+    container = definition["containerProperties"]
+
+    # Then its directory is a host directory of its own, mounted where the variables say
+    assert container["volumes"] == [
+        {"name": "gpupilot-checkpoint", "host": {"sourcePath": "/var/lib/gpupilot/checkpoints/0123456789abcdef0123"}}
+    ]
+    assert container["mountPoints"] == [
+        {"sourceVolume": "gpupilot-checkpoint", "containerPath": "/gpupilot/checkpoint", "readOnly": False}
+    ]
+    assert environment(definition).items() >= {
+        "GPUPILOT_JOB_ID": "0123456789abcdef0123", "GPUPILOT_ATTEMPT": "3", "GPUPILOT_HOME_REGION": "us-east-1",
+        "GPUPILOT_CHECKPOINT_DIR": "/gpupilot/checkpoint",
+        "GPUPILOT_CHECKPOINT_BUCKET": "gpupilot-hosts-123456789012-us-east-1",
+        "GPUPILOT_CHECKPOINT_SIGNAL": "SIGUSR1", "GPUPILOT_CHECKPOINT_GRACE_SECONDS": "90",
+        "GPUPILOT_CHECKPOINT_EVERY_SECONDS": "1800",
+    }.items()  # fmt: skip
+    # And its command is held by the wrapper, in sh, and then run as given
+    assert container["command"][:2] == ["sh", "-c"] and container["command"][-2:] == ["nvidia-smi", "-L"]
+
+
+def test_a_job_without_checkpoint_gets_no_directory_and_runs_its_command_as_given():
+    definition = spec()
+    assert "volumes" not in definition["containerProperties"] and "mountPoints" not in definition["containerProperties"]
+    assert definition["containerProperties"]["command"] == ["nvidia-smi", "-L"]
+    assert "GPUPILOT_CHECKPOINT_DIR" not in environment(definition)
+
+
+def _run_wrapped(directory: Path, markers: list[str], late: str | None = None) -> subprocess.CompletedProcess[str]:
+    definition = spec(
+        checkpoint=True, command=["sh", "-c", 'echo "resumed=${GPUPILOT_RESUMED:-0} args=$1"', "x", "a b"]
+    )
+    (directory / ".gpupilot").mkdir()
+    for marker in markers:
+        (directory / ".gpupilot" / marker).write_text("")
+    process = subprocess.Popen(
+        definition["containerProperties"]["command"], text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={"PATH": os.environ["PATH"], "GPUPILOT_CHECKPOINT_DIR": str(directory)},
+    )  # fmt: skip
+    if late is not None:
+        # the agent finishes the restore while the program waits: the wrapper must still be waiting
+        with pytest.raises(subprocess.TimeoutExpired):
+            process.wait(timeout=2)
+        (directory / ".gpupilot" / late).write_text("")
+    out, err = process.communicate(timeout=60)
+    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
+
+
+def test_the_wrapper_starts_a_restored_program_with_gpupilot_resumed_and_its_arguments_intact(tmp_path: Path):
+    ran = _run_wrapped(tmp_path, ["ready", "resumed"])
+    assert (ran.returncode, ran.stdout) == (0, "resumed=1 args=a b\n")
+
+
+def test_the_wrapper_holds_the_program_until_the_agent_has_made_the_directory_ready(tmp_path: Path):
+    ran = _run_wrapped(tmp_path, ["restoring"], late="ready")
+    assert (ran.returncode, ran.stdout) == (0, "resumed=0 args=a b\n")
+
+
+def test_the_agent_reads_from_a_checkpointing_jobs_variables_what_the_request_asked_and_its_wrapper_its_markers():
+    from host_agent import checkpoints
+    from host_agent.config import JobConfig
+
+    # Given the variables of a checkpointing job's container, and the GPUs ECS gave it
+    definition = job_definition_spec(
+        "0123456789abcdef0123",
+        job_request(
+            checkpoint={"every_minutes": 10, "grace_seconds": 45}, idle_policy={"after_minutes": 20, "action": "warn"}
+        ),
+        candidate(), job_role_arn=DEFAULT_ROLE, execution_role_arn=EXECUTION_ROLE, region="eu-west-1",
+        hosts_bucket="gpupilot-hosts-123456789012-eu-west-1",
+    )  # fmt: skip
+    variables = environment(definition) | {"NVIDIA_VISIBLE_DEVICES": "GPU-1"}
+    # When the agent reads them
+    config = JobConfig.from_env(variables, default_region="us-west-2")
+    # Then it knows the job, its attempt and how to keep its directory
+    assert config is not None and config.checkpoint is not None
+    assert (config.job_id, config.attempt, config.home_region) == ("0123456789abcdef0123", 1, "eu-west-1")
+    assert (config.checkpoint.directory, config.checkpoint.signal) == ("/gpupilot/checkpoint", "SIGTERM")
+    assert (config.checkpoint.grace_seconds, config.checkpoint.every_seconds) == (45.0, 600.0)
+    assert config.idle_after_seconds == 1200.0
+    # And the wrapper waits on the markers the agent writes
+    wrapper = definition["containerProperties"]["command"][2]
+    assert f'/{checkpoints.MARKERS}"' in wrapper
+    assert f'"$d/{checkpoints.READY}"' in wrapper and f'"$d/{checkpoints.RESUMED}"' in wrapper

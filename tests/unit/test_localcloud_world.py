@@ -262,3 +262,25 @@ def test_a_type_a_region_does_not_sell_is_offered_in_none_of_its_zones(tmp_path)
     world = load_world(write_world(tmp_path, {"instance_types": {"g6e.xlarge": {"sold": False}}}))
 
     assert (world.offered_zones("g6e.xlarge"), world.unsold()) == ([], {"g6e.xlarge"})
+
+
+def test_a_jobs_gpu_utilization_given_as_steps_is_the_last_step_begun_at_each_second(tmp_path):
+    # Given jobs busy for their first 60 simulated seconds, then at 2%
+    path = write_world(tmp_path, {"jobs": {"gpu_utilization": [[60, 0.02], [0, 0.9]], "checkpoint_every_seconds": 30}})
+
+    # When
+    jobs = load_world(path).jobs
+
+    # Then each second reads the step begun by then, whatever their order in the file
+    assert [jobs.utilization_at(s) for s in (0, 59.9, 60, 3600)] == [0.9, 0.9, 0.02, 0.02]
+    assert jobs.checkpoint_every_seconds == 30
+
+
+@pytest.mark.parametrize("utilization", [1.5, [[0, -0.1]], [[-1, 0.5]], []])
+def test_a_jobs_gpu_utilization_outside_0_to_1_is_an_error_naming_the_field(tmp_path, utilization):
+    # Given a utilisation that is no share of a GPU's time
+    path = write_world(tmp_path, {"jobs": {"gpu_utilization": utilization}})
+
+    # When / Then
+    with pytest.raises(WorldError, match=r"jobs\.gpu_utilization"):
+        load_world(path)

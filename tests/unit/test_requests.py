@@ -8,6 +8,7 @@ import jsonschema_rs
 import pytest
 from pydantic import ValidationError
 
+from functions.shared.domain.requests.host_agent import CheckpointPolicy
 from functions.shared.domain.requests.job_request import JobRequest
 
 VALID = {"name": "train", "image": "nvidia/cuda:12.4.1-base", "command": ["nvidia-smi", "-L"]}
@@ -272,3 +273,35 @@ def test_a_request_may_name_the_regions_it_may_run_in():
 def test_regions_that_are_not_a_list_of_region_names_are_refused_naming_the_field(regions):
     # Given / When / Then
     assert refused_field(regions=regions)[0] == "regions"
+
+
+# -- the host agent's fields ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("checkpoint", "field"),
+    [
+        ("yes", "checkpoint"),
+        ({"every_minutes": 0}, "checkpoint"),
+        ({"signal": "SIGKILL"}, "checkpoint"),
+        ({"grace_seconds": 115}, "checkpoint"),
+        ({"grace_seconds": 30, "path": "/data"}, "checkpoint"),
+    ],
+)
+def test_a_checkpoint_that_is_not_true_or_a_policy_the_notice_leaves_time_for_is_refused(checkpoint, field):
+    assert refused_field(checkpoint=checkpoint)[0] == field
+
+
+@pytest.mark.parametrize("policy", [{"after_minutes": 0, "action": "warn"}, {"after_minutes": 30, "action": "kill"},
+                                    {"action": "cancel"}])  # fmt: skip
+def test_an_idle_policy_without_minutes_or_with_another_action_is_refused(policy):
+    assert refused_field(idle_policy=policy)[0] == "idle_policy"
+
+
+def test_checkpoint_true_a_checkpoint_policy_and_an_idle_policy_are_accepted():
+    base = {"name": "train", "image": "pytorch/pytorch:2.3.0", "command": ["python", "train.py"]}
+    assert JobRequest.model_validate(base | {"checkpoint": True}).checkpoint == CheckpointPolicy()
+    assert JobRequest.model_validate(base | {"checkpoint": False}).checkpoint is None
+    policy = JobRequest.model_validate(base | {"checkpoint": {"every_minutes": 30, "signal": "SIGUSR1"}}).checkpoint
+    assert policy is not None
+    assert (policy.every_minutes, policy.signal, policy.grace_seconds) == (30, "SIGUSR1", 90)
+    idle = JobRequest.model_validate(base | {"idle_policy": {"after_minutes": 20, "action": "cancel"}}).idle_policy
+    assert idle is not None and (idle.after_minutes, idle.action) == (20, "cancel")

@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 
 from functions.shared.domain.fleet.userdata import (
+    AGENT_UNIT,
     BOOT_CHECK_BUDGET_SECONDS,
-    boot_time_risks,
-    deadlock_risks,
+    USER_DATA_BUDGET_BYTES,
+    AgentInstall,
     gpu_user_data,
-    shell_script,
 )
+from functions.shared.domain.fleet.userdata_risks import agent_unit_risks, boot_time_risks, deadlock_risks, shell_script
 
 EXPECTED = {"g4dn.xlarge": 1, "g4dn.12xlarge": 4, "p5.48xlarge": 8}
 
@@ -215,3 +216,83 @@ def test_a_host_that_misses_a_gpu_or_whose_driver_fails_registers_without_gpus(
     # Then
     assert console.strip().startswith(f"gpupilot-boot-check: {verdict}")
     assert config.splitlines()[-1] == "ECS_ENABLE_GPU_SUPPORT=false"
+
+
+# -- the host agent's install -----------------------------------------------------------------------------------------
+def agent_install() -> AgentInstall:
+    from host_agent import package
+
+    return AgentInstall(package.bootstrap_source(), package.digest(), "gpupilot-hosts", "us-east-1")
+
+
+def test_with_the_host_agent_the_user_data_still_cannot_block_cloud_init_and_fits_ec2s_limit():
+    # Given / When: the user data with the boot check and the agent's install
+    user_data = gpu_user_data(EXPECTED, agent=agent_install())
+    worst, risks = boot_time_risks(user_data)
+
+    # Then nothing in it waits on the agent, its unit orders it after cloud-init, and it fits EC2's 16 KB with room
+    assert deadlock_risks(user_data) == [] and risks == [] and agent_unit_risks(user_data) == []
+    assert worst <= BOOT_CHECK_BUDGET_SECONDS
+    assert len(user_data.encode()) <= USER_DATA_BUDGET_BYTES
+
+
+@pytest.mark.parametrize(
+    ("line", "why"),
+    [
+        ("systemctl enable --now gpupilot-agent.service", "docker or systemd"),
+        ("systemctl start gpupilot-agent.service", "docker or systemd"),
+        ("cat > /opt/gpupilot/x <<GPUPILOT_X\n$(docker info)\nGPUPILOT_X", "an unquoted heredoc"),
+        ("cat > /opt/gpupilot/x <<'GPUPILOT_X'\nnever ended", "a heredoc never ended"),
+    ],
+)
+def test_an_agent_start_that_would_be_waited_for_or_a_heredoc_that_runs_is_flagged(line, why):
+    user_data = f"#!/bin/bash\nset -u\n{line}\n--==GPUPILOT==--\n"
+    _, risks = boot_time_risks(user_data)
+    assert any(why in risk for risk in risks), risks
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        (("After=cloud-final.service docker.service", "After=docker.service"), "not ordered after cloud-final"),
+        (("[Service]", "Before=ecs.service\n[Service]"), "makes another unit wait"),
+        (("[Service]", "RequiredBy=docker.service\n[Service]"), "makes another unit wait"),
+        (("TimeoutStartSec=120\n", ""), "has no bound"),
+        (("WantedBy=multi-user.target", "WantedBy=cloud-init.target"), "wanted by something other"),
+    ],
+)
+def test_an_agent_unit_that_could_hold_cloud_init_ecs_or_docker_is_flagged(change, why):
+    # Given the agent's unit changed so / When checked / Then the change is named
+    user_data = gpu_user_data(EXPECTED, agent=agent_install()).replace(*change)
+    assert any(why in risk for risk in agent_unit_risks(user_data)), agent_unit_risks(user_data)
+
+
+def test_the_rendered_user_data_writes_the_agents_bootstrap_and_unit_and_queues_its_start(host):
+    # Given the rendered script, its paths moved onto the stand-in host, and a systemctl that, like systemd's, waits for
+    # a start ordered after cloud-final (which waits for this script) unless told not to
+    install = agent_install()
+    script = shell_script(gpu_user_data(EXPECTED, agent=install))
+    moved = {"ECS_CONFIG=/etc/ecs/ecs.config": host / "ecs.config", "STATE=/var/lib/gpupilot": host / "state",
+             "CONSOLE=/dev/console": host / "console", "AGENT_HOME=/opt/gpupilot": host / "opt",
+             "UNITS=/etc/systemd/system": host / "units"}  # fmt: skip
+    for line, path in moved.items():
+        assert line in script
+        script = script.replace(line, f"{line.split('=')[0]}={path}")
+    script = script.replace("/var/lib/gpupilot/checkpoints", str(host / "checkpoints"))
+    _executable(host / "bin" / "nvidia-smi", STAND_INS["answers"])
+    _executable(host / "bin" / "systemctl", '#!/bin/bash\necho "systemctl $*" >> "$CALLS"\n'
+                '[[ " $* " == *" --no-block "* ]] && exit 0\nexec /bin/sleep 600\n')  # fmt: skip
+    (host / "boot.sh").write_text(script)
+    environment = {"PATH": f"{host / 'bin'}:/usr/bin:/bin", "INSTANCE_TYPE": "g4dn.xlarge",
+                   "CALLS": str(host / "calls"), "HUNG": str(host / "hung")}  # fmt: skip
+
+    # When cloud-init runs it / Then it ends by itself (a start it waited for would not)
+    subprocess.run(["bash", str(host / "boot.sh")], env=environment, timeout=30, check=True, capture_output=True)
+
+    # And the bootstrap is the agent's, the unit pins the agent and runs it, and its start was queued, not waited for
+    assert (host / "opt" / "bootstrap.py").read_text() == install.bootstrap
+    unit = (host / "units" / AGENT_UNIT).read_text()
+    assert f"bootstrap.py gpupilot-hosts us-east-1 {install.digest} /opt/gpupilot/agent.pyz" in unit
+    assert "ExecStart=/usr/bin/python3 /opt/gpupilot/agent.pyz run" in unit
+    assert (host / "calls").read_text() == f"systemctl enable --now --no-block {AGENT_UNIT}\n"
+    assert (host / "checkpoints").is_dir()

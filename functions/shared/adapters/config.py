@@ -65,6 +65,7 @@ def _settings(variables: tuple[tuple[str, str], ...], region: str) -> Settings:
         batch_service_role_arn=env.get(c.ENV_BATCH_SERVICE_ROLE_ARN, ""),
         arm64_gpu_ami_id=env.get(c.ENV_ARM64_GPU_AMI_ID, ""),
         job_role_arn=env.get(c.ENV_JOB_ROLE_ARN, ""),
+        hosts_bucket=env.get(c.ENV_HOSTS_BUCKET, ""),
         job_execution_role_arn=env.get(c.ENV_JOB_EXECUTION_ROLE_ARN, ""),
         job_role_pattern=env.get(c.ENV_JOB_ROLE_PATTERN, ""),
         secret_arn_patterns=_csv(env.get(c.ENV_SECRET_ARN_PATTERNS)),

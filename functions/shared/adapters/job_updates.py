@@ -83,6 +83,12 @@ def attempt_update(
         fields = fields | {"batch_rank": batch_rank(fields["batch_status"])}
         values[":rank"] = serialize(fields["batch_rank"])
         condition += " AND (attribute_not_exists(attempts.#n.batch_rank) OR attempts.#n.batch_rank < :rank)"
+    if fields.get("agent_report_sequence") is not None:
+        # The host agent's reports are snapshots: one overtaken by a later one changes nothing.
+        values[":seq"] = serialize(fields["agent_report_sequence"])
+        condition += (
+            " AND (attribute_not_exists(attempts.#n.agent_report_sequence) OR attempts.#n.agent_report_sequence < :seq)"
+        )
     for index, (name, value) in enumerate(fields.items()):
         if value is None:
             continue

@@ -46,12 +46,21 @@ class FleetPlacement(FleetInstances):
         elif job.status == "RUNNING" and sim.instance is not None and sim.instance.symptom == "cuda_error":
             if now >= min(sim.ends_at, sim.started + self.timeline.cuda_error_after):
                 self._bad_host_fails(sim, now, SMOKE_CUDA_ERROR, None, ESSENTIAL_CONTAINER_EXITED)
+        elif job.status == "RUNNING" and self.agents is not None and sim.instance is not None:
+            # The host agent's side: the program runs what its checkpoint left it, and waits after its signal.
+            left = self.agents.program_left(sim)
+            if left is not None and left <= 0:
+                self._finish_run(sim, now)
         elif job.status == "RUNNING" and now >= sim.ends_at:
-            exit_code = self.world.jobs.exit_code
-            if exit_code == 0:
-                self._finish(sim, "SUCCEEDED", exit_code, now)
-            else:
-                self._attempt_ended(sim, now, exit_code, None, ESSENTIAL_CONTAINER_EXITED)
+            self._finish_run(sim, now)
+
+    def _finish_run(self, sim: SimJob, now: float) -> None:
+        """The program ended with the world's exit code."""
+        exit_code = self.world.jobs.exit_code
+        if exit_code == 0:
+            self._finish(sim, "SUCCEEDED", exit_code, now)
+        else:
+            self._attempt_ended(sim, now, exit_code, None, ESSENTIAL_CONTAINER_EXITED)
 
     def _schedule(self, sim: SimJob, now: float) -> None:
         environment = self._environment_of(sim.job)
@@ -118,6 +127,8 @@ class FleetPlacement(FleetInstances):
         job.log_stream_name = None  # each Batch attempt gets a stream of its own when it reaches RUNNING
         job._start_attempt()
         job.latest_attempt["container"]["containerInstanceArn"] = instance.container_instance_arn
+        if self.agents is not None:
+            self.agents.host(instance).place(sim)
         self._set(job, "STARTING")
 
     def _count_tasks(self, instance: SimInstance) -> None:
@@ -137,7 +148,7 @@ class FleetPlacement(FleetInstances):
         job = sim.job
         self._release(sim, now)
         job.exit_code = exit_code
-        job.job_stopped_at = self._stopped_at(sim, exit_code)
+        job.job_stopped_at = self._stopped_at(sim, exit_code, now)
         job.job_stopped = True
         if status == "FAILED":
             job.job_stopped_reason = reason or ESSENTIAL_CONTAINER_EXITED
@@ -159,6 +170,8 @@ class FleetPlacement(FleetInstances):
         for kind, value in sim.needs.items():
             instance.used[kind] -= value
         instance.jobs.discard(sim.job.job_id)
+        if self.agents is not None and instance.instance_id in self.agents.hosts:
+            self.agents.hosts[instance.instance_id][0].leave(sim)
         self._count_tasks(instance)
         if not instance.jobs:
             instance.idle_since = now
@@ -176,7 +189,7 @@ class FleetPlacement(FleetInstances):
         attempts = int(strategy.get("attempts") or 1)
         if not ran or sim.runs >= attempts or retry_action(strategy, exit_code, reason, status_reason) != "RETRY":
             return self._finish(sim, "FAILED", exit_code, now, reason=status_reason, container_reason=reason)
-        job.job_stopped_at = self._stopped_at(sim, exit_code)
+        job.job_stopped_at = self._stopped_at(sim, exit_code, now)
         job._stop_attempt()
         self._describe_attempt(job, exit_code, reason, status_reason)
         job.job_stopped_reason = status_reason
@@ -198,11 +211,13 @@ class FleetPlacement(FleetInstances):
         instance.held_until = now + bad.hold_seconds
         self._attempt_ended(sim, now, exit_code, reason, status_reason)
 
-    def _stopped_at(self, sim: SimJob, exit_code: int | None) -> datetime:
-        """When an attempt that exited stopped in simulated time (its runtime after its start); else now."""
-        if exit_code is None or not sim.runs:
+    def _stopped_at(self, sim: SimJob, exit_code: int | None, now: float) -> datetime:
+        """When an attempt stopped in simulated time: one that exited, its runtime after its start; one stopped
+        (its host reclaimed, the job cancelled), the simulated seconds it ran until now; one never started, now."""
+        if not sim.runs:
             return self.clock.local_now()
-        return sim.job.job_started_at + timedelta(seconds=sim.simulated_seconds)
+        ran = sim.simulated_seconds if exit_code is not None else max(0.0, now - sim.started) * self._speedup
+        return sim.job.job_started_at + timedelta(seconds=ran)
 
     @staticmethod
     def _describe_attempt(job: Any, exit_code: int | None, reason: str | None, status_reason: str | None) -> None:

@@ -7,12 +7,26 @@ import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from gpupilot.localcloud.clock import LocalClock
 from gpupilot.localcloud.moto_adaptations.batch_consumables import ConsumableBook
 from gpupilot.localcloud.reservations import HeldReservation, ReservationBook
 from gpupilot.localcloud.world import World
+
+
+class Agents(Protocol):
+    """The hosts' agents, as the fleet steps them (fleet.agent.HostAgents: named here by what it does, as the agents
+    read the fleet's records)."""
+
+    hosts: dict[str, Any]
+
+    def host(self, instance: SimInstance) -> Any: ...
+
+    def step(self, now: float) -> None: ...
+
+    def program_left(self, sim: SimJob) -> float | None: ...
+
 
 INSUFFICIENT_CAPACITY = (
     "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY - Service cannot fulfill the capacity requested for instance type [{}]"
@@ -201,6 +215,7 @@ class FleetState:
     _events: queue.Queue[dict[str, Any] | None]
     _stopping: threading.Event
     _threads: list[threading.Thread]
+    agents: Agents | None
 
     def _ec2(self) -> Any:
         from moto.ec2.models import ec2_backends

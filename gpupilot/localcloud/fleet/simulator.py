@@ -39,6 +39,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gpupilot.localcloud.clock import LocalClock
+from gpupilot.localcloud.fleet.agent import HostAgents, ReportingCloud
 from gpupilot.localcloud.fleet.hosts import FleetHosts
 from gpupilot.localcloud.fleet.records import EventSink, SimInstance, SimJob, Timeline, requirements_of
 from gpupilot.localcloud.moto_adaptations.batch_consumables import ConsumableBook
@@ -60,7 +61,9 @@ class FleetSimulator(FleetHosts):
         reservations: ReservationBook | None = None,
         clock: LocalClock | None = None,
         consumables: ConsumableBook | None = None,
+        agents_root: str | None = None,
     ) -> None:
+        """`agents_root`: every instance runs the host agent, its hosts' folders under it (None: no agent)."""
         self.world = world
         self.reservations = reservations
         self.consumables = consumables or ConsumableBook()
@@ -81,6 +84,9 @@ class FleetSimulator(FleetHosts):
             threading.Thread(target=self._deliver_forever, name="gpupilot-batch-events", daemon=True),
         ]
         self.events_delivered = 0
+        self.agents = None
+        if agents_root is not None:
+            self.agents = HostAgents(world, self._speedup, agents_root, self._agent_cloud(), self.clock.time)
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> FleetSimulator:
@@ -128,6 +134,20 @@ class FleetSimulator(FleetHosts):
             with contextlib.suppress(Exception):
                 self._deliver(event)
 
+    def _agent_cloud(self) -> ReportingCloud:
+        """The agents' boto3 port on the embedded AWS (one client per service and region, used by the scheduler's
+        thread only); their reports delivered in order with Batch's events."""
+        import boto3
+
+        clients: dict[tuple[str, str], Any] = {}
+
+        def client(service: str, region: str) -> Any:
+            if (service, region) not in clients:
+                clients[service, region] = boto3.client(service, region_name=region)  # type: ignore[call-overload]
+            return clients[service, region]
+
+        return ReportingCloud(client, self._events.put, self.clock.time)
+
     # -- the scheduler -------------------------------------------------------------------------
     def tick(self, now: float) -> None:
         """One scheduling pass: instances boot and register, jobs move, idle instances go."""
@@ -135,6 +155,8 @@ class FleetSimulator(FleetHosts):
             for fleet in self._instances.values():
                 for instance in fleet:
                     self._advance_instance(instance, now)
+            if self.agents is not None:
+                self.agents.step(now)
             for sim in list(self._jobs.values()):
                 self._advance_job(sim, now)
             for fleet in self._instances.values():

@@ -36,6 +36,7 @@ class Settings(DomainModel):
     batch_service_role_arn: str = Field(default="", description="Empty: Batch's service-linked role")
     arm64_gpu_ami_id: str = Field(default="", description="Custom NVIDIA AMI for Graviton GPU pools (g5g)")
     job_role_arn: str = Field(default="", description="Default IAM role of job containers")
+    hosts_bucket: str = Field(default="", description="Where the host agent keeps jobs' checkpoints (home region)")
     job_execution_role_arn: str = Field(default="", description="Role ECS uses to pull images and read secrets")
     job_role_pattern: str = Field(default="", description="ARN glob of roles a request may name as job_role_arn")
     secret_arn_patterns: list[str] = Field(

@@ -16,12 +16,20 @@ console. (Shutting it down instead would take the evidence with it, depends on B
 instance-initiated shutdown behaviour into the template it launches from, which Batch does not document, and would
 loop launch-fail-terminate on a bad AMI with nothing to bound it.) `nvidia-smi` can hang in the kernel on a failed
 driver, where no signal reaches it: the check runs it detached and waits a bounded time for its answer, never for it.
+
+userdata_risks.py proves the rendered script bounded and free of the deadlock.
+
+The host agent (host_agent/) is installed as a systemd service: user data only writes its bootstrap and its unit and
+queues its start (`systemctl enable --now --no-block`: the start waits for cloud-final, ordered after it, and nothing
+waits for the start). The bootstrap fetches the agent the launch template pins (its SHA-256) when the service starts,
+after cloud-init, so no network call of the agent's is ever in cloud-init's way; a fetch that fails is tried again by
+systemd, and the ECS agent and the jobs never wait for it.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 BOUNDARY = "==GPUPILOT=="
 # How long the boot check waits for nvidia-smi's answer (polled once a second), and for each metadata call.
@@ -87,17 +95,46 @@ else
 fi
 """
 
-FOOTER = "# Nothing here starts ecs or docker: their units wait for cloud-init, which waits for us.\n"
+AGENT_UNIT = "gpupilot-agent.service"
+# The one systemctl call the user data makes: the agent's start queued, never waited for.
+AGENT_START = f"systemctl enable --now --no-block {AGENT_UNIT}"
+AGENT_SCRIPT = """# The host agent: bootstrap and unit written, start queued (after cloud-final; nothing waits for it).
+AGENT_HOME=/opt/gpupilot
+UNITS=/etc/systemd/system
+mkdir -p "$AGENT_HOME" /var/lib/gpupilot/checkpoints "$UNITS"
+cat > "$AGENT_HOME/bootstrap.py" <<'GPUPILOT_BOOTSTRAP'
+@BOOTSTRAP@GPUPILOT_BOOTSTRAP
+cat > "$UNITS/@UNIT@" <<'GPUPILOT_UNIT'
+[Unit]
+Description=GPU Pilot host agent
+After=cloud-final.service docker.service
+[Service]
+ExecStartPre=/usr/bin/python3 /opt/gpupilot/bootstrap.py @PREFIX@ @REGION@ @DIGEST@ /opt/gpupilot/agent.pyz
+ExecStart=/usr/bin/python3 /opt/gpupilot/agent.pyz run
+Restart=always
+RestartSec=15
+TimeoutStartSec=120
+[Install]
+WantedBy=multi-user.target
+GPUPILOT_UNIT
+@START@
+"""
 
-FORBIDDEN_SYNC_STARTS = (
-    "systemctl start ecs",
-    "systemctl restart ecs",
-    "systemctl start docker",
-    "systemctl restart docker",
-    "service ecs start",
-    "service docker start",
-    "service docker restart",
-)
+FOOTER = "# Nothing here starts ecs or docker: their units wait for cloud-init, which waits for us.\n"
+# EC2 takes 16 KB of user data ("User data is limited to 16 KB, in raw form, before it is base64-encoded": Amazon EC2
+# User Guide, "Run commands when you launch an EC2 instance with user data input"), and AWS Batch adds its own part.
+USER_DATA_BUDGET_BYTES = 15_000
+
+
+@dataclass(frozen=True)
+class AgentInstall:
+    """The host agent a launch template pins: its bootstrap's source, the SHA-256 of the agent it fetches, and where
+    from (the hosts bucket `<bucket_prefix>-<account>-<home_region>`, the account read on the host)."""
+
+    bootstrap: str
+    digest: str
+    bucket_prefix: str
+    home_region: str
 
 
 def _cases(expected_gpus: Mapping[str, int]) -> str:
@@ -108,9 +145,24 @@ def _cases(expected_gpus: Mapping[str, int]) -> str:
     return "\n".join(f"  {'|'.join(types)}) expected={count} ;;" for count, types in sorted(by_count.items()))
 
 
-def gpu_user_data(expected_gpus: Mapping[str, int] | None = None, boot_check: bool = True) -> str:
+def agent_script(agent: AgentInstall) -> str:
+    """The host agent's part of the script: its bootstrap and systemd unit written, its start queued."""
+    values = {"@BOOTSTRAP@": agent.bootstrap.rstrip("\n") + "\n", "@UNIT@": AGENT_UNIT, "@PREFIX@": agent.bucket_prefix,
+              "@REGION@": agent.home_region, "@DIGEST@": agent.digest, "@START@": AGENT_START}  # fmt: skip
+    if "\nGPUPILOT_BOOTSTRAP\n" in "\n" + agent.bootstrap:
+        raise ValueError("the bootstrap's source ends its own heredoc")
+    body = AGENT_SCRIPT
+    for placeholder, value in values.items():
+        body = body.replace(placeholder, value)
+    return body
+
+
+def gpu_user_data(
+    expected_gpus: Mapping[str, int] | None = None, boot_check: bool = True, agent: AgentInstall | None = None
+) -> str:
     """The MIME multipart user data that Batch merges into its own for every GPU instance: the boot check (unless a
-    deployment turns it off) against `expected_gpus` (instance type -> GPUs), then the ECS agent's GPU support."""
+    deployment turns it off) against `expected_gpus` (instance type -> GPUs), then the ECS agent's GPU support, then
+    (`agent`) the host agent's install."""
     if boot_check:
         values = {
             "@MARKER@": BOOT_CHECK_MARKER,
@@ -123,7 +175,7 @@ def gpu_user_data(expected_gpus: Mapping[str, int] | None = None, boot_check: bo
             body = body.replace(placeholder, value)
     else:
         body = GPU_SUPPORT_SCRIPT
-    script = CONFIG_SCRIPT + body + FOOTER
+    script = CONFIG_SCRIPT + body + (agent_script(agent) if agent is not None else "") + FOOTER
     return (
         'Content-Type: multipart/mixed; boundary="' + BOUNDARY + '"\n'
         "MIME-Version: 1.0\n\n"
@@ -132,69 +184,3 @@ def gpu_user_data(expected_gpus: Mapping[str, int] | None = None, boot_check: bo
         f"{script}\n"
         f"--{BOUNDARY}--\n"
     )
-
-
-def shell_script(user_data: str) -> str:
-    """The shell part of the user data (what cloud-init runs)."""
-    start = user_data.index("#!/bin/bash")
-    return user_data[start : user_data.index(f"--{BOUNDARY}--", start)]
-
-
-def deadlock_risks(user_data: str) -> list[str]:
-    """Lines of user data that start ecs or docker synchronously (each one can hang cloud-init)."""
-    risky = []
-    for line in user_data.splitlines():
-        text = " ".join(line.split())
-        if "--no-block" in text:
-            continue
-        if any(pattern in text for pattern in FORBIDDEN_SYNC_STARTS):
-            risky.append(line.strip())
-    return risky
-
-
-_LOOP = re.compile(r"^for \w+ in \$\(seq 1 (\d+)\); do .*\bsleep (\d+); done$")
-_CURL_LIMIT = re.compile(r"--max-time (\d+)")
-_DETACHED = re.compile(r"^setsid .*</dev/null >/dev/null 2>&1 &$")
-_QUOTED = re.compile(r"^\w+='[^']*'$")
-# Commands that never wait on anything outside the script (files, text, the console).
-_UNBOUNDED = (
-    (re.compile(r"\bwhile\b|\buntil\b"), "a loop without a fixed number of rounds"),
-    (re.compile(r"(^|[;&|]\s*)wait\b"), "`wait` waits for a background process (a hung nvidia-smi never ends)"),
-    (re.compile(r"\bdocker\b|\bsystemctl\b|\bservice\b"), "a call to docker or systemd (their units wait for us)"),
-    (re.compile(r"\btimeout\b"), "`timeout` cannot reap a process hung in the kernel (it waits for it)"),
-)
-
-
-def boot_time_risks(user_data: str) -> tuple[float, list[str]]:
-    """(worst-case seconds the user data can take, what makes it unbounded): every loop counts its rounds and sleeps,
-    every metadata call has --max-time, nvidia-smi runs only detached (setsid, its input and output redirected, in the
-    background), and nothing waits on a background process, docker or systemd. A check of the shapes this module
-    writes, not of any shell script."""
-    worst = 0.0
-    risks: list[str] = []
-    for raw in shell_script(user_data).splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        for pattern, why in _UNBOUNDED:
-            if pattern.search(line):
-                risks.append(f"{why}: {line}")
-        quoted = _QUOTED.match(line) is not None  # an assignment of quoted text runs nothing
-        runs_the_driver = "nvidia-smi" in line or "$probe" in line  # the probe holds the nvidia-smi call
-        if runs_the_driver and not quoted and not line.startswith("verdict ") and not _DETACHED.match(line):
-            risks.append(f"nvidia-smi runs in the foreground (it can hang unkillably): {line}")
-        if "curl " in line:
-            limit = _CURL_LIMIT.search(line)
-            if limit is None:
-                risks.append(f"a network call without --max-time: {line}")
-            else:
-                worst += float(limit.group(1))
-        if re.search(r"\bsleep\b", line):
-            loop = _LOOP.match(line)
-            if loop is None:
-                risks.append(f"a sleep outside a bounded loop: {line}")
-            else:
-                worst += float(loop.group(1)) * float(loop.group(2))
-        elif line.startswith("for ") and not re.match(r"^for \w+ in \$\(seq 1 \d+\); do", line):
-            risks.append(f"a loop without a fixed number of rounds: {line}")
-    return worst, risks

@@ -9,6 +9,7 @@ from functions.shared.domain.capacity.fit import resources_on
 from functions.shared.domain.capacity.offers import Candidate
 from functions.shared.domain.core.vocabulary import CapacityType
 from functions.shared.domain.fleet.batch import PREFLIGHT_EXIT_CODE, PREFLIGHT_NAME, RETRY_ATTEMPTS, runs_smoke
+from functions.shared.domain.jobs.host_agent import agent_environment, checkpoint_policy, checkpoint_volume, wrapped
 from functions.shared.domain.requests.job_request import JobRequest
 from functions.shared.domain.teams.caps import consumable_resources
 
@@ -133,23 +134,33 @@ def job_definition_spec(
     execution_role_arn: str,
     region: str,
     team_gpus: str | None = None,
+    attempt: int = 1,
+    hosts_bucket: str = "",
+    home_region: str = "",
 ) -> dict[str, Any]:
     """`RegisterJobDefinition` arguments: GPU resource requirements, NVIDIA env, timeout, retries, roles, and the
     team's GPU cap it draws (`team_gpus`: its consumable resource; Batch holds the job until the team has room).
 
     Secrets are references: Batch (through ECS and the execution role) puts their values in the
     container, so no secret value passes through GPU Pilot, its workflow or its logs. The container
-    cannot reach the instance metadata service (hop limit 1), so the region comes as AWS_REGION.
+    cannot reach the instance metadata service (hop limit 1), so the region comes as AWS_REGION. The host agent
+    knows the container as attempt `attempt` of the job by its variables (jobs/host_agent.py); a checkpointing job
+    gets its directory, kept in `hosts_bucket` of `home_region`, and its program waits for its restore.
     """
     resources = job_resources(request, candidate)
     environment = NVIDIA_ENVIRONMENT | {"AWS_REGION": region, "AWS_DEFAULT_REGION": region} | request.environment
+    environment |= agent_environment(job_id, attempt, request, hosts_bucket, home_region or region)
+    checkpointing = checkpoint_policy(request) is not None
+    command = container_command(request)
     container: dict[str, Any] = {
         "image": request.image,
-        "command": container_command(request),
+        "command": wrapped(command) if checkpointing else command,
         "resourceRequirements": [{"type": kind, "value": str(value)} for kind, value in resources.items()],
         "environment": [{"name": k, "value": v} for k, v in sorted(environment.items())],
         "logConfiguration": LOG_CONFIGURATION,
     }
+    if checkpointing:
+        container |= checkpoint_volume(job_id)
     role = request.job_role_arn or job_role_arn
     if role:
         container["jobRoleArn"] = role

@@ -28,7 +28,7 @@ from functions.shared.domain.diagnosis.runnable import Diagnosis
 from functions.shared.domain.jobs.lifecycle import status_rank
 from functions.shared.domain.jobs.retries import BatchRetry
 from functions.shared.domain.requests.job_request import JobRequest
-from functions.shared.domain.reservations.reservation import Reservation
+from functions.shared.domain.reservations.reservation import Reservation, ReservationWait
 from functions.shared.domain.teams.commitment import Commitment
 
 # A timeline note: something that happened to the job without changing its status (its host quarantined).
@@ -121,6 +121,15 @@ class AttemptRecord(DomainModel):
     )
     queue_head: str | None = Field(default=None, description="That job (its Batch job id)")
     reservation: str | None = Field(default=None, description="The Capacity Reservation or Block (cr-...) it ran in")
+    # What the host agent saw of it (jobs/agent_reports.py).
+    interruption_notice_at: str | None = None
+    checkpoint_uploaded_at: str | None = None
+    resumed_from: dict[str, Any] | None = None
+    progress_lost_seconds: float | None = None
+    gpu_utilization: dict[str, Any] | None = None
+    image_pull_seconds: float | None = None
+    agent_report_sequence: int | None = Field(default=None, description="The latest agent report it holds")
+    warning: str | None = Field(default=None, description="What the job should know of it (GPU_IDLE: ...)")
     reserved: Reservation | None = Field(default=None, description="That reservation, as the plan saw it: its price")
     log_stream: str | None = Field(
         default=None, description="Its last Batch attempt's CloudWatch Logs stream, named by Batch at RUNNING"
@@ -153,15 +162,6 @@ class AttemptRecord(DomainModel):
     def live(self) -> bool:
         """A Batch job exists for it and has not ended."""
         return bool(self.batch_job_id) and not (self.batch_status and self.batch_status.ended)
-
-
-class ReservationWait(DomainModel):
-    """An attempt waiting for its reservation to begin (a Capacity Block bought for later), before its pool exists."""
-
-    attempt: int
-    reservation: str
-    starts_at: str
-    reason: str = Field(description="waiting for Capacity Block cr-... starting at ...")
 
 
 class Ownership(DomainModel):

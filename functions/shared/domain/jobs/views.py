@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
 from functions.shared.domain.capacity.offers import Candidate, Rejected
@@ -20,6 +22,9 @@ from functions.shared.domain.jobs.next_action import NextAction, next_action
 from functions.shared.domain.jobs.records import HOST_NOTE, JobRecord, TimelineEntry
 from functions.shared.domain.jobs.retries import BatchRetry
 from functions.shared.domain.requests.job_request import JobRequest
+
+AGENT_FIELDS = {"interruption_notice_at", "checkpoint_uploaded_at", "resumed_from", "progress_lost_seconds",
+                "gpu_utilization", "image_pull_seconds", "warning"}  # fmt: skip
 
 
 class Retried(BatchRetry):
@@ -61,6 +66,16 @@ class Attempt(DomainModel):
     log_stream: str | None = Field(
         default=None, description="Its CloudWatch Logs stream (GET /jobs/{job_id}/logs), once Batch ran it"
     )
+    # What the host agent reported of it (docs/host-agent.md).
+    interruption_notice_at: str | None = Field(default=None, description="When EC2 gave the spot interruption notice")
+    checkpoint_uploaded_at: str | None = None
+    resumed_from: dict[str, Any] | None = Field(default=None, description="The checkpoint it started from")
+    progress_lost_seconds: float | None = Field(default=None, description="Work the reclaim took, since its checkpoint")
+    gpu_utilization: dict[str, Any] | None = Field(
+        default=None, description="{mean, p95, max_memory_gib, idle_seconds, samples}: percent, GiB, seconds"
+    )
+    image_pull_seconds: float | None = None
+    warning: str | None = Field(default=None, description="GPU_IDLE: its GPUs idled past the job's idle_policy")
 
 
 class JobView(DomainModel):
@@ -222,6 +237,7 @@ def job_view(record: JobRecord) -> JobView:
                 batch_retries=retried(attempt.batch_retries, record.timeline),
                 reservation=attempt.reservation,
                 log_stream=attempt.log_stream,
+                **attempt.model_dump(include=AGENT_FIELDS),
             )
             for _, attempt in record.ordered_attempts()
         ],

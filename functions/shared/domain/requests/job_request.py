@@ -8,6 +8,7 @@ from pydantic import ConfigDict, Field, StrictBool, StrictFloat, StrictInt, Vali
 
 from functions.shared.domain.core.model import DomainModel
 from functions.shared.domain.core.vocabulary import Arch, CapacityPreference
+from functions.shared.domain.requests import host_agent as agent
 from functions.shared.domain.requests.references import (  # fmt: skip
     ENVIRONMENT_NAME,
     ENVIRONMENT_VALUE,
@@ -134,6 +135,8 @@ class JobRequest(DomainModel):
         description="AWS regions the job may run in, an allow-list of the deployment's capacity regions (default: "
         "the deployment's default_regions, the home region unless set): data and images often live in one region",
     )
+    checkpoint: agent.CheckpointPolicy | None = agent.CHECKPOINT_FIELD
+    idle_policy: agent.IdlePolicy | None = Field(default=None, description=agent.IDLE_POLICY)
     max_attempts: StrictInt = Field(
         default=6, ge=1, le=20, description="GPU offerings tried at most (fallbacks included)"
     )
@@ -173,6 +176,8 @@ class JobRequest(DomainModel):
     @classmethod
     def _whole_numbers(cls, value: Any) -> Any:
         return _integral(value)
+
+    _checkpoint = field_validator("checkpoint", mode="before")(agent.checkpoint_from_boolean)
 
     @field_validator("name")
     @classmethod

@@ -207,3 +207,12 @@ def reservation_launch_data(base: dict[str, Any], reservation: Reservation) -> d
     if reservation.capacity_block:
         data["InstanceMarketOptions"] = {"MarketType": "capacity-block"}
     return data
+
+
+class ReservationWait(DomainModel):
+    """An attempt waiting for its reservation to begin (a Capacity Block bought for later), before its pool exists."""
+
+    attempt: int
+    reservation: str
+    starts_at: str
+    reason: str = Field(description="waiting for Capacity Block cr-... starting at ...")

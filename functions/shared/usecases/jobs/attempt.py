@@ -59,6 +59,9 @@ def submit_batch_job(payload: SubmitInput, ports: Ports) -> SubmittedJob:
             execution_role_arn=ports.settings.job_execution_role_arn,
             region=ports.settings.region,
             team_gpus=payload.team_gpus,
+            attempt=number,
+            hosts_bucket=ports.settings.hosts_bucket,
+            home_region=ports.settings.home,
         )
         definition = ports.batch.register_job_definition(spec)
         batch_job_id = ports.batch.submit_job(

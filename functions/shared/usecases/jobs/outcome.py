@@ -14,6 +14,7 @@ from functions.shared.domain.jobs.steps import RecordCostInput, RecordFailureInp
 from functions.shared.observability import logger
 from functions.shared.ports import Ports
 from functions.shared.usecases.cost.pricing import record_attempt_cost
+from functions.shared.usecases.jobs.gpu_idle import charge_gpu_idle
 from functions.shared.usecases.teams.budgets import settle
 
 MAX_ERROR_CHARS = 1000
@@ -36,6 +37,8 @@ def record_cost(payload: RecordCostInput, ports: Ports) -> Cost | None:
     )
     record_attempt_cost(payload.job_id, number, ports, record=updated)
     record = ports.jobs.get_job(payload.job_id)
+    if (priced := record.attempts.get(number)) is not None:
+        charge_gpu_idle(payload.job_id, number, priced, ports)  # the agent's last report may have come first
     cost = total_cost([a.cost for _, a in record.ordered_attempts() if a.cost is not None])
     if cost is None:
         logger.warning("no hourly price known: the job is recorded without a cost",

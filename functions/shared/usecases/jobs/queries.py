@@ -67,20 +67,20 @@ def list_jobs(
     return JobList(jobs=[job_view(r) for r in records], next_token=token)
 
 
-def cancel_job(job_id: str, ports: Ports, caller: Caller | None = None) -> JobView:
-    """Stop the workflow and the Batch attempt; JobAlreadyFinished (409) once the job has ended (or Batch has ended
-    the attempt whose outcome is the job's, which the workflow is about to record). What it holds of its team's
-    budget is settled (an attempt still running is priced when Batch says it ended, and settled then)."""
+def cancel_job(job_id: str, ports: Ports, caller: Caller | None = None, reason: str = CANCELLED_REASON) -> JobView:
+    """Stop the workflow and the Batch attempt, saying why; JobAlreadyFinished (409) once the job has ended (or Batch
+    has ended the attempt whose outcome is the job's, which the workflow is about to record). What it holds of its
+    team's budget is settled (an attempt still running is priced when Batch says it ended, and settled then)."""
     record = owned_job(job_id, ports, caller)
     if shown_status(record).finished or not ports.jobs.finish(
-        job_id, JobStatus.CANCELLED, fields={"error": CANCELLED_REASON}, reason=CANCELLED_REASON
+        job_id, JobStatus.CANCELLED, fields={"error": reason}, reason=reason
     ):
         raise JobAlreadyFinished(job_id)
     # Read again after the cancel is recorded: an attempt submitted meanwhile is in this read, or its
     # SubmitBatchJob sees the cancel and terminates it itself. GPUs first, then the workflow.
     cancelled = ports.jobs.get_job(job_id)
-    terminate_live_attempts(cancelled, CANCELLED_REASON, ports)
+    terminate_live_attempts(cancelled, reason, ports)
     if record.execution_arn:
-        ports.workflow.stop_execution(record.execution_arn, error="Cancelled", cause=CANCELLED_REASON)
+        ports.workflow.stop_execution(record.execution_arn, error="Cancelled", cause=reason)
     settle(job_id, ports, cancelled)
     return job_view(cancelled)

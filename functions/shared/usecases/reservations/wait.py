@@ -18,10 +18,16 @@ from functions.shared.domain.core.vocabulary import DiagnosisCategory, JobStatus
 from functions.shared.domain.diagnosis.runnable import Diagnosis
 from functions.shared.domain.fleet.batch import RETRY_ATTEMPTS
 from functions.shared.domain.jobs.current import moving_to
-from functions.shared.domain.jobs.records import ReservationWait
 from functions.shared.domain.jobs.steps import EnsureQueueInput
 from functions.shared.domain.pools.specs import QueueStatus, pool_for
-from functions.shared.domain.reservations.reservation import SCHEDULED, Reservation, fit_problem, moment, waiting_words
+from functions.shared.domain.reservations.reservation import (
+    SCHEDULED,
+    Reservation,
+    ReservationWait,
+    fit_problem,
+    moment,
+    waiting_words,
+)
 from functions.shared.ports import Ports
 
 

@@ -1,0 +1,93 @@
+"""The host agent on the local cloud's hosts: a checkpointing spot job reclaimed mid-run resumes on its next attempt
+from its checkpoint and runs only what was left; a job whose GPUs idle is charged gpu_idle waste and, with an
+idle_policy that cancels, is cancelled with GPU_IDLE as its reason, while a busy job's GPUs are never idle."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import RunningCloud
+
+pytestmark = pytest.mark.e2e
+SPOT_TYPE = "g6.xlarge"
+JOB = {"name": "train", "image": "nvidia/cuda:12.4.1-base-ubuntu22.04", "command": ["python", "train.py"]}
+SPEEDUP = 60  # a simulated minute a second
+RUNTIME, RECLAIM_AFTER, WRITES_EVERY, NOTICE = 1200, 600, 300, 120  # simulated seconds
+
+
+def gpu_idle_usd(cloud: RunningCloud, at_least: float = 0.0, timeout: float = 60) -> float:
+    """GET /costs' waste.by_reason.gpu_idle, once it is above `at_least` (or at the deadline: what it is then)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        waste = cloud.api.request("GET", "/costs").body["waste"]
+        usd = float((waste.get("by_reason") or {}).get("gpu_idle") or 0.0)
+        if usd > at_least or time.monotonic() > deadline:
+            return usd
+        time.sleep(0.5)
+
+
+def test_a_checkpointing_spot_job_reclaimed_mid_run_resumes_from_its_checkpoint_and_runs_only_what_was_left(
+    cloud_factory: Callable[..., RunningCloud],
+) -> None:
+    # Given spot g6.xlarge reclaimed 600 simulated seconds after launch (the notice two minutes before), and busy
+    # 1200-second jobs whose program writes a checkpoint every 300 seconds and when signalled
+    cloud = cloud_factory(
+        {
+            "instance_types": {SPOT_TYPE: {"zones": ["us-east-1a"]}},
+            "spot": {SPOT_TYPE: {"interrupt_after_seconds": RECLAIM_AFTER, "hourly_usd": 0.35}},
+            "jobs": {"runtime_seconds": RUNTIME, "checkpoint_every_seconds": WRITES_EVERY, "gpu_utilization": 0.9},
+        },
+        speedup=SPEEDUP,
+    )
+
+    # When a spot-first job that checkpoints is submitted through the CLI's API
+    request = JOB | {"capacity": "spot-first", "instance_types": [SPOT_TYPE], "checkpoint": True}
+    job_id = cloud.api.request("POST", "/jobs", request).body["job_id"]
+    job = cloud.wait_for(job_id, {"SUCCEEDED", "FAILED", "CANCELLED"}, 180)
+
+    # Then its spot attempt was told of the reclaim, uploaded its checkpoint, and lost at most a write's interval
+    # plus the notice's margin
+    spot, on_demand = job["attempts"]
+    assert job["status"] == "SUCCEEDED", job
+    assert (spot["capacity"], on_demand["capacity"]) == ("spot", "on-demand"), job
+    assert spot["interruption_notice_at"] and spot["checkpoint_uploaded_at"], spot
+    assert 0 < spot["progress_lost_seconds"] <= WRITES_EVERY + NOTICE, spot
+    # And the next attempt started from that checkpoint and ran only the remainder of the runtime
+    assert on_demand["resumed_from"]["attempt"] == 1, on_demand
+    assert on_demand["cost"]["runtime_seconds"] <= RUNTIME - (RECLAIM_AFTER - NOTICE - WRITES_EVERY), on_demand
+    # And each attempt has its cost; the busy program's GPUs idled at most after it saved and exited on the notice
+    # (until the reclaim), and never on the attempt that ran to its end
+    assert spot["cost"]["usd"] > 0 and on_demand["cost"]["usd"] > 0
+    assert spot["gpu_utilization"]["idle_seconds"] <= NOTICE, spot
+    assert on_demand["gpu_utilization"]["mean"] >= 80 and on_demand["gpu_utilization"]["idle_seconds"] == 0
+
+
+def test_a_job_whose_gpus_idle_is_charged_gpu_idle_waste_and_with_idle_policy_cancel_is_cancelled_for_it(
+    cloud_factory: Callable[..., RunningCloud],
+) -> None:
+    # Given on-demand jobs whose GPUs stay at 2% utilisation for their 1200 simulated seconds
+    cloud = cloud_factory({"jobs": {"runtime_seconds": RUNTIME, "gpu_utilization": 0.02}}, speedup=SPEEDUP)
+
+    # When one job asks to be cancelled after 2 idle minutes and another has no idle_policy
+    policy = {"idle_policy": {"after_minutes": 2, "action": "cancel"}}
+    cancelled_id = cloud.api.request("POST", "/jobs", JOB | {"name": "idle-cancel"} | policy).body["job_id"]
+    idle_id = cloud.api.request("POST", "/jobs", JOB | {"name": "idle"}).body["job_id"]
+    cancelled = cloud.wait_for(cancelled_id, {"SUCCEEDED", "FAILED", "CANCELLED"}, 180)
+    idle = cloud.wait_for(idle_id, {"SUCCEEDED", "FAILED", "CANCELLED"}, 180)
+
+    # Then the one with the policy was cancelled for its idle GPUs, with that reason in its record
+    assert cancelled["status"] == "CANCELLED", cancelled
+    assert "GPU_IDLE" in _reasons(cancelled), cancelled
+    # And the other ran to its end, its GPUs idle nearly all along, charged as gpu_idle waste
+    assert idle["status"] == "SUCCEEDED", idle
+    [attempt] = idle["attempts"]
+    assert attempt["gpu_utilization"]["mean"] < 5 and attempt["gpu_utilization"]["idle_seconds"] > 0, attempt
+    assert gpu_idle_usd(cloud) > 0
+
+
+def _reasons(job: dict[str, Any]) -> str:
+    return " ".join(str(v) for v in (job.get("status_reason"), job.get("reason"), job.get("timeline")))
