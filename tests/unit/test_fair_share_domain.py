@@ -79,3 +79,23 @@ def test_with_weights_three_to_one_four_slots_freed_go_three_to_the_heavier_team
         started.append(share)
     # Then three of the four go to the team of weight 3, and the lighter team is not starved
     assert started.count("heavy") == 3 and started.count("light") == 1
+
+
+def test_a_pool_that_shares_by_weight_is_another_pool_than_a_first_in_first_out_one() -> None:
+    from functions.shared.domain.core.settings import Settings
+    from functions.shared.domain.core.vocabulary import Arch
+    from functions.shared.domain.pools.specs import pool_for, versioned_pool
+    from tests.unit.builders import candidate
+
+    # Given the same candidate's pool in a deployment without teams, and in one whose teams share by weight
+    base = pool_for(candidate("g5.xlarge"), Arch.X86_64, "gpupilot")
+    fifo = Settings(table_name="gpupilot", subnets=["subnet-a"], security_groups=["sg-1"], max_vcpus=64)
+    shared = fifo.model_copy(update={"fair_share_policy": "gpupilot-fair-share"})
+    # When each is versioned
+    fifo_pool, fifo_spec = versioned_pool(base, fifo)
+    shared_pool, shared_spec = versioned_pool(base, shared)
+    # Then they are two pools (Batch cannot add a policy to a FIFO queue), built alike, and the FIFO one keeps the
+    # name it had before teams existed
+    assert fifo_pool.name != shared_pool.name and fifo_pool.key == shared_pool.key
+    assert fifo_spec["computeResources"] | {"tags": {}} == shared_spec["computeResources"] | {"tags": {}}
+    assert fifo_pool.name == versioned_pool(base, fifo.model_copy(update={"fair_share_policy": ""}))[0].name
