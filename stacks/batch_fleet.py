@@ -18,6 +18,8 @@ from constructs import Construct
 from functions.shared.adapters.ec2 import load_snapshot
 from functions.shared.domain.fleet.userdata import AgentInstall, gpu_user_data
 from functions.shared.domain.teams.caps import gpu_resource_name
+from functions.shared.domain.teams.config import TeamsConfig
+from functions.shared.domain.teams.shares import fairshare_policy, scheduling_policy_name
 from host_agent import package
 from stacks.hosts import HOSTS_BUCKET_PREFIX, agent_statements
 from stacks.nag import Kind, WildcardLedger, acknowledge, acknowledge_checkov, wildcard_findings
@@ -212,3 +214,27 @@ def team_gpus(scope: Construct, capped: Mapping[str, int]) -> list[batch.CfnCons
         )
         for name, max_gpus in sorted(capped.items())
     ]
+
+
+def fair_share(scope: Construct, teams: TeamsConfig | None) -> batch.CfnSchedulingPolicy | None:
+    """The deployment's fair-share scheduling policy in this region, when it has teams: each pool's queue is created
+    with it, so Batch starts the next job of a pool from the team whose usage is least for its weight (AWS Batch User
+    Guide, "Use fair-share scheduling policies to assign share identifiers"). Without teams, none: pools stay FIFO."""
+    if teams is None or not teams.teams:
+        return None
+    policy = fairshare_policy(teams)
+    return batch.CfnSchedulingPolicy(
+        scope,
+        "FairShare",
+        name=scheduling_policy_name(RESOURCE_PREFIX),
+        fairshare_policy=batch.CfnSchedulingPolicy.FairsharePolicyProperty(
+            share_decay_seconds=policy["shareDecaySeconds"],
+            compute_reservation=policy["computeReservation"],
+            share_distribution=[
+                batch.CfnSchedulingPolicy.ShareAttributesProperty(
+                    share_identifier=share["shareIdentifier"], weight_factor=share["weightFactor"]
+                )
+                for share in policy["shareDistribution"]
+            ],
+        ),
+    )

@@ -22,7 +22,7 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from functions.shared.constants import REGION_PARAMETER
-from stacks.batch_fleet import BatchFleet, team_gpus
+from stacks.batch_fleet import BatchFleet, fair_share, team_gpus
 from stacks.events import batch_events_pattern
 from stacks.queues import last_resort_queue
 from stacks.settings import LAUNCH_TEMPLATE_NAME, RESOURCE_PREFIX, DeploySettings
@@ -92,6 +92,7 @@ class CapacityRegionStack(Stack):
         self.forwarding = ForwardBatchEvents(self, "Events", home_region=settings.region)
         # Batch counts a consumable resource per region: each capped team holds max_gpus in each region.
         team_gpus(self, settings.capped_teams)
+        fair_share(self, settings.teams)
 
 
 class ForwardBatchEvents(Construct):

@@ -9,8 +9,9 @@ from aws_cdk import CfnOutput, Environment, Stack
 from constructs import Construct
 
 from functions.shared import constants as c
+from functions.shared.domain.teams.shares import scheduling_policy_name
 from stacks.api import Api
-from stacks.batch_fleet import BatchFleet, team_gpus
+from stacks.batch_fleet import BatchFleet, fair_share, team_gpus
 from stacks.capacity_region import instance_role_name
 from stacks.events import JobEvents
 from stacks.functions import ControlPlaneFunctions
@@ -106,6 +107,11 @@ class GpuPilotStack(Stack):
             for key in ("api", "health_sweep"):
                 environment[key][c.ENV_TEAMS] = settings.teams_json()
         team_gpus(self, settings.capped_teams)
+        shares = settings.shares
+        if fair_share(self, settings.teams) is not None:
+            # Pools are created with the region's policy, and each job is submitted with its team as its share.
+            for key in ("ensure_queue", "submit_job"):
+                environment[key][c.ENV_FAIR_SHARE_POLICY] = scheduling_policy_name(RESOURCE_PREFIX)
 
         functions = ControlPlaneFunctions(
             self, "Functions", code_dir=lambda_code_dir, table_name=storage.table.table_name, environment=environment
@@ -125,6 +131,7 @@ class GpuPilotStack(Stack):
                 ),
                 allow_purchase=settings.allow_capacity_block_purchase,
                 capped_teams=bool(settings.capped_teams),
+                shares=shares,
             )
         )
         workflow = Workflow(self, "Workflow", asl_file=asl_file, functions=functions.functions)

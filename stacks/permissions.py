@@ -21,6 +21,7 @@ from functions.shared.constants import GSI1_NAME, GSI2_LEGACY_NAME, GSI2_NAME, R
 from functions.shared.domain.jobs.definitions import JOB_LOG_GROUP, JOB_LOG_STREAM_PREFIX
 from functions.shared.domain.pools.specs import POOL_TAG
 from functions.shared.domain.reservations.reservation import PURCHASED_BY_TAG, RESERVATION_TAG
+from functions.shared.domain.teams.shares import scheduling_policy_name
 from stacks.iam_reference import resource_types
 
 # How AWS Batch names a compute environment's ECS cluster: <compute environment name>_Batch_<uuid>.
@@ -168,6 +169,11 @@ class Arns:
     @property
     def job_definitions(self) -> str:
         return self._batch(f"job-definition/{self.prefix}*")
+
+    @property
+    def fair_share(self) -> str:
+        """The deployment's fair-share scheduling policy, which the stack creates in each region."""
+        return self._batch(f"scheduling-policy/{scheduling_policy_name(self.prefix)}")
 
     @property
     def team_gpus(self) -> str:
@@ -382,11 +388,17 @@ def purchases(arns: Arns) -> list[Grant]:
 
 
 def function_grants(
-    arns: Arns, owned: Owned, allow_purchase: bool = False, capped_teams: bool = False
+    arns: Arns,
+    owned: Owned,
+    allow_purchase: bool = False,
+    capped_teams: bool = False,
+    shares: tuple[str, ...] = (),
 ) -> dict[str, list[Grant]]:
     """Every Lambda's AWS permissions beyond its logs and X-Ray, keyed like constants.LAMBDAS; `allow_purchase`: the
     api may buy Capacity Blocks (the deployment sets a ceiling); `capped_teams`: some team has a GPU cap (a Batch
-    consumable resource its jobs' definitions name, which the api, the submit and the diagnosis read).
+    consumable resource its jobs' definitions name, which the api, the submit and the diagnosis read); `shares`: the
+    teams' share identifiers when they share pools by weight (pools are created with the fair-share policy, and a job
+    is submitted only with one of them as its shareIdentifier).
 
     The state machine is named by its ARN, not by reference: the functions it invokes are also allowed to
     answer it, and a reference would make their policies, the functions and the state machine a cycle.
@@ -500,7 +512,13 @@ def function_grants(
             # CreateJobQueue is authorized against the queue and the compute environments it orders.
             Grant(
                 actions=("batch:CreateJobQueue",),
-                resources=(*arns.everywhere("job_queues"), *arns.everywhere("compute_environments")),
+                resources=(
+                    *arns.everywhere("job_queues"),
+                    *arns.everywhere("compute_environments"),
+                    # A queue created with a scheduling policy is also authorized against the policy (Service
+                    # Authorization Reference for AWS Batch: CreateJobQueue, resource type scheduling-policy).
+                    *(arns.everywhere("fair_share") if shares else ()),
+                ),
                 reason=prefix_reason,
             ),
             Grant(
@@ -542,6 +560,9 @@ def function_grants(
                     *arns.everywhere("jobs"),
                 ),
                 reason=f"{prefix_reason} {DOC_SUBMIT_JOB_RESOURCES}",
+                # Pools that share by weight: a job only under a team's share (batch:ShareIdentifier, AWS Batch User
+                # Guide, "Resource: Use the batch:ShareIdentifier condition key"), never one that weighs nothing.
+                conditions={"StringEquals": {"batch:ShareIdentifier": list(shares)}} if shares else None,
             ),
             Grant(
                 actions=("batch:TagResource",),

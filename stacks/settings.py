@@ -15,7 +15,7 @@ from aws_cdk import aws_logs as logs
 from pydantic import ValidationError
 
 from functions.shared.constants import SERVICE_NAME
-from functions.shared.domain.teams.config import TeamsConfig
+from functions.shared.domain.teams.config import DEFAULT_TEAM, TeamsConfig
 
 # Batch resources, job definitions and launch templates all start with this prefix, so IAM can be
 # scoped to what the control plane created without knowing the names in advance.
@@ -96,6 +96,13 @@ class DeploySettings:
         """Each team with a GPU cap, and its max_gpus."""
         teams = self.teams.teams if self.teams else {}
         return {name: team.max_gpus for name, team in teams.items() if team.max_gpus is not None}
+
+    @property
+    def shares(self) -> tuple[str, ...]:
+        """The share identifiers of a deployment whose teams share pools by weight: each team's, and the default team's
+        (an admin of no team submits under it); none without teams."""
+        teams = self.teams.teams if self.teams else {}
+        return tuple(sorted({*teams, DEFAULT_TEAM})) if teams else ()
 
     def teams_json(self) -> str:
         """The teams as the api reads them (GPUPILOT_TEAMS); empty without teams."""

@@ -215,12 +215,26 @@ def deploy_region(session: Any, template: dict[str, Any], zones: list[str], regi
 
 
 def _consumable_resources(batch: Any, template: dict[str, Any]) -> None:
-    """The teams' GPU caps: a Batch consumable resource per capped team, as the stack declares them."""
+    """The teams' GPU caps: a Batch consumable resource per capped team, as the stack declares them; and the teams'
+    fair-share scheduling policy, when they share pools by weight."""
     for props in resources_of(template, "AWS::Batch::ConsumableResource").values():
         batch.create_consumable_resource(
             consumableResourceName=props["ConsumableResourceName"],
             totalQuantity=int(props["TotalQuantity"]),
             resourceType=props.get("ResourceType", "REPLENISHABLE"),
+        )
+    for props in resources_of(template, "AWS::Batch::SchedulingPolicy").values():
+        policy = props.get("FairsharePolicy") or {}
+        batch.create_scheduling_policy(
+            name=props["Name"],
+            fairsharePolicy={
+                "shareDecaySeconds": int(policy.get("ShareDecaySeconds", 0)),
+                "computeReservation": int(policy.get("ComputeReservation", 0)),
+                "shareDistribution": [
+                    {"shareIdentifier": share["ShareIdentifier"], "weightFactor": float(share["WeightFactor"])}
+                    for share in policy.get("ShareDistribution") or []
+                ],
+            },
         )
 
 

@@ -68,10 +68,10 @@ class PolicyError(ValueError):
 # "filters access by the name of a resource-creating API action" (EC2's page: the ec2:CreateTags that tagging at
 # creation authorizes names the call that creates, e.g. CreateLaunchTemplate); iam:PassedToService, the service a
 # role is passed to (PASSED_TO_SERVICE).
-# The host agent's calls present the last three (stacks/hosts.py): s3:ListBucket's prefix, PutEvents' source,
-# PutMetricData's namespace.
+# The host agent's calls present s3:ListBucket's prefix, PutEvents' source and PutMetricData's namespace
+# (stacks/hosts.py); a fair-share queue's SubmitJob presents batch:ShareIdentifier.
 REQUEST_KEYS = {"iam:passedtoservice", "iam:awsservicename", "ec2:createaction", "s3:prefix", "events:source",
-                "cloudwatch:namespace"}  # fmt: skip
+                "cloudwatch:namespace", "batch:shareidentifier"}  # fmt: skip
 RESOURCE_TAG_KEYS = ("ec2:resourcetag/", "aws:resourcetag/")
 # The tags a creating call asks for (aws:RequestTag/<key>): per-call keys too.
 REQUEST_TAG_KEY = "aws:requesttag/"
@@ -367,7 +367,10 @@ def required(
         table = arn("dynamodb", "table/", params["TableName"])
         checks.append(Request(action, f"{table}/index/{params['IndexName']}" if params.get("IndexName") else table))
     elif service == "batch":
-        checks.extend(Request(action, resource) for resource in _batch_resources(operation, params, arn))
+        # SubmitJob presents its share identifier as batch:ShareIdentifier (AWS Batch User Guide, "Resource: Use the
+        # batch:ShareIdentifier condition key").
+        shared = {"batch:ShareIdentifier": str(params["shareIdentifier"])} if params.get("shareIdentifier") else {}
+        checks.extend(Request(action, resource, shared) for resource in _batch_resources(operation, params, arn))
         created = _batch_resources(operation, params, arn)[:1]
         if operation in CREATED_WITH_TAGS and params.get("tags") and created:
             checks.append(Request("batch:TagResource", created[0]))
@@ -458,7 +461,10 @@ def _batch_resources(operation: str, params: Mapping[str, Any], arn: Arn) -> lis
     if operation == "CreateJobQueue":
         order = params["computeEnvironmentOrder"]
         environments = [arn("batch", "compute-environment/", entry["computeEnvironment"]) for entry in order]
-        return [arn("batch", "job-queue/", params["jobQueueName"]), *environments]
+        # And against its scheduling policy (Service Authorization Reference for AWS Batch: CreateJobQueue).
+        policy = params.get("schedulingPolicyArn")
+        policies = [arn("batch", "scheduling-policy/", str(policy).rsplit("/", 1)[-1])] if policy else []
+        return [arn("batch", "job-queue/", params["jobQueueName"]), *environments, *policies]
     if operation in ("UpdateJobQueue", "DeleteJobQueue"):
         environments = [
             arn("batch", "compute-environment/", entry["computeEnvironment"])

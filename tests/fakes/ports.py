@@ -227,13 +227,16 @@ class FakeBatch:
             f"arn:aws:batch:us-east-1:123456789012:job-definition/{spec['jobDefinitionName']}:{len(self.definitions)}"
         )
 
-    def submit_job(self, name: str, job_queue: str, job_definition: str, tags: dict[str, str]) -> str:
+    def submit_job(
+        self, name: str, job_queue: str, job_definition: str, tags: dict[str, str], share: str | None = None
+    ) -> str:
         job_id = f"batch-{next(self._ids):04d}"
         self.jobs[job_id] = {
             "jobId": job_id,
             "jobName": name,
             "jobQueue": job_queue,
             "jobDefinition": job_definition,
+            **({"shareIdentifier": share} if share else {}),
             "status": "SUBMITTED",
             "createdAt": int(time.time() * 1000),
             "tags": tags,

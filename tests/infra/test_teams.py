@@ -1,6 +1,7 @@
 """Teams in the template: each capped team's GPU cap is a Batch consumable resource of max_gpus units in every
-capacity region; the api (and the sweep) read the teams; only the functions that read a cap may, and only GPU Pilot's
-caps; a deployment without teams has none of it."""
+capacity region; the teams share pools through one fair-share scheduling policy per region; the api (and the sweep)
+read the teams; only the functions that read a cap may, and only GPU Pilot's caps; a deployment without teams has none
+of it."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ TEAMS = {
     "admins": ["arn:aws:iam::*:role/platform-admin"],
     "teams": {
         "vision": {"members": ["arn:aws:iam::*:role/vision-*"], "budget_usd_per_day": 200, "max_gpus": 16},
-        "nlp": {"members": ["arn:aws:iam::*:role/nlp-*"]},
+        "nlp": {"members": ["arn:aws:iam::*:role/nlp-*"], "weight": 4},
     },
 }
 CAP_ACTIONS = {"batch:DescribeConsumableResource", "batch:ListJobsByConsumableResource"}
@@ -94,6 +95,55 @@ def test_a_deployment_without_teams_has_no_cap_no_cap_grant_and_no_teams_variabl
     for key, logical in synthesized.function_ids().items():
         assert not any(actions(s) & CAP_ACTIONS for s in synthesized.function_statements(key)), key
         assert c.ENV_TEAMS not in synthesized.resources[logical]["Properties"]["Environment"]["Variables"]
+
+
+def test_teams_share_pools_by_weight_through_one_scheduling_policy_in_every_region(with_teams) -> None:
+    synthesized, region = with_teams
+    # Given teams of weights 1 (vision, the default) and 4 (nlp)
+    # Then each region has the policy, each team's weightFactor 1 / its weight
+    for resources in (synthesized.resources, region["Resources"]):
+        policies = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Batch::SchedulingPolicy"]
+        assert policies == [
+            {
+                "Name": "gpupilot-fair-share",
+                "FairsharePolicy": {
+                    "ComputeReservation": 0,
+                    "ShareDecaySeconds": 0,
+                    "ShareDistribution": [
+                        {"ShareIdentifier": "nlp", "WeightFactor": 0.25},
+                        {"ShareIdentifier": "vision", "WeightFactor": 1},
+                    ],
+                },
+            }
+        ]
+    # And only the functions that create pools and submit jobs are told its name
+    for key, logical in synthesized.function_ids().items():
+        variables = synthesized.resources[logical]["Properties"]["Environment"]["Variables"]
+        if key in ("ensure_queue", "submit_job"):
+            assert variables[c.ENV_FAIR_SHARE_POLICY] == "gpupilot-fair-share"
+        else:
+            assert c.ENV_FAIR_SHARE_POLICY not in variables, key
+
+
+def test_a_pool_s_queue_may_name_the_policy_and_a_job_is_submitted_only_under_a_team_s_share(with_teams) -> None:
+    synthesized, _ = with_teams
+    creates = [s for s in synthesized.function_statements("ensure_queue") if "batch:CreateJobQueue" in actions(s)]
+    resources = json.dumps([s["Resource"] for s in creates])
+    assert ":scheduling-policy/gpupilot-fair-share" in resources and ":us-west-2:" in resources
+    submits = [s for s in synthesized.function_statements("submit_job") if "batch:SubmitJob" in actions(s)]
+    assert [s.get("Condition") for s in submits] == [
+        {"StringEquals": {"batch:ShareIdentifier": ["default", "nlp", "vision"]}}
+    ]
+
+
+def test_a_deployment_without_teams_keeps_first_in_first_out_pools(synthesized: Synthesized) -> None:
+    assert synthesized.of_type("AWS::Batch::SchedulingPolicy") == {}
+    for logical in synthesized.function_ids().values():
+        assert c.ENV_FAIR_SHARE_POLICY not in synthesized.resources[logical]["Properties"]["Environment"]["Variables"]
+    submits = [s for s in synthesized.function_statements("submit_job") if "batch:SubmitJob" in actions(s)]
+    assert submits and all("Condition" not in s for s in submits)
+    creates = [s for s in synthesized.function_statements("ensure_queue") if "batch:CreateJobQueue" in actions(s)]
+    assert "scheduling-policy" not in json.dumps(creates)
 
 
 def test_a_teams_context_mistake_fails_synth_naming_the_key() -> None:

@@ -65,8 +65,13 @@ class BatchJobsAdapter(ClientAdapter):
     def register_job_definition(self, spec: dict[str, Any]) -> str:
         return str(self._aws.register_job_definition(**spec)["jobDefinitionArn"])
 
-    def submit_job(self, name: str, job_queue: str, job_definition: str, tags: dict[str, str]) -> str:
-        response = self._aws.submit_job(jobName=name, jobQueue=job_queue, jobDefinition=job_definition, tags=tags)
+    def submit_job(
+        self, name: str, job_queue: str, job_definition: str, tags: dict[str, str], share: str | None = None
+    ) -> str:
+        shared = {"shareIdentifier": share} if share else {}
+        response = self._aws.submit_job(
+            jobName=name, jobQueue=job_queue, jobDefinition=job_definition, tags=tags, **shared
+        )
         return str(response["jobId"])
 
     def find_job(self, job_queue: str, name: str) -> BatchJobState | None:

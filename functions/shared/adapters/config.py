@@ -86,6 +86,7 @@ def _settings(variables: tuple[tuple[str, str], ...], region: str) -> Settings:
         pool_claim_grace_seconds=float(env.get(c.ENV_POOL_CLAIM_GRACE_SECONDS, "900")),
         max_capacity_block_upfront_usd=float(env.get(c.ENV_MAX_CAPACITY_BLOCK_UPFRONT_USD, "0")),
         teams_config=env.get(c.ENV_TEAMS, ""),
+        fair_share_policy=env.get(c.ENV_FAIR_SHARE_POLICY, ""),
         quarantine_bad_hosts=env.get(c.ENV_QUARANTINE_BAD_HOSTS, "true").lower() == "true",
         bad_host_window_seconds=float(env.get(c.ENV_BAD_HOST_WINDOW_SECONDS, "3600")),
         max_unhealthy_share=float(env.get(c.ENV_MAX_UNHEALTHY_SHARE, "0.2")),

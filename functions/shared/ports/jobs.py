@@ -132,7 +132,9 @@ class BatchJobs(Protocol):
         """Register a revision; returns its ARN."""
         ...
 
-    def submit_job(self, name: str, job_queue: str, job_definition: str, tags: dict[str, str]) -> str:
+    def submit_job(
+        self, name: str, job_queue: str, job_definition: str, tags: dict[str, str], share: str | None = None
+    ) -> str:
         """Submit; returns the Batch job id."""
         ...
 

@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-from gpupilot.localcloud.fleet.placement import FleetPlacement
 from gpupilot.localcloud.fleet.records import HOST_TERMINATED, SimInstance
+from gpupilot.localcloud.fleet.shares import FleetShares
 
 
-class FleetHosts(FleetPlacement):
+class FleetHosts(FleetShares):
     """Each instance's life, tick by tick."""
 
     # -- instances -----------------------------------------------------------------------------

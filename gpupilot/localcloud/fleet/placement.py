@@ -24,6 +24,7 @@ from gpupilot.localcloud.fleet.records import (
     SimJob,
 )
 from gpupilot.localcloud.moto_adaptations.batch_consumables import needs_of
+from gpupilot.localcloud.moto_adaptations.batch_shares import share_of_job
 
 
 class FleetPlacement(FleetInstances):
@@ -35,8 +36,8 @@ class FleetPlacement(FleetInstances):
             return self._finish(sim, "FAILED", None, now, reason=job.job_stopped_reason)
         if job.status in ("SUBMITTED", "PENDING") and now >= sim.ready_at:
             self._set(job, "RUNNABLE")
-        if job.status == "RUNNABLE":
-            self._schedule(sim, now)
+        if job.status == "RUNNABLE" and share_of_job(job) is None:
+            self._schedule(sim, now)  # a fair-share queue's job waits for its share's turn (fleet/shares.py)
         elif job.status == "STARTING" and sim.instance is not None and sim.instance.symptom == "no_gpu_visible":
             # The NVIDIA runtime's hook fails before the container starts: the host cannot give it its GPU.
             self._bad_host_fails(sim, now, None, NVML_DRIVER_NOT_LOADED, TASK_FAILED_TO_START)

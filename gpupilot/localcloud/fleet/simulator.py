@@ -159,6 +159,7 @@ class FleetSimulator(FleetHosts):
                 self.agents.step(now)
             for sim in list(self._jobs.values()):
                 self._advance_job(sim, now)
+            self._start_by_share(now)
             for fleet in self._instances.values():
                 for instance in fleet:
                     self._retire_if_idle(instance, now)

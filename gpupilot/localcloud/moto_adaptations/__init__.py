@@ -31,6 +31,7 @@ the local cloud makes moto behave like AWS:
 25. DynamoDB writes, one at a time: dynamodb.py
 26. Batch consumable resources: batch_consumables.py
 27. EC2 DescribeInstances' instance-lifecycle filter: ec2.py
+28. Batch fair-share queues: batch_shares.py
 
 Each module's docstring says what its adaptations do and the AWS documentation they follow; patches.py holds the
 replacements' machinery.
@@ -58,6 +59,7 @@ from gpupilot.localcloud.moto_adaptations.batch_jobs import (
     refuse_disabled_queues,
     report_exit_codes,
 )
+from gpupilot.localcloud.moto_adaptations.batch_shares import fair_share_queues
 from gpupilot.localcloud.moto_adaptations.dynamodb import (
     direct_dynamodb_item_answers,
     index_pages_of_index_entries,
@@ -142,6 +144,7 @@ def adapted_moto(
         batch_deletions_and_limits(patches, lifecycle)
         name_clusters_as_batch_does(patches)
         keep_time_limit_actions(patches)
+        fair_share_queues(patches)
         report_exit_codes(patches)
         container_instance_states(patches)
         container_instance_health(patches)

@@ -80,3 +80,23 @@ def test_the_job_runs_as_the_deployments_job_role_with_its_gpu_requirements(port
     container = definition["containerProperties"]
     assert container["jobRoleArn"] == ports.settings.job_role_arn
     assert {"type": "GPU", "value": "1"} in container["resourceRequirements"]
+
+
+def test_a_job_of_a_deployment_whose_teams_share_by_weight_is_submitted_under_its_team_s_share():
+    import dataclasses
+
+    from tests.fakes.ports import fake_ports
+
+    # Given a deployment whose pools share by weight, and one without
+    shared = fake_ports()
+    shared = dataclasses.replace(
+        shared, settings=shared.settings.model_copy(update={"fair_share_policy": "gpupilot-fair-share"})
+    )
+    fifo = fake_ports()
+    # When each submits a job of team vision
+    for ports in (shared, fifo):
+        step = payload(ports).model_copy(update={"share": "vision"})
+        submit_batch_job(step, ports)
+    # Then the first reaches Batch under the team's share; the second under none (a FIFO queue refuses one)
+    [job], [plain] = list(shared.batch.jobs.values()), list(fifo.batch.jobs.values())
+    assert job["shareIdentifier"] == "vision" and "shareIdentifier" not in plain

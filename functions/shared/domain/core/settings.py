@@ -102,6 +102,11 @@ class Settings(DomainModel):
         description="The most an admin may pay up front for one Capacity Block, whatever the caller passes (context "
         "max_capacity_block_upfront_usd; 0: the API buys none)",
     )
+    fair_share_policy: str = Field(
+        default="",
+        description="The deployment's fair-share scheduling policy's name, in every region (the teams share each pool "
+        "by weight); empty: pools run first in, first out",
+    )
     teams_config: str = Field(
         default="",
         description="The deployment's teams (context `teams`), as JSON; empty: every caller is an admin of one team",

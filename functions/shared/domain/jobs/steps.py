@@ -38,6 +38,7 @@ class ExecutionInput(DomainModel):
     timeouts: Timeouts
     budgeted: bool = Field(default=False, description="The job commits against its team's budget: fallbacks re-check")
     team_gpus: str | None = Field(default=None, description="The consumable resource of its team's GPU cap")
+    share: str | None = Field(default=None, description="Its team: its shareIdentifier in a fair-share pool")
     queue: dict[str, Any] = Field(default_factory=lambda: {"checks": 0})
     diagnosis: dict[str, Any] = Field(default_factory=lambda: {"checks": 0})
 
@@ -95,6 +96,7 @@ class SubmitInput(DomainModel):
     queue: QueueStatus
     budgeted: bool = False
     team_gpus: str | None = None
+    share: str | None = None
 
 
 class WaitInput(DomainModel):

@@ -232,7 +232,11 @@ def versioned_pool(
     generation: int = 1,
 ) -> tuple[Pool, dict[str, Any]]:
     """The pool named after its spec's version (and generation), and its `CreateComputeEnvironment` arguments."""
-    version = spec_version(compute_environment_spec(pool, settings, subnets, launch_template_version))
+    spec = compute_environment_spec(pool, settings, subnets, launch_template_version)
+    # A fair-share pool is a pool of its own: Batch cannot add a scheduling policy to a FIFO queue.
+    version = spec_version(
+        {**spec, "schedulingPolicy": settings.fair_share_policy} if settings.fair_share_policy else spec
+    )
     name = generation_name(f"{pool.name}-{version}", generation)
     named = pool.model_copy(update={"name": name, "key": pool.name, "version": version})
     return named, compute_environment_spec(named, settings, subnets, launch_template_version)

@@ -64,8 +64,11 @@ def submit_batch_job(payload: SubmitInput, ports: Ports) -> SubmittedJob:
             home_region=ports.settings.home,
         )
         definition = ports.batch.register_job_definition(spec)
+        # A fair-share queue refuses a job without a shareIdentifier, a FIFO queue one with it (AWS Batch API
+        # Reference, "SubmitJob", shareIdentifier): the deployment's pools are all one or all the other.
+        share = payload.share if ports.settings.fair_share_policy else None
         batch_job_id = ports.batch.submit_job(
-            name, job_queue, definition, tags={JOB_TAG: payload.job_id, ATTEMPT_TAG: str(number)}
+            name, job_queue, definition, tags={JOB_TAG: payload.job_id, ATTEMPT_TAG: str(number)}, share=share
         )
     ports.jobs.update_attempt(payload.job_id, number, {"batch_job_id": batch_job_id, "job_definition": definition})
     if ports.jobs.get_job(payload.job_id).status.finished:

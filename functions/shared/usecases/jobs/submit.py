@@ -18,6 +18,7 @@ from functions.shared.domain.jobs.steps import ExecutionInput, Timeouts
 from functions.shared.domain.jobs.views import SubmitResponse
 from functions.shared.domain.requests.job_request import JobRequest
 from functions.shared.domain.teams.identity import Caller
+from functions.shared.domain.teams.shares import share_of
 from functions.shared.ports import Ports
 from functions.shared.usecases.capacity.select import MAX_WORKFLOW_CANDIDATES, check_plannable
 from functions.shared.usecases.teams.budgets import create_owned, ownership, settle
@@ -65,6 +66,7 @@ def execution_input(
         request=request,
         budgeted=bool(owned and owned.commitment),
         team_gpus=owned.team_gpus if owned else None,
+        share=share_of(owned.team) if owned and settings.teams_config else None,
         timeouts=Timeouts(
             # A job bounded by give_up_after_minutes is diagnosed by then at the latest.
             stuck_after_seconds=max(
@@ -143,7 +145,7 @@ def _started(existing: JobRecord, request: JobRequest, ports: Ports, warnings: l
     (StartExecution starts one execution per name: a second call finds the first)."""
     execution_arn = existing.execution_arn
     if execution_arn is None:
-        owned = Ownership(commitment=existing.commitment, team_gpus=existing.team_gpus)
+        owned = Ownership(team=existing.team, commitment=existing.commitment, team_gpus=existing.team_gpus)
         execution_input_json = execution_input(existing.job_id, request, ports.settings, owned).model_dump_json()
         execution_arn = ports.workflow.start_execution(existing.job_id, execution_input_json)
         ports.jobs.set_execution_arn(existing.job_id, execution_arn)

@@ -112,7 +112,7 @@ def ensure_job_queue(payload: EnsureQueueInput, ports: Ports) -> QueueStatus:
             payload, pool.name, invalid_environment(environment), environment.status_reason, wait, ports
         )
     if environment is not None and environment_status == ComputeEnvironmentStatus.VALID and queue is None:
-        ports.pools.create_job_queue(job_queue_spec(pool, environment.arn))
+        ports.pools.create_job_queue(job_queue_spec(pool, environment.arn, ports.settings.fair_share_policy))
         queue = ports.pools.job_queue(pool.name)
     if queue is not None and queue.disabled:
         return _broken_pool(payload, pool.name, disabled_queue(queue), queue.status_reason, wait, ports)
