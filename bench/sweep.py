@@ -75,7 +75,7 @@ COLD_READS = (
 INDEX_READS = ("Query", "Scan")
 NOTES = (
     "Calls: each sweep reads the index of unfinished jobs (it projects only what the sweep reads of a job) and "
-    "replays what the events did not deliver, for many jobs at once: the attempts' ends with the vanished jobs' failures in "
+    "replays what the events lost for many jobs at once: the attempts' ends with the vanished jobs' failures in "
     "one TransactWriteItems, the records read back in one BatchGetItem, the prices and the spent tokens in one "
     "TransactWriteItems each; each workflow is resumed (SendTaskSuccess) or stopped (StopExecution) by a call of "
     "its own. The 10 ended and 2 vanished records of a round cost 16 calls where they cost 54 (2026-11-24), and the "
