@@ -7,7 +7,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import ConfigDict, Field, StrictInt
+from pydantic import ConfigDict, Field, StrictInt, field_validator
 
 from functions.shared.domain.core.model import DomainModel
 
@@ -44,6 +44,16 @@ class CheckpointPolicy(DomainModel):
         f"(at most {MAX_GRACE_SECONDS}: the notice comes {NOTICE_SECONDS} s before the reclaim, and the upload follows)"
     )  # fmt: skip
 
+    @field_validator("every_minutes", "grace_seconds", mode="before")
+    @classmethod
+    def _whole_numbers(cls, value: Any) -> Any:
+        return integral(value)
+
+
+def integral(value: Any) -> Any:
+    """JSON Schema's integer: 19.0 is one (a number without a fractional part); "19" and true are not."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
 
 class IdleAction(StrEnum):
     WARN = "warn"
@@ -54,6 +64,12 @@ class IdlePolicy(DomainModel):
     model_config = ConfigDict(extra="forbid")
 
     after_minutes: StrictInt = Field(ge=1, le=10_080, description="GPUs under 5% utilisation this long")
+
+    @field_validator("after_minutes", mode="before")
+    @classmethod
+    def _whole_minutes(cls, value: Any) -> Any:
+        return integral(value)
+
     action: IdleAction = Field(description="warn: a job warning and a GPU_IDLE finding; cancel: the job is cancelled")
 
 
