@@ -97,6 +97,12 @@ def run(profiles: tuple[str, ...] = PROFILES, seeded_bug: bool = False) -> dict[
     }
 
 
+def anonymous(report: str) -> str:
+    """schemathesis's report without the machine's paths (the clone's, the temporary folder's): a result file is
+    committed."""
+    return re.sub(r"[^\s]*gpupilot-bench-[^/\s]*/", "<tmp>/", report.replace(f"{REPO_ROOT}/", ""))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--profile", action="append", choices=PROFILES, help="only this profile")
@@ -108,9 +114,3 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main()
-
-
-def anonymous(report: str) -> str:
-    """schemathesis's report without the machine's paths (the clone's, the temporary folder's): a result file is
-    committed."""
-    return re.sub(r"[^\s]*gpupilot-bench-[^/\s]*/", "<tmp>/", report.replace(f"{REPO_ROOT}/", ""))
