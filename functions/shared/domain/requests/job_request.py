@@ -38,11 +38,6 @@ VARIABLE_NAME = "^(?!AWS_BATCH)" + ENVIRONMENT_NAME.pattern[1:]
 ListEntry = Annotated[str, Field(min_length=1, max_length=64)]
 
 
-def _integral(value: Any) -> Any:
-    """JSON Schema's integer: 19.0 is one (a number without a fractional part); "19" and true are not."""
-    return int(value) if isinstance(value, float) and value.is_integer() else value
-
-
 def _encodable(value: str) -> str:
     try:
         value.encode("utf-8")
@@ -175,7 +170,7 @@ class JobRequest(DomainModel):
     @field_validator("gpus", "vcpus", "timeout_minutes", "max_attempts", "spot_reclaims_before_fallback", mode="before")
     @classmethod
     def _whole_numbers(cls, value: Any) -> Any:
-        return _integral(value)
+        return agent.integral(value)
 
     _checkpoint = field_validator("checkpoint", mode="before")(agent.checkpoint_from_boolean)
 
