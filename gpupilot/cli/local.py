@@ -150,8 +150,10 @@ def _start_cloud(
     verbose: bool = False,
     timings: str = "local",
 ) -> Any:
+    from gpupilot.localcloud import botocore_data
     from gpupilot.localcloud.world import WorldError, load_world
 
+    botocore_data.share()  # before the world is checked: that imports moto's EC2, whose regions take three sessions
     try:
         world = load_world(world_file)
     except WorldError as error:
