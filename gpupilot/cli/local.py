@@ -174,7 +174,8 @@ def _start_cloud(
         _check_port(host, port, "--port")
     if aws_port:
         _check_port(host, aws_port, "--aws-port")
-    from gpupilot.localcloud.server import LocalCloud, configure_logging
+    from gpupilot.localcloud.logging_setup import configure_logging
+    from gpupilot.localcloud.server import LocalCloud
 
     configure_logging(log_file, verbose=verbose)
     cloud = LocalCloud(
