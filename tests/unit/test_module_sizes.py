@@ -19,7 +19,6 @@ EXEMPT = {
     "gpupilot/localcloud/http_api.py": "not yet split",
     "host_agent/core.py": "not yet split",
     "gpupilot/cli/client.py": "not yet split",
-    "gpupilot/localcloud/dispatch.py": "not yet split",
     "gpupilot/localcloud/moto_adaptations/batch_environments.py": "not yet split",
     "gpupilot/cli/local.py": "not yet split",
 }
