@@ -742,7 +742,7 @@ def test_demo_with_json_refuses_an_endpoint_with_a_json_error(capsys):
 
 def test_the_demo_waits_long_enough_for_its_job_to_fall_back_through_every_attempt_and_run():
     from functions.shared.domain.diagnosis.runnable import MAX_WAIT_CHECKS
-    from gpupilot.cli.local import DEMO_JOB, demo_wait_seconds
+    from gpupilot.cli.demo import DEMO_JOB, demo_wait_seconds
 
     # The demo job is diagnosed within seconds, as the local cloud's timeline is (not after a deployed 15 minutes)
     stuck_after = DEMO_JOB["stuck_after_minutes"] * 60

@@ -20,7 +20,6 @@ EXEMPT = {
     "host_agent/core.py": "not yet split",
     "gpupilot/cli/client.py": "not yet split",
     "gpupilot/localcloud/moto_adaptations/batch_environments.py": "not yet split",
-    "gpupilot/cli/local.py": "not yet split",
 }
 
 
