@@ -27,9 +27,10 @@ from gpupilot.cli.arguments import (
     checked,
     positive_integer,
 )
-from gpupilot.cli.client import IDEMPOTENCY_HEADER, ApiClient
+from gpupilot.cli.client import ApiClient
 from gpupilot.cli.job_request import REQUEST_DEFAULTS, in_cli_terms, job_arguments, job_body, require_fields
 from gpupilot.cli.plan import planned
+from gpupilot.cli.retries import IDEMPOTENCY_HEADER
 
 FINISHED = {"SUCCEEDED", "FAILED", "CANCELLED"}
 # An attempt's statuses once it has ended (an attempt a job fell back from ended FAILED).
