@@ -18,7 +18,6 @@ EXEMPT = {
     "gpupilot/localcloud/deploy.py": "not yet split",
     "gpupilot/localcloud/http_api.py": "not yet split",
     "host_agent/core.py": "not yet split",
-    "gpupilot/localcloud/moto_adaptations/batch_environments.py": "not yet split",
 }
 
 
