@@ -85,7 +85,7 @@ def run(runs: int = RUNS, cache: bool = True) -> dict[str, Any]:
     from gpupilot.localcloud.deploy import deploy
     from gpupilot.localcloud.dispatch import LocalContext
     from gpupilot.localcloud.embedded_aws import MOTO_CONFIG
-    from gpupilot.localcloud.http_api import proxy_event
+    from gpupilot.localcloud.gateway_event import proxy_event
     from gpupilot.localcloud.moto_adaptations import ComputeEnvironmentLifecycle, SpotMarket, adapted_moto
     from gpupilot.localcloud.template import load_template
 

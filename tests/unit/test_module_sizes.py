@@ -16,7 +16,6 @@ EXEMPT = {
     "gpupilot/localcloud/fleet/": "being changed; split next",
     "gpupilot/cli/jobs.py": "not yet split",
     "gpupilot/localcloud/deploy.py": "not yet split",
-    "gpupilot/localcloud/http_api.py": "not yet split",
     "host_agent/core.py": "not yet split",
 }
 
