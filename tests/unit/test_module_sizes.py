@@ -15,7 +15,6 @@ EXEMPT = {
     "gpupilot/cli/render.py": "being changed; split next",
     "gpupilot/localcloud/fleet/": "being changed; split next",
     "gpupilot/cli/jobs.py": "not yet split",
-    "gpupilot/localcloud/deploy.py": "not yet split",
     "host_agent/core.py": "not yet split",
 }
 
