@@ -16,7 +16,8 @@ from gpupilot.cli.arguments import (
     checked,
 )
 from gpupilot.cli.client import ApiClient
-from gpupilot.cli.jobs import follow, submit_headers
+from gpupilot.cli.following import follow
+from gpupilot.cli.jobs import submit_headers
 from gpupilot.cli.ui import DEFAULT_PORT as CONSOLE_PORT
 
 # The local cloud runs Batch's minutes in seconds (a pool is CREATING for 0.5 s, an instance boots in 0.4 s and
