@@ -84,9 +84,9 @@ def run(runs: int = RUNS, cache: bool = True) -> dict[str, Any]:
     from functions.shared.usecases.capacity.select import plan_request
     from gpupilot.localcloud.deploy import deploy
     from gpupilot.localcloud.dispatch import LocalContext
-    from gpupilot.localcloud.http_api import proxy_event
+    from gpupilot.localcloud.embedded_aws import MOTO_CONFIG
+    from gpupilot.localcloud.gateway_event import proxy_event
     from gpupilot.localcloud.moto_adaptations import ComputeEnvironmentLifecycle, SpotMarket, adapted_moto
-    from gpupilot.localcloud.server import MOTO_CONFIG
     from gpupilot.localcloud.template import load_template
 
     os.environ.update(AWS_DEFAULT_REGION=REGION, AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench")

@@ -376,8 +376,8 @@ def measure(
     from functions.shared.usecases.health.jobs import list_live_jobs
     from functions.shared.usecases.health.sweep import run_sweep
     from gpupilot.localcloud.deploy import deploy
+    from gpupilot.localcloud.embedded_aws import MOTO_CONFIG
     from gpupilot.localcloud.moto_adaptations import ComputeEnvironmentLifecycle, adapted_moto
-    from gpupilot.localcloud.server import MOTO_CONFIG
     from gpupilot.localcloud.template import load_template
 
     os.environ.update(AWS_DEFAULT_REGION=REGION, AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench")

@@ -3,7 +3,7 @@ synthesized template, no grant allows more than its calls need, and (with --iam-
 runs it) every grant and every condition is used.
 
 The local cloud and the integration harness run each function's calls through an IAM enforcer
-(gpupilot/localcloud/iam.py): a call its role does not allow fails at once with AccessDenied, naming the
+(gpupilot/localcloud/iam/): a call its role does not allow fails at once with AccessDenied, naming the
 function, the action and the call site, so the test that made it fails. Every decision is also logged to
 GPUPILOT_AWS_CALL_LOG (set here for every worker and every `gpupilot serve` the tests start), with the request
 and the policies that decided it; at the end of the session this plugin reads them all and fails the run when

@@ -1,7 +1,7 @@
 """What the IAM drift check proves of each recorded call, against the policies that decided it.
 
 Every call a function makes in the tests is logged with the request the local IAM authorized (its action, resource,
-condition keys, the resource's tags) and the policies it was decided by (gpupilot/localcloud/iam.py). From them:
+condition keys, the resource's tags) and the policies it was decided by (gpupilot/localcloud/iam/). From them:
 
 - each `Condition` of a statement that allowed a call is proven: the same call, with the condition's key set to a value
   the condition refuses, is denied by the function's policy (a condition another grant makes moot holds nothing);

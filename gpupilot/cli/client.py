@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -25,6 +24,18 @@ from urllib.parse import urlencode, urlsplit
 import urllib3
 from urllib3.util.retry import Retry
 
+from gpupilot.cli.retries import (
+    BACKOFF_FACTOR,
+    BACKOFF_JITTER,
+    BACKOFF_MAX,
+    TRANSIENT_RETRIES,
+    TRANSIENT_STATUSES,
+    TransientRetry,
+    root_cause,
+    safe_to_repeat,
+)
+from gpupilot.cli.signing import endpoint_region
+
 DEFAULT_LOCAL_ENDPOINT = "http://127.0.0.1:8765"
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
 # A POST /jobs whose Idempotency-Key is still being processed by an earlier call answers 409 IN_PROGRESS with
@@ -33,17 +44,6 @@ LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
 IN_PROGRESS = "IN_PROGRESS"
 DEFAULT_RETRY_AFTER_SECONDS = 1.0
 IN_PROGRESS_LIMIT_SECONDS = 30.0
-# Transient answers, retried on a request that is safe to repeat: this many times at most, the first at once
-# (urllib3's way), the next after 2, 4, 8, 16 x BACKOFF_FACTOR seconds plus up to BACKOFF_JITTER, each at most
-# BACKOFF_MAX: 0, 1, 2, 4, 8 s, about 16 s in all. A Retry-After (429, 503) is honoured, up to
-# RETRY_AFTER_MAX_SECONDS.
-TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
-TRANSIENT_RETRIES = 5
-BACKOFF_FACTOR = 0.5
-BACKOFF_MAX = 8.0
-BACKOFF_JITTER = 0.5
-RETRY_AFTER_MAX_SECONDS = 30.0
-IDEMPOTENCY_HEADER = "Idempotency-Key"
 
 
 class ApiUnreachable(Exception):
@@ -103,33 +103,6 @@ class ApiResponse:
             field = f" [{self.body['field']}]" if self.body.get("field") else ""
             return f"{self.body.get('error', 'Error')}{field}: {self.body['message']}"
         return f"HTTP {self.status}: {str(self.body)[:300]}"
-
-
-class TransientRetry(Retry):
-    """urllib3's Retry, with Retry-After honoured on 429 and 503 only (never on another 4xx) and capped."""
-
-    RETRY_AFTER_STATUS_CODES = frozenset({429, 503})
-
-    def get_retry_after(self, response: Any) -> float | None:
-        seconds = super().get_retry_after(response)
-        return None if seconds is None else min(seconds, RETRY_AFTER_MAX_SECONDS)
-
-
-def safe_to_repeat(method: str, path: str, headers: Mapping[str, str] | None) -> bool:
-    """Whether sending the request again cannot do anything twice."""
-    if method in ("GET", "HEAD") or (method == "POST" and path == "/plan"):
-        return True
-    keyed = any(name.lower() == IDEMPOTENCY_HEADER.lower() and value for name, value in (headers or {}).items())
-    return method == "POST" and path == "/jobs" and keyed
-
-
-def endpoint_region(endpoint: str, configured: str | None = None) -> str:
-    """The region a request is signed for: a stage URL's own, else the environment's or the profile's, else
-    us-east-1 (the local cloud's default world)."""
-    match = re.search(r"\.execute-api\.([a-z0-9-]+)\.amazonaws\.com", endpoint)
-    if match:
-        return match.group(1)
-    return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or configured or "us-east-1"
 
 
 class ApiClient:
@@ -232,7 +205,7 @@ class ApiClient:
                 redirect=False,
             )
         except (urllib3.exceptions.HTTPError, OSError) as error:
-            raise ApiUnreachable(f"cannot reach {self.endpoint}: {_why(error)}", self.endpoint) from error
+            raise ApiUnreachable(f"cannot reach {self.endpoint}: {root_cause(error)}", self.endpoint) from error
         return ApiResponse(response.status, _decode(response.data), _lower(response.headers.items()))
 
     @property
@@ -267,27 +240,6 @@ class ApiClient:
         region = endpoint_region(self.endpoint, session.get_config_variable("region"))
         SigV4Auth(credentials.get_frozen_credentials(), "execute-api", region).add_auth(aws_request)
         return dict(aws_request.headers.items())
-
-
-def _why(error: BaseException) -> str:
-    """The root cause in a few words: the operating system's ("Connection refused", "Connection reset by peer",
-    "Name or service not known"), "timed out", else the innermost error's own words."""
-    seen: set[int] = set()
-    cause: BaseException | None = error
-    innermost = error
-    while cause is not None and id(cause) not in seen:
-        seen.add(id(cause))
-        innermost = cause
-        if isinstance(cause, OSError) and cause.strerror:
-            return cause.strerror
-        if isinstance(cause, TimeoutError | urllib3.exceptions.TimeoutError) and not isinstance(
-            cause, urllib3.exceptions.NewConnectionError
-        ):
-            return "timed out"
-        # urllib3 keeps the cause in `reason` (MaxRetryError) or in its arguments (ProtocolError).
-        inner = [getattr(cause, "reason", None), cause.__cause__, *cause.args]
-        cause = next((e for e in inner if isinstance(e, BaseException)), None)
-    return str(innermost)
 
 
 def _lower(headers: Any) -> dict[str, str]:

@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Callable
 
-from gpupilot.cli import costs, health, jobs, local, plan, render, reservations, teams, ui
+from gpupilot.cli import costs, demo, health, jobs, local, plan, render, reservations, teams, ui
 from gpupilot.cli.arguments import (
     ENDPOINT_HELP,
     EXIT_OK,
@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "serve":
         return local.serve(args)
     if args.action == "demo":
-        return local.demo(args)
+        return demo.demo(args)
     client = ApiClient(args.endpoint)
     command = COMMANDS.get(args.action)
     if command is None:

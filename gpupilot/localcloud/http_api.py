@@ -6,25 +6,19 @@ import ipaddress
 import json
 import logging
 import threading
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import urlsplit
 
+from gpupilot.localcloud.gateway_event import proxy_event
+from gpupilot.localcloud.http_body import BodyRefused, read_body
 from gpupilot.localcloud.sigv4 import Refused, SigV4Verifier, identity_of
 
-MAX_BODY_BYTES = 1024 * 1024
-# API Gateway's own payload quota (REST APIs, 10 MB). A body over MAX_BODY_BYTES but within it is read and
-# discarded before the 413, so that a client still sending it reads the answer instead of a broken pipe.
-GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024
 READ_TIMEOUT_SECONDS = 10  # a client that sends less than its Content-Length holds one thread this long, no more
 LISTEN_BACKLOG = 128
-DISCARD_READ_BYTES = 64 * 1024
-MAX_CHUNK_LINE_BYTES = 4096  # a chunk's size line (with extensions) or a trailer line
-MAX_TRAILER_LINES = 100
 ApiInvoker = Callable[[dict[str, Any]], dict[str, Any]]
 # http.server's own refusals, made before a request reaches the API (a malformed request line, a request line
 # or headers too long, too many headers), as (status, error, field) in the API's error shape. An HTTP version
@@ -46,18 +40,6 @@ class LocalRoute:
     answer: Callable[[str, bytes | None], tuple[int, dict[str, Any]]]
 
 
-class BodyRefused(Exception):
-    """A request body the server will not pass on: its status and the API's error shape."""
-
-    def __init__(self, status: int, error: str, field: str, message: str) -> None:
-        super().__init__(message)
-        self.status, self.error, self.field, self.message = status, error, field, message
-
-
-def too_large() -> BodyRefused:
-    return BodyRefused(413, "PayloadTooLarge", "body", f"body over {MAX_BODY_BYTES // (1024 * 1024)} MiB")
-
-
 def allowed_methods(path: str) -> list[str] | None:
     """The methods the API serves on `path` (as API Gateway routes it), or None when no route matches."""
     from functions.shared.api.contract import ROUTES
@@ -70,38 +52,6 @@ def allowed_methods(path: str) -> list[str] | None:
         and all(r == p or (r.startswith("{") and p) for r, p in zip(route.path.split("/"), parts, strict=True))
     ]
     return sorted(set(methods)) if methods else None
-
-
-def proxy_event(
-    method: str, raw_path: str, headers: dict[str, str], body: str | None, identity: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """The event API Gateway (REST, Lambda proxy) would send for this request (`identity`: the caller IAM
-    authorization found, sigv4.identity_of)."""
-    parts = urlsplit(raw_path)
-    query = parse_qs(parts.query, keep_blank_values=True)
-    # API Gateway hands the function URL-decoded paths; an encoded "/" stays inside its segment.
-    path = "/".join(unquote(segment).replace("/", "%2F") for segment in parts.path.split("/"))
-    return {
-        "resource": path,
-        "path": path,
-        "httpMethod": method,
-        "headers": headers,
-        "multiValueHeaders": {k: [v] for k, v in headers.items()},
-        "queryStringParameters": {k: v[-1] for k, v in query.items()} or None,
-        "multiValueQueryStringParameters": query or None,
-        "pathParameters": None,
-        "stageVariables": None,
-        "body": body,
-        "isBase64Encoded": False,
-        "requestContext": {
-            "resourcePath": path,
-            "httpMethod": method,
-            "path": f"/local{path}",
-            "stage": "local",
-            "requestId": str(uuid.uuid4()),
-            "identity": identity or {"sourceIp": "127.0.0.1", "userAgent": headers.get("User-Agent", "")},
-        },
-    }
 
 
 def _loopback(address: Any) -> bool:
@@ -153,7 +103,7 @@ def _handler_class(
                                   "message": f"{self.command} {path}: allowed {allow}"}, {"Allow": allow})  # fmt: skip
                 return
             try:
-                raw_body = self._read_body()
+                raw_body = read_body(self.rfile, self.headers)
             except BodyRefused as refused:
                 self.close_connection = True
                 self._reply(refused.status, {"error": refused.error, "field": refused.field,
@@ -198,7 +148,7 @@ def _handler_class(
                                   "message": f"{self.command}: allowed {allow}"}, {"Allow": allow})  # fmt: skip
                 return
             try:
-                raw_body = self._read_body()
+                raw_body = read_body(self.rfile, self.headers)
             except BodyRefused as refused:
                 self.close_connection = True
                 self._reply(refused.status, {"error": refused.error, "field": refused.field,
@@ -206,86 +156,6 @@ def _handler_class(
                 return
             self._reply(*route.answer(self.command, raw_body))
 
-        # -- the body, framed by Content-Length or chunked (RFC 9112, 6 and 7.1) --------------------------------
-        def _read_body(self) -> bytes | None:
-            coding = self.headers.get("Transfer-Encoding")
-            if coding is not None:
-                # Both framings at once is how requests are smuggled past a proxy (RFC 9112, 6.3): refused.
-                if "Content-Length" in self.headers:
-                    raise BodyRefused(
-                        400, "BadRequest", "Transfer-Encoding", "both Transfer-Encoding and Content-Length"
-                    )
-                if coding.strip().lower() != "chunked":
-                    raise BodyRefused(400, "BadRequest", "Transfer-Encoding", f"only chunked is read, not {coding!r}")
-                return self._read_chunked()
-            lengths = {value.strip() for value in self.headers.get_all("Content-Length") or []}
-            if len(lengths) > 1:
-                # Two lengths: which one ends the body is how requests are smuggled past a proxy (RFC 9112, 6.3).
-                said = ", ".join(sorted(lengths))
-                raise BodyRefused(400, "BadRequest", "Content-Length", f"two different lengths: {said}")
-            raw_length = lengths.pop() if lengths else "0"
-            if not (raw_length.isascii() and raw_length.isdecimal()):
-                raise BodyRefused(400, "BadRequest", "Content-Length", "not a length")
-            # (Python refuses to read an integer of more than 4300 digits: no length that long is read.)
-            length = int(raw_length) if len(raw_length) <= 20 else GATEWAY_MAX_BODY_BYTES + 1
-            if length > MAX_BODY_BYTES:
-                if length <= GATEWAY_MAX_BODY_BYTES:
-                    self._discard(length)
-                raise too_large()
-            return self._read_exactly(length) if length else None
-
-        def _read_chunked(self) -> bytes:
-            body = bytearray()
-            received = 0
-            while True:
-                size = self._chunk_size()
-                if size == 0:
-                    break
-                received += size
-                if received > GATEWAY_MAX_BODY_BYTES:
-                    raise too_large()
-                if received > MAX_BODY_BYTES:
-                    body.clear()
-                    self._discard(size)
-                else:
-                    body += self._read_exactly(size)
-                if self.rfile.read(2) != b"\r\n":
-                    raise BodyRefused(400, "BadRequest", "body", "a chunk does not end with CRLF where its size says")
-            for _ in range(MAX_TRAILER_LINES):  # trailer fields, read and ignored, up to the empty line
-                if self._line() in (b"\r\n", b"\n", b""):
-                    break
-            else:
-                raise BodyRefused(400, "BadRequest", "body", "too many trailer fields")
-            if received > MAX_BODY_BYTES:
-                raise too_large()
-            return bytes(body)
-
-        def _chunk_size(self) -> int:
-            size = self._line().split(b";", 1)[0].strip()  # chunk extensions are ignored
-            if not size or len(size) > 16 or any(c not in b"0123456789abcdefABCDEF" for c in size):
-                raise BodyRefused(400, "BadRequest", "body", "a chunked body with a malformed chunk size")
-            return int(size, 16)
-
-        def _line(self) -> bytes:
-            line = self.rfile.readline(MAX_CHUNK_LINE_BYTES + 1)
-            if len(line) > MAX_CHUNK_LINE_BYTES:
-                raise BodyRefused(400, "BadRequest", "body", "a chunked body with a line too long")
-            return bytes(line)
-
-        def _read_exactly(self, length: int) -> bytes:
-            data = self.rfile.read(length)
-            if len(data) < length:
-                raise BodyRefused(400, "BadRequest", "body", "the body ended before its length")
-            return bytes(data)
-
-        def _discard(self, length: int) -> None:
-            while length > 0:
-                data = self.rfile.read(min(length, DISCARD_READ_BYTES))
-                if not data:
-                    return  # the client stopped sending: nobody to read the answer
-                length -= len(data)
-
-        # -- answers ---------------------------------------------------------------------------------------
         def parse_request(self) -> bool:
             if len(self.raw_requestline.split()) == 2:
                 # HTTP/0.9 (`GET /jobs`: no version, and no headers to follow): http.server would go on to read

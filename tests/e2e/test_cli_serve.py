@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import boto3
 import pytest
 
-from gpupilot.localcloud.server import free_port
+from gpupilot.localcloud.embedded_aws import free_port
 from tests.e2e.conftest import GPUPILOT, READY_TIMEOUT_SECONDS, RunningCloud, stop_cloud
 
 pytestmark = pytest.mark.e2e

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gpupilot.cli.local import CONSOLE_HINT
+from gpupilot.cli.demo import CONSOLE_HINT
 from tests.e2e.conftest import GPUPILOT
 
 pytestmark = pytest.mark.e2e

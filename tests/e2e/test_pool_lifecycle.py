@@ -11,7 +11,7 @@ from typing import Any
 import boto3
 import pytest
 
-from gpupilot.localcloud.server import TIMELINE_OVERRIDES
+from gpupilot.localcloud.timeline import TIMELINE_OVERRIDES
 from tests.e2e.conftest import RunningCloud
 
 pytestmark = pytest.mark.e2e

@@ -15,7 +15,7 @@ import pytest
 
 from functions.shared import constants as c
 from functions.shared.observability import REDACTED, logger
-from gpupilot.localcloud.server import TIMELINE_OVERRIDES
+from gpupilot.localcloud.timeline import TIMELINE_OVERRIDES
 from tests.e2e.conftest import RunningCloud
 
 pytestmark = pytest.mark.e2e

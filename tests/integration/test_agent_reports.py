@@ -13,7 +13,7 @@ from functions.shared.adapters.job_store import DynamoJobStore
 from functions.shared.domain.core.vocabulary import AttemptStatus, CapacityType, JobStatus
 from functions.shared.domain.jobs.records import AttemptRecord
 from functions.shared.domain.requests.job_request import JobRequest
-from gpupilot.localcloud.http_api import proxy_event
+from gpupilot.localcloud.gateway_event import proxy_event
 from host_agent.report import DETAIL_TYPE, SOURCE
 from tests.integration.conftest import Cloud
 from tests.unit.builders import candidate

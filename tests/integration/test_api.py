@@ -18,7 +18,7 @@ from functions.shared.adapters.clients import observe_calls, reset_clients, stop
 from functions.shared.adapters.job_store import DynamoJobStore
 from functions.shared.domain.core.vocabulary import JobStatus
 from functions.shared.domain.requests.job_request import JobRequest
-from gpupilot.localcloud.http_api import proxy_event
+from gpupilot.localcloud.gateway_event import proxy_event
 from tests.integration.conftest import ZONES, Cloud, HandlerError
 
 BODY = {"name": "train", "image": "nvidia/cuda:12.4.1-base-ubuntu22.04", "command": ["nvidia-smi"]}

@@ -18,7 +18,7 @@ from functions.shared.domain.core.clock import now_iso
 from functions.shared.domain.core.vocabulary import CapacityType, DiagnosisCategory, JobStatus, WaitPhase
 from functions.shared.domain.jobs.records import AttemptRecord, Wait
 from functions.shared.domain.requests.job_request import JobRequest
-from gpupilot.localcloud.http_api import proxy_event
+from gpupilot.localcloud.gateway_event import proxy_event
 from tests.integration.conftest import DELETE_SECONDS, ZONES, Cloud, HandlerError
 
 JOB = "job00000001"

@@ -15,7 +15,7 @@ from email.utils import format_datetime
 
 import pytest
 
-from gpupilot.cli import build_parser, job_request, jobs, main, render
+from gpupilot.cli import build_parser, following, job_request, main, render
 from gpupilot.cli.arguments import UsageError
 from gpupilot.cli.client import ApiClient, ApiResponse, ApiUnreachable
 from gpupilot.cli.job_request import job_body
@@ -506,7 +506,7 @@ def polled(monkeypatch, polls: list[dict], seconds_later: float = 0) -> list[dic
         return answered(next(answers), seconds_later)
 
     monkeypatch.setattr(ApiClient, "request", request)
-    monkeypatch.setattr("gpupilot.cli.jobs.time.sleep", lambda seconds: None)
+    monkeypatch.setattr("gpupilot.cli.following.time.sleep", lambda seconds: None)
     return asked
 
 
@@ -595,7 +595,7 @@ def test_status_wait_says_at_once_how_long_the_job_has_waited_and_why_and_says_i
 
 def test_status_wait_says_a_cause_explained_again_with_newer_numbers_once(monkeypatch, capsys):
     # Given a job explained at every poll (EXPLAIN_EVERY_SECONDS 0), its diagnosis saying newer numbers each time
-    monkeypatch.setattr(jobs, "EXPLAIN_EVERY_SECONDS", 0.0)
+    monkeypatch.setattr(following, "EXPLAIN_EVERY_SECONDS", 0.0)
     waiting = job_state("RUNNABLE", None, "SUBMITTED", "RUNNABLE")
     older = EXPLAINED | {"reason": EXPLAINED["reason"].replace("700 s", "710 s")}
     polls = [waiting, waiting | {"explanation": EXPLAINED}, waiting, waiting | {"explanation": older}, *POLLS[2:]]
@@ -742,7 +742,7 @@ def test_demo_with_json_refuses_an_endpoint_with_a_json_error(capsys):
 
 def test_the_demo_waits_long_enough_for_its_job_to_fall_back_through_every_attempt_and_run():
     from functions.shared.domain.diagnosis.runnable import MAX_WAIT_CHECKS
-    from gpupilot.cli.local import DEMO_JOB, demo_wait_seconds
+    from gpupilot.cli.demo import DEMO_JOB, demo_wait_seconds
 
     # The demo job is diagnosed within seconds, as the local cloud's timeline is (not after a deployed 15 minutes)
     stuck_after = DEMO_JOB["stuck_after_minutes"] * 60
@@ -883,7 +883,7 @@ def test_logs_prints_every_page_of_the_stream_until_the_same_token_comes_back(ca
 
 def test_logs_follow_waits_for_the_attempt_to_run_and_stops_once_the_job_has_ended(capsys, monkeypatch):
     # Given a job not yet running, then running with a line, then ended with one more
-    monkeypatch.setattr(jobs, "LOG_POLL_SECONDS", 0)
+    monkeypatch.setattr(following, "LOG_POLL_SECONDS", 0)
     script = (log_page([], None, "RUNNABLE", stream=None), log_page(["start"], "t1", "RUNNING"),
               log_page([], "t1", "RUNNING"), log_page(["done"], "t2"), log_page([], "t2"))  # fmt: skip
     with ScriptedApi(*script) as api:
@@ -903,7 +903,7 @@ NO_ATTEMPT_YET = Answer(
 
 def test_logs_follow_right_after_submitting_waits_for_the_first_attempt(capsys, monkeypatch):
     # Given a job still choosing its GPU (no attempt yet), then running with a line, then ended
-    monkeypatch.setattr(jobs, "LOG_POLL_SECONDS", 0)
+    monkeypatch.setattr(following, "LOG_POLL_SECONDS", 0)
     selecting = Answer(200, {"job_id": "job-1", "status": "SELECTING"})
     script = (NO_ATTEMPT_YET, selecting, NO_ATTEMPT_YET, selecting, log_page(["start"], "t1", "RUNNING"),
               log_page(["done"], "t2"), log_page([], "t2"))  # fmt: skip

@@ -11,7 +11,8 @@ from email.utils import format_datetime
 import pytest
 from urllib3.exceptions import MaxRetryError
 
-from gpupilot.cli.client import BACKOFF_MAX, TRANSIENT_RETRIES, ApiClient, ApiResponse, ApiUnreachable, StillInProgress
+from gpupilot.cli.client import ApiClient, ApiResponse, ApiUnreachable, StillInProgress
+from gpupilot.cli.retries import BACKOFF_MAX, TRANSIENT_RETRIES
 from tests.unit.scripted_api import RESET, Answer, ScriptedApi, in_progress
 
 JOB = {"name": "train", "image": "img", "command": ["true"]}

@@ -96,9 +96,9 @@ def test_resuming_never_enables_a_collector_the_cold_start_did_not_pause(monkeyp
 def test_the_api_loads_the_sweep_the_costs_and_a_pools_evidence_only_for_the_routes_that_need_them() -> None:
     # Given the api handler imported as a cold start imports it
     code = (
-        "import json, sys\nimport functions.api.handler as api\n"
+        "import json, sys\nimport functions.api.handler\nfrom functions.api import account\n"
         "at_import = sorted(m for m in sys.modules if m.startswith('functions.shared.usecases.'))\n"
-        "api._sweep()\n"
+        "account._sweep()\n"
         "loaded = 'functions.shared.usecases.health.sweep' in sys.modules\n"
         "print(json.dumps({'at_import': at_import, 'sweep_loaded': loaded}))"
     )

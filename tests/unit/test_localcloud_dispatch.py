@@ -16,13 +16,8 @@ from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from functions.shared.adapters.config import settings
-from gpupilot.localcloud.dispatch import (
-    HandlerDispatcher,
-    LocalFunction,
-    ThreadStdout,
-    current_function,
-    emf_to_metric_data,
-)
+from gpupilot.localcloud.dispatch import HandlerDispatcher, LocalFunction, current_function
+from gpupilot.localcloud.function_output import ThreadStdout, emf_to_metric_data
 
 
 @pytest.fixture

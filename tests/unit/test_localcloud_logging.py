@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gpupilot.localcloud.server import CHATTY_LOGGERS, LOCAL_LOGGER, _log_request_error, configure_logging
+from gpupilot.localcloud.logging_setup import CHATTY_LOGGERS, LOCAL_LOGGER, _log_request_error, configure_logging
 
 
 @pytest.fixture(autouse=True)

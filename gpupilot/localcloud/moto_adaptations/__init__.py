@@ -15,7 +15,7 @@ the local cloud makes moto behave like AWS:
 9. Batch job queues' jobStateTimeLimitActions: batch_jobs.py
 10. EC2's spot market: ec2.py
 11. The AWS Price List API: pricing.py
-12. Batch deletions and limits: batch_environments.py
+12. Batch deletions and limits: batch_deletions.py
 13. Speed, answers unchanged: dynamodb.py and stepfunctions.py
 14. Batch DescribeJobs: batch_jobs.py
 15. Batch's ECS clusters: ecs.py
@@ -47,9 +47,9 @@ from typing import Any
 from gpupilot.localcloud.dispatch import HandlerDispatcher
 from gpupilot.localcloud.moto_adaptations.awslambda import run_handlers_in_process
 from gpupilot.localcloud.moto_adaptations.batch_consumables import ConsumableBook, consumable_resources
+from gpupilot.localcloud.moto_adaptations.batch_deletions import batch_deletions_and_limits
 from gpupilot.localcloud.moto_adaptations.batch_environments import (
     ComputeEnvironmentLifecycle,
-    batch_deletions_and_limits,
     compute_environment_lifecycle,
 )
 from gpupilot.localcloud.moto_adaptations.batch_jobs import (
