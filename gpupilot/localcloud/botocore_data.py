@@ -5,14 +5,12 @@ moto's EC2 alone makes three sessions as it is imported (its regions and zones, 
 then come the embedded AWS's services, the deployment's clients, the fleet simulator's and the handlers'. EC2's model
 (4 MB) was parsed seven times while a local cloud started: a second of its four. botocore treats what it loads as
 read-only (one session already hands the same objects to all its clients), so every session of the process can share
-one parse of each file. `gpupilot serve` shares them before it reads the world; a bench or test that runs the local
-cloud in its own process shares them for as long as it needs."""
+one parse of each file. `gpupilot serve` shares them before it reads the world, and the embedded AWS from its start
+(a bench or test running a local cloud in its own process)."""
 
 from __future__ import annotations
 
-import contextlib
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 _lock = threading.Lock()
@@ -63,15 +61,3 @@ def unshare() -> None:
         _original = _original_listing = None
         _parsed.clear()
         _listed.clear()
-
-
-@contextlib.contextmanager
-def shared() -> Iterator[None]:
-    """Shared while the block runs; left shared if it already was."""
-    already = _original is not None
-    share()
-    try:
-        yield
-    finally:
-        if not already:
-            unshare()

@@ -1,51 +1,22 @@
-"""The embedded AWS the local cloud runs: moto's server, configured as the product needs it, with botocore's data
-parsed once per process and the process's AWS environment pointed at it."""
+"""The embedded AWS the local cloud runs: moto's server, configured as the product needs it, and the process's AWS
+environment pointed at it (botocore's data parsed once per process: botocore_data)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
 import socket
-import threading
 import urllib.request
-from collections.abc import Iterator
 from typing import Any
+
+from gpupilot.localcloud import botocore_data
 
 MOTO_CONFIG = {
     "batch": {"use_docker": False},
     "lambda": {"use_docker": False},
     "stepfunctions": {"execute_state_machine": True},
 }
-
-
-@contextlib.contextmanager
-def shared_botocore_data() -> Iterator[None]:
-    """botocore's data files parsed once per process, not once per session.
-
-    Every botocore session parses the files it needs again, and the local cloud makes many: the embedded
-    AWS's services, the fleet simulator, the handlers' clients after each reset. EC2's model alone (4 MB)
-    was parsed seven times while a local cloud started: a second of its four. botocore treats what it loads
-    as read-only (one session already hands the same objects to all its clients), so every session can share
-    one parse of each file."""
-    from botocore.loaders import JSONFileLoader
-
-    original = JSONFileLoader.load_file
-    parsed: dict[str, Any] = {}
-    lock = threading.Lock()
-
-    def load_file(loader: JSONFileLoader, file_path: str) -> Any:
-        with lock:
-            if file_path not in parsed:
-                parsed[file_path] = original(loader, file_path)
-            return parsed[file_path]
-
-    JSONFileLoader.load_file = load_file  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        JSONFileLoader.load_file = original  # type: ignore[method-assign]
 
 
 def free_port(host: str, port: int = 0) -> int:
@@ -57,7 +28,8 @@ def free_port(host: str, port: int = 0) -> int:
 
 
 def start_moto(host: str, port: int) -> Any:
-    """moto's server on `host:port`, configured as MOTO_CONFIG says, Batch's job statuses left to the simulator."""
+    """moto's server on `host:port`, configured as MOTO_CONFIG says, Batch's job statuses left to the simulator; from
+    then on the process's botocore sessions share their parsed data files (botocore_data)."""
     from moto.moto_api import state_manager
     from moto.server import ThreadedMotoServer
 
@@ -65,6 +37,7 @@ def start_moto(host: str, port: int) -> Any:
     # configure_logging asked for one).
     if logging.getLogger("werkzeug").level == logging.NOTSET:
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    botocore_data.share()
     server = ThreadedMotoServer(ip_address=host, port=port, verbose=False)
     server.start()
     request = urllib.request.Request(

@@ -19,7 +19,7 @@ from typing import Any
 from gpupilot.localcloud.clock import LocalClock, handlers_read
 from gpupilot.localcloud.deploy import ACCOUNT_ID, Deployment
 from gpupilot.localcloud.dispatch import HandlerDispatcher, LocalFunction
-from gpupilot.localcloud.embedded_aws import free_port, set_aws_environment, shared_botocore_data, start_moto
+from gpupilot.localcloud.embedded_aws import free_port, set_aws_environment, start_moto
 from gpupilot.localcloud.event_routing import deliver_event, deliver_event_home
 from gpupilot.localcloud.faults import Faults
 from gpupilot.localcloud.fleet import FleetSimulator
@@ -96,7 +96,6 @@ class LocalCloud:
         return f"http://{self.host}:{self._aws_port}"
 
     def start(self) -> LocalCloud:
-        self._adaptations.enter_context(shared_botocore_data())
         self._aws_port = free_port(self.host, self.aws_port)
         set_aws_environment(self.world.region, self.aws_url, self._aws_port)
         self._moto = start_moto(self.host, self._aws_port)
