@@ -79,6 +79,15 @@ def test_a_checkpointing_spot_job_reclaimed_mid_run_resumes_from_its_checkpoint_
     assert spot["cost"]["usd"] > 0 and on_demand["cost"]["usd"] > 0
     assert spot["gpu_utilization"]["idle_seconds"] <= NOTICE, spot
     assert on_demand["gpu_utilization"]["mean"] >= 80 and on_demand["gpu_utilization"]["idle_seconds"] == 0
+    # And the job's cost says what the reclaim took (the progress lost, priced as the spot attempt was, within the same
+    # bound) and what resuming saved (the work before the checkpoint, not redone)
+    reclaims, share_hourly = job["cost"]["reclaims"], spot["cost"]["hourly_usd"] * spot["cost"]["gpu_share"]
+    assert reclaims["count"] == 1 and reclaims["lost_seconds"] == spot["progress_lost_seconds"], reclaims
+    assert 0 < reclaims["lost_usd"] <= share_hourly * (WRITES_EVERY + NOTICE) / 3600 + 1e-9, reclaims
+    assert reclaims["saved_seconds"] > 0 and reclaims["saved_by_resume_usd"] > 0, reclaims
+    # And the CLI's status says both
+    said = cloud.cli("status", job_id).stdout
+    assert any(row.startswith("reclaims ") and "resuming from its checkpoint saved" in row for row in said.splitlines())
 
 
 def test_a_job_whose_gpus_idle_is_charged_gpu_idle_waste_and_with_idle_policy_cancel_is_cancelled_for_it(

@@ -9,8 +9,10 @@ from pydantic import Field
 from functions.shared.domain.capacity.offers import Candidate, Rejected
 from functions.shared.domain.core.model import DomainModel
 from functions.shared.domain.core.vocabulary import AttemptStatus, BilledCapacity, CapacityType, JobStatus
-from functions.shared.domain.cost.attempts import Cost, billed, capacity_type, total_cost
+from functions.shared.domain.cost.attempts import Cost, billed, capacity_type
+from functions.shared.domain.cost.reclaims import JobCost
 from functions.shared.domain.diagnosis.runnable import Diagnosis
+from functions.shared.domain.jobs.costs import job_cost
 from functions.shared.domain.jobs.current import (
     billed_now,
     current_attempt,
@@ -98,7 +100,9 @@ class JobView(DomainModel):
     capacity_type: BilledCapacity | None = Field(default=None, description="How the attempt it is on is billed")
     region: str | None = Field(default=None, description="The capacity region of the attempt it is on")
     attempts: list[Attempt] = Field(default_factory=list)
-    cost: Cost | None = None
+    cost: JobCost | None = Field(
+        default=None, description="The sum of its attempts' costs, and what its reclaims took and resuming saved"
+    )
     timeline: list[TimelineEntry] = Field(default_factory=list)
     execution_arn: str | None = None
     error: str | None = None
@@ -193,13 +197,6 @@ def retried(retries: list[BatchRetry], timeline: list[TimelineEntry]) -> list[Re
         if found:
             quarantined.setdefault(found["instance"], entry.at)
     return [Retried(**r.model_dump(), quarantined_at=quarantined.get(r.host or "")) for r in retries]
-
-
-def job_cost(record: JobRecord) -> Cost | None:
-    """What the job cost: the exact sum of its attempts' costs (RecordCost's, for records priced before
-    attempts were)."""
-    attempts = [billed(a.cost, a.reservation) for _, a in record.ordered_attempts() if a.cost is not None]
-    return total_cost(attempts) or record.cost
 
 
 def job_view(record: JobRecord) -> JobView:
