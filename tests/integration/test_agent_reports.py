@@ -118,6 +118,13 @@ def test_a_job_idle_past_its_idle_policy_is_warned_about_or_cancelled_with_the_r
     reason = "GPU_IDLE: its GPUs stayed under 5% utilisation for 30 minutes"
     if action == "warn":
         assert job.status != JobStatus.CANCELLED and job.attempts[1].warning == reason
+        # And what the sweep's GPU_IDLE finding says of it is kept: when, the policy, the job's GPUs
+        warned = job.attempts[1].idle_warning
+        assert warned is not None and (warned.at, warned.after_minutes, warned.gpus) == (
+            "2027-01-15T10:00:00.000Z",
+            30,
+            1,
+        )
     else:
         assert job.status == JobStatus.CANCELLED and job.error == reason
 

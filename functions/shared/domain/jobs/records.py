@@ -24,6 +24,7 @@ from functions.shared.domain.core.vocabulary import (
     WaitPhase,
 )
 from functions.shared.domain.cost.attempts import Cost
+from functions.shared.domain.cost.idle import IdleWarning
 from functions.shared.domain.diagnosis.runnable import Diagnosis
 from functions.shared.domain.jobs.lifecycle import status_rank
 from functions.shared.domain.jobs.retries import BatchRetry
@@ -130,6 +131,7 @@ class AttemptRecord(DomainModel):
     image_pull_seconds: float | None = None
     agent_report_sequence: int | None = Field(default=None, description="The latest agent report it holds")
     warning: str | None = Field(default=None, description="What the job should know of it (GPU_IDLE: ...)")
+    idle_warning: IdleWarning | None = Field(default=None, description="Its GPUs idled past the idle_policy (warn)")
     reserved: Reservation | None = Field(default=None, description="That reservation, as the plan saw it: its price")
     log_stream: str | None = Field(
         default=None, description="Its last Batch attempt's CloudWatch Logs stream, named by Batch at RUNNING"

@@ -7,10 +7,14 @@ from collections.abc import Callable
 from typing import Any
 
 from functions.shared.domain.core.errors import JobAlreadyFinished, JobNotFound
+from functions.shared.domain.cost.idle import IdleWarning
 from functions.shared.domain.jobs.agent_reports import AgentReport, idle_action, idle_reason
+from functions.shared.domain.jobs.records import AttemptRecord
 from functions.shared.domain.requests.host_agent import IdleAction
+from functions.shared.domain.requests.job_request import JobRequest
 from functions.shared.observability import logger
 from functions.shared.ports import Ports
+from functions.shared.usecases.cost.pricing import price_attempt
 from functions.shared.usecases.jobs.gpu_idle import charge_gpu_idle
 from functions.shared.usecases.jobs.queries import cancel_job
 
@@ -48,6 +52,21 @@ def record_agent_report(report: AgentReport, ports: Ports) -> dict[str, Any]:
         except JobAlreadyFinished:
             outcome["ignored"] = "the job had already ended"
     else:
-        ports.jobs.update_attempt(report.job_id, report.attempt, {"warning": reason})
+        warned = idle_warning(report, record.request, attempt, ports)
+        fields = {"warning": reason, "idle_warning": warned.model_dump(mode="json")}
+        ports.jobs.update_attempt(report.job_id, report.attempt, fields)
         outcome["warned"] = reason
     return outcome
+
+
+def idle_warning(report: AgentReport, request: JobRequest, attempt: AttemptRecord, ports: Ports) -> IdleWarning:
+    """What the sweep's GPU_IDLE finding says of the job: its GPUs, and the price they idle at (the attempt's hourly
+    price and share, as it will be priced when it ends; unpriced when AWS gives no price now)."""
+    assert request.idle_policy is not None
+    try:
+        price = price_attempt(request, attempt, 0.0, ports.in_region(attempt.region))
+    except Exception:
+        # A price AWS will not give now must not lose the warning: the finding says its cost is unknown.
+        logger.exception("could not price the idle job's attempt", extra={"job_id": report.job_id})
+        price = None
+    return IdleWarning(at=report.at, after_minutes=request.idle_policy.after_minutes, gpus=request.gpus, price=price)
