@@ -77,6 +77,13 @@ def test_a_checkpointing_spot_job_reclaimed_mid_run_resumes_from_its_checkpoint_
     assert (spot["capacity"], on_demand["capacity"]) == ("spot", "on-demand"), job
     assert spot["interruption_notice_at"] and spot["checkpoint_uploaded_at"], spot
     assert 0 < spot["progress_lost_seconds"] <= WRITES_EVERY + NOTICE, spot
+    # And EC2's own events of the reclaim reached job_events through EventBridge: its rebalance recommendation and its
+    # interruption warning are on the spot attempt, which its agent placed on that host, and notes of the timeline
+    assert spot["host"] and spot["rebalance_recommended_at"], spot
+    notes = " ".join(
+        e["reason"] for e in job["timeline"] if (e.get("reason") or "").startswith(f"host {spot['host']} ")
+    )
+    assert "spot interruption warning" in notes and "rebalance recommendation" in notes, job["timeline"]
     # And the next attempt started from that checkpoint and ran only the remainder of the runtime
     assert on_demand["resumed_from"]["attempt"] == 1, on_demand
     assert on_demand["cost"]["runtime_seconds"] <= RUNTIME - (RECLAIM_AFTER - NOTICE - WRITES_EVERY), on_demand

@@ -25,8 +25,8 @@ from functions.shared.domain.jobs.records import HOST_NOTE, JobRecord, TimelineE
 from functions.shared.domain.jobs.retries import BatchRetry
 from functions.shared.domain.requests.job_request import JobRequest
 
-AGENT_FIELDS = {"interruption_notice_at", "checkpoint_uploaded_at", "resumed_from", "progress_lost_seconds",
-                "gpu_utilization", "image_pull_seconds", "warning"}  # fmt: skip
+AGENT_FIELDS = {"host", "interruption_notice_at", "rebalance_recommended_at", "checkpoint_uploaded_at", "resumed_from",
+                "progress_lost_seconds", "gpu_utilization", "image_pull_seconds", "warning"}  # fmt: skip
 
 
 class Retried(BatchRetry):
@@ -69,7 +69,9 @@ class Attempt(DomainModel):
         default=None, description="Its CloudWatch Logs stream (GET /jobs/{job_id}/logs), once Batch ran it"
     )
     # What the host agent reported of it (docs/host-agent.md).
+    host: str | None = Field(default=None, description="The EC2 instance it ran on, as its host agent reported")
     interruption_notice_at: str | None = Field(default=None, description="When EC2 gave the spot interruption notice")
+    rebalance_recommended_at: str | None = Field(default=None, description="When EC2 recommended a rebalance")
     checkpoint_uploaded_at: str | None = None
     resumed_from: dict[str, Any] | None = Field(default=None, description="The checkpoint it started from")
     progress_lost_seconds: float | None = Field(default=None, description="Work the reclaim took, since its checkpoint")

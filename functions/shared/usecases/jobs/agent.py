@@ -9,18 +9,24 @@ from typing import Any
 from functions.shared.domain.core.errors import JobAlreadyFinished, JobNotFound
 from functions.shared.domain.cost.idle import IdleWarning
 from functions.shared.domain.jobs.agent_reports import AgentReport, idle_action, idle_reason
+from functions.shared.domain.jobs.ec2_events import Ec2InstanceEvent
 from functions.shared.domain.jobs.records import AttemptRecord
 from functions.shared.domain.requests.host_agent import IdleAction
 from functions.shared.domain.requests.job_request import JobRequest
 from functions.shared.observability import logger
 from functions.shared.ports import Ports
 from functions.shared.usecases.cost.pricing import price_attempt
+from functions.shared.usecases.jobs.ec2_events import record_instance_event
 from functions.shared.usecases.jobs.gpu_idle import charge_gpu_idle
 from functions.shared.usecases.jobs.queries import cancel_job
 
 
 def record_agent_event(event: dict[str, Any], ports: Callable[[], Ports]) -> dict[str, Any]:
-    """An event job_events got that is not Batch's: a host agent's report recorded, anything else noted."""
+    """An event job_events got that is not Batch's: a host agent's report or EC2's signal about a spot host
+    recorded, anything else noted."""
+    signal = Ec2InstanceEvent.from_eventbridge(event)
+    if signal is not None:
+        return record_instance_event(signal, ports())
     report = AgentReport.from_eventbridge(event)
     if report is None:
         logger.info("batch event noted", extra={"detail_type": event.get("detail-type")})
