@@ -23,7 +23,7 @@ from constructs import Construct
 
 from functions.shared.constants import REGION_PARAMETER
 from stacks.batch_fleet import BatchFleet, fair_share, team_gpus
-from stacks.events import batch_events_pattern
+from stacks.events import batch_events_pattern, spot_signals_pattern
 from stacks.queues import last_resort_queue
 from stacks.settings import LAUNCH_TEMPLATE_NAME, RESOURCE_PREFIX, DeploySettings
 
@@ -119,3 +119,11 @@ class ForwardBatchEvents(Construct):
         # (An event bus target takes no retry policy; the dead-letter queue keeps what cannot be delivered, and the
         # home region's sweep reconciles the jobs meanwhile.)
         self.rule.add_target(targets.EventBus(home_bus, dead_letter_queue=self.dead_letters))
+        # EC2's spot signals for the region's instances: the attempts on them are recorded in the home region.
+        self.spot_rule = events.Rule(
+            self,
+            "ForwardSpotSignals",
+            description=f"EC2 spot interruption warnings and rebalance recommendations -> {home_region}",
+            event_pattern=spot_signals_pattern(),
+        )
+        self.spot_rule.add_target(targets.EventBus(home_bus, dead_letter_queue=self.dead_letters))

@@ -16,6 +16,7 @@ from functions.shared.constants import (
 )
 from functions.shared.domain.jobs.agent_reports import DETAIL_TYPE as AGENT_DETAIL_TYPE
 from functions.shared.domain.jobs.agent_reports import SOURCE as AGENT_SOURCE
+from functions.shared.domain.jobs.ec2_events import EC2_SOURCE, Ec2Signal
 from stacks.nag import acknowledge
 from stacks.queues import last_resort_queue
 from stacks.settings import RESOURCE_PREFIX
@@ -36,6 +37,14 @@ def batch_events_pattern() -> events.EventPattern:
         detail_type=[BATCH_JOB_STATE_CHANGE, BATCH_JOB_QUEUE_BLOCKED],
         detail={"jobQueue": events.Match.wildcard(GPU_PILOT_QUEUES)},
     )
+
+
+def spot_signals_pattern() -> events.EventPattern:
+    """EC2's interruption warning and rebalance recommendation for spot instances (Amazon EC2 User Guide, "Spot
+    Instance interruption notices" and "EC2 instance rebalance recommendations"). The events carry no tags, so
+    every spot instance of the account in the region matches: job_events ignores those no GPU Pilot attempt runs
+    on. The home region's rule and each capacity region's forwarding rule match the same."""
+    return events.EventPattern(source=[EC2_SOURCE], detail_type=[signal.value for signal in Ec2Signal])
 
 
 class JobEvents(Construct):
@@ -82,6 +91,19 @@ class JobEvents(Construct):
             event_pattern=events.EventPattern(source=[AGENT_SOURCE], detail_type=[AGENT_DETAIL_TYPE]),
         )
         self.agent_rule.add_target(
+            targets.LambdaFunction(
+                job_events, dead_letter_queue=self.dead_letters, retry_attempts=8, max_event_age=Duration.hours(6)
+            )
+        )
+
+        # EC2's own word on a spot host, recorded on the attempts running on it (jobs/ec2_events.py).
+        self.spot_rule = events.Rule(
+            self,
+            "SpotInstanceSignals",
+            description="EC2 spot interruption warnings and rebalance recommendations -> job_events",
+            event_pattern=spot_signals_pattern(),
+        )
+        self.spot_rule.add_target(
             targets.LambdaFunction(
                 job_events, dead_letter_queue=self.dead_letters, retry_attempts=8, max_event_age=Duration.hours(6)
             )

@@ -600,6 +600,8 @@ def function_grants(
         "job_events": [
             owned.items("GetItem", "PutItem", "UpdateItem", "BatchGetItem"),
             RESUME_WAITS,
+            # EC2's spot signals: the attempts on the instance are found in the sparse index of unfinished jobs.
+            owned.active_index_scans(),
             # Batch's verdict on the job heading a queue holds the jobs behind it: they are listed and read back, and a
             # job joining the queue later asks whether its head still waits for that verdict.
             describe("AWS Batch", "batch:ListJobs", "batch:DescribeJobs"),

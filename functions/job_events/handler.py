@@ -26,7 +26,8 @@ from functions.shared.usecases.jobs.track import record_batch_event
 def handler(event: dict[str, Any], context: LambdaContext, ports: Ports | None = None) -> dict[str, Any]:
     parsed = BatchJobEvent.from_eventbridge(event)
     if parsed is None:
-        # A host agent's report is recorded (usecases/jobs/agent.py); malformed events are noted, not retried.
+        # A host agent's report, or EC2's interruption warning or rebalance recommendation for a spot host, is
+        # recorded (usecases/jobs/agent.py); malformed events are noted, not retried.
         return record_agent_event(event, lambda: ports or live_ports())
     ports = ports or live_ports()
     recorded = record_batch_event(parsed, ports)

@@ -53,3 +53,11 @@ def marginal_cell(candidate: dict[str, Any]) -> str:
     """The plan table's `marginal` column: what an hour of it adds to the bill (? when unknown)."""
     marginal = candidate.get("marginal_hourly_usd")
     return "?" if marginal is None else ("0" if marginal == 0 else f"{marginal:.4f}")
+
+
+def reclaims(said: dict[str, Any]) -> str:
+    """`1 reclaim lost 180 s of work ($0.009000); resuming from its checkpoint saved 420 s ($0.021000)`."""
+    count = f"{said['count']} reclaim{'s' if said['count'] != 1 else ''}"
+    lost = f"{count} lost {said['lost_seconds']:g} s of work ({dollars(said['lost_usd'])})"
+    saved = f"{said['saved_seconds']:g} s ({dollars(said['saved_by_resume_usd'])})"
+    return f"{lost}; resuming from its checkpoint saved {saved}"

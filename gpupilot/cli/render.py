@@ -341,6 +341,8 @@ def job_summary(job: dict[str, Any], explain: bool = False) -> str:
         if job["status"] in FINISHED or priced_numbers(job) == [number]:
             rows.append(("runtime", _runtime(cost["runtime_seconds"])))
         rows += cost_rows(job, cost)
+        if cost.get("reclaims"):
+            rows.append(("reclaims", money.reclaims(cost["reclaims"])))
         if cost["gpu_share"] < 1 and cost.get("instance_usd") is not None:
             # The rest of the instance is the account's bill too: waste, unless other jobs shared it.
             rest = "the rest is unused_share waste unless other jobs shared it"

@@ -4,6 +4,7 @@ idle_policy that cancels, is cancelled with GPU_IDLE as its reason, while a busy
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -62,6 +63,11 @@ def test_a_checkpointing_spot_job_reclaimed_mid_run_resumes_from_its_checkpoint_
     # When a spot-first job that checkpoints is submitted through the CLI's API
     request = JOB | {"capacity": "spot-first", "instance_types": [SPOT_TYPE], "checkpoint": True}
     job_id = cloud.api.request("POST", "/jobs", request).body["job_id"]
+    # And a busy on-demand job that asks to be warned after a minute of idle GPUs
+    warn = {"idle_policy": {"after_minutes": 1, "action": "warn"}}
+    busy_id = cloud.api.request("POST", "/jobs", JOB | {"name": "busy"} | warn).body["job_id"]
+    cloud.until("the busy job running", lambda: _running(cloud, busy_id), timeout=120)
+    swept = json.loads(cloud.cli("--json", "sweep").stdout)
     job = reported(cloud, cloud.wait_for(job_id, {"SUCCEEDED", "FAILED", "CANCELLED"}))
 
     # Then its spot attempt was told of the reclaim, uploaded its checkpoint, and lost at most a write's interval
@@ -71,6 +77,13 @@ def test_a_checkpointing_spot_job_reclaimed_mid_run_resumes_from_its_checkpoint_
     assert (spot["capacity"], on_demand["capacity"]) == ("spot", "on-demand"), job
     assert spot["interruption_notice_at"] and spot["checkpoint_uploaded_at"], spot
     assert 0 < spot["progress_lost_seconds"] <= WRITES_EVERY + NOTICE, spot
+    # And EC2's own events of the reclaim reached job_events through EventBridge: its rebalance recommendation and its
+    # interruption warning are on the spot attempt, which its agent placed on that host, and notes of the timeline
+    assert spot["host"] and spot["rebalance_recommended_at"], spot
+    notes = " ".join(
+        e["reason"] for e in job["timeline"] if (e.get("reason") or "").startswith(f"host {spot['host']} ")
+    )
+    assert "spot interruption warning" in notes and "rebalance recommendation" in notes, job["timeline"]
     # And the next attempt started from that checkpoint and ran only the remainder of the runtime
     assert on_demand["resumed_from"]["attempt"] == 1, on_demand
     assert on_demand["cost"]["runtime_seconds"] <= RUNTIME - (RECLAIM_AFTER - NOTICE - WRITES_EVERY), on_demand
@@ -79,6 +92,19 @@ def test_a_checkpointing_spot_job_reclaimed_mid_run_resumes_from_its_checkpoint_
     assert spot["cost"]["usd"] > 0 and on_demand["cost"]["usd"] > 0
     assert spot["gpu_utilization"]["idle_seconds"] <= NOTICE, spot
     assert on_demand["gpu_utilization"]["mean"] >= 80 and on_demand["gpu_utilization"]["idle_seconds"] == 0
+    # And the job's cost says what the reclaim took (the progress lost, priced as the spot attempt was, within the same
+    # bound) and what resuming saved (the work before the checkpoint, not redone)
+    reclaims, share_hourly = job["cost"]["reclaims"], spot["cost"]["hourly_usd"] * spot["cost"]["gpu_share"]
+    assert reclaims["count"] == 1 and reclaims["lost_seconds"] == spot["progress_lost_seconds"], reclaims
+    assert 0 < reclaims["lost_usd"] <= share_hourly * (WRITES_EVERY + NOTICE) / 3600 + 1e-9, reclaims
+    assert reclaims["saved_seconds"] > 0 and reclaims["saved_by_resume_usd"] > 0, reclaims
+    # And the busy job was never warned, and the sweep taken while it ran found no idle GPUs
+    busy = reported(cloud, cloud.wait_for(busy_id, {"SUCCEEDED", "FAILED", "CANCELLED"}))
+    assert busy["status"] == "SUCCEEDED" and busy["attempts"][-1]["warning"] is None, busy
+    assert not [f for f in swept["findings"] if f["kind"] == "GPU_IDLE"], swept
+    # And the CLI's status says both
+    said = cloud.cli("status", job_id).stdout
+    assert any(row.startswith("reclaims ") and "resuming from its checkpoint saved" in row for row in said.splitlines())
 
 
 def test_a_job_whose_gpus_idle_is_charged_gpu_idle_waste_and_with_idle_policy_cancel_is_cancelled_for_it(
@@ -87,10 +113,24 @@ def test_a_job_whose_gpus_idle_is_charged_gpu_idle_waste_and_with_idle_policy_ca
     # Given on-demand jobs whose GPUs stay at 2% utilisation for their 1200 simulated seconds
     cloud = cloud_factory({"jobs": {"runtime_seconds": RUNTIME, "gpu_utilization": 0.02}}, speedup=SPEEDUP)
 
-    # When one job asks to be cancelled after 2 idle minutes and another has no idle_policy
+    # When one job asks to be cancelled after 2 idle minutes, one to be warned, and another has no idle_policy
     policy = {"idle_policy": {"after_minutes": 2, "action": "cancel"}}
     cancelled_id = cloud.api.request("POST", "/jobs", JOB | {"name": "idle-cancel"} | policy).body["job_id"]
+    warn = {"idle_policy": {"after_minutes": 2, "action": "warn"}}
+    warned_id = cloud.api.request("POST", "/jobs", JOB | {"name": "idle-warn"} | warn).body["job_id"]
     idle_id = cloud.api.request("POST", "/jobs", JOB | {"name": "idle"}).body["job_id"]
+
+    # Then the one to be warned runs on with the warning, and a sweep meanwhile names it (alone) with GPU_IDLE: its
+    # attempt, idle minutes, utilisation, GPUs and what the idle time cost
+    warned = cloud.until("the idle job's warning", lambda: _warned(cloud, warned_id))
+    findings = json.loads(cloud.cli("--json", "sweep").stdout)["findings"]
+    [idle_finding] = [f for f in findings if f["kind"] == "GPU_IDLE"]
+    assert warned["status"] == "RUNNING" and "GPU_IDLE" in warned["attempts"][-1]["warning"], warned
+    assert idle_finding["jobs"] == [warned_id], idle_finding
+    evidence = idle_finding["evidence"]
+    assert (evidence["attempt"], evidence["gpus"], evidence["after_minutes"]) == (1, 1, 2), evidence
+    assert evidence["idle_minutes"] >= 2 and evidence["utilization_mean"] < 5 and evidence["idle_usd"] > 0, evidence
+    assert cloud.wait_for(warned_id, {"SUCCEEDED", "FAILED", "CANCELLED"})["status"] == "SUCCEEDED"
     cancelled = cloud.wait_for(cancelled_id, {"SUCCEEDED", "FAILED", "CANCELLED"})
     idle = reported(cloud, cloud.wait_for(idle_id, {"SUCCEEDED", "FAILED", "CANCELLED"}))
 
@@ -102,6 +142,16 @@ def test_a_job_whose_gpus_idle_is_charged_gpu_idle_waste_and_with_idle_policy_ca
     [attempt] = idle["attempts"]
     assert attempt["gpu_utilization"]["mean"] < 5 and attempt["gpu_utilization"]["idle_seconds"] > 0, attempt
     assert gpu_idle_usd(cloud) > 0
+
+
+def _running(cloud: RunningCloud, job_id: str) -> dict[str, Any] | None:
+    job = cloud.api.request("GET", f"/jobs/{job_id}").body
+    return job if job["status"] == "RUNNING" else None
+
+
+def _warned(cloud: RunningCloud, job_id: str) -> dict[str, Any] | None:
+    job = cloud.api.request("GET", f"/jobs/{job_id}").body
+    return job if job["attempts"] and job["attempts"][-1].get("warning") else None
 
 
 def _reasons(job: dict[str, Any]) -> str:

@@ -108,9 +108,11 @@ def test_the_region_stack_publishes_its_network_in_an_ssm_parameter_for_the_home
 def test_the_region_forwards_gpu_pilots_batch_events_to_the_home_bus_with_a_role_that_may_only_put_them_there(
     two_regions: RegionApp,
 ) -> None:
-    # Then one rule matches Batch's job and queue events of GPU Pilot's queues only
-    [rule] = [r["Properties"] for r in two_regions.west_of_type("AWS::Events::Rule").values()]
-    assert rule["EventPattern"]["source"] == ["aws.batch"]
+    # Then one rule matches Batch's job and queue events of GPU Pilot's queues only, another EC2's spot signals
+    rules = {r["Properties"]["EventPattern"]["source"][0]: r["Properties"]
+             for r in two_regions.west_of_type("AWS::Events::Rule").values()}  # fmt: skip
+    assert set(rules) == {"aws.batch", "aws.ec2"}
+    rule, spot = rules["aws.batch"], rules["aws.ec2"]
     assert rule["EventPattern"]["detail"]["jobQueue"] == [{"wildcard": "arn:*:batch:*:*:job-queue/gpupilot-*"}]
     # And its target is the home region's default bus, with a dead-letter queue and a role
     [target] = rule["Targets"]
@@ -127,6 +129,21 @@ def test_the_region_forwards_gpu_pilots_batch_events_to_the_home_bus_with_a_role
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]
     ]
     assert statements == [{"Action": "events:PutEvents", "Effect": "Allow", "Resource": {"Fn::Join": ["", HOME_BUS]}}]
+    # And EC2's interruption warnings and rebalance recommendations go the same way, with a role of their own that
+    # may only do the same
+    assert spot["EventPattern"]["detail-type"] == [
+        "EC2 Spot Instance Interruption Warning", "EC2 Instance Rebalance Recommendation"
+    ]  # fmt: skip
+    [forwarded] = spot["Targets"]
+    assert forwarded["Arn"] == target["Arn"] and "DeadLetterConfig" in forwarded
+    spot_role = forwarded["RoleArn"]["Fn::GetAtt"][0]
+    spot_statements = [
+        statement
+        for policy in two_regions.west_of_type("AWS::IAM::Policy").values()
+        if {"Ref": spot_role} in policy["Properties"]["Roles"]
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    assert spot_statements == statements
 
 
 def test_the_home_functions_are_granted_the_capacity_regions_arns_by_name(two_regions: RegionApp) -> None:

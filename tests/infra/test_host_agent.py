@@ -127,3 +127,31 @@ def test_the_agents_reports_reach_job_events_with_retries_and_the_events_dead_le
     [target] = rule["Properties"]["Targets"]
     assert target["Arn"] == {"Fn::GetAtt": [synthesized.function_ids()["job_events"], "Arn"]}
     assert target["RetryPolicy"]["MaximumRetryAttempts"] == 8 and "DeadLetterConfig" in target
+
+
+def test_ec2_s_spot_signals_reach_job_events_with_retries_and_the_events_dead_letter_queue(
+    synthesized: Synthesized,
+) -> None:
+    # Given the home stack's rules
+    [rule] = [
+        r for r in synthesized.of_type("AWS::Events::Rule").values()
+        if r["Properties"].get("EventPattern", {}).get("source") == ["aws.ec2"]
+    ]  # fmt: skip
+    # Then one matches EC2's interruption warning and rebalance recommendation (every spot instance's: the events
+    # carry no tags), and hands them to job_events, retried, with a dead-letter queue
+    assert rule["Properties"]["EventPattern"] == {
+        "source": ["aws.ec2"],
+        "detail-type": ["EC2 Spot Instance Interruption Warning", "EC2 Instance Rebalance Recommendation"],
+    }
+    [target] = rule["Properties"]["Targets"]
+    job_events = synthesized.function_ids()["job_events"]
+    assert target["Arn"] == {"Fn::GetAtt": [job_events, "Arn"]}
+    assert target["RetryPolicy"]["MaximumRetryAttempts"] == 8 and "DeadLetterConfig" in target
+    # And EventBridge may invoke job_events for that rule only
+    rule_id = next(k for k, v in synthesized.of_type("AWS::Events::Rule").items() if v is rule)
+    [permission] = [
+        p["Properties"] for p in synthesized.of_type("AWS::Lambda::Permission").values()
+        if p["Properties"].get("SourceArn") == {"Fn::GetAtt": [rule_id, "Arn"]}
+    ]  # fmt: skip
+    assert permission["Action"] == "lambda:InvokeFunction" and permission["Principal"] == "events.amazonaws.com"
+    assert permission["FunctionName"] == {"Fn::GetAtt": [job_events, "Arn"]}

@@ -211,7 +211,8 @@ def test_every_lambda_reads_and_writes_only_its_table_and_queries_only_it_and_th
     table = _arn_of(table_id)
     index = {name: {"Fn::Join": ["", [table, f"/index/{name}"]]} for name in (GSI1_NAME, GSI2_NAME, GSI2_LEGACY_NAME)}
     # The job list serves GET /jobs and GET /costs, and the sweep's look at a quarantined host's jobs; the index of
-    # unfinished jobs (and its predecessor while it backfills) is the sweep's alone, scanned whole.
+    # unfinished jobs (and its predecessor while it backfills) is scanned whole by the sweep, and by job_events to find
+    # the attempts on an instance EC2 warns of.
     reads = {"api": [GSI1_NAME], "health_sweep": [GSI1_NAME]}
     scanners = []
     for key in synthesized.function_ids():
@@ -224,7 +225,7 @@ def test_every_lambda_reads_and_writes_only_its_table_and_queries_only_it_and_th
                 resources = _as_list(statement["Resource"])
                 assert sorted(map(json.dumps, resources)) == sorted(map(json.dumps, wanted)), key
             elif actions == ["dynamodb:Scan"]:
-                # The sweep alone scans, and only the sparse index of unfinished jobs (its working set), never the table
+                # Only the sparse index of unfinished jobs is scanned, never the table
                 assert sorted(map(json.dumps, statement["Resource"])) == sorted(
                     map(json.dumps, [index[GSI2_NAME], index[GSI2_LEGACY_NAME]])
                 ), key
@@ -232,7 +233,7 @@ def test_every_lambda_reads_and_writes_only_its_table_and_queries_only_it_and_th
             else:
                 assert statement["Resource"] == table, (key, actions)
             assert not {"dynamodb:BatchWriteItem", "dynamodb:DescribeTable"} & set(actions), key
-    assert scanners == ["health_sweep"]
+    assert sorted(scanners) == ["health_sweep", "job_events"]
 
 
 def test_only_the_api_reads_job_logs_and_only_gpu_pilot_s_streams_of_batch_s_log_group(

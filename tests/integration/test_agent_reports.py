@@ -10,7 +10,7 @@ import boto3
 import pytest
 
 from functions.shared.adapters.job_store import DynamoJobStore
-from functions.shared.domain.core.vocabulary import AttemptStatus, CapacityType, JobStatus
+from functions.shared.domain.core.vocabulary import AttemptStatus, BatchStatus, CapacityType, JobStatus
 from functions.shared.domain.jobs.records import AttemptRecord
 from functions.shared.domain.requests.job_request import JobRequest
 from gpupilot.localcloud.gateway_event import proxy_event
@@ -118,6 +118,13 @@ def test_a_job_idle_past_its_idle_policy_is_warned_about_or_cancelled_with_the_r
     reason = "GPU_IDLE: its GPUs stayed under 5% utilisation for 30 minutes"
     if action == "warn":
         assert job.status != JobStatus.CANCELLED and job.attempts[1].warning == reason
+        # And what the sweep's GPU_IDLE finding says of it is kept: when, the policy, the job's GPUs
+        warned = job.attempts[1].idle_warning
+        assert warned is not None and (warned.at, warned.after_minutes, warned.gpus) == (
+            "2027-01-15T10:00:00.000Z",
+            30,
+            1,
+        )
     else:
         assert job.status == JobStatus.CANCELLED and job.error == reason
 
@@ -150,3 +157,68 @@ def test_a_priced_attempt_s_idle_gpu_seconds_are_gpu_idle_waste_and_a_busy_one_h
     # Then half an hour of its half of the instance is gpu_idle waste, once; none for a busy job
     waste = _costs(cloud)["waste"]["by_reason"].get("gpu_idle", 0.0)
     assert waste == pytest.approx(0.3 if idle_seconds else 0.0)
+
+
+def ec2_signal(detail_type: str, at: str, instance_id: str = "i-1") -> dict[str, Any]:
+    """EC2's event as EventBridge hands it to job_events (Amazon EC2 User Guide's examples)."""
+    detail = {"instance-id": instance_id} | ({"instance-action": "terminate"} if "Warning" in detail_type else {})
+    arn = f"arn:aws:ec2:us-east-1:123456789012:instance/{instance_id}"
+    return {"version": "0", "id": "e-1", "detail-type": detail_type, "source": "aws.ec2", "account": "123456789012",
+            "time": at, "region": "us-east-1", "resources": [arn], "detail": detail}  # fmt: skip
+
+
+WARNING, REBALANCE = "EC2 Spot Instance Interruption Warning", "EC2 Instance Rebalance Recommendation"
+
+
+def running_on(cloud: Cloud, host: str) -> DynamoJobStore:
+    """A running spot attempt whose host agent reported the EC2 instance it runs on."""
+    jobs = jobs_with(cloud, REQUEST)
+    jobs.update_attempt(JOB, 1, {"batch_job_id": "b-1", "batch_status": BatchStatus.RUNNING, "host": host})
+    return jobs
+
+
+def test_the_stack_routes_ec2_s_spot_signals_to_job_events(cloud: Cloud) -> None:
+    rules = boto3.client("events").list_rules()["Rules"]
+    patterns = [json.loads(rule["EventPattern"]) for rule in rules if "EventPattern" in rule]
+    assert {"source": ["aws.ec2"], "detail-type": [WARNING, REBALANCE]} in patterns
+
+
+def test_ec2_s_rebalance_recommendation_and_interruption_warning_are_recorded_on_the_attempt_on_that_host_once(
+    cloud: Cloud,
+) -> None:
+    # Given a running spot attempt on i-1
+    jobs = running_on(cloud, "i-1")
+
+    # When EC2 recommends a rebalance, then warns of the interruption (delivered twice, as EventBridge may)
+    cloud.invoke("job_events", ec2_signal(REBALANCE, "2027-01-15T09:59:00Z"))
+    for _ in range(2):
+        answer = cloud.invoke("job_events", ec2_signal(WARNING, "2027-01-15T10:00:00Z"))
+
+    # Then the attempt holds when each came, and the job's timeline notes each once, naming the host
+    job = jobs.get_job(JOB)
+    attempt = job.attempts[1]
+    assert answer["recorded"] == [{"job_id": JOB, "attempt": 1}]
+    assert (attempt.rebalance_recommended_at, attempt.interruption_notice_at) == (
+        "2027-01-15T09:59:00.000Z", "2027-01-15T10:00:00.000Z"
+    )  # fmt: skip
+    notes = [entry.reason for entry in job.timeline if entry.note]
+    assert notes == [
+        "host i-1 rebalance recommendation: EC2 gave it at 2027-01-15T09:59:00.000Z",
+        "host i-1 spot interruption warning: EC2 gave it at 2027-01-15T10:00:00.000Z (terminate)",
+    ]
+
+
+def test_the_notice_the_host_agent_recorded_first_stands_and_another_instance_s_warning_changes_nothing(
+    cloud: Cloud,
+) -> None:
+    # Given a running spot attempt on i-1 whose agent already reported the notice (from the instance metadata)
+    jobs = running_on(cloud, "i-1")
+    cloud.invoke("job_events", report("notice", 3, interruption_notice_at="2027-01-15T09:59:58.000Z"))
+
+    # When EC2's event of the same notice arrives after it, and a warning of an instance no attempt runs on
+    cloud.invoke("job_events", ec2_signal(WARNING, "2027-01-15T10:00:00Z"))
+    ignored = cloud.invoke("job_events", ec2_signal(WARNING, "2027-01-15T10:00:00Z", instance_id="i-other"))
+
+    # Then the agent's time stands (the first writer wins), and the other instance's warning is ignored
+    assert jobs.get_job(JOB).attempts[1].interruption_notice_at == "2027-01-15T09:59:58.000Z"
+    assert ignored["ignored"] == "no running attempt on i-other"

@@ -63,6 +63,19 @@ def test_summary_shows_the_cost_and_how_it_was_computed():
     assert line(summary, "marginal").split(None, 1)[1] == "$0.150000 added to the bill"
 
 
+def test_summary_of_a_reclaimed_job_says_what_its_reclaims_lost_and_what_resuming_saved():
+    # Given a job whose cost says one reclaim took 180 s of work and resuming saved 420 s
+    reclaims = {"count": 1, "lost_seconds": 180.0, "lost_usd": 0.009, "saved_seconds": 420.0,
+                "saved_by_resume_usd": 0.021}  # fmt: skip
+    summary = job_summary(job(cost=job()["cost"] | {"reclaims": reclaims}))
+
+    # Then its summary says both, in seconds and dollars, below the cost; a job never reclaimed says nothing of it
+    assert line(summary, "reclaims").split(None, 1)[1] == (
+        "1 reclaim lost 180 s of work ($0.009000); resuming from its checkpoint saved 420 s ($0.021000)"
+    )
+    assert "reclaims" not in job_summary(job())
+
+
 PRODUCT = re.compile(r"\$([\d.]+) = \$([\d.]+)/h x ([\d.]+) s x ([\d.e-]+) share by GPUs")
 
 

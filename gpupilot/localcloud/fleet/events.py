@@ -13,6 +13,7 @@ from gpupilot.localcloud.fleet.records import (
     QUEUE_BLOCKED,
     SIMULATED,
     FleetState,
+    SimInstance,
     SimJob,
 )
 
@@ -57,6 +58,24 @@ class FleetEvents(FleetState):
                 "region": self.world.region,
                 "resources": resources or [job.arn],
                 "detail": job.describe(),
+            }
+        )
+
+    def _emit_instance(self, instance: SimInstance, detail_type: str, detail: dict[str, Any]) -> None:
+        """EC2's event about an instance (its spot interruption warning, a rebalance recommendation), on the region's
+        bus in order with Batch's, shaped as the Amazon EC2 User Guide shows them."""
+        region, instance_id = self.world.region, instance.instance_id
+        self._events.put(
+            {
+                "version": "0",
+                "id": str(uuid.uuid4()),
+                "detail-type": detail_type,
+                "source": "aws.ec2",
+                "account": self._account_id,
+                "time": self.clock.now().astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+                "region": region,
+                "resources": [f"arn:aws:ec2:{region}:{self._account_id}:instance/{instance_id}"],
+                "detail": {"instance-id": instance_id} | detail,
             }
         )
 

@@ -3,8 +3,18 @@
 
 from __future__ import annotations
 
+from functions.shared.domain.jobs.ec2_events import Ec2Signal
+from functions.shared.domain.requests.host_agent import NOTICE_SECONDS
 from gpupilot.localcloud.fleet.records import HOST_TERMINATED, SimInstance
 from gpupilot.localcloud.fleet.shares import FleetShares
+
+# EC2's signals before a reclaim, in simulated seconds before it: a rebalance recommendation (which EC2 sends when it
+# can, sooner than the notice or with it) a minute before the two-minute interruption warning.
+REBALANCE_LEAD_SECONDS = 60
+SPOT_SIGNALS: tuple[tuple[Ec2Signal, int, dict[str, str]], ...] = (
+    (Ec2Signal.REBALANCE_RECOMMENDATION, NOTICE_SECONDS + REBALANCE_LEAD_SECONDS, {}),
+    (Ec2Signal.INTERRUPTION_WARNING, NOTICE_SECONDS, {"instance-action": "terminate"}),
+)
 
 
 class FleetHosts(FleetShares):
@@ -47,8 +57,15 @@ class FleetHosts(FleetShares):
             return
         spot = self.world.spot.get(instance.instance_type)
         reclaim_after = spot.interrupt_after_seconds if spot is not None else None
+        if not instance.spot or reclaim_after is None:
+            return
         # Simulated seconds, like a job's runtime: --speedup 60 reclaims a 120 s instance after 2 s of the clock.
-        if instance.spot and reclaim_after is not None and now - instance.launched_at >= reclaim_after / self._speedup:
+        lived = (now - instance.launched_at) * self._speedup
+        for signal, before, detail in SPOT_SIGNALS:
+            if signal.value not in instance.signalled and lived >= reclaim_after - before:
+                instance.signalled.add(signal.value)
+                self._emit_instance(instance, signal.value, dict(detail))
+        if lived >= reclaim_after:
             self._reclaim(instance, now)
 
     def _reclaim(self, instance: SimInstance, now: float) -> None:

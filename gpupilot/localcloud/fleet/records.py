@@ -151,6 +151,7 @@ class SimInstance:
     console: list[str] = field(default_factory=list)
     checked: bool = False  # the boot check has printed its verdict
     held_until: float = 0.0
+    signalled: set[str] = field(default_factory=set)  # EC2's spot signals emitted for it (detail types)
 
     def print(self, line: str) -> None:
         """A line on the instance's console (kernel messages, cloud-init's output)."""

@@ -147,6 +147,9 @@ class DiagnosisCategory(StrEnum):
     # A diagnosis: the job's team holds every GPU its max_gpus allows (AWS Batch holds the job RUNNABLE on the team's
     # consumable resource); it starts when the team's GPUs free up. Another GPU type would meet the same cap.
     TEAM_GPU_CAP = "TEAM_GPU_CAP"
+    # A finding only: a running job whose GPUs idled past its idle_policy with action `warn` (the host agent's
+    # report); the job runs on, its attempt's `warning` says so, the finding says what the idle time cost.
+    GPU_IDLE = "GPU_IDLE"
 
 
 # A finding's kind is a diagnosis category: the sweep and the workflow speak the same words.

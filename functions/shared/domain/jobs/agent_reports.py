@@ -39,6 +39,7 @@ class AgentReport(DomainModel):
     reason: str
     at: str
     sequence: int = 0
+    instance_id: str | None = None
     image_pull_seconds: float | None = Field(default=None, ge=0)
     resumed_from: dict[str, Any] | None = None
     interruption_notice_at: str | None = None
@@ -59,6 +60,8 @@ class AgentReport(DomainModel):
     def attempt_fields(self, started_at: str | None) -> dict[str, Any]:
         """The attempt's host-agent fields this report says (a later report says at least as much)."""
         fields: dict[str, Any] = {"agent_report_sequence": self.sequence}
+        if self.instance_id:
+            fields["host"] = self.instance_id
         if self.image_pull_seconds is not None:
             fields["image_pull_seconds"] = self.image_pull_seconds
         if self.resumed_from is not None:

@@ -24,6 +24,7 @@ from functions.shared.domain.core.vocabulary import (
     WaitPhase,
 )
 from functions.shared.domain.cost.attempts import Cost
+from functions.shared.domain.cost.idle import IdleWarning
 from functions.shared.domain.diagnosis.runnable import Diagnosis
 from functions.shared.domain.jobs.lifecycle import status_rank
 from functions.shared.domain.jobs.retries import BatchRetry
@@ -33,6 +34,8 @@ from functions.shared.domain.teams.commitment import Commitment
 
 # A timeline note: something that happened to the job without changing its status (its host quarantined).
 HOST_NOTE = re.compile(r"^host (?P<instance>\S+) quarantined: ")
+# EC2's word on a spot host (jobs/ec2_events.py): a note, never a quarantine.
+EC2_NOTE = re.compile(r"^host (?P<instance>\S+) (spot interruption warning|rebalance recommendation): ")
 
 
 class TimelineEntry(DomainModel):
@@ -46,7 +49,7 @@ class TimelineEntry(DomainModel):
     @property
     def note(self) -> bool:
         """Appended without a status change: the status it carries is the job's at the time."""
-        return bool(self.reason and HOST_NOTE.match(self.reason))
+        return bool(self.reason and (HOST_NOTE.match(self.reason) or EC2_NOTE.match(self.reason)))
 
 
 class NextCandidate(DomainModel):
@@ -122,7 +125,9 @@ class AttemptRecord(DomainModel):
     queue_head: str | None = Field(default=None, description="That job (its Batch job id)")
     reservation: str | None = Field(default=None, description="The Capacity Reservation or Block (cr-...) it ran in")
     # What the host agent saw of it (jobs/agent_reports.py).
+    host: str | None = Field(default=None, description="The EC2 instance it runs on, as its host agent reported")
     interruption_notice_at: str | None = None
+    rebalance_recommended_at: str | None = None
     checkpoint_uploaded_at: str | None = None
     resumed_from: dict[str, Any] | None = None
     progress_lost_seconds: float | None = None
@@ -130,6 +135,7 @@ class AttemptRecord(DomainModel):
     image_pull_seconds: float | None = None
     agent_report_sequence: int | None = Field(default=None, description="The latest agent report it holds")
     warning: str | None = Field(default=None, description="What the job should know of it (GPU_IDLE: ...)")
+    idle_warning: IdleWarning | None = Field(default=None, description="Its GPUs idled past the idle_policy (warn)")
     reserved: Reservation | None = Field(default=None, description="That reservation, as the plan saw it: its price")
     log_stream: str | None = Field(
         default=None, description="Its last Batch attempt's CloudWatch Logs stream, named by Batch at RUNNING"

@@ -9,8 +9,10 @@ from pydantic import Field
 from functions.shared.domain.capacity.offers import Candidate, Rejected
 from functions.shared.domain.core.model import DomainModel
 from functions.shared.domain.core.vocabulary import AttemptStatus, BilledCapacity, CapacityType, JobStatus
-from functions.shared.domain.cost.attempts import Cost, billed, capacity_type, total_cost
+from functions.shared.domain.cost.attempts import Cost, billed, capacity_type
+from functions.shared.domain.cost.reclaims import JobCost
 from functions.shared.domain.diagnosis.runnable import Diagnosis
+from functions.shared.domain.jobs.costs import job_cost
 from functions.shared.domain.jobs.current import (
     billed_now,
     current_attempt,
@@ -23,8 +25,8 @@ from functions.shared.domain.jobs.records import HOST_NOTE, JobRecord, TimelineE
 from functions.shared.domain.jobs.retries import BatchRetry
 from functions.shared.domain.requests.job_request import JobRequest
 
-AGENT_FIELDS = {"interruption_notice_at", "checkpoint_uploaded_at", "resumed_from", "progress_lost_seconds",
-                "gpu_utilization", "image_pull_seconds", "warning"}  # fmt: skip
+AGENT_FIELDS = {"host", "interruption_notice_at", "rebalance_recommended_at", "checkpoint_uploaded_at", "resumed_from",
+                "progress_lost_seconds", "gpu_utilization", "image_pull_seconds", "warning"}  # fmt: skip
 
 
 class Retried(BatchRetry):
@@ -67,7 +69,9 @@ class Attempt(DomainModel):
         default=None, description="Its CloudWatch Logs stream (GET /jobs/{job_id}/logs), once Batch ran it"
     )
     # What the host agent reported of it (docs/host-agent.md).
+    host: str | None = Field(default=None, description="The EC2 instance it ran on, as its host agent reported")
     interruption_notice_at: str | None = Field(default=None, description="When EC2 gave the spot interruption notice")
+    rebalance_recommended_at: str | None = Field(default=None, description="When EC2 recommended a rebalance")
     checkpoint_uploaded_at: str | None = None
     resumed_from: dict[str, Any] | None = Field(default=None, description="The checkpoint it started from")
     progress_lost_seconds: float | None = Field(default=None, description="Work the reclaim took, since its checkpoint")
@@ -98,7 +102,9 @@ class JobView(DomainModel):
     capacity_type: BilledCapacity | None = Field(default=None, description="How the attempt it is on is billed")
     region: str | None = Field(default=None, description="The capacity region of the attempt it is on")
     attempts: list[Attempt] = Field(default_factory=list)
-    cost: Cost | None = None
+    cost: JobCost | None = Field(
+        default=None, description="The sum of its attempts' costs, and what its reclaims took and resuming saved"
+    )
     timeline: list[TimelineEntry] = Field(default_factory=list)
     execution_arn: str | None = None
     error: str | None = None
@@ -193,13 +199,6 @@ def retried(retries: list[BatchRetry], timeline: list[TimelineEntry]) -> list[Re
         if found:
             quarantined.setdefault(found["instance"], entry.at)
     return [Retried(**r.model_dump(), quarantined_at=quarantined.get(r.host or "")) for r in retries]
-
-
-def job_cost(record: JobRecord) -> Cost | None:
-    """What the job cost: the exact sum of its attempts' costs (RecordCost's, for records priced before
-    attempts were)."""
-    attempts = [billed(a.cost, a.reservation) for _, a in record.ordered_attempts() if a.cost is not None]
-    return total_cost(attempts) or record.cost
 
 
 def job_view(record: JobRecord) -> JobView:

@@ -14,6 +14,7 @@ from functions.shared.domain.core.vocabulary import BatchStatus, FindingKind, Me
 from functions.shared.domain.diagnosis.findings import MAX_LISTED, Finding, HealthReport, SweepStarted
 from functions.shared.domain.fleet.analysis import analyse_fleet
 from functions.shared.domain.fleet.consoles import console_evidence
+from functions.shared.domain.health.idle import gpu_idle_findings
 from functions.shared.domain.health.sweep import (
     fleet_findings,
     invalid_environment_finding,
@@ -125,6 +126,8 @@ def _sweep(sweep_id: str, ports: Ports) -> HealthReport:
             vanished + len(swept.vanished),
             live + len(swept.live),
         )
+    # Jobs whose GPUs idle past their idle_policy (warn): from the records already read, no call of their own.
+    findings += gpu_idle_findings(records, ports.settings.home)
     result = report(sweep_id, at, findings, reconciled)
     result.summary["vanished_jobs"] = vanished
     result.summary["live_jobs"] = live
