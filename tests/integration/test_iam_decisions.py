@@ -277,8 +277,10 @@ def test_ensure_queue_may_not_create_a_launch_template_without_the_reservation_t
 
 
 # -- DynamoDB: the sweep's index of unfinished jobs, and its predecessor while DynamoDB backfills it -------
-def test_the_sweep_may_read_the_unfinished_jobs_from_the_predecessor_index_while_the_new_one_backfills(
-    cloud: Cloud,
+# job_events reads it too: the attempts on the host an EC2 spot signal names.
+@pytest.mark.parametrize("function", ["health_sweep", "job_events"])
+def test_the_unfinished_jobs_may_be_read_from_the_predecessor_index_while_the_new_one_backfills(
+    cloud: Cloud, function: str
 ) -> None:
     from functions.shared.adapters.job_lists import JobLists
     from functions.shared.adapters.job_store import DynamoJobStore
@@ -304,12 +306,12 @@ def test_the_sweep_may_read_the_unfinished_jobs_from_the_predecessor_index_while
     observe_calls(backfilling, event="before-call.dynamodb.Scan")
     reset_clients()  # a client copies the observers when it is made
     try:
-        # When the sweep reads the unfinished jobs
-        with calling_as("health_sweep"):
+        # When the function reads the unfinished jobs
+        with calling_as(function):
             jobs = JobLists(table).active_jobs()
     finally:
         stop_observing(backfilling)
         reset_clients()
-    # Then the new index refused it once, and the sweep's role let it read them all from the predecessor
+    # Then the new index refused it once, and the function's role let it read them all from the predecessor
     assert refused == [c.GSI2_NAME]
     assert [job.job_id for job in jobs] == ["0123456789abcdef0123"]
