@@ -134,10 +134,12 @@ def print_logs(
     follow_job: bool,
     out: Callable[[dict[str, Any]], None],
     say: Callable[[str], None],
-    poll_seconds: float = LOG_POLL_SECONDS,
+    poll_seconds: float | None = None,
 ) -> dict[str, Any]:
     """Every line of the attempt's stream, oldest first, page after page (CloudWatch Logs' end of stream: the same
     token back); following, on until the job has ended and its last lines are read. The last page is returned."""
+    # Read when called, not when defined: a default of LOG_POLL_SECONDS would be fixed at import.
+    poll_seconds = LOG_POLL_SECONDS if poll_seconds is None else poll_seconds
     path = f"/jobs/{quote(job_id, safe='')}/logs"
     token: str | None = None
     stream: str | None = None
