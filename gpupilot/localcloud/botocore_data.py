@@ -48,6 +48,10 @@ def share() -> None:
         Loader.list_available_services = list_available_services  # type: ignore[method-assign]
 
 
+def is_shared() -> bool:
+    return _original is not None
+
+
 def unshare() -> None:
     """Each session parses its own files again (what botocore does by itself)."""
     global _original, _original_listing

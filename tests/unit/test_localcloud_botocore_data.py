@@ -13,7 +13,10 @@ from gpupilot.localcloud import botocore_data
 
 @pytest.fixture
 def parses(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """The data files botocore parses from disk, in order; sharing undone afterwards."""
+    """The data files botocore parses from disk, in order. A local cloud started earlier in this process (an
+    in-process one of another test) left the data shared: the test starts unshared and leaves it as it found it."""
+    was_shared = botocore_data.is_shared()
+    botocore_data.unshare()
     parsed: list[str] = []
     original = botocore.loaders.JSONFileLoader.load_file
 
@@ -26,6 +29,9 @@ def parses(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     monkeypatch.setattr(botocore.session, "create_loader", botocore.loaders.create_loader)
     yield parsed
     botocore_data.unshare()
+    monkeypatch.undo()
+    if was_shared:
+        botocore_data.share()
 
 
 def regions_of_three_sessions() -> list[list[str]]:
@@ -50,3 +56,17 @@ def test_without_sharing_each_session_parses_the_files_again(parses: list[str]) 
     regions_of_three_sessions()
     # Then every file was parsed three times
     assert parses and all(parses.count(path) == 3 for path in parses), parses
+
+
+def test_sharing_left_by_an_earlier_local_cloud_does_not_hide_the_parses(parses: list[str]) -> None:
+    # Given sharing begun, as a local cloud started earlier in the process leaves it, and ended
+    botocore_data.share()
+    regions_of_three_sessions()
+    first = len(parses)
+    botocore_data.unshare()
+    # When it is begun again and three new sessions read EC2's regions
+    botocore_data.share()
+    regions_of_three_sessions()
+    # Then they parsed each file once more, and no more
+    again = parses[first:]
+    assert again and len(again) == len(set(again)), again
