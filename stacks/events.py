@@ -66,47 +66,37 @@ class JobEvents(Construct):
             "would only move the same undeliverable events again.",
         )
 
-        self.batch_rule = events.Rule(
-            self,
+        def to_job_events(rule_id: str, description: str, pattern: events.EventPattern) -> events.Rule:
+            """A rule whose events job_events takes, kept on the dead-letter queue when they cannot be delivered."""
+            rule = events.Rule(self, rule_id, description=description, event_pattern=pattern)
+            rule.add_target(
+                targets.LambdaFunction(
+                    job_events,
+                    dead_letter_queue=self.dead_letters,
+                    retry_attempts=8,
+                    # A task token waits far longer than this, and the sweep catches what falls out.
+                    max_event_age=Duration.hours(6),
+                )
+            )
+            return rule
+
+        # The capacity regions' events arrive on the same bus, forwarded by their stacks' rules.
+        self.batch_rule = to_job_events(
             "BatchJobEvents",
-            description="Batch job state changes and blocked queues of GPU Pilot's queues -> job_events",
-            # The capacity regions' events arrive on the same bus, forwarded by their stacks' rules.
-            event_pattern=batch_events_pattern(),
+            "Batch job state changes and blocked queues of GPU Pilot's queues -> job_events",
+            batch_events_pattern(),
         )
-        self.batch_rule.add_target(
-            targets.LambdaFunction(
-                job_events,
-                dead_letter_queue=self.dead_letters,
-                retry_attempts=8,
-                # A task token waits far longer than this, and the sweep catches what falls out.
-                max_event_age=Duration.hours(6),
-            )
-        )
-
         # The host agents' reports of attempts (host_agent/report.py), sent by every region's hosts to the home bus.
-        self.agent_rule = events.Rule(
-            self,
+        self.agent_rule = to_job_events(
             "HostAgentReports",
-            description="GPU Pilot host agents' reports of attempts -> job_events",
-            event_pattern=events.EventPattern(source=[AGENT_SOURCE], detail_type=[AGENT_DETAIL_TYPE]),
+            "GPU Pilot host agents' reports of attempts -> job_events",
+            events.EventPattern(source=[AGENT_SOURCE], detail_type=[AGENT_DETAIL_TYPE]),
         )
-        self.agent_rule.add_target(
-            targets.LambdaFunction(
-                job_events, dead_letter_queue=self.dead_letters, retry_attempts=8, max_event_age=Duration.hours(6)
-            )
-        )
-
         # EC2's own word on a spot host, recorded on the attempts running on it (jobs/ec2_events.py).
-        self.spot_rule = events.Rule(
-            self,
+        self.spot_rule = to_job_events(
             "SpotInstanceSignals",
-            description="EC2 spot interruption warnings and rebalance recommendations -> job_events",
-            event_pattern=spot_signals_pattern(),
-        )
-        self.spot_rule.add_target(
-            targets.LambdaFunction(
-                job_events, dead_letter_queue=self.dead_letters, retry_attempts=8, max_event_age=Duration.hours(6)
-            )
+            "EC2 spot interruption warnings and rebalance recommendations -> job_events",
+            spot_signals_pattern(),
         )
 
         self.sweep_schedule = events.Rule(
