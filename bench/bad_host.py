@@ -24,12 +24,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from bench import REPO_ROOT, at_most, emit, environment, metric, utc_now
+from bench.local_api import get_json, post_json
 
 NAME = "bad_host"
 JOBS = 40
@@ -81,33 +81,20 @@ def _millis(iso: str) -> float:
     return datetime.fromisoformat(iso.replace("Z", "+00:00")).astimezone(UTC).timestamp() * 1000
 
 
-def _get(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=30) as answer:
-        return json.loads(answer.read())
-
-
-def _post(url: str, body: dict[str, Any]) -> Any:
-    request = urllib.request.Request(
-        url, data=json.dumps(body).encode(), method="POST", headers={"Content-Type": "application/json"}
-    )
-    with urllib.request.urlopen(request, timeout=30) as answer:
-        return json.loads(answer.read())
-
-
 def _swept(api: str, timeout: float = 120) -> dict[str, Any]:
     """A sweep's report, started now (it reports every host quarantined in the window, whichever sweep did it)."""
-    sweep_id = _post(f"{api}/sweep", {})["sweep_id"]
+    sweep_id = post_json(f"{api}/sweep", {})["sweep_id"]
     deadline = time.monotonic() + timeout
-    report = _get(f"{api}/health?sweep_id={sweep_id}")
+    report = get_json(f"{api}/health?sweep_id={sweep_id}")
     while report["status"] == "RUNNING" and time.monotonic() < deadline:
         time.sleep(0.5)
-        report = _get(f"{api}/health?sweep_id={sweep_id}")
+        report = get_json(f"{api}/health?sweep_id={sweep_id}")
     return dict(report)
 
 
 def _failed_starts(api: str, batch: Any, ids: list[str]) -> int:
     """How many of the jobs' Batch attempts so far failed to start."""
-    batch_ids = [a["batch_job_id"] for i in ids for a in _get(f"{api}/jobs/{i}")["attempts"] if a["batch_job_id"]]
+    batch_ids = [a["batch_job_id"] for i in ids for a in get_json(f"{api}/jobs/{i}")["attempts"] if a["batch_job_id"]]
     described = [j for start in range(0, len(batch_ids), 100)
                  for j in batch.describe_jobs(jobs=batch_ids[start : start + 100])["jobs"]]  # fmt: skip
     return sum(a.get("statusReason") == FAILED_START for job in described for a in job["attempts"])
@@ -122,13 +109,13 @@ def measure(api: str, aws: str, jobs: int, timeout: float, hold_seconds: float |
             "instance_types": ["g4dn.xlarge"], "stuck_after_minutes": 1440}  # fmt: skip
     batch = boto3.client("batch", endpoint_url=aws, region_name="us-east-1", aws_access_key_id="local",
                          aws_secret_access_key="local")  # fmt: skip
-    ids = [_post(f"{api}/jobs", body)["job_id"] for _ in range(jobs)]
+    ids = [post_json(f"{api}/jobs", body)["job_id"] for _ in range(jobs)]
     deadline = time.monotonic() + timeout
     if hold_seconds is not None:
         while not _failed_starts(api, batch, ids) and time.monotonic() < deadline:
             time.sleep(0.5)
-        _post(f"{api}/local/clock", {"advance_seconds": hold_seconds})
-        while not any(f["kind"] == "BAD_GPU_HOST" for f in _get(f"{api}/health")["findings"]):
+        post_json(f"{api}/local/clock", {"advance_seconds": hold_seconds})
+        while not any(f["kind"] == "BAD_GPU_HOST" for f in get_json(f"{api}/health")["findings"]):
             if time.monotonic() > deadline:
                 break
             time.sleep(0.5)
@@ -138,13 +125,13 @@ def measure(api: str, aws: str, jobs: int, timeout: float, hold_seconds: float |
         running = set()
         for job_id in ids:
             if job_id not in finished:
-                job = _get(f"{api}/jobs/{job_id}")
+                job = get_json(f"{api}/jobs/{job_id}")
                 if job["status"] in ("SUCCEEDED", "FAILED"):
                     finished[job_id] = job
                 elif job["status"] == "RUNNING":
                     running.add(job_id)
         if hold_seconds is not None and running and not running & moved_past:
-            _post(f"{api}/local/clock", {"advance_seconds": HELD_RUNTIME_SECONDS})
+            post_json(f"{api}/local/clock", {"advance_seconds": HELD_RUNTIME_SECONDS})
             moved_past |= running
         time.sleep(1)
     batch_ids = [a["batch_job_id"] for job in finished.values() for a in job["attempts"] if a["batch_job_id"]]

@@ -16,12 +16,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 from bench import REPO_ROOT, at_least, at_most, emit, environment, metric, utc_now
+from bench.local_api import get_json, post_json
 
 NAME = "checkpoint"
 JOBS = 2  # of each kind
@@ -63,19 +63,6 @@ def skip_restore() -> None:
     checkpoints.restore = lambda *args, **kwargs: None
 
 
-def _get(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=30) as answer:
-        return json.loads(answer.read())
-
-
-def _post(url: str, body: dict[str, Any]) -> Any:
-    request = urllib.request.Request(
-        url, data=json.dumps(body).encode(), method="POST", headers={"Content-Type": "application/json"}
-    )
-    with urllib.request.urlopen(request, timeout=30) as answer:
-        return json.loads(answer.read())
-
-
 def lost_and_survived(job: dict[str, Any]) -> tuple[int, float, int]:
     """(reclaims, GPU-seconds run beyond the job's runtime, reclaims whose next attempt resumed from a checkpoint)."""
     attempts = job["attempts"]
@@ -90,7 +77,7 @@ def lost_and_survived(job: dict[str, Any]) -> tuple[int, float, int]:
 def measure(api: str, jobs: int, timeout: float) -> dict[str, Any]:
     body = {"name": "bench", "image": "nvidia/cuda:12.4.1-base-ubuntu22.04", "command": ["python3", "train.py"],
             "capacity": "spot-first", "instance_types": [SPOT_TYPE]}  # fmt: skip
-    ids = {kind: [_post(f"{api}/jobs", body | {"name": f"bench-{kind}-{n}"} | extra)["job_id"] for n in range(jobs)]
+    ids = {kind: [post_json(f"{api}/jobs", body | {"name": f"bench-{kind}-{n}"} | extra)["job_id"] for n in range(jobs)]
            for kind, extra in (("checkpoint", {"checkpoint": True}), ("none", {}))}  # fmt: skip
     deadline = time.monotonic() + timeout
     finished: dict[str, dict[str, Any]] = {}
@@ -98,7 +85,7 @@ def measure(api: str, jobs: int, timeout: float) -> dict[str, Any]:
     while len(finished) < len(waiting) and time.monotonic() < deadline:
         for job_id in waiting:
             if job_id not in finished:
-                job = _get(f"{api}/jobs/{job_id}")
+                job = get_json(f"{api}/jobs/{job_id}")
                 if job["status"] in ("SUCCEEDED", "FAILED", "CANCELLED"):
                     finished[job_id] = job
         time.sleep(1)

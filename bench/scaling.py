@@ -29,7 +29,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import REPO_ROOT, api_name, at_most, by_api, emit, environment, metric, utc_now
+from bench.local_api import post_json
 
 NAME = "scaling"
 PLAIN_JOBS = 3
@@ -145,11 +145,6 @@ def ec2_quotas(apis: set[str]) -> list[Quota]:
 
 
 # -- a job through the local cloud ------------------------------------------------------------------------------
-def _post(url: str, body: dict[str, Any]) -> dict[str, Any]:
-    data = json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, method="POST", headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=60) as response:
-        return dict(json.loads(response.read()))
 
 
 def _one_job(cloud: Any, sfn: Any, calls: list[tuple[str, str]], lock: threading.Lock) -> dict[str, Any]:
@@ -161,7 +156,7 @@ def _one_job(cloud: Any, sfn: Any, calls: list[tuple[str, str]], lock: threading
     before = Counter(cloud.dispatcher.invocations)
     with lock:
         calls.clear()
-    submitted = _post(f"{cloud.api_url}/jobs", JOB_BODY)
+    submitted = post_json(f"{cloud.api_url}/jobs", JOB_BODY, timeout=60)
     execution_arn = submitted["execution_arn"]
     deadline = time.monotonic() + RUNTIME_SECONDS / SPEEDUP + SCENARIO_SLACK_SECONDS
     while (execution := sfn.describe_execution(executionArn=execution_arn))["status"] == "RUNNING":
