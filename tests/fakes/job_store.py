@@ -162,17 +162,17 @@ class FakeJobStore:
         reason: str,
         timeline_index: int | None = None,
         at: str | None = None,
-    ) -> bool:
+    ) -> JobRecord | None:
         with self._lock:
             record = self.records.get(job_id)
             attempt = record.attempts.get(number) if record else None
             if record is None or attempt is None or attempt.batch_status != status:
-                return False
+                return None
             attempt.status_reason = reason
             if timeline_index is not None:
                 record.timeline[timeline_index].reason = reason
                 record.timeline[timeline_index].reason_at = at or now_iso()
-            return True
+            return record.model_copy(deep=True)
 
     def note_host(self, job_id: str, status: JobStatus, instance_id: str, reason: str, at: str) -> bool:
         with self._lock:

@@ -122,6 +122,24 @@ def test_a_batch_event_delivered_twice_is_applied_once_and_keeps_batchs_later_wo
     assert store.get_job("job000000dd").attempts[1].status_reason == "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY"
 
 
+def test_batchs_later_words_return_the_record_as_written_with_a_wait_parked_since_the_read(store: JobStore) -> None:
+    # Given a RUNNABLE attempt read by job_events, then a start wait parked by the workflow
+    store.create_job("job000000de", REQUEST)
+    store.put_attempt("job000000de", 1, attempt())
+    store.update_attempt("job000000de", 1, {"batch_status": BatchStatus.RUNNABLE})
+    read_before = store.get_job("job000000de")
+    store.store_wait("job000000de", WaitPhase.START, Wait(attempt=1, token="tok", since=now_iso()))
+    # When Batch's words are noted
+    noted = store.note_reason("job000000de", 1, BatchStatus.RUNNABLE, "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY")
+    # Then the record returned holds both the words and the wait (the one read before had neither)
+    assert read_before.waits == {}
+    assert noted is not None and set(noted.waits) == {WaitPhase.START}
+    assert noted.attempts[1].status_reason == "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY"
+    # And once the attempt moved on, nothing is written and nothing returned
+    store.update_attempt("job000000de", 1, {"batch_status": BatchStatus.RUNNING})
+    assert store.note_reason("job000000de", 1, BatchStatus.RUNNABLE, "later words") is None
+
+
 def test_a_field_set_only_if_missing_keeps_the_first_value(store: JobStore) -> None:
     store.create_job("job00000007", REQUEST)
     store.put_attempt("job00000007", 1, attempt())

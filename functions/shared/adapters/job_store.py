@@ -156,9 +156,9 @@ class DynamoJobStore(JobItems):
         reason: str,
         timeline_index: int | None = None,
         at: str | None = None,
-    ) -> bool:
+    ) -> JobRecord | None:
         """Set the attempt's status_reason while its Batch status is still `status` (and that timeline entry's,
-        learnt `at`)."""
+        learnt `at`); the record as the write left it, None when the attempt moved on."""
         now = now_iso()
         timeline = ""
         if timeline_index is not None:
@@ -167,13 +167,12 @@ class DynamoJobStore(JobItems):
         values = {":reason": serialize(reason), ":status": serialize(status), ":now": serialize(now)}
         if timeline_index is not None:
             values[":learnt"] = serialize(at or now)
-        return (
-            self._update(
-                job_id,
-                UpdateExpression=f"SET attempts.#n.status_reason = :reason, updated_at = :now{timeline}",
-                ConditionExpression="attempts.#n.batch_status = :status",
-                ExpressionAttributeNames={"#n": str(number)},
-                ExpressionAttributeValues=values,
-            )
-            is not None
+        response = self._update(
+            job_id,
+            UpdateExpression=f"SET attempts.#n.status_reason = :reason, updated_at = :now{timeline}",
+            ConditionExpression="attempts.#n.batch_status = :status",
+            ExpressionAttributeNames={"#n": str(number)},
+            ExpressionAttributeValues=values,
+            ReturnValues="ALL_NEW",
         )
+        return record_of(response["Attributes"]) if response else None

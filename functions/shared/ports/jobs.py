@@ -94,10 +94,11 @@ class JobStore(HostNotes, Protocol):
         reason: str,
         timeline_index: int | None = None,
         at: str | None = None,
-    ) -> bool:
+    ) -> JobRecord | None:
         """Set the attempt's status_reason while its Batch status is still `status` (Batch's reason for a
         RUNNABLE job changes without its status changing), and the reason of timeline entry `timeline_index`
-        (the one that status added, learnt `at`) in the same write; False when the attempt moved on."""
+        (the one that status added, learnt `at`) in the same write; the record after it, None when the attempt
+        moved on."""
         ...
 
     def note_retries(self, job_id: str, number: int, retries: list[BatchRetry]) -> bool:

@@ -277,6 +277,30 @@ def test_a_start_wait_that_parks_after_the_verdict_resumes_at_once(ports):
     assert json.loads(ports.workflow.sent[0][1])["verdict"] == "INSUFFICIENT_CAPACITY"
 
 
+def test_a_start_wait_parked_while_the_verdict_is_written_is_resumed_by_the_event(ports, monkeypatch):
+    # Given a RUNNABLE attempt whose start wait parks after job_events read the record but before its write of
+    # Batch's reason lands (the wait Lambda reads a record without the reason; job_events read one without the wait)
+    step = submitted(ports)
+    record_batch_event(event(ports, "RUNNABLE"), ports)
+    parked: list[list[WaitPhase]] = []
+    note_reason = ports.jobs.note_reason
+
+    def wait_parks_first(*args, **kwargs):
+        parked.append(park(ports, WaitPhase.START, "tok-start", selection=step.selection))
+        return note_reason(*args, **kwargs)
+
+    monkeypatch.setattr(ports.jobs, "note_reason", wait_parks_first)
+
+    # When the queue-blocked event's capacity verdict is recorded
+    result = record_batch_event(queue_blocked(ports, CAPACITY), ports)
+
+    # Then the event resumes the wait from the record its own write returned: the verdict is acted on now
+    assert parked == [[]]
+    assert result["resumed"] == [WaitPhase.START]
+    assert [json.loads(output)["verdict"] for _, output in ports.workflow.sent] == ["INSUFFICIENT_CAPACITY"]
+    assert ports.jobs.get_job(JOB_ID).waits == {}
+
+
 def test_a_verdict_resumes_the_start_wait_once(ports):
     # Given a verdict that already resumed the start wait (the workflow diagnosed it and waits again)
     step = submitted(ports)

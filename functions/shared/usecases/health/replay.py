@@ -36,7 +36,8 @@ def replay_batch_events(
             continue
         try:
             if not applied:
-                if "resumed" not in catch_up(event, update.number, record, ports):
+                answer, record = catch_up(event, update.number, record, ports)
+                if "resumed" not in answer:
                     continue
             else:
                 advance_recorded(event, update.number, record, ports)

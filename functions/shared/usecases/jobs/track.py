@@ -121,7 +121,7 @@ def record_batch_event(event: BatchJobEvent, ports: Ports) -> dict[str, Any]:
             record = ports.jobs.get_job(job_id)
         except JobNotFound:
             return {"ignored": "not a job of this deployment", "job_id": job_id}
-        answer = catch_up(event, number, record, ports)
+        answer, record = catch_up(event, number, record, ports)
         if "resumed" in answer:
             answer["resumed"] = resume(record, ports)
         # Batch's retry goes back to RUNNABLE: an event the attempt's forward-only status drops, but its retries keep.
@@ -166,26 +166,29 @@ def attempt_update(event: BatchJobEvent) -> AttemptUpdate | str:
     return AttemptUpdate(job_id, number, fields, if_missing={"batch_job_id": job.job_id or None})
 
 
-def catch_up(event: BatchJobEvent, number: int, record: JobRecord, ports: Ports) -> dict[str, Any]:
-    """A stale or duplicate event: what record_batch_event answers for it; with "resumed" (empty yet), the record's
-    waits are to be resumed next, without, left alone. Batch's newest words for a job still waiting are kept (they
-    may be a verdict the start wait acts on); otherwise what a failed write left undone is finished, the job's
-    status for what its attempt recorded."""
+def catch_up(event: BatchJobEvent, number: int, record: JobRecord, ports: Ports) -> tuple[dict[str, Any], JobRecord]:
+    """A stale or duplicate event: what record_batch_event answers for it, and the newest record read; with
+    "resumed" (empty yet), the record's waits are to be resumed next, without, left alone. Batch's newest words for a
+    job still waiting are kept (they may be a verdict the start wait acts on), and the waits are then judged from the
+    record that write returns: a wait parked between the read and the write is in it (the wait Lambda, reading
+    before the words were written, could not see them). Otherwise what a failed write left undone is finished, the
+    job's status for what its attempt recorded."""
     job_id, job = record.job_id, event.job
     status = BatchStatus(job.status)
     recorded = record.attempts.get(number)
     if recorded is None:
-        return {"ignored": "no such attempt", "job_id": job_id}
+        return {"ignored": "no such attempt", "job_id": job_id}, record
     if recorded.batch_status == status and job.status_reason and job.status_reason != recorded.status_reason:
         # Batch's reason for a RUNNABLE job changes without its status changing (a queue-blocked event, or the
         # sweep seeing it): keep the newest words, and resume a start wait they are a verdict for.
         entry = record.entry_for(job_status_for_batch(status), number)
-        if not ports.jobs.note_reason(job_id, number, status, job.status_reason, entry, at=event.at):
-            return {"ignored": "the attempt moved on", "job_id": job_id}
-        recorded.status_reason = job.status_reason
-        return {"job_id": job_id, "attempt": number, "status": status, "reason": job.status_reason, "resumed": []}
+        noted = ports.jobs.note_reason(job_id, number, status, job.status_reason, entry, at=event.at)
+        if noted is None:
+            return {"ignored": "the attempt moved on", "job_id": job_id}, record
+        answer = {"job_id": job_id, "attempt": number, "status": status, "reason": job.status_reason, "resumed": []}
+        return answer, noted
     _advance_for_batch(job_id, number, recorded.batch_status, recorded.batch_status_at or event.at, ports)
-    return {"ignored": "stale or duplicate event", "job_id": job_id, "resumed": []}
+    return {"ignored": "stale or duplicate event", "job_id": job_id, "resumed": []}, record
 
 
 def advance_recorded(event: BatchJobEvent, number: int, record: JobRecord, ports: Ports) -> None:
