@@ -34,7 +34,7 @@ from gpupilot.cli.retries import (
     root_cause,
     safe_to_repeat,
 )
-from gpupilot.cli.signing import endpoint_region
+from gpupilot.cli.signing import endpoint_region, resolve_credentials
 
 DEFAULT_LOCAL_ENDPOINT = "http://127.0.0.1:8765"
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
@@ -140,6 +140,7 @@ class ApiClient:
         self.retries = TRANSIENT_RETRIES if retries is None else retries
         self.backoff_factor = BACKOFF_FACTOR if backoff_factor is None else backoff_factor
         self._pool = urllib3.PoolManager(timeout=urllib3.Timeout(connect=timeout, read=timeout))
+        self._resolved: tuple[Any, Any] | None = None
 
     def request(
         self,
@@ -215,17 +216,11 @@ class ApiClient:
         return not self.loopback or self._credentials()[1] is not None
 
     def _credentials(self) -> tuple[Any, Any]:
-        """A botocore session and the credentials it resolves (None when it has none)."""
-        import botocore.session
-
-        session = botocore.session.get_session()
-        if self.loopback:
-            # The local cloud: the environment and the profiles only (asking an instance's metadata service, absent
-            # here, would cost every command a time-out).
-            resolver = session.get_component("credential_provider")
-            for provider in ("container-role", "iam-role"):
-                resolver.remove(provider)
-        return session, session.get_credentials()
+        """A botocore session and the credentials it resolves (None when it has none), resolved once per client as
+        boto3 resolves them once per client: temporary credentials refresh themselves when they are frozen to sign."""
+        if self._resolved is None:
+            self._resolved = resolve_credentials(self.loopback)
+        return self._resolved
 
     def _signed_headers(self, method: str, url: str, data: bytes | None, headers: dict[str, str]) -> dict[str, str]:
         from botocore.auth import SigV4Auth

@@ -261,3 +261,23 @@ def test_a_retry_after_past_the_cap_is_capped() -> None:
         headers = {"Retry-After": "86400"}
 
     assert policy.get_retry_after(Answered()) == 30
+
+
+def test_a_client_resolves_its_credentials_once_and_signs_every_request_with_them(monkeypatch) -> None:
+    # Given credentials in the environment, and a count of the credential chains the client walks
+    import botocore.session
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
+    sessions: list[object] = []
+    real = botocore.session.get_session
+    monkeypatch.setattr(botocore.session, "get_session", lambda *a, **k: sessions.append(1) or real(*a, **k))
+    with ScriptedApi(Answer(200, {}), Answer(200, {}), Answer(200, {})) as api:
+        client = client_for(api, FakeTime())
+        # When it sends three requests
+        for _ in range(3):
+            client.request("GET", "/jobs")
+
+    # Then each is signed, by credentials resolved once (a chain walked per request cost a CLI poll loop its CPU)
+    assert [r.headers["Authorization"].split("Credential=")[1][:11] for r in api.received] == ["AKIDEXAMPLE"] * 3
+    assert len(sessions) == 1
