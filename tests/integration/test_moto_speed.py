@@ -16,6 +16,7 @@ from gpupilot.localcloud.moto_adaptations.dynamodb import (
     direct_dynamodb_item_answers,
     item_level_transactions,
     pick_projected_attributes,
+    size_items_once,
     wire_json,
 )
 from gpupilot.localcloud.moto_adaptations.patches import Patches
@@ -307,3 +308,52 @@ def test_an_index_projection_picks_the_attributes_moto_would_project_without_con
     assert converted_alone and not converted_picked
     keys_only, _, some = picked
     assert (set(keys_only[0]), set(some[0])) == ({"pk", "sk", "g"}, {"pk", "sk", "g", "m", "ns", "b"})
+
+
+def item_sizes() -> list[Any]:
+    """Items of every attribute type put and read back, one at the size limit and one a byte over it refused."""
+    client = boto3.client("dynamodb", region_name=REGION)
+    client.create_table(
+        TableName="t",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    wide = ITEM | {f"a{n}": {"S": "x" * n} for n in range(40)}
+    client.put_item(TableName="t", Item=wide)
+    answers: list[Any] = [client.get_item(TableName="t", Key={"pk": ITEM["pk"]})["Item"]]
+    base = {"pk": {"S": "big"}, "pad": {"S": ""}}
+    room = 405000 - sum(len(name) + len(value["S"]) for name, value in base.items())
+    for padding in (room, room + 1):
+        try:
+            client.put_item(TableName="t", Item=base | {"pad": {"S": "x" * padding}})
+            answers.append(("stored", padding - room))
+        except client.exceptions.ClientError as error:
+            answers.append((error.response["Error"]["Code"], error.response["Error"]["Message"], padding - room))
+    return answers
+
+
+def counting_size_checks(scenario: Callable[[], Any], checks: list[int]) -> Callable[[], Any]:
+    """`scenario`, counting moto's per-attribute size checks while it runs."""
+    from moto.dynamodb.models.dynamo_type import LimitedSizeDict
+
+    def counted() -> Any:
+        check = LimitedSizeDict.__setitem__
+        counting = Patches()
+        counting.replace(LimitedSizeDict, "__setitem__", lambda d, k, v: checks.append(1) or check(d, k, v))
+        try:
+            return scenario()
+        finally:
+            counting.undo()
+
+    return counted
+
+
+def test_an_item_sized_once_is_stored_and_refused_exactly_as_moto_sizes_it_attribute_by_attribute():
+    checked_alone: list[int] = []
+    checked_once: list[int] = []
+    alone = in_moto(None, counting_size_checks(item_sizes, checked_alone))
+    once = in_moto(size_items_once, counting_size_checks(item_sizes, checked_once))
+    assert once == alone
+    assert alone[1] == ("stored", 0) and alone[2][0] == "ValidationException"
+    assert len(checked_alone) > 50 and not checked_once

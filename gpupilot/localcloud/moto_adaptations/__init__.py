@@ -65,6 +65,7 @@ from gpupilot.localcloud.moto_adaptations.dynamodb import (
     index_pages_of_index_entries,
     item_level_transactions,
     one_write_at_a_time,
+    size_items_once,
     pick_projected_attributes,
 )
 from gpupilot.localcloud.moto_adaptations.ec2 import (
@@ -156,6 +157,7 @@ def adapted_moto(
         # Without a world's reservations EC2 still answers, as AWS does for an account that holds none.
         world_reservations(patches, reservations or ReservationBook.empty())
         direct_dynamodb_item_answers(patches)
+        size_items_once(patches)
         item_level_transactions(patches)
         # After the transactions' own adaptation: the lock holds a transaction's restore too.
         one_write_at_a_time(patches)
