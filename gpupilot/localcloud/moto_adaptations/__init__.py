@@ -65,8 +65,8 @@ from gpupilot.localcloud.moto_adaptations.dynamodb import (
     index_pages_of_index_entries,
     item_level_transactions,
     one_write_at_a_time,
-    size_items_once,
     pick_projected_attributes,
+    size_items_once,
 )
 from gpupilot.localcloud.moto_adaptations.ec2 import (
     SpotMarket,
