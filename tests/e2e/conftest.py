@@ -1,12 +1,16 @@
-"""End-to-end layer: `gpupilot serve` in a subprocess, driven through its HTTP API and the CLI."""
+"""End-to-end layer: `gpupilot serve` in a subprocess, driven through its HTTP API and the CLI. The subprocess is forked
+from a warm interpreter that has its libraries imported already (tests/e2e/warm.py), and runs the command's own entry
+point."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -16,6 +20,7 @@ from typing import Any
 import pytest
 
 from gpupilot.cli.client import ApiClient
+from tests.e2e.warm import WarmLauncher, WarmProcess, WarmUnavailable
 
 GPUPILOT = str(Path(sys.executable).parent / "gpupilot")
 # How long a test waits for a condition (a local cloud ready, a job's status, a finding, a line of output, an answer)
@@ -30,10 +35,10 @@ READY_TIMEOUT_SECONDS = PATIENCE_SECONDS
 class RunningCloud:
     api_url: str
     aws_url: str
-    process: subprocess.Popen[str]
+    process: subprocess.Popen[str] | WarmProcess
     log_file: Path
 
-    @property
+    @functools.cached_property
     def api(self) -> ApiClient:
         return ApiClient(self.api_url, timeout=PATIENCE_SECONDS)
 
@@ -95,8 +100,12 @@ def start_cloud(
     args += ["--log-file", str(log_file)]
     # Its output goes to a file, not a pipe: a pipe nobody reads fills up and blocks the server.
     output = tmp_path / "serve.out"
-    with output.open("w") as sink:
-        process = subprocess.Popen(args, stdout=sink, stderr=subprocess.STDOUT, text=True)
+    try:
+        process: subprocess.Popen[str] | WarmProcess = warm_launcher().spawn(args[1:], output)
+    except WarmUnavailable as why:
+        print(f"starting gpupilot serve itself: {why}", file=sys.stderr)
+        with output.open("w") as sink:
+            process = subprocess.Popen(args, stdout=sink, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + READY_TIMEOUT_SECONDS
     while time.monotonic() < deadline and process.poll() is None:
         printed = output.read_text()
@@ -107,6 +116,16 @@ def start_cloud(
         time.sleep(0.1)
     process.kill()
     raise AssertionError("gpupilot serve did not become ready:\n" + output.read_text())
+
+
+_launcher: list[WarmLauncher] = []
+
+
+def warm_launcher() -> WarmLauncher:
+    """This test worker's warm interpreter (tests/e2e/warm.py), started on first use."""
+    if not _launcher:
+        _launcher.append(WarmLauncher(Path(tempfile.mkdtemp(prefix="gpupilot-warm-"))))
+    return _launcher[0]
 
 
 def stop_cloud(cloud: RunningCloud) -> None:
