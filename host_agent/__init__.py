@@ -17,9 +17,10 @@ its launch template's version, and a new agent is a new launch template version,
 Nothing here assumes anything of a job's image beyond a POSIX shell: what it does for a job happens on the host, or
 through the job's command wrapper (functions/shared/domain/jobs/host_agent.py).
 
-core.py decides (over the ports in ports.py); host.py and aws.py are the host's adapters (boto_aws.py: the same calls
-over boto3, off a host); checkpoints.py moves a checkpoint directory to and from S3; utilization.py sums the
-samples; report.py says what the control plane hears.
+core.py decides (over the ports in ports.py), what is due and when; tracked.py holds what it knows of each job and
+that job's checkpoint directory, made ready, watched and uploaded; host.py and aws.py are the host's adapters
+(boto_aws.py: the same calls over boto3, off a host); checkpoints.py moves a checkpoint directory to and from S3;
+utilization.py sums the samples; report.py says what the control plane hears.
 """
 
 VERSION = "1"

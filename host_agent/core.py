@@ -13,7 +13,6 @@ never restored again over a running program's work, and one told of a notice is 
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -22,9 +21,9 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from host_agent import checkpoints as cp
 from host_agent.config import JobConfig
-from host_agent.model import Container, GpuSample, SpotNotice
+from host_agent.model import SpotNotice
 from host_agent.report import CHECKPOINT, ENDED, IDLE, NAMESPACE, NOTICE, STARTED, entry, iso, metric_data
-from host_agent.utilization import Utilization
+from host_agent.tracked import Tracked, held, look, prepare, upload
 
 if TYPE_CHECKING:
     from host_agent.ports import Cloud, Containers, Gpus, Metadata
@@ -41,26 +40,6 @@ class Timing:
     notice_seconds: float = 5.0
     sample_seconds: float = 10.0
     metrics_seconds: float = 60.0
-
-
-class Tracked:
-    """One GPU Pilot job's container on this host, and what the agent did for it."""
-
-    def __init__(self, container: Container, config: JobConfig, root: str | None, now: float) -> None:
-        self.container, self.config, self.root, self.began = container, config, root, now
-        self.utilization = Utilization()
-        self.last_sample: float | None = None
-        self.pull_seconds: float | None = None
-        self.resumed_from: dict[str, Any] | None = None
-        self.manifest: dict[str, Any] | None = None
-        self.fingerprint: Any = None
-        self.uploaded: Any = None
-        self.saved_at: float | None = None
-        self.uploaded_at: float | None = None
-        self.notice_at: float | None = None
-        self.deadline: float | None = None  # after a notice: when its grace ends
-        self.flushed = False
-        self.idle_reported: float | None = None
 
 
 class Agent:
@@ -148,35 +127,11 @@ class Agent:
             log.warning("job %s: no host directory at %s: nothing is restored or uploaded", tracked.config.job_id,
                         tracked.config.checkpoint.directory)  # fmt: skip
         if tracked.root is not None:
-            self._prepare(tracked, tracked.root, now)
+            prepare(tracked, tracked.root, self.cloud, self.health, now)
         if self.notice is not None and tracked.notice_at is None:
             self._interrupt(tracked, now)
         elif tracked.root is not None:
             self._report(tracked, STARTED, now)
-
-    def _prepare(self, tracked: Tracked, root: str, now: float) -> None:
-        config = tracked.config
-        assert config.checkpoint is not None
-        if cp.marked(root, cp.READY):  # prepared before this agent (re)started: the program may be writing there
-            tracked.resumed_from = _read(root, cp.RESUMED)
-        else:
-            cp.mark(root, cp.RESTORING)
-            manifest = None
-            try:
-                manifest = cp.restore(self.cloud, config.home_region, config.checkpoint.bucket, config.job_id, root)
-            except Exception as error:
-                self.health["last_error"] = f"{iso(now)} job {config.job_id}: restore failed: {error}"
-                log.exception("job %s: its checkpoint was not restored: the program starts without it", config.job_id)
-            if manifest is not None:
-                tracked.manifest = manifest
-                tracked.resumed_from = {"attempt": manifest.get("attempt"), "saved_at": manifest.get("saved_at"),
-                                        "checkpoint_uploaded_at": manifest.get("uploaded_at")}  # fmt: skip
-                cp.mark(root, cp.RESUMED, json.dumps(tracked.resumed_from))
-            cp.unmark(root, cp.RESTORING)
-            cp.mark(root, cp.READY)
-        tracked.fingerprint = tracked.uploaded = tuple(cp.files(root))
-        if cp.marked(root, cp.INTERRUPTED):  # told of a notice before a restart: flushed again
-            tracked.notice_at, tracked.deadline = now, now + config.checkpoint.grace_seconds
 
     def _end(self, tracked: Tracked, now: float) -> None:
         """A job's container is gone: a notice's checkpoint not yet uploaded is, the last report, the directory
@@ -195,16 +150,11 @@ class Agent:
         checkpoint = tracked.config.checkpoint
         if tracked.root is None or checkpoint is None:
             return
-        self._look(tracked, now)
+        look(tracked, now)
         since = tracked.uploaded_at if tracked.uploaded_at is not None else tracked.began
         every = checkpoint.every_seconds
         if every and tracked.deadline is None and now - since >= every:
             self._upload(tracked, now, "periodic")
-
-    def _look(self, tracked: Tracked, now: float) -> None:
-        fingerprint = tuple(cp.files(tracked.root or ""))
-        if fingerprint != tracked.fingerprint:
-            tracked.fingerprint, tracked.saved_at = fingerprint, now
 
     def _flush_when_written(self, tracked: Tracked, now: float) -> None:
         """After a notice: upload once the program has ended (its checkpoint written) or its grace is over."""
@@ -214,17 +164,7 @@ class Agent:
             self._report(tracked, CHECKPOINT, now)
 
     def _upload(self, tracked: Tracked, now: float, reason: str) -> None:
-        config, root = tracked.config, tracked.root
-        if root is None or config.checkpoint is None:
-            return
-        self._look(tracked, now)
-        if tracked.fingerprint == tracked.uploaded:
-            return  # nothing written since the last upload (or the restore)
-        meta = {"job_id": config.job_id, "attempt": config.attempt, "batch_job_id": config.batch_job_id,
-                "instance_id": self.identity()[0], "saved_at": iso(tracked.saved_at), "reason": reason}  # fmt: skip
-        tracked.manifest = cp.upload(self.cloud, config.home_region, config.checkpoint.bucket, root, tracked.manifest,
-                                     meta, str(int(now * 1000)), self.clock)  # fmt: skip
-        tracked.uploaded, tracked.uploaded_at = tracked.fingerprint, now
+        upload(tracked, self.cloud, self.clock, self.identity, now, reason)
 
     # -- the spot notice --------------------------------------------------------------------------------------------
     def _watch_notice(self, now: float) -> None:
@@ -256,7 +196,7 @@ class Agent:
         for tracked in list(self.tracked.values()):
             last, tracked.last_sample = tracked.last_sample, now
             utilization = tracked.utilization
-            utilization.add(_held(samples, tracked.config.devices), now,
+            utilization.add(held(samples, tracked.config.devices), now,
                             self.timing.sample_seconds if last is None else now - last)  # fmt: skip
             idle_after, since = tracked.config.idle_after_seconds, utilization.idle_since
             crossed = idle_after and since is not None and utilization.idle_for(now) >= idle_after
@@ -298,19 +238,3 @@ class Agent:
         }  # fmt: skip
         self.cloud.put_events(config.home_region, [entry(detail)])
         self.health["last_report"] = f"{iso(now)} {reason} job {config.job_id} attempt {config.attempt}"
-
-
-def _held(samples: list[GpuSample], devices: list[str] | None) -> list[GpuSample]:
-    """The samples of the GPUs a job holds (ECS names them by UUID; an index is accepted too)."""
-    if devices is None:
-        return list(samples)
-    return [s for s in samples if s.uuid in devices or str(s.index) in devices]
-
-
-def _read(root: str, marker: str) -> dict[str, Any] | None:
-    try:
-        with open(os.path.join(root, cp.MARKERS, marker)) as found:
-            value = json.load(found)
-    except (OSError, ValueError):
-        return None
-    return value if isinstance(value, dict) else None

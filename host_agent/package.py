@@ -13,7 +13,7 @@ from pathlib import Path
 
 SOURCE = Path(__file__).resolve().parent
 SHIPPED = ("__init__", "__main__", "aws", "bootstrap", "checkpoints", "config", "core", "host", "model", "report",
-           "utilization")  # fmt: skip
+           "tracked", "utilization")  # fmt: skip
 ENTRY = "import sys\nfrom host_agent.__main__ import main\nsys.exit(main())\n"
 FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 AGENT_PREFIX = "agent/"

@@ -46,6 +46,7 @@ def test_the_agent_runs_from_its_zip_application(tmp_path: Path) -> None:
     # Given the published bytes written as a host writes them / When python runs it
     agent = tmp_path / "agent.pyz"
     agent.write_bytes(package.zipapp())
-    done = subprocess.run([sys.executable, str(agent), "--version"], capture_output=True, text=True, timeout=60)
+    # Without site-packages (-S), as on a host: a module the zip lacks is not found in this checkout instead
+    done = subprocess.run([sys.executable, "-S", str(agent), "--version"], capture_output=True, text=True, timeout=60)
     # Then it answers from its own modules
     assert done.returncode == 0 and "gpupilot host agent" in done.stderr
