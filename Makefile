@@ -63,14 +63,16 @@ lint: setup
 
 # --iam-drift=strict: every AWS call is granted by the template, and every grant is used or documented.
 # --dist loadfile: a test file's tests run on one worker, so a module's fixtures (a local cloud, a scan) are made once.
-# -n 4 on a 2-core machine: an e2e test's worker mostly waits on its local cloud (on a fresh 2-core clone, pytest
-# took 11 minutes at -n 2, 7 min 46 s at -n 3 and 7 min 20 s at -n 4).
+# -n 6 on a 2-core machine: an e2e test's worker mostly waits on its local cloud (on a fresh 2-core clone, pytest
+# took 11 minutes at -n 2, 7 min 46 s at -n 3 and 7 min 20 s at -n 4), and beside another CPU-bound job more workers
+# hold more of the cores' time (a fresh clone's run beside two CPU-bound processes: 17 min 34 s at -n 4, 16 min 11 s
+# at -n 6).
 # --no-loadscope-reorder: files start in collection order (bench, e2e, infra, integration, unit), the long ones
 # first; xdist's default starts the files with the most tests first, which left a one-test bench file of 90 s last.
 # compileall: the project's own modules as bytecode before hundreds of processes import them (see --compile-bytecode).
 test: synth lint browser $(CHECKOV)
 	$(PY) -m compileall -q -j 0 app.py functions gpupilot host_agent stacks payloads bench tests >/dev/null
-	GPUPILOT_REQUIRE_CHECKOV=1 $(PY) -m pytest -n 4 --dist loadfile --no-loadscope-reorder -q -p no:cacheprovider --iam-drift=strict tests host_agent/tests
+	GPUPILOT_REQUIRE_CHECKOV=1 $(PY) -m pytest -n 6 --dist loadfile --no-loadscope-reorder -q -p no:cacheprovider --iam-drift=strict tests host_agent/tests
 
 # The console's screenshots in docs/console/, from its browser tests (a plain test run leaves them as they are).
 screenshots: synth browser
