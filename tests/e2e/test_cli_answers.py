@@ -11,7 +11,7 @@ from collections.abc import Callable
 import boto3
 import pytest
 
-from tests.e2e.conftest import RunningCloud
+from tests.e2e.conftest import PATIENCE_SECONDS, RunningCloud
 
 pytestmark = pytest.mark.e2e
 IMAGE = "nvidia/cuda:12.4.1-base-ubuntu22.04"
@@ -147,7 +147,7 @@ def test_following_the_logs_of_an_attempt_that_ended_says_so_and_a_second_cancel
     cloud.wait_for(job_id, {"RUNNING"}, 90)
 
     # When the first attempt's logs are followed
-    followed = cloud.cli("logs", job_id, "--attempt", "1", "--follow", timeout=60)
+    followed = cloud.cli("logs", job_id, "--attempt", "1", "--follow", timeout=PATIENCE_SECONDS)
 
     # Then the command ends at once, saying the attempt has ended, not that it waits
     assert followed.returncode == 0, followed.stderr

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import RunningCloud, start_cloud, stop_cloud
+from tests.e2e.conftest import PATIENCE_SECONDS, RunningCloud, start_cloud, stop_cloud
 from tests.e2e.terminal import COLUMNS, Terminal
 
 pytestmark = pytest.mark.e2e
@@ -55,7 +55,7 @@ def jobs(cloud: RunningCloud) -> dict[str, dict[str, Any]]:
 def at_80_columns(cloud: RunningCloud, *args: str) -> str:
     """What the command shows at an 80-column terminal (the pseudo-terminal's size, and COLUMNS=80)."""
     terminal = Terminal(cloud, *args, columns=COLUMNS, environment={"COLUMNS": str(COLUMNS)})
-    code = terminal.finish(timeout=120)
+    code = terminal.finish(timeout=PATIENCE_SECONDS)
     assert code == 0, terminal.shown
     return terminal.shown
 

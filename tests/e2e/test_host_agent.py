@@ -66,7 +66,7 @@ def test_a_checkpointing_spot_job_reclaimed_mid_run_resumes_from_its_checkpoint_
     # And a busy on-demand job that asks to be warned after a minute of idle GPUs
     warn = {"idle_policy": {"after_minutes": 1, "action": "warn"}}
     busy_id = cloud.api.request("POST", "/jobs", JOB | {"name": "busy"} | warn).body["job_id"]
-    cloud.until("the busy job running", lambda: _running(cloud, busy_id), timeout=120)
+    cloud.until("the busy job running", lambda: _running(cloud, busy_id))
     swept = json.loads(cloud.cli("--json", "sweep").stdout)
     job = reported(cloud, cloud.wait_for(job_id, {"SUCCEEDED", "FAILED", "CANCELLED"}))
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.e2e.conftest import RunningCloud
+from tests.e2e.conftest import PATIENCE_SECONDS, RunningCloud
 
 pytestmark = pytest.mark.e2e
 JOB = {"name": "world", "image": "nvidia/cuda:12.4.1-base-ubuntu22.04", "command": ["nvidia-smi", "-L"]}
@@ -75,7 +75,8 @@ def test_a_bad_world_file_is_refused_with_one_line(tmp_path_factory: pytest.Temp
 
     world = tmp_path_factory.mktemp("world") / "world.json"
     world.write_text('{"jobs": {"runtime_seconds": -1}}')
-    result = subprocess.run([GPUPILOT, "serve", "--world", str(world)], capture_output=True, text=True, timeout=60)
+    command = [GPUPILOT, "serve", "--world", str(world)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=PATIENCE_SECONDS)
     assert result.returncode == 2
     assert "jobs.runtime_seconds" in result.stderr and result.stderr.count("\n") == 1
 
