@@ -91,8 +91,7 @@ def _child(argv: list[str], output: str, environment: dict[str, str], learnt: st
             atexit._run_exitfuncs()
             sys.stdout.flush()
             sys.stderr.flush()
-        _tell_imports(learnt)
-        os._exit(code)
+        os._exit(code)  # once the command ran, the exit that tells its imports
 
 
 def _tell_imports(learnt: str) -> None:

@@ -283,20 +283,26 @@ def index_answers() -> list[Any]:
     ]
 
 
-def counting_conversions(scenario: Callable[[], Any], conversions: list[int]) -> Callable[[], Any]:
-    """`scenario`, counting moto's conversions of a whole item to JSON while it runs."""
-    from moto.dynamodb.models.dynamo_type import Item
+def counting_calls(scenario: Callable[[], Any], owner: type, method: str, calls: list[int]) -> Callable[[], Any]:
+    """`scenario`, counting the calls of moto's `owner.method` while it runs."""
 
     def counted() -> Any:
-        convert = Item.to_regular_json
+        original = getattr(owner, method)
         counting = Patches()
-        counting.replace(Item, "to_regular_json", lambda item: conversions.append(1) or convert(item))
+        counting.replace(owner, method, lambda *args: calls.append(1) or original(*args))
         try:
             return scenario()
         finally:
             counting.undo()
 
     return counted
+
+
+def counting_conversions(scenario: Callable[[], Any], conversions: list[int]) -> Callable[[], Any]:
+    """`scenario`, counting moto's conversions of a whole item to JSON while it runs."""
+    from moto.dynamodb.models.dynamo_type import Item
+
+    return counting_calls(scenario, Item, "to_regular_json", conversions)
 
 
 def test_an_index_projection_picks_the_attributes_moto_would_project_without_converting_the_item():
@@ -337,16 +343,7 @@ def counting_size_checks(scenario: Callable[[], Any], checks: list[int]) -> Call
     """`scenario`, counting moto's per-attribute size checks while it runs."""
     from moto.dynamodb.models.dynamo_type import LimitedSizeDict
 
-    def counted() -> Any:
-        check = LimitedSizeDict.__setitem__
-        counting = Patches()
-        counting.replace(LimitedSizeDict, "__setitem__", lambda d, k, v: checks.append(1) or check(d, k, v))
-        try:
-            return scenario()
-        finally:
-            counting.undo()
-
-    return counted
+    return counting_calls(scenario, LimitedSizeDict, "__setitem__", checks)
 
 
 def test_an_item_sized_once_is_stored_and_refused_exactly_as_moto_sizes_it_attribute_by_attribute():
