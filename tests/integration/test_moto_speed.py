@@ -354,3 +354,62 @@ def test_an_item_sized_once_is_stored_and_refused_exactly_as_moto_sizes_it_attri
     assert once == alone
     assert alone[1] == ("stored", 0) and alone[2][0] == "ValidationException"
     assert len(checked_alone) > 50 and not checked_once
+
+
+def counting_images_made(scenario: Callable[[], Any], made: list[str]) -> Callable[[], Any]:
+    """`scenario`, naming every image moto makes while it runs."""
+    from moto.ec2.models.amis import Ami
+
+    def counted() -> Any:
+        original = Ami.__init__
+        counting = Patches()
+        counting.replace(Ami, "__init__", lambda self, backend, ami_id, **kwargs: made.append(ami_id) or original(
+            self, backend, ami_id, **kwargs
+        ))  # fmt: skip
+        try:
+            return scenario()
+        finally:
+            counting.undo()
+
+    return counted
+
+
+def no_image_read() -> list[Any]:
+    """EC2 calls in two regions that read no image: a network, as the stack's deploy makes one."""
+    answers = []
+    for region in (REGION, "us-west-2"):
+        ec2 = boto3.client("ec2", region_name=region)
+        vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+        answers.append(len(ec2.describe_vpcs(VpcIds=[vpc])["Vpcs"]))
+    return answers
+
+
+def image_answers() -> list[Any]:
+    """What reads images: DescribeImages (all of the region's, one by id), a launch of one and the instance it made."""
+    ec2 = boto3.client("ec2", region_name=REGION)
+    every = ec2.describe_images(Owners=["amazon"])["Images"]
+    one = ec2.describe_images(ImageIds=["ami-12c6146b"])["Images"]
+    instance = ec2.run_instances(ImageId="ami-12c6146b", MinCount=1, MaxCount=1)["Instances"][0]
+    fields = ("ImageId", "Name", "Platform", "Architecture", "RootDeviceName", "OwnerId", "State")
+    return [
+        sorted(tuple(image.get(field) for field in fields) for image in every),
+        [tuple(image.get(field) for field in fields) for image in one],
+        {key: instance.get(key) for key in ("ImageId", "Platform", "Architecture", "RootDeviceName")},
+    ]
+
+
+def test_a_region_whose_images_nothing_reads_makes_none_and_a_read_makes_and_answers_moto_s_own():
+    from gpupilot.localcloud.moto_adaptations.ec2_images import images_when_first_read
+
+    made_alone: list[str] = []
+    made_later: list[str] = []
+    # Given calls that read no image, in two regions: moto alone makes every region's images, here none are made
+    assert in_moto(images_when_first_read, counting_images_made(no_image_read, made_later)) == [1, 1]
+    assert in_moto(None, counting_images_made(no_image_read, made_alone)) == [1, 1]
+    assert len(made_alone) > 2000 and not made_later
+    # And what reads them answers as moto alone does, the region's images made once, as moto makes them
+    made_alone.clear()
+    alone = in_moto(None, counting_images_made(image_answers, made_alone))
+    read = in_moto(images_when_first_read, counting_images_made(image_answers, made_later))
+    assert read == alone
+    assert len(alone[0]) > 1000 and sorted(made_later) == sorted(made_alone)

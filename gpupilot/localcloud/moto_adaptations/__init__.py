@@ -16,7 +16,7 @@ the local cloud makes moto behave like AWS:
 10. EC2's spot market: ec2.py
 11. The AWS Price List API: pricing.py
 12. Batch deletions and limits: batch_deletions.py
-13. Speed, answers unchanged: dynamodb.py and stepfunctions.py
+13. Speed, answers unchanged: dynamodb.py and stepfunctions.py and ec2_images.py
 14. Batch DescribeJobs: batch_jobs.py
 15. Batch's ECS clusters: ecs.py
 16. Simulated time in the workflow: stepfunctions.py
@@ -77,6 +77,7 @@ from gpupilot.localcloud.moto_adaptations.ec2 import (
     world_offerings,
     world_spot_market,
 )
+from gpupilot.localcloud.moto_adaptations.ec2_images import images_when_first_read
 from gpupilot.localcloud.moto_adaptations.ec2_reservations import world_reservations
 from gpupilot.localcloud.moto_adaptations.ecs import (
     container_instance_health,
@@ -132,6 +133,7 @@ def adapted_moto(
         compute_environment_lifecycle(patches, lifecycle)
         if offerings is not None:
             world_offerings(patches, *offerings)
+        images_when_first_read(patches)
         regional_instance_types(patches, unsold or {})
         launch_template_response_fields(patches)
         instance_lifecycle_filter(patches)
