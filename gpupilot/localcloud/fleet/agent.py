@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from functions.shared.domain.requests.host_agent import NOTICE_SECONDS
-from gpupilot.localcloud.fleet.records import SimInstance, SimJob
+from gpupilot.localcloud.fleet.records import SimInstance, SimJob, gpu_catalog
 from gpupilot.localcloud.world import World
 from host_agent import checkpoints as cp
 from host_agent.boto_aws import BotoCloud
@@ -157,9 +157,7 @@ class SimulatedHost:
         return samples
 
     def _gpu_memory_mib(self) -> float:
-        from functions.shared.adapters.ec2 import load_snapshot
-
-        gpu = load_snapshot().get(self.instance.instance_type)
+        gpu = gpu_catalog().get(self.instance.instance_type)
         return float(gpu.gpu_memory_gib * 1024) if gpu is not None else 0.0
 
     # -- the fleet's side -------------------------------------------------------------------------------------------

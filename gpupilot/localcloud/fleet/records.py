@@ -3,16 +3,30 @@ events Batch gives."""
 
 from __future__ import annotations
 
+import functools
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gpupilot.localcloud.clock import LocalClock
 from gpupilot.localcloud.moto_adaptations.batch_consumables import ConsumableBook
 from gpupilot.localcloud.reservations import HeldReservation, ReservationBook
 from gpupilot.localcloud.world import World
+
+if TYPE_CHECKING:
+    from functions.shared.domain.capacity.catalog import GpuType
+
+
+@functools.cache
+def gpu_catalog() -> Mapping[str, GpuType]:
+    """The bundled GPU catalog the simulated hosts are made from, read once: the fleet asks it at every placement (the
+    catalog's JSON parsed anew each time was a thirtieth of a busy local cloud's CPU)."""
+    from functions.shared.adapters.ec2 import load_snapshot
+
+    return MappingProxyType(load_snapshot())
 
 
 class Agents(Protocol):
@@ -238,9 +252,7 @@ class FleetState:
         return environments[0] if environments else None
 
     def _shape(self, instance_type: str) -> dict[str, int] | None:
-        from functions.shared.adapters.ec2 import load_snapshot
-
-        gpu = load_snapshot().get(instance_type)
+        gpu = gpu_catalog().get(instance_type)
         if gpu is None:
             return None
         return {"GPU": gpu.gpus, "VCPU": gpu.vcpus, "MEMORY": int(gpu.memory_gib * 1024)}

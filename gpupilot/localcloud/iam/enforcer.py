@@ -9,8 +9,9 @@ import hashlib
 import itertools
 import json
 import os
+import sys
 import threading
-import traceback
+import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -55,10 +56,14 @@ def expecting_refusal() -> Iterator[None]:
 
 
 def call_site() -> str:
-    """The innermost frame of GPU Pilot's own functions code that made the call."""
-    for frame in reversed(traceback.extract_stack()):
-        if "/functions/" in frame.filename and not frame.filename.endswith("adapters/clients.py"):
-            return f"{frame.filename.split('/functions/', 1)[1]}:{frame.lineno} in {frame.name}"
+    """The innermost frame of GPU Pilot's own functions code that made the call. The frames are walked, not extracted:
+    `traceback.extract_stack` reads every frame's source line (a stat of each file), and this runs on every call."""
+    frame: types.FrameType | None = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if "/functions/" in filename and not filename.endswith("adapters/clients.py"):
+            return f"{filename.split('/functions/', 1)[1]}:{frame.f_lineno} in {frame.f_code.co_name}"
+        frame = frame.f_back
     return "unknown"
 
 
