@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -92,9 +93,22 @@ def _swept(api: str, timeout: float = 120) -> dict[str, Any]:
     return dict(report)
 
 
+def _listed(api: str, ids: list[str]) -> dict[str, dict[str, Any]]:
+    """The scenario's jobs as GET /jobs lists them, a page of a hundred at a time (one request where a GET per job asked
+    forty a second: the local cloud's CPU answering the bench's polls is CPU its jobs then wait for)."""
+    jobs: dict[str, dict[str, Any]] = {}
+    token = ""
+    while True:
+        page = get_json(f"{api}/jobs?limit=100" + (f"&next_token={urllib.parse.quote(token)}" if token else ""))
+        jobs |= {job["job_id"]: job for job in page["jobs"] if job["job_id"] in ids}
+        token = page.get("next_token") or ""
+        if not token:
+            return jobs
+
+
 def _failed_starts(api: str, batch: Any, ids: list[str]) -> int:
     """How many of the jobs' Batch attempts so far failed to start."""
-    batch_ids = [a["batch_job_id"] for i in ids for a in get_json(f"{api}/jobs/{i}")["attempts"] if a["batch_job_id"]]
+    batch_ids = [a["batch_job_id"] for job in _listed(api, ids).values() for a in job["attempts"] if a["batch_job_id"]]
     described = [j for start in range(0, len(batch_ids), 100)
                  for j in batch.describe_jobs(jobs=batch_ids[start : start + 100])["jobs"]]  # fmt: skip
     return sum(a.get("statusReason") == FAILED_START for job in described for a in job["attempts"])
@@ -123,13 +137,11 @@ def measure(api: str, aws: str, jobs: int, timeout: float, hold_seconds: float |
     moved_past: set[str] = set()
     while len(finished) < len(ids) and time.monotonic() < deadline:
         running = set()
-        for job_id in ids:
-            if job_id not in finished:
-                job = get_json(f"{api}/jobs/{job_id}")
-                if job["status"] in ("SUCCEEDED", "FAILED"):
-                    finished[job_id] = job
-                elif job["status"] == "RUNNING":
-                    running.add(job_id)
+        for job_id, job in _listed(api, ids).items():
+            if job["status"] in ("SUCCEEDED", "FAILED"):
+                finished[job_id] = job
+            elif job["status"] == "RUNNING":
+                running.add(job_id)
         if hold_seconds is not None and running and not running & moved_past:
             post_json(f"{api}/local/clock", {"advance_seconds": HELD_RUNTIME_SECONDS})
             moved_past |= running
