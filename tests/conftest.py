@@ -9,7 +9,7 @@ import botocore.loaders
 import botocore.session
 import pytest
 
-pytest_plugins = ["tests.iam_drift"]
+pytest_plugins = ["tests.iam_drift", "tests.scheduling"]
 
 SAFE_ENVIRONMENT = {
     "AWS_ACCESS_KEY_ID": "testing",
