@@ -14,7 +14,7 @@ STACK_SOURCES := app.py cdk.json $(wildcard stacks/*.py) $(wildcard statemachine
 	$(wildcard functions/shared/*/*/*.py) \
 	$(wildcard functions/shared/data/*.json) $(wildcard functions/shared/data/prices/*.json)
 
-.PHONY: setup browser screenshots synth demo serve test test-fast lint bench openapi cli-reference catalog prices clean
+.PHONY: setup browser screenshots synth demo serve test test-bytecode test-fast lint bench openapi cli-reference catalog prices clean
 
 # uv installs what pip would, from the same pins, in seconds rather than minutes; pip takes over if uv cannot.
 # --compile-bytecode: the suite starts hundreds of Python processes (local clouds, CLI runs, test workers); where
@@ -69,10 +69,19 @@ lint: setup
 # at -n 6).
 # --no-loadscope-reorder: files start in collection order (bench, e2e, infra, integration, unit), the long ones
 # first; xdist's default starts the files with the most tests first, which left a one-test bench file of 90 s last.
-# compileall: the project's own modules as bytecode before hundreds of processes import them (see --compile-bytecode).
-test: synth lint browser $(CHECKOV)
-	$(PY) -m compileall -q -j 0 app.py functions gpupilot host_agent stacks payloads bench tests >/dev/null
+# What the tests need is made side by side (-j): on a machine busy with other work, each step alone got a share of
+# the cores' time as one process among the others (a fresh clone's setup beside two CPU-bound processes: 95 s).
+test: $(STAMP)
+	$(MAKE) --no-print-directory -j 4 -O synth lint browser $(CHECKOV) test-bytecode
 	GPUPILOT_REQUIRE_CHECKOV=1 $(PY) -m pytest -n 6 --dist loadfile --no-loadscope-reorder -q -p no:cacheprovider --iam-drift=strict tests host_agent/tests
+
+# The project's own modules as bytecode before hundreds of processes import them (see --compile-bytecode); and the
+# test modules as pytest rewrites their asserts, written once here: where PYTHONDONTWRITEBYTECODE is set, each of the
+# six test workers would rewrite and compile every test module itself (4.4 s of CPU each). After the synth: collecting
+# the tests reads the synthesized template.
+test-bytecode: $(TEMPLATE)
+	$(PY) -m compileall -q -j 0 app.py functions gpupilot host_agent stacks payloads bench tests >/dev/null
+	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest --collect-only -q -p no:cacheprovider tests host_agent/tests >/dev/null
 
 # The console's screenshots in docs/console/, from its browser tests (a plain test run leaves them as they are).
 screenshots: synth browser
