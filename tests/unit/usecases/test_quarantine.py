@@ -20,7 +20,7 @@ from functions.shared.domain.hosts.quarantine import QuarantineReason, Quarantin
 from functions.shared.domain.jobs.records import AttemptRecord
 from functions.shared.usecases.health.sweep import run_sweep
 from functions.shared.usecases.hosts.quarantine import SWEEP_RUNS_AT_MOST_SECONDS
-from tests.unit.usecases.conftest import JOB_ID, create_job
+from tests.unit.usecases.conftest import JOB_ID, create_job, submitted
 from tests.unit.usecases.test_sweep import CLUSTER, POOL, pool
 
 ARN = "arn:aws:ecs:us-east-1:123456789012:container-instance/{}"
@@ -360,3 +360,27 @@ def test_a_disabled_pools_finding_names_the_jobs_still_waiting_in_it(ports):
     # When / Then
     [finding] = kinds(run_sweep(None, ports), FindingKind.POOL_DISABLED)
     assert finding.jobs == ["waiting-1"]
+
+
+def test_a_host_failure_the_sweep_replays_is_judged_by_that_sweep_which_starts_no_other(ports):
+    # Given a host that failed one job already, and a job whose Batch event of a failure on that host never came
+    fleet_of(ports, "i-1", "i-bad")
+    failed_on(ports, "i-bad", "b-0")
+    submitted(ports)
+    (batch_job_id,) = ports.batch.jobs
+    ports.jobs.advance(JOB_ID, JobStatus.RUNNING, attempt=1)
+    stopped = int(now().timestamp() * 1000)
+    reason = "CannotStartContainerError: ... stderr: nvidia-container-cli: initialization error: nvml error"
+    ports.batch.set_status(batch_job_id, "RUNNABLE", attempts=[
+        {"container": {"containerInstanceArn": ARN.format("i-bad"), "reason": reason},
+         "statusReason": "Task failed to start", "startedAt": stopped - 2000, "stoppedAt": stopped},
+    ])  # fmt: skip
+
+    # When the sweep runs (and replays the event)
+    result = run_sweep(None, ports)
+
+    # Then the replayed failure is kept, and this sweep quarantines the host: no other sweep is started (the sweep
+    # function may not invoke itself)
+    assert len(ports.hosts.kept) == 2
+    assert ports.fleet.drained == [ARN.format("i-bad")] and kinds(result, FindingKind.BAD_GPU_HOST)
+    assert ports.sweeps.started == []

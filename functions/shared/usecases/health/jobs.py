@@ -90,8 +90,9 @@ def sweep_jobs(queues: list[str], at: str, ports: Ports, records: list[ActiveJob
     swept.reconciled += replayed
     for event in missed:
         try:
-            # What the events would have told of the hosts: a failure its host caused counts against it.
-            note_host_faults(event, ports)
+            # What the events would have told of the hosts: a failure its host caused counts against it (this
+            # sweep judges the hosts next, with it).
+            note_host_faults(event, ports, sweeping=True)
         except Exception:
             logger.exception("could not note the job's host faults", extra={"batch_job_id": event.job.job_id})
     _share_queue_verdicts(swept, {job.job_id: job for job, _ in latest.values()}, ports)

@@ -17,15 +17,18 @@ from functions.shared.observability import logger
 from functions.shared.ports import Ports
 
 
-def note_host_faults(event: BatchJobEvent, ports: Ports) -> list[HostFault]:
-    """Keep the event's host-side failures; start a sweep for a host that has enough. Returns the new ones."""
+def note_host_faults(event: BatchJobEvent, ports: Ports, sweeping: bool = False) -> list[HostFault]:
+    """Keep the event's host-side failures; start a sweep for a host that has enough. Returns the new ones.
+
+    `sweeping`: the sweep itself keeps the failures of the events it replays, and judges the hosts after its jobs:
+    it starts no other sweep (the sweep function has no grant to invoke itself, and needs none)."""
     settings = ports.settings
     found = host_faults(event.job, event.at)
     if not found:
         return []
     # The window counts from each failure; the items outlive it by as much, as DynamoDB's TTL deletes late.
     new = [fault for fault in found if ports.hosts.record_fault(fault, 2 * settings.bad_host_window_seconds)]
-    if not new or not settings.quarantine_bad_hosts:
+    if not new or not settings.quarantine_bad_hosts or sweeping:
         return new
     since = iso(parse_iso(event.at) - timedelta(seconds=settings.bad_host_window_seconds))
     kept = ports.hosts.faults(since)
