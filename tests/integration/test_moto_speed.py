@@ -283,13 +283,15 @@ def index_answers() -> list[Any]:
     ]
 
 
-def counting_calls(scenario: Callable[[], Any], owner: type, method: str, calls: list[int]) -> Callable[[], Any]:
-    """`scenario`, counting the calls of moto's `owner.method` while it runs."""
+def counting_calls(
+    scenario: Callable[[], Any], owner: type, method: str, calls: list[dict[str, Any]]
+) -> Callable[[], Any]:
+    """`scenario`, keeping the keyword arguments of each call of moto's `owner.method` while it runs."""
 
     def counted() -> Any:
         original = getattr(owner, method)
         counting = Patches()
-        counting.replace(owner, method, lambda *args: calls.append(1) or original(*args))
+        counting.replace(owner, method, lambda *args, **kwargs: calls.append(kwargs) or original(*args, **kwargs))
         try:
             return scenario()
         finally:
@@ -298,7 +300,7 @@ def counting_calls(scenario: Callable[[], Any], owner: type, method: str, calls:
     return counted
 
 
-def counting_conversions(scenario: Callable[[], Any], conversions: list[int]) -> Callable[[], Any]:
+def counting_conversions(scenario: Callable[[], Any], conversions: list[dict[str, Any]]) -> Callable[[], Any]:
     """`scenario`, counting moto's conversions of a whole item to JSON while it runs."""
     from moto.dynamodb.models.dynamo_type import Item
 
@@ -306,8 +308,8 @@ def counting_conversions(scenario: Callable[[], Any], conversions: list[int]) ->
 
 
 def test_an_index_projection_picks_the_attributes_moto_would_project_without_converting_the_item():
-    converted_alone: list[int] = []
-    converted_picked: list[int] = []
+    converted_alone: list[dict[str, Any]] = []
+    converted_picked: list[dict[str, Any]] = []
     alone = in_moto(None, counting_conversions(index_answers, converted_alone))
     picked = in_moto(pick_projected_attributes, counting_conversions(index_answers, converted_picked))
     assert picked == alone
@@ -339,7 +341,7 @@ def item_sizes() -> list[Any]:
     return answers
 
 
-def counting_size_checks(scenario: Callable[[], Any], checks: list[int]) -> Callable[[], Any]:
+def counting_size_checks(scenario: Callable[[], Any], checks: list[dict[str, Any]]) -> Callable[[], Any]:
     """`scenario`, counting moto's per-attribute size checks while it runs."""
     from moto.dynamodb.models.dynamo_type import LimitedSizeDict
 
@@ -347,8 +349,8 @@ def counting_size_checks(scenario: Callable[[], Any], checks: list[int]) -> Call
 
 
 def test_an_item_sized_once_is_stored_and_refused_exactly_as_moto_sizes_it_attribute_by_attribute():
-    checked_alone: list[int] = []
-    checked_once: list[int] = []
+    checked_alone: list[dict[str, Any]] = []
+    checked_once: list[dict[str, Any]] = []
     alone = in_moto(None, counting_size_checks(item_sizes, checked_alone))
     once = in_moto(size_items_once, counting_size_checks(item_sizes, checked_once))
     assert once == alone
@@ -356,22 +358,11 @@ def test_an_item_sized_once_is_stored_and_refused_exactly_as_moto_sizes_it_attri
     assert len(checked_alone) > 50 and not checked_once
 
 
-def counting_images_made(scenario: Callable[[], Any], made: list[str]) -> Callable[[], Any]:
-    """`scenario`, naming every image moto makes while it runs."""
+def counting_images_made(scenario: Callable[[], Any], made: list[dict[str, Any]]) -> Callable[[], Any]:
+    """`scenario`, keeping what moto makes each image of while it runs (`ami_id` and the rest)."""
     from moto.ec2.models.amis import Ami
 
-    def counted() -> Any:
-        original = Ami.__init__
-        counting = Patches()
-        counting.replace(Ami, "__init__", lambda self, backend, ami_id, **kwargs: made.append(ami_id) or original(
-            self, backend, ami_id, **kwargs
-        ))  # fmt: skip
-        try:
-            return scenario()
-        finally:
-            counting.undo()
-
-    return counted
+    return counting_calls(scenario, Ami, "__init__", made)
 
 
 def no_image_read() -> list[Any]:
@@ -401,8 +392,8 @@ def image_answers() -> list[Any]:
 def test_a_region_whose_images_nothing_reads_makes_none_and_a_read_makes_and_answers_moto_s_own():
     from gpupilot.localcloud.moto_adaptations.ec2_images import images_when_first_read
 
-    made_alone: list[str] = []
-    made_later: list[str] = []
+    made_alone: list[dict[str, Any]] = []
+    made_later: list[dict[str, Any]] = []
     # Given calls that read no image, in two regions: moto alone makes every region's images, here none are made
     assert in_moto(images_when_first_read, counting_images_made(no_image_read, made_later)) == [1, 1]
     assert in_moto(None, counting_images_made(no_image_read, made_alone)) == [1, 1]
@@ -412,4 +403,5 @@ def test_a_region_whose_images_nothing_reads_makes_none_and_a_read_makes_and_ans
     alone = in_moto(None, counting_images_made(image_answers, made_alone))
     read = in_moto(images_when_first_read, counting_images_made(image_answers, made_later))
     assert read == alone
-    assert len(alone[0]) > 1000 and sorted(made_later) == sorted(made_alone)
+    made_ids = [sorted(image["ami_id"] for image in made) for made in (made_later, made_alone)]
+    assert len(alone[0]) > 1000 and made_ids[0] == made_ids[1]

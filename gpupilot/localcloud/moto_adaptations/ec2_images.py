@@ -17,8 +17,7 @@ from typing import Any
 
 from gpupilot.localcloud.moto_adaptations.patches import Patches
 
-# The attributes the images live under on a backend made while the adaptation holds.
-IMAGES = "_gpupilot_amis"
+# Set on a backend made while the adaptation holds, until its images are made.
 PENDING = "_gpupilot_amis_pending"
 
 
@@ -32,16 +31,16 @@ def images_when_first_read(patches: Patches) -> None:
         self.__dict__[PENDING] = True
 
     def read(self: Any) -> dict[str, Any]:
-        found: dict[str, Any] = self.__dict__.get(IMAGES, self.__dict__.get("amis"))
         if self.__dict__.get(PENDING):
             with loading:
                 if self.__dict__.pop(PENDING, False):
                     load(self)
-        return found
+        images: dict[str, Any] = self.__dict__["amis"]
+        return images
 
     def write(self: Any, images: dict[str, Any]) -> None:
-        # Under moto's own name too: once the adaptation is undone, a backend made meanwhile keeps what it has made.
-        self.__dict__[IMAGES] = self.__dict__["amis"] = images
+        # Where moto keeps them: once the adaptation is undone, a backend made meanwhile keeps what it has made.
+        self.__dict__["amis"] = images
 
     patches.replace(AmiBackend, "_load_amis", deferred)
     # moto keeps the images on each backend: the class has no attribute of that name to restore, only one to remove.
